@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// registryFlags are the network flags every command that talks to a registry takes.
+type registryFlags struct {
+	PlainHTTP      bool
+	CAFile         string
+	RegistryConfig string
+}
+
+func (f *registryFlags) register(c *cobra.Command) {
+	c.Flags().BoolVar(&f.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry (loopback registries fall back to it on their own)")
+	c.Flags().StringVar(&f.CAFile, "ca-file", "", "PEM file of extra CAs to trust (SSL_CERT_FILE is honoured too)")
+	c.Flags().StringVar(&f.RegistryConfig, "registry-config", "", "docker-style credentials file (default: docker's config.json, then containers' auth.json)")
+}
+
+func (f *registryFlags) options() oci.Options {
+	return oci.Options{PlainHTTP: f.PlainHTTP, CAFile: f.CAFile, RegistryConfig: f.RegistryConfig}
+}
+
+// outputFlag is -o text|json (or --format on commands whose -o is a directory).
+type outputFlag struct{ Format string }
+
+func (o *outputFlag) register(c *cobra.Command, short bool) {
+	if short {
+		c.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json")
+	} else {
+		c.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	}
+}
+
+func (o *outputFlag) check() error {
+	if o.Format != "text" && o.Format != "json" {
+		return usageErrorf("output format %q: want text or json", o.Format)
+	}
+	return nil
+}
+
+func (o *outputFlag) JSON() bool { return o.Format == "json" }
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func parsePlatforms(list []string) ([]manifest.Platform, error) {
+	var out []manifest.Platform
+	for _, s := range list {
+		p, err := manifest.ParsePlatform(s)
+		if err != nil {
+			return nil, usageErrorf("--platform: %v", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func parseRef(s string) (oci.Ref, error) {
+	r, err := oci.ParseRef(s)
+	if err != nil {
+		return oci.Ref{}, usageErrorf("%v", err)
+	}
+	return r, nil
+}
+
+// progressBar shows bytes moved on a terminal's stderr, one line redrawn in place. It prints
+// nothing when stderr is not a terminal.
+type progressBar struct {
+	w      io.Writer
+	label  string
+	total  atomic.Int64
+	done   atomic.Int64
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	active bool
+}
+
+func newProgress(ios *IOStreams, label string) *progressBar {
+	p := &progressBar{w: ios.ErrOut, label: label, stop: make(chan struct{})}
+	if !ios.ErrTTY {
+		return p
+	}
+	p.active = true
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.draw()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progressBar) Plan(n int64)    { p.total.Add(n) }
+func (p *progressBar) Advance(n int64) { p.done.Add(n) }
+
+func (p *progressBar) draw() {
+	if t := p.total.Load(); t > 0 {
+		fmt.Fprintf(p.w, "\r%s %s / %s (%d%%)   ", p.label, humanBytes(p.done.Load()), humanBytes(t), p.done.Load()*100/t)
+	}
+}
+
+// Finish stops redrawing and ends the line.
+func (p *progressBar) Finish() {
+	if !p.active {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	if p.total.Load() > 0 {
+		p.draw()
+		fmt.Fprintln(p.w)
+	}
+	p.active = false
+}
+
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+type inspectOptions struct {
+	io       *IOStreams
+	Ref      string
+	registry registryFlags
+	output   outputFlag
+}
+
+func newInspectCmd(ios *IOStreams) *cobra.Command {
+	o := &inspectOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "inspect REPO[:VERSION]",
+		Short: "List a repository's provider versions, or one version's platforms",
+		Long: `Without a version, list the repository's tags that are versions, highest first (other tags
+are ignored, as OpenTofu ignores them). With a version, list its platforms with their manifest
+and zip digests and sizes.`,
+		Args: argsRange(1, 1, "one reference: REPO or REPO:VERSION"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Ref = args[0]
+			return runInspect(c, o)
+		},
+	}
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runInspect(c *cobra.Command, o *inspectOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	ref, err := parseRef(o.Ref)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	if err != nil {
+		return oci.Explain("inspect", ref, err)
+	}
+	if ref.Reference == "" {
+		versions, err := oci.ListVersions(ctx, target)
+		if err != nil {
+			return oci.Explain("inspect", ref, err)
+		}
+		type versionJSON struct {
+			Version string `json:"version"`
+			Tag     string `json:"tag"`
+		}
+		out := struct {
+			Repository string        `json:"repository"`
+			Versions   []versionJSON `json:"versions"`
+		}{Repository: ref.String(), Versions: []versionJSON{}}
+		for _, v := range versions {
+			out.Versions = append(out.Versions, versionJSON{v.Version.String(), v.Tag})
+		}
+		if o.output.JSON() {
+			return writeJSON(o.io.Out, out)
+		}
+		if len(versions) == 0 {
+			fmt.Fprintf(o.io.Out, "%s has no version tags\n", ref)
+		}
+		for _, v := range out.Versions {
+			fmt.Fprintln(o.io.Out, v.Version)
+		}
+		return nil
+	}
+	v, err := oci.ResolveVersion(ctx, target, ref)
+	if err != nil {
+		return oci.Explain("inspect", ref, err)
+	}
+	out := struct {
+		Reference   string         `json:"reference"`
+		Version     string         `json:"version,omitempty"`
+		IndexDigest string         `json:"index_digest"`
+		Platforms   []platformJSON `json:"platforms"`
+		Others      int            `json:"other_entries"`
+	}{Reference: ref.String(), Version: v.Version, IndexDigest: v.Index.Digest.String(), Others: len(v.Parsed.Others)}
+	for _, e := range v.Parsed.Entries {
+		p, err := oci.FetchPlatform(ctx, target, v, e)
+		if err != nil {
+			return oci.Explain("inspect", ref, err)
+		}
+		out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), p.Manifest.Digest.String(), p.Zip.Digest.String(), p.Zip.Size, p.Filename})
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, out)
+	}
+	fmt.Fprintf(o.io.Out, "%s\nDigest: %s\n\n", ref, out.IndexDigest)
+	fmt.Fprintf(o.io.Out, "%-14s %-10s %s\n", "PLATFORM", "SIZE", "ZIP DIGEST")
+	for _, p := range out.Platforms {
+		fmt.Fprintf(o.io.Out, "%-14s %-10s %s\n", p.Platform, humanBytes(p.Size), p.Zip)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+type loginOptions struct {
+	io            *IOStreams
+	Host          string
+	Username      string
+	PasswordStdin bool
+	registry      registryFlags
+}
+
+func newLoginCmd(ios *IOStreams) *cobra.Command {
+	o := &loginOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "login HOST",
+		Short: "Log in to a registry and store the credentials",
+		Long: `Check credentials against a registry and store them where docker and other OCI tools
+read them (docker's config.json, or its configured credential helper).`,
+		Example: `  echo "$TOKEN" | oprov login ghcr.io -u octocat --password-stdin`,
+		Args:    argsRange(1, 1, "one registry host"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Host = args[0]
+			return runLogin(c, o)
+		},
+	}
+	c.Flags().StringVarP(&o.Username, "username", "u", "", "user name")
+	c.Flags().BoolVar(&o.PasswordStdin, "password-stdin", false, "read the password or token from standard input")
+	o.registry.register(c)
+	return c
+}
+
+func runLogin(c *cobra.Command, o *loginOptions) error {
+	var password string
+	switch {
+	case o.PasswordStdin:
+		b, err := io.ReadAll(io.LimitReader(o.io.In, 1<<20))
+		if err != nil {
+			return err
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	case o.io.InTTY:
+		if o.Username == "" {
+			fmt.Fprint(o.io.ErrOut, "Username: ")
+			line, _ := bufio.NewReader(o.io.In).ReadString('\n')
+			o.Username = strings.TrimSpace(line)
+		}
+		fmt.Fprint(o.io.ErrOut, "Password: ")
+		b, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(o.io.ErrOut)
+		if err != nil {
+			return err
+		}
+		password = string(b)
+	default:
+		return usageErrorf("login %s: no terminal to prompt on: pass --password-stdin and pipe the password in", o.Host)
+	}
+	if o.Username == "" || password == "" {
+		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
+	}
+	ctx := c.Context()
+	reg, err := oci.NewRegistry(ctx, o.Host, o.registry.options())
+	if err != nil {
+		return err
+	}
+	store, err := oci.CredentialStore(o.registry.RegistryConfig)
+	if err != nil {
+		return err
+	}
+	cred := auth.Credential{Username: o.Username, Password: password}
+	if err := credentials.Login(ctx, store, reg, cred); err != nil {
+		return oci.Explain("login", oci.Ref{Registry: o.Host}, err)
+	}
+	fmt.Fprintf(o.io.Out, "Logged in to %s as %s\n", o.Host, o.Username)
+	return nil
+}
+
+type logoutOptions struct {
+	io       *IOStreams
+	Host     string
+	registry registryFlags
+}
+
+func newLogoutCmd(ios *IOStreams) *cobra.Command {
+	o := &logoutOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "logout HOST",
+		Short: "Remove a registry's stored credentials",
+		Args:  argsRange(1, 1, "one registry host"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Host = args[0]
+			store, err := oci.CredentialStore(o.registry.RegistryConfig)
+			if err != nil {
+				return err
+			}
+			if err := credentials.Logout(c.Context(), store, o.Host); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("logout %s: %w", o.Host, err)
+			}
+			fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&o.registry.RegistryConfig, "registry-config", "", "docker-style credentials file (default: docker's config.json)")
+	return c
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/release"
+)
+
+type packageOptions struct {
+	io        *IOStreams
+	GoDir     string
+	BinDir    string
+	Version   string
+	Name      string
+	Platforms []string
+	OutDir    string
+	output    outputFlag
+}
+
+func newPackageCmd(ios *IOStreams) *cobra.Command {
+	o := &packageOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "package (--go DIR | --bin DIR) --version VERSION -o DIST",
+		Short: "Build a provider's release zips and SHA256SUMS",
+		Long: `Build release packages: terraform-provider-TYPE_VERSION_OS_ARCH.zip per platform, and
+terraform-provider-TYPE_VERSION_SHA256SUMS. The zips are deterministic (sorted entries, fixed
+times: SOURCE_DATE_EPOCH when set), so the same input gives the same digests.
+
+From Go source (--go DIR), each platform is cross-compiled with CGO_ENABLED=0 -trimpath
+(default platforms: darwin, linux and windows on amd64 and arm64). The provider type comes from
+the directory or module name terraform-provider-TYPE, or from --name.
+
+From built executables (--bin DIR), DIR holds one directory per platform named OS_ARCH, each with
+the executable (named terraform-provider-*, or the only file there) and any extra files:
+
+    bin/linux_amd64/terraform-provider-hello
+    bin/windows_amd64/terraform-provider-hello.exe`,
+		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 -o dist
+  oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o dist`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c, o) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
+	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
+	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
+	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
+	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
+	f.StringVarP(&o.OutDir, "out", "o", "dist", "directory to write the release into")
+	o.output.register(c, false)
+	return c
+}
+
+func runPackage(c *cobra.Command, o *packageOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if (o.GoDir == "") == (o.BinDir == "") {
+		return usageErrorf("give exactly one of --go DIR and --bin DIR")
+	}
+	if o.Version == "" {
+		return usageErrorf("--version is required")
+	}
+	platforms, err := parsePlatforms(o.Platforms)
+	if err != nil {
+		return err
+	}
+	opts := release.PackageOptions{
+		Version: o.Version, Type: o.Name, Platforms: platforms, OutDir: o.OutDir,
+		Progress: func(format string, args ...any) {
+			if o.io.ErrTTY {
+				fmt.Fprintf(o.io.ErrOut, format+"\n", args...)
+			}
+		},
+	}
+	var p *release.Packaged
+	if o.GoDir != "" {
+		p, err = release.PackageGo(c.Context(), o.GoDir, opts)
+	} else {
+		p, err = release.PackageBinaries(o.BinDir, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	type pkgJSON struct {
+		Platform string `json:"platform"`
+		Path     string `json:"path"`
+		Size     int64  `json:"size"`
+		ZH       string `json:"zh"`
+		H1       string `json:"h1"`
+	}
+	out := struct {
+		Type      string    `json:"type"`
+		Version   string    `json:"version"`
+		SHA256SUM string    `json:"sha256sums"`
+		Packages  []pkgJSON `json:"packages"`
+	}{Type: p.Release.Type, Version: p.Release.Version, SHA256SUM: p.Release.SumsPath}
+	for _, a := range p.Release.Artifacts {
+		h := p.Hashes[a.Name.Platform]
+		out.Packages = append(out.Packages, pkgJSON{a.Name.Platform.String(), a.Path, a.Size, h.ZH, h.H1})
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, out)
+	}
+	fmt.Fprintf(o.io.Out, "Packaged %s %s for %d platforms into %s\n", out.Type, out.Version, len(out.Packages), o.OutDir)
+	for _, pk := range out.Packages {
+		fmt.Fprintf(o.io.Out, "  %-14s %s\n  %-14s %s\n", pk.Platform, pk.H1, "", pk.ZH)
+	}
+	fmt.Fprintf(o.io.Out, "Checksums: %s\n", out.SHA256SUM)
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+type pullOptions struct {
+	io        *IOStreams
+	Ref       string
+	Platforms []string
+	OutDir    string
+	registry  registryFlags
+	output    outputFlag
+}
+
+func newPullCmd(ios *IOStreams) *cobra.Command {
+	o := &pullOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "pull REPO:VERSION [--platform OS_ARCH]... -o DIR",
+		Short: "Download a provider version's release zips",
+		Long: `Download a provider version's zips under their release names, with a SHA256SUMS file.
+Every manifest and zip is checked against its digest; a zip is written under a temporary
+name and renamed only once it checks out.`,
+		Example: `  oprov pull registry.example.com/providers/acme/hello:1.0.0 --platform linux_amd64 -o dist`,
+		Args:    argsRange(1, 1, "one reference: REPO:VERSION"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Ref = args[0]
+			return runPull(c, o)
+		},
+	}
+	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "platforms to pull, OS_ARCH or OS/ARCH (repeatable; default all)")
+	c.Flags().StringVarP(&o.OutDir, "out", "o", ".", "directory to write the zips into")
+	o.registry.register(c)
+	o.output.register(c, false)
+	return c
+}
+
+func runPull(c *cobra.Command, o *pullOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	ref, err := parseRef(o.Ref)
+	if err != nil {
+		return err
+	}
+	if ref.Reference == "" {
+		return usageErrorf("pull %s: name a version (%s:VERSION); 'oprov inspect %s' lists them", ref, ref, ref)
+	}
+	platforms, err := parsePlatforms(o.Platforms)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	if err != nil {
+		return oci.Explain("pull", ref, err)
+	}
+	bar := newProgress(o.io, "pulling")
+	res, err := oci.Pull(ctx, target, ref, oci.PullOptions{Platforms: platforms, OutDir: o.OutDir, Progress: bar, WriteSums: true})
+	bar.Finish()
+	if err != nil {
+		return oci.Explain("pull", ref, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			Reference   string           `json:"reference"`
+			IndexDigest string           `json:"index_digest"`
+			Files       []oci.PulledFile `json:"files"`
+			SHA256SUMS  string           `json:"sha256sums,omitempty"`
+		}{ref.String(), res.Version.Index.Digest.String(), res.Files, res.Sums})
+	}
+	fmt.Fprintf(o.io.Out, "Pulled %s (%s)\n", ref, res.Version.Index.Digest)
+	for _, f := range res.Files {
+		fmt.Fprintf(o.io.Out, "  %-14s %s\n", f.Platform, f.Path)
+	}
+	return nil
+}

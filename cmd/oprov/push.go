@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+type pushOptions struct {
+	io          *IOStreams
+	Sources     []string
+	Repo        string
+	Address     string
+	Concurrency int
+	registry    registryFlags
+	output      outputFlag
+}
+
+func newPushCmd(ios *IOStreams) *cobra.Command {
+	o := &pushOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "push SRC... REPO",
+		Short: "Publish a provider release to an OCI registry or layout",
+		Long: `Publish one provider version in OpenTofu's OCI format: an index tagged with the version,
+one manifest per platform, and each platform's release zip as its layer.
+
+SRC is a directory of release zips (goreleaser's dist/ works as is), some zip files, or a
+SHA256SUMS file. All zips must share one type and version; each is checked against SHA256SUMS
+when one is present, and must hold the provider executable.
+
+REPO is HOST[:PORT]/PATH (tagged with the version; an explicit :TAG must equal it) or
+oci-layout:DIR. Content already there is not uploaded again, and the tag moves last.`,
+		Example: `  oprov push dist/ registry.example.com/providers/acme/hello
+  oprov push dist/terraform-provider-hello_1.0.0_SHA256SUMS oci-layout:./layout`,
+		Args: argsRange(2, -1, "release files and a repository: SRC... REPO"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Sources, o.Repo = args[:len(args)-1], args[len(args)-1]
+			return runPush(c, o)
+		},
+	}
+	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
+	c.Flags().IntVar(&o.Concurrency, "concurrency", oci.DefaultConcurrency, "blobs to upload at once")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runPush(c *cobra.Command, o *pushOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	ref, err := parseRef(o.Repo)
+	if err != nil {
+		return err
+	}
+	var addr oci.ProviderAddress
+	if o.Address != "" {
+		if addr, err = oci.ParseProviderAddress(o.Address); err != nil {
+			return usageErrorf("--address: %v", err)
+		}
+	}
+	rel, err := release.Collect(o.Sources)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	tag, err := manifest.VersionToTag(rel.Version)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	if ref.Reference != "" {
+		if ref.IsDigest() {
+			return usageErrorf("push %s: push to a tag, not a digest (the tag is the version, %s)", ref, tag)
+		}
+		v, err := manifest.TagToVersion(ref.Reference)
+		if err != nil {
+			return fmt.Errorf("push %s: %w; the tag must be the release's version (%s), so leave it off", ref, err, tag)
+		}
+		if v != rel.Version {
+			return fmt.Errorf("push %s: the tag says version %s but the zips are version %s (leave the tag off, or push the matching release)", ref, v, rel.Version)
+		}
+	}
+	ref = ref.WithReference(tag)
+	if o.Address == "" {
+		addr = oci.GuessProviderAddress(ref)
+		addr.Type = rel.Type
+	}
+
+	ctx := c.Context()
+	target, err := oci.Open(ctx, ref, o.registry.options(), true)
+	if err != nil {
+		return oci.Explain("push", ref, err)
+	}
+	created, err := sourceDateEpoch()
+	if err != nil {
+		return err
+	}
+	bar := newProgress(o.io, "pushing")
+	res, err := oci.PushRelease(ctx, target, rel, tag, oci.PushOptions{
+		Concurrency: o.Concurrency, Progress: bar, Index: manifest.IndexOptions{Created: created},
+	})
+	bar.Finish()
+	if err != nil {
+		return oci.Explain("push", ref, err)
+	}
+	return printPushed(o, ref, rel, addr, res)
+}
+
+// sourceDateEpoch gives SOURCE_DATE_EPOCH as an RFC 3339 time for the index's created annotation,
+// or "" when it is not set: the index never records the wall clock.
+func sourceDateEpoch() (string, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return "", nil
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+	}
+	return time.Unix(sec, 0).UTC().Format(time.RFC3339), nil
+}
+
+type platformJSON struct {
+	Platform string `json:"platform"`
+	Manifest string `json:"manifest_digest"`
+	Zip      string `json:"zip_digest"`
+	Size     int64  `json:"size"`
+	Filename string `json:"filename"`
+}
+
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.ProviderAddress, res *oci.PushResult) error {
+	tofurc := ""
+	if !ref.IsLayout() {
+		tofurc = oci.MirrorConfig(ref, addr)
+	}
+	if o.output.JSON() {
+		out := struct {
+			Reference   string         `json:"reference"`
+			Type        string         `json:"type"`
+			Version     string         `json:"version"`
+			Tag         string         `json:"tag"`
+			IndexDigest string         `json:"index_digest"`
+			Platforms   []platformJSON `json:"platforms"`
+			Uploaded    int            `json:"uploaded"`
+			Skipped     int            `json:"skipped"`
+			Bytes       int64          `json:"bytes_uploaded"`
+			TofuRC      string         `json:"tofurc,omitempty"`
+		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc}
+		for i, p := range res.Built.Packages {
+			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename})
+		}
+		return writeJSON(o.io.Out, out)
+	}
+	w := o.io.Out
+	fmt.Fprintf(w, "Pushed %s %s (%d platforms) to %s\n", rel.Type, rel.Version, len(rel.Artifacts), ref)
+	fmt.Fprintf(w, "Digest: %s\n", res.Index.Digest)
+	fmt.Fprintf(w, "Uploaded %d blobs and manifests (%s); %d already there.\n", res.Uploaded, humanBytes(res.Bytes), res.Skipped)
+	if tofurc != "" {
+		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs %s with this CLI configuration:\n\n%s", addr, tofurc)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// Version is a resolved provider version: its tag, its index (digest checked), and the index
+// parsed.
+type Version struct {
+	Tag     string
+	Version string
+	Index   ocispec.Descriptor
+	Parsed  *manifest.Index
+	Type    string // provider type, from the repository name
+	RawData []byte // the index's bytes
+}
+
+// Platform is one platform of a version with its zip.
+type Platform struct {
+	Platform manifest.Platform
+	Manifest ocispec.Descriptor
+	Zip      ocispec.Descriptor
+	Filename string
+}
+
+// ResolveVersion resolves a version tag (or a digest) to its index, fetches the index with its
+// digest checked, and parses it strictly.
+func ResolveVersion(ctx context.Context, t Target, ref Ref) (*Version, error) {
+	if ref.Reference == "" {
+		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
+	}
+	v := &Version{Tag: ref.Reference, Type: TypeFromRepository(ref)}
+	if !ref.IsDigest() {
+		ver, err := manifest.TagToVersion(ref.Reference)
+		if err != nil {
+			return nil, err
+		}
+		v.Version = ver
+	}
+	desc, err := t.Resolve(ctx, ref.Reference)
+	if err != nil {
+		return nil, err
+	}
+	if desc.MediaType == ocispec.MediaTypeImageManifest {
+		return nil, fmt.Errorf("%s points at an image manifest, not an index: OpenTofu would reject it (publish it with 'oprov push')", ref)
+	}
+	if desc.Size > manifest.MaxManifestSize {
+		return nil, fmt.Errorf("%s: index is %d bytes, over the %d byte limit", ref, desc.Size, manifest.MaxManifestSize)
+	}
+	data, err := content.FetchAll(ctx, t, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetching index %s: %w", desc.Digest, err)
+	}
+	ix, err := manifest.ParseIndex(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
+	}
+	v.Index, v.Parsed, v.RawData = desc, ix, data
+	return v, nil
+}
+
+// TypeFromRepository guesses the provider type from a repository's last path element, with any
+// terraform-provider- prefix removed.
+func TypeFromRepository(ref Ref) string {
+	name := ref.Repository
+	if ref.IsLayout() {
+		name = filepath.ToSlash(filepath.Clean(ref.Layout))
+	}
+	name = path.Base(name)
+	if t, ok := release.TypeFromName(name); ok {
+		return t
+	}
+	return name
+}
+
+// FetchPlatform fetches and parses one platform's manifest (digest checked).
+func FetchPlatform(ctx context.Context, t Target, v *Version, e manifest.Entry) (*Platform, error) {
+	data, err := content.FetchAll(ctx, t, e.Descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s manifest %s: %w", e.Platform, e.Descriptor.Digest, err)
+	}
+	pm, err := manifest.ParsePlatformManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s manifest %s: %w", e.Platform, e.Descriptor.Digest, err)
+	}
+	p := &Platform{Platform: e.Platform, Manifest: e.Descriptor, Zip: pm.Layer}
+	p.Filename = zipName(v, e.Platform, pm.Filename)
+	return p, nil
+}
+
+// zipName picks the release file name for a platform's zip: the layer's title when it follows
+// the convention and names the same platform, otherwise one made from the type and version.
+func zipName(v *Version, p manifest.Platform, title string) string {
+	if fn, err := release.ParseFilename(title); err == nil && fn.Platform == p && (v.Version == "" || fn.Version == v.Version) {
+		return title
+	}
+	return release.Filename{Type: v.Type, Version: v.Version, Platform: p}.String()
+}
+
+// Select picks platforms of a version: all of them when want is empty. A wanted platform that
+// the version lacks is an error that lists what it has.
+func (v *Version) Select(want []manifest.Platform) ([]manifest.Entry, error) {
+	if len(want) == 0 {
+		return v.Parsed.Entries, nil
+	}
+	var out []manifest.Entry
+	for _, p := range want {
+		e, ok := v.Parsed.Lookup(p)
+		if !ok {
+			var have []string
+			for _, q := range v.Parsed.Platforms() {
+				have = append(have, q.String())
+			}
+			return nil, fmt.Errorf("version %s has no %s package (it has %s)", v.Tag, p, strings.Join(have, ", "))
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// FetchZip streams a platform's zip into w, checking its digest and size on the way.
+func FetchZip(ctx context.Context, t Target, p *Platform, w io.Writer, progress Progress) error {
+	rc, err := t.Fetch(ctx, p.Zip)
+	if err != nil {
+		return fmt.Errorf("fetching %s: %w", p.Filename, err)
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if progress != nil {
+		progress.Plan(p.Zip.Size)
+		r = &progressReader{r: rc, p: progress}
+	}
+	vr := content.NewVerifyReader(r, p.Zip)
+	if _, err := io.Copy(w, vr); err != nil {
+		return fmt.Errorf("fetching %s (%s): %w", p.Filename, p.Zip.Digest, err)
+	}
+	if err := vr.Verify(); err != nil {
+		return fmt.Errorf("%s does not match its digest %s: %w (the registry's copy is corrupt)", p.Filename, p.Zip.Digest, err)
+	}
+	return nil
+}
+
+// PullOptions tunes a pull.
+type PullOptions struct {
+	Platforms []manifest.Platform
+	OutDir    string
+	Progress  Progress
+	// WriteSums writes a SHA256SUMS file for the pulled zips beside them.
+	WriteSums bool
+}
+
+// PullResult lists what a pull wrote.
+type PullResult struct {
+	Version *Version
+	Files   []PulledFile
+	Sums    string
+}
+
+// PulledFile is one zip a pull wrote.
+type PulledFile struct {
+	Platform manifest.Platform `json:"platform"`
+	Path     string            `json:"path"`
+	Digest   string            `json:"digest"`
+	Size     int64             `json:"size"`
+}
+
+// Pull downloads a version's zips under their release names, each written under a temporary name
+// and renamed once its digest checks out.
+func Pull(ctx context.Context, t Target, ref Ref, opts PullOptions) (*PullResult, error) {
+	v, err := ResolveVersion(ctx, t, ref)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := v.Select(opts.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &PullResult{Version: v}
+	sums := release.Sums{}
+	for _, e := range entries {
+		p, err := FetchPlatform(ctx, t, v, e)
+		if err != nil {
+			return nil, err
+		}
+		dest := filepath.Join(opts.OutDir, p.Filename)
+		err = release.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress) })
+		if err != nil {
+			return nil, err
+		}
+		sums[p.Filename] = p.Zip.Digest.Encoded()
+		res.Files = append(res.Files, PulledFile{Platform: p.Platform, Path: dest, Digest: p.Zip.Digest.String(), Size: p.Zip.Size})
+	}
+	if opts.WriteSums && v.Version != "" {
+		res.Sums = filepath.Join(opts.OutDir, release.SumsName(v.Type, v.Version))
+		err := release.WriteFileAtomic(res.Sums, func(w io.Writer) error { _, err := w.Write(sums.Bytes()); return err })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// ListVersions lists the tags of a repository that name versions, highest first.
+func ListVersions(ctx context.Context, t Target) ([]manifest.TaggedVersion, error) {
+	tags, err := registry.Tags(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.VersionTags(tags), nil
+}
+
+// IsNotFound reports whether err means the thing asked for does not exist.
+func IsNotFound(err error) bool {
+	return errors.Is(err, errdef.ErrNotFound)
+}

@@ -1,0 +1,179 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// DefaultConcurrency is how many blobs move at once.
+const DefaultConcurrency = 4
+
+// Progress hears about long transfers. All methods may be called from several goroutines.
+type Progress interface {
+	// Plan adds bytes that are going to move.
+	Plan(n int64)
+	// Advance records bytes that moved.
+	Advance(n int64)
+}
+
+// PushOptions tunes a push.
+type PushOptions struct {
+	Concurrency int
+	Progress    Progress
+	Index       manifest.IndexOptions
+}
+
+// PushResult tells what a push did.
+type PushResult struct {
+	Index    ocispec.Descriptor
+	Tag      string
+	Built    *manifest.Built
+	Uploaded int   // blobs and manifests uploaded
+	Skipped  int   // blobs and manifests already there
+	Bytes    int64 // bytes uploaded
+	Retagged bool  // the tag was moved to this index (false when it already pointed here)
+}
+
+// PushRelease publishes a checked release to a target as one version: the zips and the config
+// blob first, then the platform manifests, and the index last, under tag. Content already in the
+// target is not uploaded again. Until the index is tagged, nothing a client resolves has changed.
+func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string, opts PushOptions) (*PushResult, error) {
+	built, err := manifest.Build(rel.Packages(), opts.Index)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	res := &PushResult{Index: built.Index.Descriptor, Tag: tag, Built: built}
+	var uploaded, skipped atomic.Int64
+	var bytesUp atomic.Int64
+
+	// ensure uploads one piece of content unless the target has it already.
+	ensure := func(ctx context.Context, desc ocispec.Descriptor, open func() (io.ReadCloser, error)) error {
+		ok, err := t.Exists(ctx, desc)
+		if err != nil {
+			return err
+		}
+		if ok {
+			skipped.Add(1)
+			return nil
+		}
+		rc, err := open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		var r io.Reader = rc
+		if opts.Progress != nil {
+			opts.Progress.Plan(desc.Size)
+			r = &progressReader{r: rc, p: opts.Progress}
+		}
+		if err := t.Push(ctx, desc, r); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+		uploaded.Add(1)
+		bytesUp.Add(desc.Size)
+		return nil
+	}
+	bytesOpener := func(b []byte) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+
+	// Blobs: the shared empty config and every zip.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	g.Go(func() error { return ensure(gctx, manifest.EmptyConfig, bytesOpener(manifest.EmptyConfigData)) })
+	for _, a := range rel.Artifacts {
+		desc := a.Package().LayerDescriptor()
+		path := a.Path
+		g.Go(func() error {
+			return ensure(gctx, desc, func() (io.ReadCloser, error) {
+				f, err := os.Open(path)
+				if err != nil {
+					return nil, err
+				}
+				// A file changed since it was checked would be refused by the registry's digest
+				// check; refusing here gives the clearer message.
+				if st, err := f.Stat(); err == nil && st.Size() != desc.Size {
+					f.Close()
+					return nil, fmt.Errorf("%s changed size since it was checked", path)
+				}
+				return f, nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	// Platform manifests, once every blob they name is there.
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for _, m := range built.Manifests {
+		g.Go(func() error { return ensure(gctx, m.Descriptor, bytesOpener(m.Data)) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	// The index, and the tag: the one step clients see.
+	idx := built.Index
+	if cur, err := t.Resolve(ctx, tag); err == nil && cur.Digest == idx.Descriptor.Digest {
+		skipped.Add(1)
+	} else {
+		if err != nil && !errors.Is(err, errdef.ErrNotFound) {
+			return nil, err
+		}
+		res.Retagged = true
+		if err := pushTagged(ctx, t, idx, tag); err != nil {
+			return nil, err
+		}
+		uploaded.Add(1)
+	}
+	res.Uploaded, res.Skipped, res.Bytes = int(uploaded.Load()), int(skipped.Load()), bytesUp.Load()
+	return res, nil
+}
+
+// pushTagged stores a manifest and points tag at it, in one request where the target allows.
+func pushTagged(ctx context.Context, t Target, b manifest.Blob, tag string) error {
+	if rp, ok := t.(registry.ReferencePusher); ok {
+		return rp.PushReference(ctx, b.Descriptor, bytes.NewReader(b.Data), tag)
+	}
+	ok, err := t.Exists(ctx, b.Descriptor)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := t.Push(ctx, b.Descriptor, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+	}
+	return t.Tag(ctx, b.Descriptor, tag)
+}
+
+type progressReader struct {
+	r io.Reader
+	p Progress
+}
+
+func (pr *progressReader) Read(b []byte) (int, error) {
+	n, err := pr.r.Read(b)
+	if n > 0 {
+		pr.p.Advance(int64(n))
+	}
+	return n, err
+}

@@ -1,0 +1,212 @@
+package oci
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/retry"
+)
+
+// UserAgent is sent with every registry request.
+var UserAgent = "oprov"
+
+// Target is what every place oprov reads or writes provides: oras-go's graph target (so oras.Copy
+// works between any two) plus tag listing.
+type Target interface {
+	oras.GraphTarget
+	registry.TagLister
+}
+
+// Options is the network and credential policy for opening registry targets.
+type Options struct {
+	// PlainHTTP talks HTTP instead of HTTPS. Without it, a loopback registry that answers HTTPS with
+	// plain HTTP is used over HTTP anyway, as other OCI tools do; any other registry must speak TLS.
+	PlainHTTP bool
+	// CAFile adds a PEM bundle of CAs to the system roots (SSL_CERT_FILE is honoured as well).
+	CAFile string
+	// RegistryConfig is a docker-style config file to read credentials from instead of the default
+	// ($DOCKER_CONFIG/config.json or ~/.docker/config.json, then containers' auth.json).
+	RegistryConfig string
+	// Credential, when set, is used instead of any stored credentials.
+	Credential *auth.Credential
+}
+
+// Open opens the repository a reference names. For a layout, the directory is created when
+// create is true and must exist otherwise.
+func Open(ctx context.Context, ref Ref, opts Options, create bool) (Target, error) {
+	if ref.IsLayout() {
+		return openLayout(ctx, ref.Layout, create)
+	}
+	repo, err := NewRepository(ctx, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	return repo, nil
+}
+
+func openLayout(ctx context.Context, dir string, create bool) (Target, error) {
+	if !create {
+		if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
+			return nil, fmt.Errorf("%s is not an OCI image layout (no oci-layout file): %w", dir, errors.Unwrap(err))
+		}
+	}
+	s, err := oci.NewWithContext(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening OCI layout %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// NewRepository opens a remote repository with oprov's network and credential policy.
+func NewRepository(ctx context.Context, ref Ref, opts Options) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
+	if err != nil {
+		return nil, fmt.Errorf("reference %s: %w", ref, err)
+	}
+	client, err := newClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	repo.Client = client
+	repo.PlainHTTP = opts.PlainHTTP
+	if !opts.PlainHTTP && ref.IsLoopback() {
+		repo.PlainHTTP = speaksPlainHTTP(ctx, client, ref.Registry)
+	}
+	return repo, nil
+}
+
+// NewRegistry opens a registry (for login) with the same policy as NewRepository.
+func NewRegistry(ctx context.Context, host string, opts Options) (*remote.Registry, error) {
+	reg, err := remote.NewRegistry(host)
+	if err != nil {
+		return nil, fmt.Errorf("registry %q: %w", host, err)
+	}
+	client, err := newClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	reg.Client = client
+	reg.PlainHTTP = opts.PlainHTTP
+	if !opts.PlainHTTP && (Ref{Registry: host}).IsLoopback() {
+		reg.PlainHTTP = speaksPlainHTTP(ctx, client, host)
+	}
+	return reg, nil
+}
+
+// speaksPlainHTTP probes a loopback registry over HTTPS and reports whether it answered with plain
+// HTTP instead. Any other outcome (including TLS errors) keeps HTTPS, so a TLS registry on
+// 127.0.0.1 is used over TLS and its certificate is still checked.
+func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/v2/", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Client.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		return false
+	}
+	return errors.Is(err, http.ErrSchemeMismatch)
+}
+
+func newClient(opts Options) (*auth.Client, error) {
+	tlsConfig, err := TLSConfig(opts.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = tlsConfig
+	base.MaxIdleConnsPerHost = 16
+	header := http.Header{}
+	header.Set("User-Agent", UserAgent)
+	c := &auth.Client{
+		Client: &http.Client{Transport: retry.NewTransport(base)},
+		Header: header,
+		Cache:  auth.NewCache(),
+	}
+	if opts.Credential != nil {
+		cred := *opts.Credential
+		c.Credential = func(context.Context, string) (auth.Credential, error) { return cred, nil }
+		return c, nil
+	}
+	store, err := CredentialStore(opts.RegistryConfig)
+	if err != nil {
+		return nil, err
+	}
+	c.Credential = credentials.Credential(store)
+	return c, nil
+}
+
+// TLSConfig gives the TLS policy: the system roots (which honour SSL_CERT_FILE) plus caFile.
+func TLSConfig(caFile string) (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-file %s holds no PEM certificates", caFile)
+		}
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// CredentialStore opens the docker-style credential store: configPath when given, otherwise
+// docker's config (with its credential helpers), falling back to containers' auth.json.
+func CredentialStore(configPath string) (credentials.Store, error) {
+	opts := credentials.StoreOptions{AllowPlaintextPut: true, DetectDefaultNativeStore: true}
+	if configPath != "" {
+		s, err := credentials.NewStore(configPath, opts)
+		if err != nil {
+			return nil, fmt.Errorf("credentials file %s: %w", configPath, err)
+		}
+		return s, nil
+	}
+	primary, err := credentials.NewStoreFromDocker(opts)
+	if err != nil {
+		return nil, fmt.Errorf("docker credentials config: %w", err)
+	}
+	var fallbacks []credentials.Store
+	for _, p := range containersAuthFiles() {
+		if _, err := os.Stat(p); err == nil {
+			if s, err := credentials.NewStore(p, credentials.StoreOptions{}); err == nil {
+				fallbacks = append(fallbacks, s)
+			}
+		}
+	}
+	return credentials.NewStoreWithFallbacks(primary, fallbacks...), nil
+}
+
+// containersAuthFiles lists where podman, buildah and skopeo keep credentials.
+func containersAuthFiles() []string {
+	var out []string
+	if p := os.Getenv("REGISTRY_AUTH_FILE"); p != "" {
+		out = append(out, p)
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		out = append(out, filepath.Join(d, "containers", "auth.json"))
+	}
+	if d, err := os.UserConfigDir(); err == nil {
+		out = append(out, filepath.Join(d, "containers", "auth.json"))
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package oci
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultProviderHost is the host a short provider address (NAMESPACE/TYPE) means to OpenTofu.
+const DefaultProviderHost = "registry.opentofu.org"
+
+// ProviderAddress is a provider source address: HOSTNAME/NAMESPACE/TYPE.
+type ProviderAddress struct {
+	Hostname, Namespace, Type string
+}
+
+func (a ProviderAddress) String() string { return a.Hostname + "/" + a.Namespace + "/" + a.Type }
+
+// ParseProviderAddress parses [HOSTNAME/]NAMESPACE/TYPE, lower-casing it as OpenTofu does.
+func ParseProviderAddress(s string) (ProviderAddress, error) {
+	parts := strings.Split(strings.ToLower(s), "/")
+	switch len(parts) {
+	case 2:
+		parts = append([]string{DefaultProviderHost}, parts...)
+	case 3:
+	default:
+		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE", s)
+	}
+	for _, p := range parts {
+		if p == "" || strings.ContainsAny(p, " \t*") {
+			return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE", s)
+		}
+	}
+	return ProviderAddress{Hostname: parts[0], Namespace: parts[1], Type: parts[2]}, nil
+}
+
+// GuessProviderAddress guesses a provider's address from the repository it lives in: the last
+// two path elements are NAMESPACE/TYPE on OpenTofu's default registry host.
+func GuessProviderAddress(ref Ref) ProviderAddress {
+	parts := strings.Split(ref.Repository, "/")
+	a := ProviderAddress{Hostname: DefaultProviderHost, Namespace: "local", Type: TypeFromRepository(ref)}
+	if len(parts) >= 2 {
+		a.Namespace = parts[len(parts)-2]
+	}
+	return a
+}
+
+// RepositoryTemplate gives an oci_mirror repository_template that maps addr to ref's repository,
+// using ${namespace} and ${type} where the repository path ends in them, so that the same block
+// serves sibling providers.
+func RepositoryTemplate(ref Ref, addr ProviderAddress) string {
+	repo := ref.Repository
+	switch {
+	case strings.HasSuffix(repo, "/"+addr.Namespace+"/"+addr.Type):
+		repo = strings.TrimSuffix(repo, addr.Namespace+"/"+addr.Type) + "${namespace}/${type}"
+	case strings.HasSuffix(repo, "/"+addr.Type) || repo == addr.Type:
+		repo = strings.TrimSuffix(repo, addr.Type) + "${type}"
+	}
+	return ref.Registry + "/" + repo
+}
+
+// MirrorConfig renders the CLI-configuration block with which OpenTofu (>= 1.10) installs addr
+// from ref's repository and everything else directly.
+func MirrorConfig(ref Ref, addr ProviderAddress) string {
+	return fmt.Sprintf(`provider_installation {
+  oci_mirror {
+    repository_template = %q
+    include             = [%q]
+  }
+  direct {
+    exclude = [%q]
+  }
+}
+`, RepositoryTemplate(ref, addr), addr.String(), addr.String())
+}

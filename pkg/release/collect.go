@@ -1,0 +1,268 @@
+package release
+
+import (
+	"archive/zip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oprov/oprov/manifest"
+)
+
+// Artifact is one checked release package on disk.
+type Artifact struct {
+	Path   string
+	Name   Filename
+	Digest digest.Digest // sha256 of the whole zip
+	Size   int64
+	// Executable is the provider executable's name inside the zip.
+	Executable string
+}
+
+// Package gives the artifact's description for the OCI format.
+func (a Artifact) Package() manifest.Package {
+	return manifest.Package{Platform: a.Name.Platform, Filename: a.Name.String(), Digest: a.Digest, Size: a.Size}
+}
+
+// Release is a set of packages of one provider type and version, one per platform, every one
+// checked: named by the convention, holding the provider executable, and matching SHA256SUMS when
+// there is one.
+type Release struct {
+	Type      string
+	Version   string
+	Artifacts []Artifact // sorted by platform
+	// SumsPath is the SHA256SUMS file the packages were checked against, or "".
+	SumsPath string
+}
+
+// Packages lists the release's packages for the OCI format.
+func (r *Release) Packages() []manifest.Package {
+	out := make([]manifest.Package, len(r.Artifacts))
+	for i, a := range r.Artifacts {
+		out[i] = a.Package()
+	}
+	return out
+}
+
+// Collect gathers and checks a release from the given paths. Each path is one of:
+//   - a directory: its top-level *.zip files and its *_SHA256SUMS file (goreleaser's dist/ works);
+//   - a SHA256SUMS file: the zips it lists, next to it;
+//   - a zip file.
+//
+// Every zip is hashed once. Nothing is written.
+func Collect(paths []string) (*Release, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no release files given: name a directory of zips, some zips, or a SHA256SUMS file")
+	}
+	var zips []string
+	var sumsPath string
+	setSums := func(p string) error {
+		if sumsPath != "" && sumsPath != p {
+			return fmt.Errorf("two SHA256SUMS files: %s and %s (give one)", sumsPath, p)
+		}
+		sumsPath = p
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("release file %s: %w", p, errors.Unwrap(err))
+		}
+		switch {
+		case st.IsDir():
+			entries, err := os.ReadDir(p)
+			if err != nil {
+				return nil, err
+			}
+			n := 0
+			for _, e := range entries {
+				name := e.Name()
+				switch {
+				case e.Type().IsRegular() && strings.HasSuffix(name, ".zip"):
+					zips = append(zips, filepath.Join(p, name))
+					n++
+				case e.Type().IsRegular() && strings.HasSuffix(name, "_SHA256SUMS"):
+					if err := setSums(filepath.Join(p, name)); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if n == 0 {
+				return nil, fmt.Errorf("directory %s holds no .zip files: build the release first (oprov package)", p)
+			}
+		case strings.HasSuffix(p, "SHA256SUMS"):
+			if err := setSums(p); err != nil {
+				return nil, err
+			}
+		default:
+			zips = append(zips, p)
+		}
+	}
+	var sums Sums
+	if sumsPath != "" {
+		f, err := os.Open(sumsPath)
+		if err != nil {
+			return nil, err
+		}
+		sums, err = ParseSums(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sumsPath, err)
+		}
+		if len(zips) == 0 { // only the SHA256SUMS file was named: take the zips it lists
+			dir := filepath.Dir(sumsPath)
+			for name := range sums {
+				if strings.HasSuffix(name, ".zip") {
+					zips = append(zips, filepath.Join(dir, name))
+				}
+			}
+			if len(zips) == 0 {
+				return nil, fmt.Errorf("%s lists no .zip files", sumsPath)
+			}
+		}
+	}
+	sort.Strings(zips)
+
+	rel := &Release{SumsPath: sumsPath}
+	arts := make([]Artifact, len(zips))
+	for i, z := range zips {
+		name, err := ParseFilename(filepath.Base(z))
+		if err != nil {
+			return nil, err
+		}
+		arts[i] = Artifact{Path: z, Name: name}
+		if i == 0 {
+			rel.Type, rel.Version = name.Type, name.Version
+			continue
+		}
+		if name.Type != rel.Type {
+			return nil, fmt.Errorf("mixed provider types: %s is %q but %s is %q (push one provider at a time)",
+				filepath.Base(zips[0]), rel.Type, filepath.Base(z), name.Type)
+		}
+		if name.Version != rel.Version {
+			return nil, fmt.Errorf("mixed versions: %s is %s but %s is %s (push one version at a time)",
+				filepath.Base(zips[0]), rel.Version, filepath.Base(z), name.Version)
+		}
+	}
+	sortArtifacts(arts)
+	for i := 1; i < len(arts); i++ {
+		if arts[i].Name.Platform == arts[i-1].Name.Platform {
+			return nil, fmt.Errorf("two zips for platform %s: %s and %s (keep one)", arts[i].Name.Platform, arts[i-1].Path, arts[i].Path)
+		}
+	}
+
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range arts {
+		g.Go(func() error { return checkArtifact(&arts[i], sums) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rel.Artifacts = arts
+	return rel, nil
+}
+
+// checkArtifact hashes a zip once, compares the hash with SHA256SUMS, and checks from the zip's
+// central directory that it holds the provider executable and no unsafe paths.
+func checkArtifact(a *Artifact, sums Sums) error {
+	base := filepath.Base(a.Path)
+	f, err := os.Open(a.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", a.Path)
+	}
+	a.Size = st.Size()
+	zr, err := zip.NewReader(f, a.Size)
+	if err != nil {
+		return fmt.Errorf("%s is not a valid zip: %w", a.Path, err)
+	}
+	exe, err := findExecutable(zr, a.Name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", a.Path, err)
+	}
+	a.Executable = exe
+
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, a.Size)); err != nil {
+		return fmt.Errorf("reading %s: %w", a.Path, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	a.Digest = digest.NewDigestFromEncoded(digest.SHA256, sum)
+	if sums != nil {
+		want, ok := sums[base]
+		if !ok {
+			return fmt.Errorf("%s is not listed in the SHA256SUMS file: regenerate SHA256SUMS or leave the zip out", base)
+		}
+		if want != sum {
+			return fmt.Errorf("%s does not match SHA256SUMS: the file has sha256 %s, SHA256SUMS says %s (the zip was changed or corrupted after the sums were made)", base, sum, want)
+		}
+	}
+	return nil
+}
+
+// findExecutable finds the provider executable at the zip's root: a regular file whose name
+// starts with terraform-provider-TYPE (ending in .exe on windows). It also refuses entries whose
+// paths could escape the directory they are unpacked into.
+func findExecutable(zr *zip.Reader, name Filename) (string, error) {
+	prefix := providerPrefix + name.Type
+	var found string
+	for _, zf := range zr.File {
+		if err := CheckEntryPath(zf.Name); err != nil {
+			return "", err
+		}
+		if strings.Contains(zf.Name, "/") || !zf.Mode().IsRegular() {
+			continue
+		}
+		n := zf.Name
+		if n != prefix && !strings.HasPrefix(n, prefix+"_") && !strings.HasPrefix(n, prefix+".") {
+			continue
+		}
+		if name.Platform.OS == "windows" && !strings.HasSuffix(n, ".exe") {
+			continue
+		}
+		found = n
+		break
+	}
+	if found == "" {
+		want := ExecutableName(name.Type, name.Version, name.Platform.OS)
+		return "", fmt.Errorf("zip holds no provider executable: want %s (or another name starting with %s) at the zip's root", want, prefix)
+	}
+	return found, nil
+}
+
+// CheckEntryPath refuses zip entry names that are absolute, contain "..", or use backslashes.
+func CheckEntryPath(name string) error {
+	switch {
+	case name == "":
+		return errors.New("zip entry with an empty name")
+	case strings.Contains(name, "\\"):
+		return fmt.Errorf("zip entry %q contains a backslash", name)
+	case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || (len(name) > 1 && name[1] == ':'):
+		return fmt.Errorf("zip entry %q is an absolute path", name)
+	}
+	for _, part := range strings.Split(path.Clean(name), "/") {
+		if part == ".." {
+			return fmt.Errorf("zip entry %q points outside the package (path traversal)", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package release
+
+import (
+	"archive/zip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"golang.org/x/mod/sumdb/dirhash"
+)
+
+// ZipFile is one file to put in a deterministic zip.
+type ZipFile struct {
+	Name       string // path inside the zip, with '/' separators
+	Executable bool
+	Open       func() (io.ReadCloser, error)
+}
+
+// ZipTime is the modification time written on every zip entry: SOURCE_DATE_EPOCH when it is set,
+// otherwise a fixed date, never the wall clock.
+func ZipTime() (time.Time, error) {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || sec < 315532800 { // zip cannot store times before 1980
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want seconds since 1970, not before 1980", s)
+		}
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	return time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC), nil
+}
+
+// WriteZip writes a deterministic zip: entries sorted by name, one fixed modification time, and
+// Unix modes (0755 for executables, 0644 otherwise), so the same files always give the same bytes.
+func WriteZip(w io.Writer, files []ZipFile) error {
+	mtime, err := ZipTime()
+	if err != nil {
+		return err
+	}
+	sorted := append([]ZipFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	zw := zip.NewWriter(w)
+	for i, f := range sorted {
+		if i > 0 && sorted[i-1].Name == f.Name {
+			return fmt.Errorf("zip entry %q given twice", f.Name)
+		}
+		h := &zip.FileHeader{Name: f.Name, Method: zip.Deflate, Modified: mtime}
+		mode := os.FileMode(0o644)
+		if f.Executable {
+			mode = 0o755
+		}
+		h.SetMode(mode)
+		dst, err := zw.CreateHeader(h)
+		if err != nil {
+			return err
+		}
+		src, err := f.Open()
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(dst, src)
+		src.Close()
+		if err != nil {
+			return fmt.Errorf("zip entry %q: %w", f.Name, err)
+		}
+	}
+	return zw.Close()
+}
+
+// HashZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries) without unpacking it.
+func HashZipH1(path string) (string, error) {
+	h1, err := dirhash.HashZip(path, dirhash.Hash1)
+	if err != nil {
+		return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+	}
+	return h1, nil
+}
+
+// Hashes are a package's lock-file hashes.
+type Hashes struct {
+	ZH string `json:"zh"` // "zh:" + hex sha256 of the zip
+	H1 string `json:"h1"` // "h1:" + dirhash Hash1 of the zip's contents
+}
+
+// ZH formats a zip's sha256 (raw bytes or hex) as a lock-file zh: hash.
+func ZH(hexSum string) string { return "zh:" + hexSum }
+
+// HashFile computes both lock-file hashes of a zip on disk.
+func HashFile(path string) (Hashes, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Hashes{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Hashes{}, err
+	}
+	h1, err := HashZipH1(path)
+	if err != nil {
+		return Hashes{}, err
+	}
+	return Hashes{ZH: ZH(hex.EncodeToString(h.Sum(nil))), H1: h1}, nil
+}
