@@ -104,7 +104,7 @@ func runPackage(c *cobra.Command, o *packageOptions) error {
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, out)
 	}
-	fmt.Fprintf(o.io.Out, "Packaged %s %s for %d platforms into %s\n", out.Type, out.Version, len(out.Packages), o.OutDir)
+	fmt.Fprintf(o.io.Out, "Packaged %s %s for %s into %s\n", out.Type, out.Version, plural(len(out.Packages), "platform"), o.OutDir)
 	for _, pk := range out.Packages {
 		fmt.Fprintf(o.io.Out, "  %-14s %s\n  %-14s %s\n", pk.Platform, pk.H1, "", pk.ZH)
 	}

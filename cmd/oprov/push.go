@@ -158,7 +158,7 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.Pro
 		return writeJSON(o.io.Out, out)
 	}
 	w := o.io.Out
-	fmt.Fprintf(w, "Pushed %s %s (%d platforms) to %s\n", rel.Type, rel.Version, len(rel.Artifacts), ref)
+	fmt.Fprintf(w, "Pushed %s %s (%s) to %s\n", rel.Type, rel.Version, plural(len(rel.Artifacts), "platform"), ref)
 	fmt.Fprintf(w, "Digest: %s\n", res.Index.Digest)
 	fmt.Fprintf(w, "Uploaded %d blobs and manifests (%s); %d already there.\n", res.Uploaded, humanBytes(res.Bytes), res.Skipped)
 	if tofurc != "" {

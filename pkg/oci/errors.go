@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
@@ -33,6 +34,8 @@ func Explain(op string, ref Ref, err error) error {
 	)
 	msg := ""
 	switch {
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		msg = fmt.Sprintf("401 from %s: not logged in (run 'oprov login %s' or set up a docker credential helper)", host, host)
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusUnauthorized:
 		msg = fmt.Sprintf("401 from %s: not logged in, or the credentials were refused (run 'oprov login %s' or set up a docker credential helper)", host, host)
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusForbidden:
@@ -53,8 +56,10 @@ func Explain(op string, ref Ref, err error) error {
 		msg = fmt.Sprintf("cannot reach %s: connection refused (is the registry running, and is the address right?)", host)
 	case isTimeout(err):
 		msg = fmt.Sprintf("cannot reach %s: timed out (check the address and the network)", host)
+	case errors.Is(err, errdef.ErrNotFound) && ref.Reference != "":
+		msg = fmt.Sprintf("%s not found in %s ('oprov inspect %s' lists the versions)", ref.Reference, ref.Repo(), ref.Repo())
 	case errors.Is(err, errdef.ErrNotFound):
-		msg = fmt.Sprintf("%s not found: %v", ref, unwrapAll(err))
+		msg = "repository not found (check the name; 'oprov push' creates it)"
 	}
 	if msg == "" {
 		return fmt.Errorf("%s %s: %w", op, ref, err)

@@ -1,0 +1,166 @@
+// Package tests holds oprov's end-to-end tests: the real oprov binary against real peers (the
+// distribution registry, tofu, terraform, cosign) on 127.0.0.1.
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	oprovBin string // the oprov binary under test, built once by TestMain
+	repoRoot string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Dir(wd)
+	dir, err := os.MkdirTemp("", "oprov-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	oprovBin = filepath.Join(dir, "oprov")
+	build := exec.Command("go", "build", "-o", oprovBin, "./cmd/oprov")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building oprov: %v\n%s", err, out)
+		return 1
+	}
+	code := m.Run()
+	if helloDir != "" {
+		os.RemoveAll(helloDir)
+	}
+	return code
+}
+
+// result is what one oprov run did.
+type result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// oprov runs the oprov binary with extra environment variables ("K=V") and arguments.
+func oprov(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(oprovBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running oprov: %v", err)
+	}
+	return r
+}
+
+// mustOprov runs oprov and fails the test unless it exits 0.
+func mustOprov(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	r := oprov(t, env, args...)
+	if r.Code != 0 {
+		t.Fatalf("oprov %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+func decodeJSON(t testing.TB, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decoding JSON output: %v\n%s", err, s)
+	}
+}
+
+// helloPlatforms are the platforms the tests build examples/hello for: the host's (which tofu
+// installs) and two others.
+var helloPlatforms = func() []string {
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	out := []string{host}
+	for _, p := range []string{"linux_amd64", "darwin_arm64", "windows_amd64"} {
+		if p != host && len(out) < 3 {
+			out = append(out, p)
+		}
+	}
+	return out
+}()
+
+var (
+	helloOnce sync.Once
+	helloDir  string
+	helloErr  error
+)
+
+// helloRelease packages examples/hello 1.0.0 once per test run and returns its dist directory.
+// Tests must not modify it: copy what they change.
+func helloRelease(t testing.TB) string {
+	t.Helper()
+	helloOnce.Do(func() {
+		helloDir, helloErr = os.MkdirTemp("", "oprov-hello-dist-")
+		if helloErr != nil {
+			return
+		}
+		r := oprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0",
+			"--platform", strings.Join(helloPlatforms, ","), "-o", helloDir)
+		if r.Code != 0 {
+			helloErr = fmt.Errorf("oprov package: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+	if helloErr != nil {
+		t.Fatal(helloErr)
+	}
+	return helloDir
+}
+
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exec_with_stdin runs oprov with the given standard input.
+func exec_with_stdin(t testing.TB, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(oprovBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.Code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
