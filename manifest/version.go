@@ -34,7 +34,7 @@ func TagToVersion(tag string) (string, error) {
 // ParseVersion parses a provider version the way OpenTofu does, and also insists on the
 // canonical spelling, so that one version has exactly one tag.
 func ParseVersion(s string) (versions.Version, error) {
-	v, err := versions.ParseVersion(s)
+	v, err := parseVersion(s)
 	if err != nil {
 		return versions.Version{}, fmt.Errorf("version %q: %v", s, err)
 	}
@@ -53,7 +53,7 @@ func VersionTags(tags []string) []TaggedVersion {
 		if err != nil {
 			continue
 		}
-		pv, _ := versions.ParseVersion(v)
+		pv, _ := parseVersion(v)
 		out = append(out, TaggedVersion{Tag: t, Version: pv})
 	}
 	sortTagged(out)
@@ -68,4 +68,15 @@ type TaggedVersion struct {
 
 func sortTagged(tv []TaggedVersion) {
 	sort.SliceStable(tv, func(i, j int) bool { return tv[j].Version.LessThan(tv[i].Version) })
+}
+
+// parseVersion is versions.ParseVersion without its panic on numbers that overflow uint64
+// (found by FuzzTagToVersion: a tag "20000000000000000000" would crash a tag listing).
+func parseVersion(s string) (v versions.Version, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = versions.Version{}, fmt.Errorf("not a valid version: %v", r)
+		}
+	}()
+	return versions.ParseVersion(s)
 }

@@ -137,7 +137,8 @@ func (r *greetingResource) Update(ctx context.Context, req resource.UpdateReques
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-func (r *greetingResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *greetingResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
 
 // greetingDataSource is data.hello_greeting: a greeting computed on read.
 type greetingDataSource struct{ greeting string }

@@ -28,7 +28,7 @@ build() {
     log "building $name $version (first run only; cached in $dest)"
     local tmp; tmp=$(mktemp -d "$dir/.tmp-$name-XXXXXX")
     if ! GOBIN="$tmp" go install "$pkg"; then rm -rf "$tmp"; log "building $name failed"; return 1; fi
-    rm -rf "$dest"; mv "$tmp" "$dest"
+    chmod 755 "$tmp"; rm -rf "$dest"; mv "$tmp" "$dest"
   fi
   ln -sfn "$dest/$binary" "$dir/bin/$binary"
 }
@@ -57,7 +57,7 @@ MOD
       go build -o "$tmp/tofu" -ldflags "-X github.com/opentofu/opentofu/version.dev=no" github.com/opentofu/opentofu/cmd/tofu
       cd .. && rm -rf src
     ) || { rm -rf "$tmp"; log "building tofu failed"; return 1; }
-    rm -rf "$dest"; mv "$tmp" "$dest"
+    chmod 755 "$tmp"; rm -rf "$dest"; mv "$tmp" "$dest"
   fi
   ln -sfn "$dest/tofu" "$dir/bin/tofu"
 }
