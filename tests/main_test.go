@@ -104,10 +104,17 @@ var helloPlatforms = func() []string {
 }()
 
 var (
-	helloOnce sync.Once
-	helloDir  string
-	helloErr  error
+	helloOnce   sync.Once
+	helloDir    string
+	helloErr    error
+	helloHashes = map[string]packagedHashes{} // by platform
 )
+
+type packagedHashes struct {
+	Platform string `json:"platform"`
+	ZH       string `json:"zh"`
+	H1       string `json:"h1"`
+}
 
 // helloRelease packages examples/hello 1.0.0 once per test run and returns its dist directory.
 // Tests must not modify it: copy what they change.
@@ -119,9 +126,17 @@ func helloRelease(t testing.TB) string {
 			return
 		}
 		r := oprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0",
-			"--platform", strings.Join(helloPlatforms, ","), "-o", helloDir)
+			"--platform", strings.Join(helloPlatforms, ","), "-o", helloDir, "--format", "json")
 		if r.Code != 0 {
 			helloErr = fmt.Errorf("oprov package: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			return
+		}
+		var out struct{ Packages []packagedHashes }
+		if helloErr = json.Unmarshal([]byte(r.Stdout), &out); helloErr != nil {
+			return
+		}
+		for _, p := range out.Packages {
+			helloHashes[p.Platform] = p
 		}
 	})
 	if helloErr != nil {

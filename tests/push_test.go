@@ -161,5 +161,29 @@ func TestPushThenTofuInit(t *testing.T) {
 		if want := "zh:" + strings.TrimPrefix(zipDigest, "sha256:"); !contains(hashes, want) {
 			t.Errorf("lock file hashes %v do not hold the pushed %s layer's %s", hashes, host, want)
 		}
+		// tofu's own h1: for this platform equals the one oprov package printed.
+		if want := helloHashes[host].H1; want == "" || !contains(hashes, want) {
+			t.Errorf("lock file hashes %v do not hold the h1 oprov package printed for %s (%q)", hashes, host, want)
+		}
 	})
+}
+
+// TestPackageIsReproducible: packaging the same source again gives byte-identical zips.
+func TestPackageIsReproducible(t *testing.T) {
+	dist := helloRelease(t)
+	host := helloPlatforms[0]
+	again := t.TempDir()
+	mustOprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0", "--platform", host, "-o", again)
+	name := "terraform-provider-hello_1.0.0_" + host + ".zip"
+	a, err := os.ReadFile(filepath.Join(dist, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(again, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Errorf("packaging examples/hello twice gave different %s", name)
+	}
 }
