@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
 
@@ -133,23 +132,7 @@ func TestPushThenTofuInit(t *testing.T) {
 	})
 
 	t.Run("tofu init and apply through oci_mirror", func(t *testing.T) {
-		tofu := peers.Require(t, "tofu")
-		work := t.TempDir()
-		rc := filepath.Join(work, "tofurc")
-		writeFile(t, rc, first.TofuRC)
-		cfg := filepath.Join(work, "cfg")
-		writeFile(t, filepath.Join(cfg, "main.tf"), helloConfig+helloFunctionOutput)
-		env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + reg.CAFile}
-		mustTofu(t, tofu, cfg, env, "init", "-input=false")
-		mustTofu(t, tofu, cfg, env, "apply", "-auto-approve", "-input=false")
-		out := mustTofu(t, tofu, cfg, env, "output", "-json")
-		var outputs map[string]struct{ Value string }
-		decodeJSON(t, out, &outputs)
-		for k, want := range map[string]string{"message": "Hello, oprov!", "data_message": "Hello, tofu!", "function_message": "Hello, function!"} {
-			if outputs[k].Value != want {
-				t.Errorf("output %s = %q, want %q", k, outputs[k].Value, want)
-			}
-		}
+		cfg := tofuApplyHello(t, first.TofuRC, reg.CAFile)
 		host := runtime.GOOS + "_" + runtime.GOARCH
 		var zipDigest string
 		for _, p := range first.Platforms {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/tests/internal/peers"
 )
 
 // tofuRun runs tofu (or terraform) in dir with a CLI config and a CA to trust.
@@ -104,4 +106,28 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// tofuApplyHello runs the real tofu init and apply on helloConfig with the given CLI config
+// and CA, checks the outputs, and returns the configuration directory.
+func tofuApplyHello(t *testing.T, tofurc, caFile string) string {
+	t.Helper()
+	tofu := peers.Require(t, "tofu")
+	work := t.TempDir()
+	rc := filepath.Join(work, "tofurc")
+	writeFile(t, rc, tofurc)
+	cfg := filepath.Join(work, "cfg")
+	writeFile(t, filepath.Join(cfg, "main.tf"), helloConfig+helloFunctionOutput)
+	env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile}
+	mustTofu(t, tofu, cfg, env, "init", "-input=false")
+	mustTofu(t, tofu, cfg, env, "apply", "-auto-approve", "-input=false")
+	out := mustTofu(t, tofu, cfg, env, "output", "-json")
+	var outputs map[string]struct{ Value string }
+	decodeJSON(t, out, &outputs)
+	for k, want := range map[string]string{"message": "Hello, oprov!", "data_message": "Hello, tofu!", "function_message": "Hello, function!"} {
+		if outputs[k].Value != want {
+			t.Errorf("output %s = %q, want %q", k, outputs[k].Value, want)
+		}
+	}
+	return cfg
 }

@@ -104,6 +104,9 @@ publishes natively through an oci_mirror block.`,
 		newInspectCmd(io),
 		newLoginCmd(io),
 		newLogoutCmd(io),
+		newSignCmd(io),
+		newVerifyCmd(io),
+		newKeygenCmd(io),
 	)
 	return root
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 type pushOptions struct {
@@ -19,6 +20,9 @@ type pushOptions struct {
 	Repo        string
 	Address     string
 	Concurrency int
+	Sign        bool
+	Key         string
+	LegacyTag   bool
 	registry    registryFlags
 	output      outputFlag
 }
@@ -47,6 +51,9 @@ oci-layout:DIR. Content already there is not uploaded again, and the tag moves l
 	}
 	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
 	c.Flags().IntVar(&o.Concurrency, "concurrency", oci.DefaultConcurrency, "blobs to upload at once")
+	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it (needs --key)")
+	c.Flags().StringVar(&o.Key, "key", "", "cosign private key for --sign")
+	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "with --sign: store cosign v2's sha256-<hex>.sig tag instead of a bundle referrer")
 	o.registry.register(c)
 	o.output.register(c, true)
 	return c
@@ -64,6 +71,15 @@ func runPush(c *cobra.Command, o *pushOptions) error {
 	if o.Address != "" {
 		if addr, err = oci.ParseProviderAddress(o.Address); err != nil {
 			return usageErrorf("--address: %v", err)
+		}
+	}
+	if o.Sign != (o.Key != "") {
+		return usageErrorf("push: --sign and --key go together")
+	}
+	var signer *sign.Signer
+	if o.Sign { // load the key first: a wrong password must stop the push before it starts
+		if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
+			return fmt.Errorf("push: %w", err)
 		}
 	}
 	rel, err := release.Collect(o.Sources)
@@ -102,12 +118,18 @@ func runPush(c *cobra.Command, o *pushOptions) error {
 		return err
 	}
 	bar := newProgress(o.io, "pushing")
-	res, err := oci.PushRelease(ctx, target, rel, tag, oci.PushOptions{
+	var res pushed
+	res.PushResult, err = oci.PushRelease(ctx, target, rel, tag, oci.PushOptions{
 		Concurrency: o.Concurrency, Progress: bar, Index: manifest.IndexOptions{Created: created},
 	})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("push", ref, err)
+	}
+	if signer != nil {
+		if res.Signed, err = sign.Sign(ctx, target, ref, res.Index, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
+			return oci.Explain("sign", ref, fmt.Errorf("the version was pushed (%s) but signing it failed: %w", res.Index.Digest, err))
+		}
 	}
 	return printPushed(o, ref, rel, addr, res)
 }
@@ -134,24 +156,30 @@ type platformJSON struct {
 	Filename string `json:"filename"`
 }
 
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.ProviderAddress, res *oci.PushResult) error {
+type pushed struct {
+	*oci.PushResult
+	Signed *sign.SignResult
+}
+
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.ProviderAddress, res pushed) error {
 	tofurc := ""
 	if !ref.IsLayout() {
 		tofurc = oci.MirrorConfig(ref, addr)
 	}
 	if o.output.JSON() {
 		out := struct {
-			Reference   string         `json:"reference"`
-			Type        string         `json:"type"`
-			Version     string         `json:"version"`
-			Tag         string         `json:"tag"`
-			IndexDigest string         `json:"index_digest"`
-			Platforms   []platformJSON `json:"platforms"`
-			Uploaded    int            `json:"uploaded"`
-			Skipped     int            `json:"skipped"`
-			Bytes       int64          `json:"bytes_uploaded"`
-			TofuRC      string         `json:"tofurc,omitempty"`
-		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc}
+			Reference   string           `json:"reference"`
+			Type        string           `json:"type"`
+			Version     string           `json:"version"`
+			Tag         string           `json:"tag"`
+			IndexDigest string           `json:"index_digest"`
+			Platforms   []platformJSON   `json:"platforms"`
+			Uploaded    int              `json:"uploaded"`
+			Skipped     int              `json:"skipped"`
+			Bytes       int64            `json:"bytes_uploaded"`
+			TofuRC      string           `json:"tofurc,omitempty"`
+			Signature   *sign.SignResult `json:"signature,omitempty"`
+		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed}
 		for i, p := range res.Built.Packages {
 			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename})
 		}
@@ -161,6 +189,9 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.Pro
 	fmt.Fprintf(w, "Pushed %s %s (%s) to %s\n", rel.Type, rel.Version, plural(len(rel.Artifacts), "platform"), ref)
 	fmt.Fprintf(w, "Digest: %s\n", res.Index.Digest)
 	fmt.Fprintf(w, "Uploaded %d blobs and manifests (%s); %d already there.\n", res.Uploaded, humanBytes(res.Bytes), res.Skipped)
+	if res.Signed != nil {
+		fmt.Fprintf(w, "Signed: %s (%s)\n", res.Signed.Signature, res.Signed.Form)
+	}
 	if tofurc != "" {
 		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs %s with this CLI configuration:\n\n%s", addr, tofurc)
 	}

@@ -22,7 +22,8 @@ func Explain(op string, ref Ref, err error) error {
 		return nil
 	}
 	var explained *explainedError
-	if errors.As(err, &explained) {
+	var complete interface{ Complete() bool }
+	if errors.As(err, &explained) || (errors.As(err, &complete) && complete.Complete()) {
 		return err
 	}
 	host := ref.Registry

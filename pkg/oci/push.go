@@ -51,7 +51,13 @@ type PushResult struct {
 // blob first, then the platform manifests, and the index last, under tag. Content already in the
 // target is not uploaded again. Until the index is tagged, nothing a client resolves has changed.
 func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string, opts PushOptions) (*PushResult, error) {
-	built, err := manifest.Build(rel.Packages(), opts.Index)
+	// The index records its version, so a signature over it also says which version it signed.
+	idxOpts := opts.Index
+	idxOpts.Annotations = map[string]string{ocispec.AnnotationVersion: rel.Version}
+	for k, v := range opts.Index.Annotations {
+		idxOpts.Annotations[k] = v
+	}
+	built, err := manifest.Build(rel.Packages(), idxOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+type verifyOptions struct {
+	io        *IOStreams
+	Ref       string
+	Keys      []string
+	Policy    string
+	Address   string
+	Platforms []string
+	registry  registryFlags
+	output    outputFlag
+}
+
+func newVerifyCmd(ios *IOStreams) *cobra.Command {
+	o := &verifyOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "verify REPO:VERSION (--key PUB... | --policy FILE)",
+		Short: "Verify a provider version's signature and digests",
+		Long: `Verify that a provider version is signed by a trusted key, in either of cosign's storage
+forms (bundle referrer or sha256-<hex>.sig tag), including signatures made by the cosign CLI.
+
+A signature counts only if it is by a trusted key and its signed payload names the exact index
+digest the tag resolves to now. The index must be the version the tag says, and the digest chain
+down to each zip is checked by fetching the zips (--platform limits which).
+
+With --policy, the trust policy picks the keys for this repository (or --address provider) and
+its mode: enforce fails, warn reports and exits 0.`,
+		Example: `  oprov verify registry.example.com/providers/acme/hello:1.0.0 --key cosign.pub
+  oprov verify registry.example.com/providers/acme/hello:1.0.0 --policy oprov-policy.hcl`,
+		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Ref = args[0]
+			return runVerify(c, o)
+		},
+	}
+	c.Flags().StringSliceVar(&o.Keys, "key", nil, "trusted public key file (repeatable)")
+	c.Flags().StringVar(&o.Policy, "policy", "", "trust policy file (HCL)")
+	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for policy rules that match providers")
+	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "check only these platforms' zips (default all)")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runVerify(c *cobra.Command, o *verifyOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if (len(o.Keys) == 0) == (o.Policy == "") {
+		return usageErrorf("verify: give --key PUB (one or more) or --policy FILE")
+	}
+	ref, err := parseRef(o.Ref)
+	if err != nil {
+		return err
+	}
+	if ref.Reference == "" {
+		return usageErrorf("verify %s: name a version (%s:VERSION)", ref, ref)
+	}
+	platforms, err := parsePlatforms(o.Platforms)
+	if err != nil {
+		return err
+	}
+	opts := sign.VerifyOptions{Platforms: platforms}
+	var policy *sign.Policy
+	if o.Policy != "" {
+		if policy, err = sign.LoadPolicy(o.Policy); err != nil {
+			return err
+		}
+	}
+	for _, k := range o.Keys {
+		pk, err := sign.LoadPublicKey(k)
+		if err != nil {
+			return err
+		}
+		opts.Keys = append(opts.Keys, pk)
+	}
+	addr := ""
+	if o.Address != "" {
+		a, err := oci.ParseProviderAddress(o.Address)
+		if err != nil {
+			return usageErrorf("--address: %v", err)
+		}
+		addr = a.String()
+	}
+
+	ctx := c.Context()
+	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	if err != nil {
+		return oci.Explain("verify", ref, err)
+	}
+	bar := newProgress(o.io, "verifying")
+	var d *sign.Decision
+	if policy != nil {
+		d, err = policy.VerifyWithPolicy(ctx, target, ref, addr, withProgress(opts, bar))
+	} else {
+		var res *sign.Result
+		res, err = sign.Verify(ctx, target, ref, withProgress(opts, bar))
+		d = &sign.Decision{Mode: sign.ModeEnforce, Result: res}
+	}
+	bar.Finish()
+	if err != nil {
+		return oci.Explain("verify", ref, err)
+	}
+	if d.Warning != nil {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
+	}
+	if o.output.JSON() {
+		out := struct {
+			Verified bool         `json:"verified"`
+			Rule     string       `json:"rule,omitempty"`
+			Mode     string       `json:"mode"`
+			Warning  string       `json:"warning,omitempty"`
+			Result   *sign.Result `json:"result,omitempty"`
+		}{Verified: d.Warning == nil, Rule: d.Rule, Mode: d.Mode, Result: d.Result}
+		if d.Warning != nil {
+			out.Warning = d.Warning.Error()
+		}
+		return writeJSON(o.io.Out, out)
+	}
+	if d.Result == nil {
+		return nil
+	}
+	r := d.Result
+	fmt.Fprintf(o.io.Out, "Verified %s (%s)\n", ref, r.Digest)
+	for _, s := range r.Signatures {
+		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
+	}
+	for _, p := range r.Platforms {
+		fmt.Fprintf(o.io.Out, "  %-14s zip %s checked\n", p.Platform, p.Zip)
+	}
+	return nil
+}
+
+func withProgress(o sign.VerifyOptions, p oci.Progress) sign.VerifyOptions {
+	o.Progress = p
+	return o
+}

@@ -1,0 +1,242 @@
+package sign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// Modes of a trust rule.
+const (
+	ModeEnforce = "enforce" // a version without a good signature is refused
+	ModeWarn    = "warn"    // it is reported, and used anyway
+)
+
+// Policy maps provider addresses and repositories to the keys allowed to sign them:
+//
+//	mode = "enforce"                # default for every rule: enforce or warn
+//
+//	trust "acme" {
+//	  providers    = ["example.com/acme/*"]                    # provider source addresses
+//	  repositories = ["registry.example.com/providers/acme/*"] # OCI repositories
+//	  keys         = ["keys/acme.pub", "keys/acme-2027.pub"]   # several keys, for rotation
+//	  mode         = "warn"                                    # optional, overrides the default
+//	}
+//
+// Patterns use '*' for one path element and a trailing "/**" for any depth. Key paths are
+// relative to the policy file; a value starting with "-----BEGIN" is the PEM key itself. The first
+// rule that matches decides; a provider no rule matches is refused in enforce mode.
+type Policy struct {
+	Path  string
+	Mode  string
+	Rules []*Rule
+}
+
+// Rule is one trust block.
+type Rule struct {
+	Name         string
+	Providers    []string
+	Repositories []string
+	Keys         []PublicKey
+	Mode         string
+}
+
+type policyFile struct {
+	Mode  *string     `hcl:"mode,optional"`
+	Trust []trustFile `hcl:"trust,block"`
+}
+
+type trustFile struct {
+	Name         string    `hcl:"name,label"`
+	Providers    []string  `hcl:"providers,optional"`
+	Repositories []string  `hcl:"repositories,optional"`
+	Keys         []string  `hcl:"keys"`
+	Mode         *string   `hcl:"mode,optional"`
+	DeclRange    hcl.Range `hcl:",def_range"`
+}
+
+// LoadPolicy reads and checks a policy file. Errors point at file:line.
+func LoadPolicy(file string) (*Policy, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("trust policy: %w", err)
+	}
+	return ParsePolicy(file, src)
+}
+
+// ParsePolicy parses a policy from src; file names it in errors and anchors relative key paths.
+func ParsePolicy(file string, src []byte) (*Policy, error) {
+	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	var pf policyFile
+	if diags := gohcl.DecodeBody(f.Body, nil, &pf); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	p := &Policy{Path: file, Mode: ModeEnforce}
+	if pf.Mode != nil {
+		if err := checkMode(*pf.Mode); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		p.Mode = *pf.Mode
+	}
+	seen := map[string]bool{}
+	for _, tf := range pf.Trust {
+		at := fmt.Sprintf("%s:%d", tf.DeclRange.Filename, tf.DeclRange.Start.Line)
+		if seen[tf.Name] {
+			return nil, fmt.Errorf("%s: trust %q is declared twice", at, tf.Name)
+		}
+		seen[tf.Name] = true
+		r := &Rule{Name: tf.Name, Providers: tf.Providers, Repositories: tf.Repositories, Mode: p.Mode}
+		if tf.Mode != nil {
+			if err := checkMode(*tf.Mode); err != nil {
+				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+			}
+			r.Mode = *tf.Mode
+		}
+		if len(r.Providers)+len(r.Repositories) == 0 {
+			return nil, fmt.Errorf("%s: trust %q matches nothing: give providers or repositories", at, tf.Name)
+		}
+		for _, pat := range append(append([]string{}, r.Providers...), r.Repositories...) {
+			if _, err := path.Match(strings.TrimSuffix(pat, "/**"), ""); err != nil {
+				return nil, fmt.Errorf("%s: trust %q: bad pattern %q", at, tf.Name, pat)
+			}
+		}
+		if len(tf.Keys) == 0 {
+			return nil, fmt.Errorf("%s: trust %q lists no keys", at, tf.Name)
+		}
+		for i, k := range tf.Keys {
+			var pk PublicKey
+			var err error
+			if strings.HasPrefix(strings.TrimSpace(k), "-----BEGIN") {
+				pk, err = ParsePublicKey(fmt.Sprintf("%s key %d", tf.Name, i+1), []byte(k))
+			} else {
+				kp := k
+				if !filepath.IsAbs(kp) {
+					kp = filepath.Join(filepath.Dir(file), kp)
+				}
+				pk, err = LoadPublicKey(kp)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+			}
+			r.Keys = append(r.Keys, pk)
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	return p, nil
+}
+
+func checkMode(m string) error {
+	if m != ModeEnforce && m != ModeWarn {
+		return fmt.Errorf("mode %q: want %q or %q", m, ModeEnforce, ModeWarn)
+	}
+	return nil
+}
+
+func diagError(diags hcl.Diagnostics) error {
+	var msgs []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		where := ""
+		if d.Subject != nil {
+			where = fmt.Sprintf("%s:%d: ", d.Subject.Filename, d.Subject.Start.Line)
+		}
+		msg := where + d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		msgs = append(msgs, msg)
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+}
+
+// Match finds the rule for a repository (HOST/PATH) and, when known, a provider address
+// (HOST/NAMESPACE/TYPE). Provider patterns are tried before repository patterns within each rule.
+func (p *Policy) Match(repository, provider string) *Rule {
+	for _, r := range p.Rules {
+		if provider != "" && matchAny(r.Providers, provider) {
+			return r
+		}
+		if repository != "" && matchAny(r.Repositories, repository) {
+			return r
+		}
+	}
+	return nil
+}
+
+func matchAny(patterns []string, s string) bool {
+	for _, pat := range patterns {
+		if MatchPattern(pat, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchPattern matches s against pat: '*' is one path element, a trailing "/**" any depth.
+func MatchPattern(pat, s string) bool {
+	if prefix, ok := strings.CutSuffix(pat, "/**"); ok {
+		parts := strings.Split(s, "/")
+		np := len(strings.Split(prefix, "/"))
+		if len(parts) <= np {
+			return false
+		}
+		ok, _ := path.Match(prefix, strings.Join(parts[:np], "/"))
+		return ok
+	}
+	ok, _ := path.Match(pat, s)
+	return ok
+}
+
+// Decision is the outcome of verifying under a policy.
+type Decision struct {
+	Rule    string  // the rule that applied ("" when none did)
+	Mode    string  // enforce or warn
+	Result  *Result // set when verification succeeded
+	Warning error   // set when verification failed, or no rule applied, and the mode is warn
+}
+
+// VerifyWithPolicy verifies the version ref names with the keys the policy trusts for it.
+// provider is the provider's address when known. In warn mode a failure is returned as the
+// decision's Warning; in enforce mode it is the error.
+func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.Target, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
+	repo := ref.Repo()
+	r := p.Match(repo, provider)
+	if r == nil {
+		subject := repo
+		if provider != "" {
+			subject = provider + " (" + repo + ")"
+		}
+		err := &Error{Ref: ref, Reason: fmt.Sprintf("no trust rule in %s covers %s (add a trust block whose providers or repositories match it)", p.Path, subject)}
+		if p.Mode == ModeWarn {
+			return &Decision{Mode: ModeWarn, Warning: err}, nil
+		}
+		return nil, err
+	}
+	opts.Keys = r.Keys
+	res, err := Verify(ctx, t, ref, opts)
+	d := &Decision{Rule: r.Name, Mode: r.Mode, Result: res}
+	if err != nil {
+		var ve *Error
+		if r.Mode == ModeWarn && errors.As(err, &ve) {
+			d.Warning = err
+			return d, nil
+		}
+		return nil, err
+	}
+	return d, nil
+}

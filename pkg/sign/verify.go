@@ -1,0 +1,296 @@
+package sign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+var errNotThisKey = errors.New("not signed by this key")
+
+// VerifyOptions says what to trust and what to check.
+type VerifyOptions struct {
+	Keys []PublicKey
+	// Platforms limits the digest-chain check to these platforms (all when empty).
+	Platforms []manifest.Platform
+	// SkipZips checks signatures and manifests but does not download the zips.
+	SkipZips bool
+	// Progress hears about zip downloads.
+	Progress oci.Progress
+}
+
+// Signature is a signature that checked out.
+type Signature struct {
+	Form     Form          `json:"form"`
+	Manifest digest.Digest `json:"signature_manifest"`
+	Key      string        `json:"key"`
+}
+
+// Checked is a platform whose digest chain checked out.
+type Checked struct {
+	Platform string        `json:"platform"`
+	Manifest digest.Digest `json:"manifest_digest"`
+	Zip      digest.Digest `json:"zip_digest"`
+	Fetched  bool          `json:"zip_fetched"`
+}
+
+// Result is a successful verification.
+type Result struct {
+	Reference  string      `json:"reference"`
+	Version    string      `json:"version"`
+	Digest     string      `json:"index_digest"`
+	Signatures []Signature `json:"signatures"`
+	Platforms  []Checked   `json:"platforms"`
+}
+
+// Error is a failed verification: it names the version, the digest, and what was wrong.
+type Error struct {
+	Ref    oci.Ref
+	Digest digest.Digest
+	Reason string
+	// Unsigned is true when no signature at all was found.
+	Unsigned bool
+}
+
+// Complete tells oci.Explain that the message already names the operation and reference.
+func (e *Error) Complete() bool { return true }
+
+func (e *Error) Error() string {
+	if e.Digest == "" {
+		return fmt.Sprintf("verify %s: %s", e.Ref, e.Reason)
+	}
+	return fmt.Sprintf("verify %s (%s): %s", e.Ref, e.Digest, e.Reason)
+}
+
+// candidate is a signature found in the repository, not yet checked.
+type candidate struct {
+	form     Form
+	manifest digest.Digest
+	bundle   *signedBundle
+	legacy   *legacySignature
+	problem  string // set when the artifact could not be read
+}
+
+// Verify checks that the version ref names is signed by one of opts.Keys, that a good signature
+// names exactly the digest the tag resolves to now, that the version's content is the version the
+// tag says, and that the digest chain down to each zip checks out.
+func Verify(ctx context.Context, t oci.Target, ref oci.Ref, opts VerifyOptions) (*Result, error) {
+	if len(opts.Keys) == 0 {
+		return nil, &Error{Ref: ref, Reason: "no trusted keys given (pass --key or --policy)"}
+	}
+	v, err := oci.ResolveVersion(ctx, t, ref)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(format string, args ...any) error {
+		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
+	}
+	res := &Result{Reference: ref.String(), Version: v.Version, Digest: v.Index.Digest.String()}
+
+	cands, err := findSignatures(ctx, t, v.Index)
+	if err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 {
+		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign %s --key cosign.key')", LegacyTag(v.Index.Digest), ref)
+		e.(*Error).Unsigned = true
+		return nil, e
+	}
+	var problems []string
+	for _, c := range cands {
+		if c.problem != "" {
+			problems = append(problems, c.problem)
+			continue
+		}
+		sig, problem := checkCandidate(c, opts.Keys, v.Index.Digest)
+		if sig != nil {
+			res.Signatures = append(res.Signatures, *sig)
+		} else if problem != "" {
+			problems = append(problems, problem)
+		}
+	}
+	if len(res.Signatures) == 0 {
+		if len(problems) == 0 {
+			var names []string
+			for _, k := range opts.Keys {
+				names = append(names, k.Name)
+			}
+			return nil, fail("%d signature(s) found, none by a trusted key (trusted: %s)", len(cands), strings.Join(names, ", "))
+		}
+		return nil, fail("no valid signature by a trusted key: %s", strings.Join(problems, "; "))
+	}
+
+	// The signature covers the index; the index must also be the version the tag claims, or a tag
+	// moved onto another validly signed version would pass.
+	if want := v.Version; want != "" {
+		if got := v.Parsed.Annotations[ocispec.AnnotationVersion]; got != "" && got != want {
+			return nil, fail("the tag says version %s but the signed index is version %s (the tag was moved to another release)", want, got)
+		}
+	}
+	entries, err := v.Select(opts.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		p, err := oci.FetchPlatform(ctx, t, v, e)
+		if err != nil {
+			return nil, fail("%v", err)
+		}
+		if fn, err := release.ParseFilename(titleOf(p)); err == nil && v.Version != "" && fn.Version != v.Version {
+			return nil, fail("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, titleOf(p))
+		}
+		c := Checked{Platform: e.Platform.String(), Manifest: p.Manifest.Digest, Zip: p.Zip.Digest}
+		if !opts.SkipZips {
+			if err := oci.FetchZip(ctx, t, p, io.Discard, opts.Progress); err != nil {
+				return nil, fail("%v", err)
+			}
+			c.Fetched = true
+		}
+		res.Platforms = append(res.Platforms, c)
+	}
+	return res, nil
+}
+
+func titleOf(p *oci.Platform) string { return p.Zip.Annotations[manifest.AnnotationTitle] }
+
+// checkCandidate checks one signature against the trusted keys. It returns the signature when it
+// is good, or a problem when a trusted key made it but it does not fit.
+func checkCandidate(c candidate, keys []PublicKey, want digest.Digest) (*Signature, string) {
+	for _, k := range keys {
+		var names []digest.Digest
+		var err error
+		switch c.form {
+		case FormBundle:
+			names, err = c.bundle.verify(k)
+		case FormLegacy:
+			var d digest.Digest
+			d, err = c.legacy.verify(k)
+			names = []digest.Digest{d}
+		}
+		if errors.Is(err, errNotThisKey) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Sprintf("%s signature %s by %s: %v", c.form, short(c.manifest), k.Name, err)
+		}
+		for _, n := range names {
+			if n == want {
+				return &Signature{Form: c.form, Manifest: c.manifest, Key: k.Name}, ""
+			}
+		}
+		return nil, fmt.Sprintf("%s signature %s by %s names %s, not %s: it was made for another artifact", c.form, short(c.manifest), k.Name, joinDigests(names), want)
+	}
+	return nil, ""
+}
+
+func short(d digest.Digest) string {
+	if len(d.Encoded()) > 12 {
+		return d.Algorithm().String() + ":" + d.Encoded()[:12]
+	}
+	return d.String()
+}
+
+func joinDigests(ds []digest.Digest) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, d.String())
+	}
+	if len(s) == 0 {
+		return "no digest"
+	}
+	return strings.Join(s, ", ")
+}
+
+// findSignatures gathers both forms of signature stored for subject.
+func findSignatures(ctx context.Context, t oci.Target, subject ocispec.Descriptor) ([]candidate, error) {
+	var out []candidate
+	// Referrers: not filtered by artifact type, because cosign's entry in the referrers-tag
+	// fallback index carries its config's type; each manifest is read instead.
+	refs, err := registry.Referrers(ctx, t, subject, "")
+	if err != nil && !errors.Is(err, errdef.ErrNotFound) && !errors.Is(err, errdef.ErrUnsupported) {
+		return nil, fmt.Errorf("listing referrers of %s: %w", subject.Digest, err)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Digest < refs[j].Digest })
+	for _, r := range refs {
+		if r.MediaType != ocispec.MediaTypeImageManifest {
+			continue
+		}
+		m, _, err := fetchManifest(ctx, t, r)
+		if err != nil {
+			out = append(out, candidate{form: FormBundle, manifest: r.Digest, problem: fmt.Sprintf("referrer %s: %v", short(r.Digest), err)})
+			continue
+		}
+		if m.ArtifactType != BundleMediaType && m.Config.MediaType != BundleMediaType {
+			continue // an SBOM or another attachment
+		}
+		if m.Subject == nil || m.Subject.Digest != subject.Digest {
+			continue
+		}
+		for _, l := range m.Layers {
+			if l.MediaType != BundleMediaType {
+				continue
+			}
+			c := candidate{form: FormBundle, manifest: r.Digest}
+			data, err := fetchSmall(ctx, t, l)
+			if err == nil {
+				c.bundle, err = parseBundle(data)
+			}
+			if err != nil {
+				c.problem = fmt.Sprintf("bundle %s: %v", short(r.Digest), err)
+			}
+			out = append(out, c)
+		}
+	}
+	// cosign v2's tag form.
+	m, err := fetchLegacyManifest(ctx, t, LegacyTag(subject.Digest))
+	switch {
+	case errors.Is(err, errdef.ErrNotFound):
+	case err != nil:
+		out = append(out, candidate{form: FormLegacy, problem: fmt.Sprintf("%s: %v", LegacyTag(subject.Digest), err)})
+	default:
+		desc, _ := t.Resolve(ctx, LegacyTag(subject.Digest))
+		for _, l := range m.Layers {
+			if l.MediaType != SimpleSigningType {
+				continue
+			}
+			c := candidate{form: FormLegacy, manifest: desc.Digest}
+			sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
+			var data []byte
+			if err == nil {
+				data, err = fetchSmall(ctx, t, l)
+			}
+			if err != nil {
+				c.problem = fmt.Sprintf("%s layer %s: %v", LegacyTag(subject.Digest), short(l.Digest), err)
+			} else {
+				c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func fetchSmall(ctx context.Context, t oci.Target, desc ocispec.Descriptor) ([]byte, error) {
+	if desc.Size > maxSignatureManifest {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit", desc.Digest, desc.Size)
+	}
+	return content.FetchAll(ctx, t, desc)
+}
+
+func decodeJSON(data []byte, v any) error {
+	return json.Unmarshal(data, v)
+}
