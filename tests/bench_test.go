@@ -178,3 +178,76 @@ func BenchmarkPush5Platforms(b *testing.B) {
 	fmt.Printf("  %-28s %10.2fx   (target <= 1.3x)\n", "ratio oprov/curl", ratio)
 	fmt.Printf("  %-28s %8.1f MiB (target < 100 MiB)\n", "oprov peak RSS", rss)
 }
+
+// timeCmd runs a command and gives its wall time; it fails the benchmark if the command fails.
+func timeCmd(b *testing.B, env []string, name string, args ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkVerifyVsCosign times oprov verify of a signed examples/hello version (3 platforms:
+// signature, every manifest, and this machine's zip fetched and checked; and again with
+// --all-platforms) against the stock cosign verify of the same version, which fetches no layers,
+// for both signature forms, alternating, and reports the median ratios.
+func BenchmarkVerifyVsCosign(b *testing.B) {
+	cosign := peers.Require(b, "cosign")
+	reg := testreg.Start(b, testreg.Options{})
+	keys := b.TempDir()
+	writeFile(b, filepath.Join(keys, "empty-root.json"), `{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`)
+	pass := []string{"COSIGN_PASSWORD=bench"}
+	mustOprov(b, pass, "keygen", "--output-key-prefix", filepath.Join(keys, "cosign"))
+	R := reg.Host + "/providers/acme/hello"
+	ca := []string{"--ca-file", reg.CAFile}
+	env := []string{"SSL_CERT_FILE=" + reg.CAFile, "HOME=" + keys}
+	forms := []struct {
+		name, version string
+		signFlags     []string
+		cosignVerify  []string
+	}{
+		{"legacy tag", "1.0.0", []string{"--legacy-tag"}, cosignVerifyLegacy},
+		{"bundle", "2.0.0", nil, cosignVerifyBundle},
+	}
+	rounds := b.N
+	if rounds < 5 {
+		rounds = 5
+	}
+	fmt.Printf("\nverify of a signed 3-platform examples/hello on a local TLS registry, %d rounds (median):\n", rounds)
+	b.ResetTimer()
+	for _, f := range forms {
+		dist := helloRelease(b)
+		dir := b.TempDir()
+		entries, _ := os.ReadDir(dist)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".zip") {
+				data, _ := os.ReadFile(filepath.Join(dist, e.Name()))
+				writeFile(b, filepath.Join(dir, strings.Replace(e.Name(), "_1.0.0_", "_"+f.version+"_", 1)), string(data))
+			}
+		}
+		mustOprov(b, pass, append(append([]string{"push", dir, R, "--sign", "--key", filepath.Join(keys, "cosign.key")}, f.signFlags...), ca...)...)
+		var o, all, c []time.Duration
+		for i := 0; i < rounds; i++ {
+			// Both tools trust the test CA the same way, through SSL_CERT_FILE.
+			verify := []string{"verify", R + ":" + f.version, "--key", filepath.Join(keys, "cosign.pub")}
+			o = append(o, timeCmd(b, env, oprovBin, verify...))
+			all = append(all, timeCmd(b, env, oprovBin, append(verify, "--all-platforms")...))
+			args := append(append([]string{}, f.cosignVerify...), R+":"+f.version)
+			for j, a := range args {
+				if a == "cosign.pub" || a == "empty-root.json" {
+					args[j] = filepath.Join(keys, a)
+				}
+			}
+			c = append(c, timeCmd(b, env, cosign, args...))
+		}
+		ratio := float64(median(o)) / float64(median(c))
+		b.ReportMetric(ratio, "x-cosign-"+strings.ReplaceAll(f.name, " ", "-"))
+		fmt.Printf("  %-10s cosign verify %6s   oprov verify %6s (%.2fx, target <= 1.0x)   with --all-platforms %6s (%.2fx)\n",
+			f.name, median(c).Round(time.Millisecond), median(o).Round(time.Millisecond), ratio,
+			median(all).Round(time.Millisecond), float64(median(all))/float64(median(c)))
+	}
+}

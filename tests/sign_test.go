@@ -124,7 +124,8 @@ func expectVerified(t *testing.T, stdout, form, digest string) {
 			Digest     string `json:"index_digest"`
 			Signatures []struct{ Form string }
 			Platforms  []struct {
-				Fetched bool `json:"zip_fetched"`
+				Platform string
+				Fetched  bool `json:"zip_fetched"`
 			}
 		}
 	}
@@ -132,8 +133,13 @@ func expectVerified(t *testing.T, stdout, form, digest string) {
 	if !out.Verified || out.Result.Digest != digest || len(out.Result.Signatures) == 0 || out.Result.Signatures[0].Form != form {
 		t.Errorf("verify output: %s", stdout)
 	}
-	if len(out.Result.Platforms) != len(helloPlatforms) || !out.Result.Platforms[0].Fetched {
-		t.Errorf("verify did not check every platform's zip: %s", stdout)
+	if len(out.Result.Platforms) != len(helloPlatforms) {
+		t.Errorf("verify did not check every platform's manifest: %s", stdout)
+	}
+	for _, p := range out.Result.Platforms {
+		if p.Fetched != (p.Platform == helloPlatforms[0]) {
+			t.Errorf("by default verify fetches exactly this machine's zip (%s): %s", helloPlatforms[0], stdout)
+		}
 	}
 }
 
@@ -281,11 +287,18 @@ trust "lab" {
 		r := mustOprov(t, nil, append([]string{"inspect", R + ":1.0.0", "-o", "json"}, ca...)...)
 		var out struct {
 			Platforms []struct {
-				Zip string `json:"zip_digest"`
+				Platform string
+				Zip      string `json:"zip_digest"`
 			}
 		}
 		decodeJSON(t, r.Stdout, &out)
-		blob := reg.BlobPath(strings.TrimPrefix(out.Platforms[0].Zip, "sha256:"))
+		// Corrupt another platform's zip: the default verify (this machine's zip) does not fetch
+		// it, --platform and --all-platforms do.
+		other := out.Platforms[0]
+		if other.Platform == helloPlatforms[0] {
+			other = out.Platforms[1]
+		}
+		blob := reg.BlobPath(strings.TrimPrefix(other.Zip, "sha256:"))
 		data, err := os.ReadFile(blob)
 		if err != nil {
 			t.Fatal(err)
@@ -294,6 +307,12 @@ trust "lab" {
 		if err := os.WriteFile(blob, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, verify("1.0.0"), "1.0.0", d1, "does not match its digest")
+		if r := verify("1.0.0"); r.Code != 0 {
+			t.Errorf("the corrupt zip is not this machine's, but verify failed: %s", r.Stderr)
+		}
+		all := oprov(t, nil, append([]string{"verify", R + ":1.0.0", "--key", filepath.Join(keys, "trusted.pub"), "--all-platforms"}, ca...)...)
+		refused(t, all, "1.0.0", d1, "does not match its digest")
+		one := oprov(t, nil, append([]string{"verify", R + ":1.0.0", "--key", filepath.Join(keys, "trusted.pub"), "--platform", other.Platform}, ca...)...)
+		refused(t, one, "1.0.0", d1, "does not match its digest")
 	})
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/oci"
+		"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -16,6 +16,7 @@ type verifyOptions struct {
 	Policy    string
 	Address   string
 	Platforms []string
+	AllZips   bool
 	registry  registryFlags
 	output    outputFlag
 }
@@ -29,8 +30,9 @@ func newVerifyCmd(ios *IOStreams) *cobra.Command {
 forms (bundle referrer or sha256-<hex>.sig tag), including signatures made by the cosign CLI.
 
 A signature counts only if it is by a trusted key and its signed payload names the exact index
-digest the tag resolves to now. The index must be the version the tag says, and the digest chain
-down to each zip is checked by fetching the zips (--platform limits which).
+digest the tag resolves to now. The index must be the version the tag says. Every platform's
+manifest is fetched and checked against its digest, and so is the zip of each platform fetched:
+this machine's platform by default, those named with --platform, or all with --all-platforms.
 
 With --policy, the trust policy picks the keys for this repository (or --address provider) and
 its mode: enforce fails, warn reports and exits 0.`,
@@ -45,7 +47,8 @@ its mode: enforce fails, warn reports and exits 0.`,
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "trusted public key file (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "trust policy file (HCL)")
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for policy rules that match providers")
-	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "check only these platforms' zips (default all)")
+	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
+	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
 	o.registry.register(c)
 	o.output.register(c, true)
 	return c
@@ -69,7 +72,7 @@ func runVerify(c *cobra.Command, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := sign.VerifyOptions{Platforms: platforms}
+	opts := sign.VerifyOptions{Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips}
 	var policy *sign.Policy
 	if o.Policy != "" {
 		if policy, err = sign.LoadPolicy(o.Policy); err != nil {
@@ -135,7 +138,11 @@ func runVerify(c *cobra.Command, o *verifyOptions) error {
 		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
 	}
 	for _, p := range r.Platforms {
-		fmt.Fprintf(o.io.Out, "  %-14s zip %s checked\n", p.Platform, p.Zip)
+		what := "manifest checked"
+		if p.Fetched {
+			what = "manifest and zip checked"
+		}
+		fmt.Fprintf(o.io.Out, "  %-14s %s\n", p.Platform, what)
 	}
 	return nil
 }

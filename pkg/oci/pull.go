@@ -52,19 +52,12 @@ func ResolveVersion(ctx context.Context, t Target, ref Ref) (*Version, error) {
 		}
 		v.Version = ver
 	}
-	desc, err := t.Resolve(ctx, ref.Reference)
+	desc, data, err := fetchManifestByReference(ctx, t, ref.Reference)
 	if err != nil {
 		return nil, err
 	}
 	if desc.MediaType == ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("%s points at an image manifest, not an index: OpenTofu would reject it (publish it with 'oprov push')", ref)
-	}
-	if desc.Size > manifest.MaxManifestSize {
-		return nil, fmt.Errorf("%s: index is %d bytes, over the %d byte limit", ref, desc.Size, manifest.MaxManifestSize)
-	}
-	data, err := content.FetchAll(ctx, t, desc)
-	if err != nil {
-		return nil, fmt.Errorf("fetching index %s: %w", desc.Digest, err)
 	}
 	ix, err := manifest.ParseIndex(data)
 	if err != nil {
@@ -230,4 +223,36 @@ func ListVersions(ctx context.Context, t Target) ([]manifest.TaggedVersion, erro
 // IsNotFound reports whether err means the thing asked for does not exist.
 func IsNotFound(err error) bool {
 	return errors.Is(err, errdef.ErrNotFound)
+}
+
+// fetchManifestByReference resolves a tag or digest and fetches what it names, in one request
+// where the target allows it, checking size and digest.
+func fetchManifestByReference(ctx context.Context, t Target, reference string) (ocispec.Descriptor, []byte, error) {
+	if rf, ok := t.(registry.ReferenceFetcher); ok {
+		desc, rc, err := rf.FetchReference(ctx, reference)
+		if err != nil {
+			return ocispec.Descriptor{}, nil, err
+		}
+		defer rc.Close()
+		if desc.Size > manifest.MaxManifestSize {
+			return ocispec.Descriptor{}, nil, fmt.Errorf("%s: manifest is %d bytes, over the %d byte limit", reference, desc.Size, manifest.MaxManifestSize)
+		}
+		data, err := content.ReadAll(rc, desc)
+		if err != nil {
+			return ocispec.Descriptor{}, nil, fmt.Errorf("fetching %s (%s): %w", reference, desc.Digest, err)
+		}
+		return desc, data, nil
+	}
+	desc, err := t.Resolve(ctx, reference)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	if desc.Size > manifest.MaxManifestSize {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("%s: manifest is %d bytes, over the %d byte limit", reference, desc.Size, manifest.MaxManifestSize)
+	}
+	data, err := content.FetchAll(ctx, t, desc)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("fetching %s (%s): %w", reference, desc.Digest, err)
+	}
+	return desc, data, nil
 }

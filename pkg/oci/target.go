@@ -134,8 +134,12 @@ func newClient(opts Options) (*auth.Client, error) {
 	base.MaxIdleConnsPerHost = 16
 	header := http.Header{}
 	header.Set("User-Agent", UserAgent)
+	var rt http.RoundTripper = base
+	if os.Getenv("OPROV_DEBUG_HTTP") != "" {
+		rt = &traceTransport{next: base, start: time.Now()}
+	}
 	c := &auth.Client{
-		Client: &http.Client{Transport: retry.NewTransport(base)},
+		Client: &http.Client{Transport: retry.NewTransport(rt)},
 		Header: header,
 		Cache:  auth.NewCache(),
 	}
@@ -154,20 +158,24 @@ func newClient(opts Options) (*auth.Client, error) {
 
 // TLSConfig gives the TLS policy: the system roots (which honour SSL_CERT_FILE) plus caFile.
 func TLSConfig(caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		// nil RootCAs: Go loads the system roots only if a TLS handshake happens.
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s holds no PEM certificates", caFile)
-		}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-file %s holds no PEM certificates", caFile)
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	cfg.RootCAs = pool
+	return cfg, nil
 }
 
 // CredentialStore opens the docker-style credential store: configPath when given, otherwise
@@ -209,4 +217,25 @@ func containersAuthFiles() []string {
 		out = append(out, filepath.Join(d, "containers", "auth.json"))
 	}
 	return out
+}
+
+// traceTransport logs every request with its status and timing to stderr (OPROV_DEBUG_HTTP=1).
+// Headers, and so credentials, are never printed.
+type traceTransport struct {
+	next  http.RoundTripper
+	start time.Time
+}
+
+func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	began := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	status := "error: "
+	if err != nil {
+		status += err.Error()
+	} else {
+		status = resp.Status
+	}
+	fmt.Fprintf(os.Stderr, "http: +%6.1fms %4.1fms %s %s %s\n", float64(began.Sub(t.start).Microseconds())/1000,
+		float64(time.Since(began).Microseconds())/1000, req.Method, req.URL.Redacted(), status)
+	return resp, err
 }

@@ -74,7 +74,7 @@ func TestSignAndVerifyBothForms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Verify(ctx, target, ref, VerifyOptions{Keys: []PublicKey{other, pub}})
+		got, err := Verify(ctx, target, ref, VerifyOptions{Keys: []PublicKey{other, pub}, AllZips: true})
 		if err != nil {
 			t.Fatalf("legacy=%v: %v", legacy, err)
 		}

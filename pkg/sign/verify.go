@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
@@ -25,10 +28,12 @@ var errNotThisKey = errors.New("not signed by this key")
 // VerifyOptions says what to trust and what to check.
 type VerifyOptions struct {
 	Keys []PublicKey
-	// Platforms limits the digest-chain check to these platforms (all when empty).
-	Platforms []manifest.Platform
-	// SkipZips checks signatures and manifests but does not download the zips.
-	SkipZips bool
+	// Every platform's manifest is always fetched and checked. Zips is the platforms whose zips
+	// are fetched and checked too (each must exist); AllZips fetches every platform's zip; HostZip
+	// fetches this machine's platform's zip when the version has one.
+	Zips    []manifest.Platform
+	AllZips bool
+	HostZip bool
 	// Progress hears about zip downloads.
 	Progress oci.Progress
 }
@@ -101,9 +106,24 @@ func Verify(ctx context.Context, t oci.Target, ref oci.Ref, opts VerifyOptions) 
 	}
 	res := &Result{Reference: ref.String(), Version: v.Version, Digest: v.Index.Digest.String()}
 
-	cands, err := findSignatures(ctx, t, v.Index)
-	if err != nil {
-		return nil, err
+	// Finding the signatures and walking the digest chain are independent: do them at once, and
+	// judge the signatures first, so a signature problem is what gets reported.
+	var (
+		cands    []candidate
+		sigErr   error
+		chain    []Checked
+		chainErr error
+	)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cands, sigErr = findSignatures(ctx, t, v.Index)
+	}()
+	chain, chainErr = checkChain(ctx, t, v, opts)
+	wg.Wait()
+	if sigErr != nil {
+		return nil, sigErr
 	}
 	if len(cands) == 0 {
 		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign %s --key cosign.key')", LegacyTag(v.Index.Digest), ref)
@@ -141,28 +161,57 @@ func Verify(ctx context.Context, t oci.Target, ref oci.Ref, opts VerifyOptions) 
 			return nil, fail("the tag says version %s but the signed index is version %s (the tag was moved to another release)", want, got)
 		}
 	}
-	entries, err := v.Select(opts.Platforms)
-	if err != nil {
-		return nil, err
+	if chainErr != nil {
+		var ve *Error
+		if errors.As(chainErr, &ve) {
+			ve.Ref, ve.Digest = ref, v.Index.Digest
+		}
+		return nil, chainErr
 	}
-	for _, e := range entries {
-		p, err := oci.FetchPlatform(ctx, t, v, e)
-		if err != nil {
-			return nil, fail("%v", err)
-		}
-		if fn, err := release.ParseFilename(titleOf(p)); err == nil && v.Version != "" && fn.Version != v.Version {
-			return nil, fail("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, titleOf(p))
-		}
-		c := Checked{Platform: e.Platform.String(), Manifest: p.Manifest.Digest, Zip: p.Zip.Digest}
-		if !opts.SkipZips {
-			if err := oci.FetchZip(ctx, t, p, io.Discard, opts.Progress); err != nil {
-				return nil, fail("%v", err)
-			}
-			c.Fetched = true
-		}
-		res.Platforms = append(res.Platforms, c)
-	}
+	res.Platforms = chain
 	return res, nil
+}
+
+// checkChain fetches each selected platform's manifest and zip, all checked against their
+// digests, a few at a time, and checks that the zips are the version the tag names.
+func checkChain(ctx context.Context, t oci.Target, v *oci.Version, opts VerifyOptions) ([]Checked, error) {
+	entries := v.Parsed.Entries
+	fetch := map[manifest.Platform]bool{}
+	if !opts.AllZips && len(opts.Zips) > 0 {
+		selected, err := v.Select(opts.Zips)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range selected {
+			fetch[e.Platform] = true
+		}
+	}
+	if opts.HostZip {
+		fetch[manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}] = true
+	}
+	out := make([]Checked, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(oci.DefaultConcurrency)
+	for i, e := range entries {
+		g.Go(func() error {
+			p, err := oci.FetchPlatform(gctx, t, v, e)
+			if err != nil {
+				return &Error{Reason: err.Error()}
+			}
+			if fn, err := release.ParseFilename(titleOf(p)); err == nil && v.Version != "" && fn.Version != v.Version {
+				return &Error{Reason: fmt.Sprintf("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, titleOf(p))}
+			}
+			out[i] = Checked{Platform: e.Platform.String(), Manifest: p.Manifest.Digest, Zip: p.Zip.Digest}
+			if opts.AllZips || fetch[e.Platform] {
+				if err := oci.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
+					return &Error{Reason: err.Error()}
+				}
+				out[i].Fetched = true
+			}
+			return nil
+		})
+	}
+	return out, g.Wait()
 }
 
 func titleOf(p *oci.Platform) string { return p.Zip.Annotations[manifest.AnnotationTitle] }
@@ -215,16 +264,33 @@ func joinDigests(ds []digest.Digest) string {
 	return strings.Join(s, ", ")
 }
 
-// findSignatures gathers both forms of signature stored for subject.
+// findSignatures gathers both forms of signature stored for subject, looking for each form at
+// the same time.
 func findSignatures(ctx context.Context, t oci.Target, subject ocispec.Descriptor) ([]candidate, error) {
-	var out []candidate
-	// Referrers: not filtered by artifact type, because cosign's entry in the referrers-tag
-	// fallback index carries its config's type; each manifest is read instead.
+	var legacy []candidate
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		legacy = findLegacy(ctx, t, subject)
+	}()
+	bundles, err := findBundles(ctx, t, subject)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	return append(bundles, legacy...), nil
+}
+
+// findBundles reads the bundle-form signatures among subject's referrers.
+func findBundles(ctx context.Context, t oci.Target, subject ocispec.Descriptor) ([]candidate, error) {
+	// Not filtered by artifact type: cosign's entry in the referrers-tag fallback index carries its
+	// config's type, so each referrer's own manifest is read instead.
 	refs, err := registry.Referrers(ctx, t, subject, "")
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) && !errors.Is(err, errdef.ErrUnsupported) {
 		return nil, fmt.Errorf("listing referrers of %s: %w", subject.Digest, err)
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Digest < refs[j].Digest })
+	var out []candidate
 	for _, r := range refs {
 		if r.MediaType != ocispec.MediaTypeImageManifest {
 			continue
@@ -255,33 +321,42 @@ func findSignatures(ctx context.Context, t oci.Target, subject ocispec.Descripto
 			out = append(out, c)
 		}
 	}
-	// cosign v2's tag form.
-	m, err := fetchLegacyManifest(ctx, t, LegacyTag(subject.Digest))
-	switch {
-	case errors.Is(err, errdef.ErrNotFound):
-	case err != nil:
-		out = append(out, candidate{form: FormLegacy, problem: fmt.Sprintf("%s: %v", LegacyTag(subject.Digest), err)})
-	default:
-		desc, _ := t.Resolve(ctx, LegacyTag(subject.Digest))
-		for _, l := range m.Layers {
-			if l.MediaType != SimpleSigningType {
-				continue
-			}
-			c := candidate{form: FormLegacy, manifest: desc.Digest}
-			sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
-			var data []byte
-			if err == nil {
-				data, err = fetchSmall(ctx, t, l)
-			}
-			if err != nil {
-				c.problem = fmt.Sprintf("%s layer %s: %v", LegacyTag(subject.Digest), short(l.Digest), err)
-			} else {
-				c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
-			}
-			out = append(out, c)
-		}
-	}
 	return out, nil
+}
+
+// findLegacy reads the signatures under cosign v2's sha256-<hex>.sig tag.
+func findLegacy(ctx context.Context, t oci.Target, subject ocispec.Descriptor) []candidate {
+	tag := LegacyTag(subject.Digest)
+	desc, err := t.Resolve(ctx, tag)
+	if errors.Is(err, errdef.ErrNotFound) {
+		return nil
+	}
+	var m *ocispec.Manifest
+	if err == nil {
+		m, _, err = fetchManifest(ctx, t, desc)
+	}
+	if err != nil {
+		return []candidate{{form: FormLegacy, problem: fmt.Sprintf("%s: %v", tag, err)}}
+	}
+	var out []candidate
+	for _, l := range m.Layers {
+		if l.MediaType != SimpleSigningType {
+			continue
+		}
+		c := candidate{form: FormLegacy, manifest: desc.Digest}
+		sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
+		var data []byte
+		if err == nil {
+			data, err = fetchSmall(ctx, t, l)
+		}
+		if err != nil {
+			c.problem = fmt.Sprintf("%s layer %s: %v", tag, short(l.Digest), err)
+		} else {
+			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func fetchSmall(ctx context.Context, t oci.Target, desc ocispec.Descriptor) ([]byte, error) {
