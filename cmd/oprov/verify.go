@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-		"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
