@@ -1,0 +1,173 @@
+package release
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ExtractLimits bound what an archive may unpack to.
+type ExtractLimits struct {
+	MaxTotal int64 // bytes unpacked in all
+	MaxFiles int   // entries
+	MaxRatio int64 // unpacked bytes per compressed byte, per entry (for entries over 1 MiB)
+}
+
+// DefaultExtractLimits suit provider packages: a provider executable is tens to a few hundred
+// megabytes and compresses about 3:1.
+var DefaultExtractLimits = ExtractLimits{MaxTotal: 2 << 30, MaxFiles: 10000, MaxRatio: 100}
+
+// ErrUnsafeArchive marks an archive refused by Extract.
+var ErrUnsafeArchive = errors.New("unsafe archive")
+
+func unsafef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsafeArchive, fmt.Sprintf(format, args...))
+}
+
+// Extract unpacks the zip at zipPath into dest, which must not exist yet: it is created whole
+// (from a temporary directory beside it, renamed at the end) or not at all. It refuses absolute
+// paths, path traversal, symlinks and other non-regular entries, duplicate entries, and archives
+// that unpack beyond limits (zip bombs), counting the bytes actually written rather than trusting
+// the headers. Executables keep their executable bit; nothing else keeps its mode.
+func Extract(zipPath, dest string, limits ExtractLimits) error {
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
+	}
+	defer zr.Close()
+	if err := checkEntries(&zr.Reader, limits); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if err := unpack(&zr.Reader, tmp, limits); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkEntries refuses unsafe entries before anything is written.
+func checkEntries(zr *zip.Reader, limits ExtractLimits) error {
+	if len(zr.File) > limits.MaxFiles {
+		return unsafef("%d entries, over the limit of %d", len(zr.File), limits.MaxFiles)
+	}
+	seen := map[string]bool{}
+	var declared uint64
+	for _, f := range zr.File {
+		if err := CheckEntryPath(f.Name); err != nil {
+			return unsafef("%v", err)
+		}
+		mode := f.Mode()
+		switch {
+		case mode&os.ModeSymlink != 0:
+			return unsafef("zip entry %q is a symbolic link", f.Name)
+		case mode.IsDir() || strings.HasSuffix(f.Name, "/"):
+		case !mode.IsRegular():
+			return unsafef("zip entry %q is not a regular file (mode %v)", f.Name, mode)
+		}
+		clean := path.Clean(strings.TrimSuffix(f.Name, "/"))
+		key := strings.ToLower(clean) // refuse names that collide on case-insensitive file systems too
+		if seen[key] {
+			return unsafef("zip entry %q appears twice", f.Name)
+		}
+		seen[key] = true
+		declared += f.UncompressedSize64
+		if declared > uint64(limits.MaxTotal) {
+			return unsafef("declares %d bytes unpacked, over the limit of %d", declared, limits.MaxTotal)
+		}
+		if f.CompressedSize64 > 0 && f.UncompressedSize64 > 1<<20 && f.UncompressedSize64/f.CompressedSize64 > uint64(limits.MaxRatio) {
+			return unsafef("zip entry %q expands %dx, over the limit of %dx (a zip bomb?)", f.Name, f.UncompressedSize64/f.CompressedSize64, limits.MaxRatio)
+		}
+	}
+	// A file may not also be used as a directory ("a" and "a/b").
+	for name := range seen {
+		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+			if seen[dir] && !isDirEntry(zr, dir) {
+				return unsafef("zip entry %q is both a file and a directory", dir)
+			}
+		}
+	}
+	return nil
+}
+
+func isDirEntry(zr *zip.Reader, lowerName string) bool {
+	for _, f := range zr.File {
+		if strings.ToLower(path.Clean(strings.TrimSuffix(f.Name, "/"))) == lowerName {
+			return f.Mode().IsDir() || strings.HasSuffix(f.Name, "/")
+		}
+	}
+	return false
+}
+
+func unpack(zr *zip.Reader, dir string, limits ExtractLimits) error {
+	var total int64
+	for _, f := range zr.File {
+		target := filepath.Join(dir, filepath.FromSlash(path.Clean(f.Name)))
+		if !strings.HasPrefix(target, dir+string(os.PathSeparator)) {
+			return unsafef("zip entry %q points outside the package", f.Name)
+		}
+		if f.Mode().IsDir() || strings.HasSuffix(f.Name, "/") {
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if f.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		n, err := writeEntry(f, target, mode, limits.MaxTotal-total)
+		total += n
+		if err != nil {
+			return err
+		}
+		if f.CompressedSize64 > 0 && n > 1<<20 && n/int64(f.CompressedSize64) > limits.MaxRatio {
+			return unsafef("zip entry %q expands %dx, over the limit of %dx (a zip bomb?)", f.Name, n/int64(f.CompressedSize64), limits.MaxRatio)
+		}
+	}
+	return nil
+}
+
+// writeEntry writes one entry, never more than budget bytes whatever its header claims.
+func writeEntry(f *zip.File, target string, mode os.FileMode, budget int64) (int64, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
+	}
+	defer rc.Close()
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(rc, budget+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if n > budget {
+		return n, unsafef("unpacks to more than the limit of bytes (a zip bomb?)")
+	}
+	if err != nil {
+		return n, fmt.Errorf("zip entry %q: %w", f.Name, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,150 @@
+package release
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type entry struct {
+	name   string
+	body   []byte
+	mode   os.FileMode
+	method uint16
+}
+
+func buildZip(t testing.TB, entries []entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		h := &zip.FileHeader{Name: e.name, Method: e.method}
+		if e.mode != 0 {
+			h.SetMode(e.mode)
+		} else {
+			h.SetMode(0o644)
+		}
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(e.body)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+func writeZipFile(t testing.TB, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "p.zip")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExtractGood(t *testing.T) {
+	z := writeZipFile(t, buildZip(t, []entry{
+		{name: "terraform-provider-x_v1.0.0", body: []byte("bin"), mode: 0o755},
+		{name: "docs/", mode: os.ModeDir | 0o755},
+		{name: "docs/README.md", body: []byte("hi"), mode: 0o600},
+	}))
+	dest := filepath.Join(t.TempDir(), "out")
+	if err := Extract(z, dest, DefaultExtractLimits); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dest, "terraform-provider-x_v1.0.0"))
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("executable: %v %v", st.Mode(), err)
+	}
+	st, err = os.Stat(filepath.Join(dest, "docs", "README.md"))
+	if err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("readme: %v %v", st.Mode(), err)
+	}
+	// The destination must not exist yet: a second extraction fails without touching it.
+	if err := Extract(z, dest, DefaultExtractLimits); err == nil {
+		t.Error("extracting over an existing directory succeeded")
+	}
+}
+
+func TestExtractRefuses(t *testing.T) {
+	bomb := bytes.Repeat([]byte{0}, 50<<20)
+	cases := map[string]struct {
+		entries []entry
+		limits  ExtractLimits
+		want    string
+	}{
+		"path traversal":    {entries: []entry{{name: "../evil", body: []byte("x")}}, want: "path traversal"},
+		"deep traversal":    {entries: []entry{{name: "a/../../evil", body: []byte("x")}}, want: "path traversal"},
+		"absolute path":     {entries: []entry{{name: "/etc/evil", body: []byte("x")}}, want: "absolute path"},
+		"windows absolute":  {entries: []entry{{name: "C:/evil", body: []byte("x")}}, want: "absolute path"},
+		"backslash":         {entries: []entry{{name: `..\evil`, body: []byte("x")}}, want: "backslash"},
+		"symlink":           {entries: []entry{{name: "link", body: []byte("/etc/passwd"), mode: os.ModeSymlink | 0o777}}, want: "symbolic link"},
+		"duplicate":         {entries: []entry{{name: "a", body: []byte("1")}, {name: "a", body: []byte("2")}}, want: "appears twice"},
+		"duplicate by case": {entries: []entry{{name: "A", body: []byte("1")}, {name: "a", body: []byte("2")}}, want: "appears twice"},
+		"file and dir":      {entries: []entry{{name: "a", body: []byte("1")}, {name: "a/b", body: []byte("2")}}, want: "both a file and a directory"},
+		"zip bomb (ratio)":  {entries: []entry{{name: "bomb", body: bomb, method: zip.Deflate}}, limits: DefaultExtractLimits, want: "zip bomb"},
+		"zip bomb (total)": {entries: []entry{{name: "a", body: bytes.Repeat([]byte("x"), 3000)}, {name: "b", body: bytes.Repeat([]byte("y"), 3000)}},
+			limits: ExtractLimits{MaxTotal: 5000, MaxFiles: 10, MaxRatio: 1000}, want: "over the limit"},
+		"too many files": {entries: []entry{{name: "a"}, {name: "b"}, {name: "c"}}, limits: ExtractLimits{MaxTotal: 1 << 20, MaxFiles: 2, MaxRatio: 100}, want: "3 entries"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			limits := tc.limits
+			if limits.MaxTotal == 0 {
+				limits = DefaultExtractLimits
+			}
+			z := writeZipFile(t, buildZip(t, tc.entries))
+			parent := t.TempDir()
+			dest := filepath.Join(parent, "out")
+			err := Extract(z, dest, limits)
+			if err == nil || !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want an unsafe-archive error containing %q", err, tc.want)
+			}
+			left, _ := os.ReadDir(parent)
+			if len(left) != 0 {
+				t.Errorf("a refused archive left %d entries behind", len(left))
+			}
+		})
+	}
+}
+
+// FuzzExtract: whatever the bytes, Extract never panics, never writes outside its destination, and
+// either creates the destination whole or leaves nothing.
+func FuzzExtract(f *testing.F) {
+	f.Add(buildZip(f, []entry{{name: "terraform-provider-x", body: []byte("bin"), mode: 0o755}}))
+	f.Add(buildZip(f, []entry{{name: "../x", body: []byte("1")}}))
+	f.Add(buildZip(f, []entry{{name: "d/", mode: os.ModeDir | 0o755}, {name: "d/f", body: []byte("2"), method: zip.Deflate}}))
+	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		root := t.TempDir()
+		z := filepath.Join(root, "in.zip")
+		os.WriteFile(z, data, 0o644)
+		parent := filepath.Join(root, "parent")
+		os.Mkdir(parent, 0o755)
+		dest := filepath.Join(parent, "out")
+		err := Extract(z, dest, ExtractLimits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100})
+		entries, _ := os.ReadDir(parent)
+		if err != nil && len(entries) != 0 {
+			t.Fatalf("failed extraction left %v", entries)
+		}
+		if err == nil && (len(entries) != 1 || entries[0].Name() != "out") {
+			t.Fatalf("extraction left %v", entries)
+		}
+		// Nothing may appear beside parent.
+		top, _ := os.ReadDir(root)
+		if len(top) != 2 {
+			t.Fatalf("extraction wrote outside its destination: %v", top)
+		}
+		filepath.WalkDir(parent, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type()&os.ModeSymlink != 0 {
+				t.Fatalf("extraction created a symlink %s", p)
+			}
+			return nil
+		})
+	})
+}
