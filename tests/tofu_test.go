@@ -18,12 +18,30 @@ func tofuRun(t testing.TB, bin, dir string, env []string, args ...string) (strin
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_PLUGIN_CACHE_DIR=")
+	// TF_CLI_CONFIG_FILE is cleared: a machine may export one (this one names a missing file);
+	// tests that need a CLI configuration set their own.
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_PLUGIN_CACHE_DIR=", "TF_CLI_CONFIG_FILE=")
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// tofuJSON runs tofu and decodes its standard output (warnings go to standard error).
+func tofuJSON(t testing.TB, bin, dir string, env []string, v any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE=")
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
+	}
+	decodeJSON(t, string(out), v)
 }
 
 func mustTofu(t testing.TB, bin, dir string, env []string, args ...string) string {
@@ -121,9 +139,8 @@ func tofuApplyHello(t *testing.T, tofurc, caFile string) string {
 	env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile}
 	mustTofu(t, tofu, cfg, env, "init", "-input=false")
 	mustTofu(t, tofu, cfg, env, "apply", "-auto-approve", "-input=false")
-	out := mustTofu(t, tofu, cfg, env, "output", "-json")
 	var outputs map[string]struct{ Value string }
-	decodeJSON(t, out, &outputs)
+	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
 	for k, want := range map[string]string{"message": "Hello, oprov!", "data_message": "Hello, tofu!", "function_message": "Hello, function!"} {
 		if outputs[k].Value != want {
 			t.Errorf("output %s = %q, want %q", k, outputs[k].Value, want)

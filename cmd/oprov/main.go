@@ -62,6 +62,11 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	var ce *exitCodeError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(io.ErrOut, "oprov: %s\n", ce.msg)
+		return ce.code
+	}
 	fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
@@ -69,6 +74,14 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	}
 	return exitError
 }
+
+// exitCodeError passes a child program's exit code through.
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e *exitCodeError) Error() string { return e.msg }
 
 // usageError marks an error in how the command was called: exit code 2.
 type usageError struct{ err error }
@@ -107,6 +120,10 @@ publishes natively through an oci_mirror block.`,
 		newSignCmd(io),
 		newVerifyCmd(io),
 		newKeygenCmd(io),
+		newLockCmd(io),
+		newInstallCmd(io),
+		newInitCmd(io),
+		newTofurcCmd(io),
 	)
 	return root
 }

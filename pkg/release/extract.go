@@ -35,6 +35,12 @@ func unsafef(format string, args ...any) error {
 // that unpack beyond limits (zip bombs), counting the bytes actually written rather than trusting
 // the headers. Executables keep their executable bit; nothing else keeps its mode.
 func Extract(zipPath, dest string, limits ExtractLimits) error {
+	return ExtractVia(zipPath, filepath.Dir(dest), dest, limits)
+}
+
+// ExtractVia is Extract with the temporary directory made in tmpParent, which must be on the same
+// file system as dest: nothing half-unpacked ever appears beside dest.
+func ExtractVia(zipPath, tmpParent, dest string, limits ExtractLimits) error {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
@@ -46,7 +52,7 @@ func Extract(zipPath, dest string, limits ExtractLimits) error {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-")
+	tmp, err := os.MkdirTemp(tmpParent, "."+filepath.Base(dest)+".tmp-")
 	if err != nil {
 		return err
 	}

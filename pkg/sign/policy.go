@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/oprov/oprov/internal/hcldiag"
+
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -78,11 +80,11 @@ func LoadPolicy(file string) (*Policy, error) {
 func ParsePolicy(file string, src []byte) (*Policy, error) {
 	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, diagError(diags)
+		return nil, hcldiag.Error(diags)
 	}
 	var pf policyFile
 	if diags := gohcl.DecodeBody(f.Body, nil, &pf); diags.HasErrors() {
-		return nil, diagError(diags)
+		return nil, hcldiag.Error(diags)
 	}
 	p := &Policy{Path: file, Mode: ModeEnforce}
 	if pf.Mode != nil {
@@ -143,25 +145,6 @@ func checkMode(m string) error {
 		return fmt.Errorf("mode %q: want %q or %q", m, ModeEnforce, ModeWarn)
 	}
 	return nil
-}
-
-func diagError(diags hcl.Diagnostics) error {
-	var msgs []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		where := ""
-		if d.Subject != nil {
-			where = fmt.Sprintf("%s:%d: ", d.Subject.Filename, d.Subject.Start.Line)
-		}
-		msg := where + d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		msgs = append(msgs, msg)
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "\n"))
 }
 
 // Match finds the rule for a repository (HOST/PATH) and, when known, a provider address

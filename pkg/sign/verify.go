@@ -43,6 +43,7 @@ type Signature struct {
 	Form     Form          `json:"form"`
 	Manifest digest.Digest `json:"signature_manifest"`
 	Key      string        `json:"key"`
+	KeyHint  string        `json:"key_hint"` // base64 sha256 of the key, as sigstore bundles name keys
 }
 
 // Checked is a platform whose digest chain checked out.
@@ -238,7 +239,7 @@ func checkCandidate(c candidate, keys []PublicKey, want digest.Digest) (*Signatu
 		}
 		for _, n := range names {
 			if n == want {
-				return &Signature{Form: c.form, Manifest: c.manifest, Key: k.Name}, ""
+				return &Signature{Form: c.form, Manifest: c.manifest, Key: k.Name, KeyHint: k.Hint}, ""
 			}
 		}
 		return nil, fmt.Sprintf("%s signature %s by %s names %s, not %s: it was made for another artifact", c.form, short(c.manifest), k.Name, joinDigests(names), want)

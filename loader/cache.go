@@ -1,0 +1,251 @@
+package loader
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// Cache is a content-addressed store shared by every project on the machine:
+//
+//	blobs/sha256/<hex>                      zips, each complete and checked against its digest
+//	versions/<registry>/<repository>/<tag>.json  what a version's index held, and who signed it
+//	mirror/<hex>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
+//	tmp/, locks/                            work in progress and file locks
+//
+// An entry appears only once complete (temporary name, then rename), so a process killed at any
+// point leaves no partial entry; locks keep concurrent processes from doing the same work twice.
+type Cache struct {
+	Dir string
+}
+
+// DefaultCacheDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.
+func DefaultCacheDir() (string, error) {
+	if d := os.Getenv("OPROV_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: set OPROV_CACHE_DIR (%w)", err)
+	}
+	return filepath.Join(d, "oprov"), nil
+}
+
+// OpenCache opens (creating) a cache directory and clears temporary files that processes killed
+// long ago left behind.
+func OpenCache(dir string) (*Cache, error) {
+	for _, sub := range []string{"blobs/sha256", "versions", "mirror", "tmp", "locks"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
+			return nil, fmt.Errorf("cache %s: %w", dir, err)
+		}
+	}
+	c := &Cache{Dir: dir}
+	c.sweepTmp(time.Hour)
+	return c, nil
+}
+
+func (c *Cache) sweepTmp(age time.Duration) {
+	entries, _ := os.ReadDir(filepath.Join(c.Dir, "tmp"))
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
+			os.RemoveAll(filepath.Join(c.Dir, "tmp", e.Name()))
+		}
+	}
+}
+
+// lock takes an exclusive file lock named name, waiting for other processes.
+func (c *Cache) lock(ctx context.Context, name string) (func(), error) {
+	fl := flock.New(filepath.Join(c.Dir, "locks", name+".lock"))
+	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("locking the cache (%s): %w", name, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("locking the cache (%s): not acquired", name)
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+// BlobPath is where a zip with digest d lives in the cache.
+func (c *Cache) BlobPath(d digest.Digest) string {
+	return filepath.Join(c.Dir, "blobs", string(d.Algorithm()), d.Encoded())
+}
+
+// HasBlob reports whether the cache holds a zip.
+func (c *Cache) HasBlob(d digest.Digest) bool {
+	st, err := os.Stat(c.BlobPath(d))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// PutBlob stores a zip, written by fetch and checked against d and size, unless the cache has it.
+func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch func(io.Writer) error) (string, error) {
+	if err := d.Validate(); err != nil || d.Algorithm() != digest.SHA256 {
+		return "", fmt.Errorf("cache: unsupported digest %q", d)
+	}
+	dest := c.BlobPath(d)
+	if c.HasBlob(d) {
+		return dest, nil
+	}
+	unlock, err := c.lock(ctx, "blob-"+d.Encoded())
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if c.HasBlob(d) { // another process stored it while this one waited
+		return dest, nil
+	}
+	f, err := os.CreateTemp(filepath.Join(c.Dir, "tmp"), "blob-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	err = fetch(cw)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || cw.n != size {
+		return "", fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.n, d, size)
+	}
+	if err := os.Chmod(f.Name(), 0o444); err != nil {
+		return "", err
+	}
+	if err := os.Rename(f.Name(), dest); err != nil {
+		return "", err
+	}
+	return dest, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// CheckBlob re-hashes a cached zip and compares it with d: a cache on disk can be tampered with.
+func (c *Cache) CheckBlob(d digest.Digest) error {
+	f, err := os.Open(c.BlobPath(d))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != d.Encoded() {
+		return fmt.Errorf("cached zip %s was changed on disk (it now hashes to sha256:%s): delete it from %s", d, got, c.Dir)
+	}
+	return nil
+}
+
+// VersionMeta is what the cache remembers of a version: enough to install it with no network.
+type VersionMeta struct {
+	Repository string                   `json:"repository"`
+	Tag        string                   `json:"tag"`
+	Version    string                   `json:"version"`
+	Index      digest.Digest            `json:"index_digest"`
+	Platforms  map[string]*PlatformMeta `json:"platforms"`
+	// Verified lists the keys (by sigstore hint) whose signature over Index checked out.
+	Verified []string `json:"verified_by,omitempty"`
+}
+
+// PlatformMeta is one platform of a cached version.
+type PlatformMeta struct {
+	Manifest digest.Digest `json:"manifest_digest"`
+	Zip      digest.Digest `json:"zip_digest"`
+	Size     int64         `json:"size"`
+	Filename string        `json:"filename"`
+	H1       string        `json:"h1,omitempty"` // computed once the zip is in the cache
+}
+
+func (c *Cache) metaPath(repo oci.Ref, tag string) string {
+	safe := strings.NewReplacer(":", "_").Replace(repo.Registry)
+	return filepath.Join(c.Dir, "versions", safe, filepath.FromSlash(repo.Repository), tag+".json")
+}
+
+// ReadMeta reads a version's metadata; a missing entry gives (nil, nil).
+func (c *Cache) ReadMeta(repo oci.Ref, tag string) (*VersionMeta, error) {
+	data, err := os.ReadFile(c.metaPath(repo, tag))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m VersionMeta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil // a damaged entry is as good as none: it is fetched again
+	}
+	return &m, nil
+}
+
+// WriteMeta stores a version's metadata atomically.
+func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
+	p := c.metaPath(repo, m.Tag)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return release.WriteFileAtomic(p, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// MirrorRoot is the filesystem-mirror directory holding one zip unpacked.
+func (c *Cache) MirrorRoot(zip digest.Digest) string {
+	return filepath.Join(c.Dir, "mirror", zip.Encoded())
+}
+
+// EnsureMirror unpacks a cached zip, safely, into MirrorRoot(zip)/HOST/NS/TYPE/VERSION/OS_ARCH
+// unless it is there already, and returns the mirror root.
+func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr oci.ProviderAddress, version string, p manifest.Platform) (string, error) {
+	root := c.MirrorRoot(zip)
+	dest := filepath.Join(root, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
+	if st, err := os.Stat(dest); err == nil && st.IsDir() {
+		return root, nil
+	}
+	unlock, err := c.lock(ctx, "mirror-"+zip.Encoded())
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if st, err := os.Stat(dest); err == nil && st.IsDir() {
+		return root, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return "", err
+	}
+	if err := release.ExtractVia(c.BlobPath(zip), filepath.Join(c.Dir, "tmp"), dest, release.DefaultExtractLimits); err != nil {
+		return "", err
+	}
+	return root, nil
+}

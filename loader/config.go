@@ -1,0 +1,250 @@
+// Package loader gets the providers a configuration declares from OCI registries and hands them
+// to OpenTofu or Terraform: it reads oprov.hcl beside the .tf files, resolves each managed
+// provider's constraints against its repository's tags and pins them in .terraform.lock.hcl,
+// verifies signatures under a trust policy, caches zips by content address, unpacks them safely
+// into a filesystem mirror, and writes the CLI configuration that installs from there.
+package loader
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/oprov/oprov/internal/hcldiag"
+
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// FileName is the loader's file beside the configuration.
+const FileName = "oprov.hcl"
+
+// Config is a parsed oprov.hcl.
+type Config struct {
+	Path    string
+	Mirrors []*Mirror
+}
+
+// Mirror is one oci_mirror block: where a set of providers lives, and who may sign them.
+type Mirror struct {
+	RepositoryTemplate string // the template as written, for messages and for `oprov tofurc`
+	template           hcl.Expression
+	Include, Exclude   []Pattern
+	// Policy is the trust policy that applies, from policy = "FILE" or public_keys = [...]; nil
+	// when the block asks for no signatures.
+	Policy *sign.Policy
+	Range  hcl.Range
+}
+
+type configFile struct {
+	Mirrors []mirrorFile `hcl:"oci_mirror,block"`
+}
+
+type mirrorFile struct {
+	RepositoryTemplate hcl.Expression `hcl:"repository_template"`
+	Include            []string       `hcl:"include"`
+	Exclude            []string       `hcl:"exclude,optional"`
+	Policy             *string        `hcl:"policy,optional"`
+	PublicKeys         []string       `hcl:"public_keys,optional"`
+	DeclRange          hcl.Range      `hcl:",def_range"`
+}
+
+// LoadConfig reads dir/oprov.hcl.
+func LoadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, FileName)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("no %s in %s: write one beside the .tf files (see 'oprov install --help')", FileName, dir)
+		}
+		return nil, err
+	}
+	return ParseConfig(path, src)
+}
+
+// ParseConfig parses oprov.hcl's content. Errors point at file:line.
+func ParseConfig(path string, src []byte) (*Config, error) {
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, hcldiag.Error(diags)
+	}
+	var cf configFile
+	if diags := gohcl.DecodeBody(f.Body, nil, &cf); diags.HasErrors() {
+		return nil, hcldiag.Error(diags)
+	}
+	cfg := &Config{Path: path}
+	for _, mf := range cf.Mirrors {
+		at := fmt.Sprintf("%s:%d", mf.DeclRange.Filename, mf.DeclRange.Start.Line)
+		m := &Mirror{template: mf.RepositoryTemplate, Range: mf.DeclRange}
+		r := mf.RepositoryTemplate.Range()
+		m.RepositoryTemplate = strings.Trim(string(r.SliceBytes(src)), `"`)
+		if err := checkTemplate(m.RepositoryTemplate, mf.RepositoryTemplate); err != nil {
+			return nil, fmt.Errorf("%s:%d: oci_mirror: %w", r.Filename, r.Start.Line, err)
+		}
+		if len(mf.Include) == 0 {
+			return nil, fmt.Errorf("%s: oci_mirror: include is empty, so the block matches no provider", at)
+		}
+		for _, s := range mf.Include {
+			p, err := ParsePattern(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: oci_mirror include: %w", at, err)
+			}
+			m.Include = append(m.Include, p)
+		}
+		for _, s := range mf.Exclude {
+			p, err := ParsePattern(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: oci_mirror exclude: %w", at, err)
+			}
+			m.Exclude = append(m.Exclude, p)
+		}
+		switch {
+		case mf.Policy != nil && len(mf.PublicKeys) > 0:
+			return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
+		case mf.Policy != nil:
+			pp := *mf.Policy
+			if !filepath.IsAbs(pp) {
+				pp = filepath.Join(filepath.Dir(path), pp)
+			}
+			pol, err := sign.LoadPolicy(pp)
+			if err != nil {
+				return nil, fmt.Errorf("%s: oci_mirror policy: %w", at, err)
+			}
+			m.Policy = pol
+		case len(mf.PublicKeys) > 0:
+			// public_keys is shorthand for a policy that enforces these keys for this block.
+			rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
+			for _, k := range mf.PublicKeys {
+				kp := k
+				if !filepath.IsAbs(kp) {
+					kp = filepath.Join(filepath.Dir(path), kp)
+				}
+				pk, err := sign.LoadPublicKey(kp)
+				if err != nil {
+					return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
+				}
+				rule.Keys = append(rule.Keys, pk)
+			}
+			m.Policy = &sign.Policy{Path: path, Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}
+		}
+		cfg.Mirrors = append(cfg.Mirrors, m)
+	}
+	if len(cfg.Mirrors) == 0 {
+		return nil, fmt.Errorf("%s: no oci_mirror blocks: nothing for oprov to manage", path)
+	}
+	return cfg, nil
+}
+
+func checkTemplate(t string, expr hcl.Expression) error {
+	for _, tr := range expr.Variables() {
+		switch v := tr.RootName(); v {
+		case "hostname", "namespace", "type":
+		default:
+			return fmt.Errorf("repository_template %q uses ${%s}; only ${hostname}, ${namespace} and ${type} are known", t, v)
+		}
+	}
+	v, err := evalTemplate(expr, oci.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(v, "/") {
+		return fmt.Errorf("repository_template %q: want HOST/PATH", t)
+	}
+	return nil
+}
+
+func evalTemplate(expr hcl.Expression, addr oci.ProviderAddress) (string, error) {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"hostname": cty.StringVal(addr.Hostname), "namespace": cty.StringVal(addr.Namespace), "type": cty.StringVal(addr.Type),
+	}}
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		return "", hcldiag.Error(diags)
+	}
+	if v.Type() != cty.String || v.IsNull() {
+		return "", fmt.Errorf("repository_template must be a string")
+	}
+	return v.AsString(), nil
+}
+
+// Repository fills the template in for a provider.
+func (m *Mirror) Repository(addr oci.ProviderAddress) string {
+	v, err := evalTemplate(m.template, addr)
+	if err != nil { // checked when parsed: cannot fail for a valid address
+		panic(err)
+	}
+	return v
+}
+
+// Matches reports whether the block's include and exclude patterns select addr.
+func (m *Mirror) Matches(addr oci.ProviderAddress) bool {
+	in := false
+	for _, p := range m.Include {
+		if p.Match(addr) {
+			in = true
+			break
+		}
+	}
+	if !in {
+		return false
+	}
+	for _, p := range m.Exclude {
+		if p.Match(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// MirrorFor gives the first oci_mirror block that selects addr, or nil.
+func (c *Config) MirrorFor(addr oci.ProviderAddress) *Mirror {
+	for _, m := range c.Mirrors {
+		if m.Matches(addr) {
+			return m
+		}
+	}
+	return nil
+}
+
+// Pattern is an include/exclude pattern as OpenTofu's CLI configuration has them: HOST/NS/TYPE or
+// NS/TYPE (on the default host), each part a name or "*".
+type Pattern struct{ Hostname, Namespace, Type string }
+
+// ParsePattern parses a provider address pattern.
+func ParsePattern(s string) (Pattern, error) {
+	parts := strings.Split(strings.ToLower(s), "/")
+	switch len(parts) {
+	case 2:
+		parts = append([]string{oci.DefaultProviderHost}, parts...)
+	case 3:
+	default:
+		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
+	}
+	for _, p := range parts {
+		if p == "" || (strings.Contains(p, "*") && p != "*") {
+			return Pattern{}, fmt.Errorf("pattern %q: each part must be a name or a lone *", s)
+		}
+	}
+	if parts[0] == "*" && (parts[1] != "*" || parts[2] != "*") {
+		// OpenTofu allows a wildcard hostname only with wildcard namespace and type.
+		return Pattern{}, fmt.Errorf("pattern %q: a * hostname needs * namespace and type", s)
+	}
+	if parts[1] == "*" && parts[2] != "*" {
+		return Pattern{}, fmt.Errorf("pattern %q: a * namespace needs a * type", s)
+	}
+	return Pattern{Hostname: parts[0], Namespace: parts[1], Type: parts[2]}, nil
+}
+
+// Match reports whether the pattern covers addr.
+func (p Pattern) Match(addr oci.ProviderAddress) bool {
+	m := func(pat, s string) bool { return pat == "*" || pat == s }
+	return m(p.Hostname, addr.Hostname) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
+}
+
+func (p Pattern) String() string { return p.Hostname + "/" + p.Namespace + "/" + p.Type }

@@ -1,0 +1,205 @@
+package loader
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/oprov/oprov/internal/hcldiag"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// Requirement is what a configuration asks of one provider: all the version constraints given
+// for it across the root module and its local modules.
+type Requirement struct {
+	Addr        oci.ProviderAddress
+	Constraints []string    // each as written; all must hold
+	Where       []hcl.Range // where each was declared
+}
+
+// ConstraintString joins the constraints as the lock file records them.
+func (r *Requirement) ConstraintString() string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range r.Constraints {
+		if c != "" && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+var (
+	rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+		{Type: "terraform"},
+		{Type: "module", LabelNames: []string{"name"}},
+	}}
+	terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}}
+	moduleSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "source"}}}
+)
+
+// ReadRequirements reads the required_providers of the module in dir and of every module it calls
+// by a local path (./ or ../), keyed by provider address. Nothing is declared twice: this is the
+// configuration's own declaration.
+func ReadRequirements(dir string) (map[string]*Requirement, error) {
+	reqs := map[string]*Requirement{}
+	seen := map[string]bool{}
+	if err := readModule(dir, reqs, seen); err != nil {
+		return nil, err
+	}
+	return reqs, nil
+}
+
+func readModule(dir string, reqs map[string]*Requirement, seen map[string]bool) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if seen[abs] {
+		return nil
+	}
+	seen[abs] = true
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("reading module %s: %w", dir, err)
+	}
+	parser := hclparse.NewParser()
+	var files []*hcl.File
+	var diags hcl.Diagnostics
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		switch {
+		case strings.HasSuffix(name, ".tf"), strings.HasSuffix(name, ".tofu"):
+			f, d := parser.ParseHCLFile(path)
+			diags = append(diags, d...)
+			files = append(files, f)
+		case strings.HasSuffix(name, ".tf.json"), strings.HasSuffix(name, ".tofu.json"):
+			f, d := parser.ParseJSONFile(path)
+			diags = append(diags, d...)
+			files = append(files, f)
+		}
+	}
+	if diags.HasErrors() {
+		return hcldiag.Error(diags)
+	}
+	var calls []string
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		content, _, d := f.Body.PartialContent(rootSchema)
+		if d.HasErrors() {
+			return hcldiag.Error(d)
+		}
+		for _, b := range content.Blocks {
+			switch b.Type {
+			case "terraform":
+				tc, _, d := b.Body.PartialContent(terraformSchema)
+				if d.HasErrors() {
+					return hcldiag.Error(d)
+				}
+				for _, rp := range tc.Blocks {
+					if err := readRequiredProviders(rp, reqs); err != nil {
+						return err
+					}
+				}
+			case "module":
+				mc, _, d := b.Body.PartialContent(moduleSchema)
+				if d.HasErrors() {
+					return hcldiag.Error(d)
+				}
+				if attr, ok := mc.Attributes["source"]; ok {
+					v, d := attr.Expr.Value(nil)
+					if !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+						src := v.AsString()
+						if strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../") {
+							calls = append(calls, filepath.Join(dir, filepath.FromSlash(src)))
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(calls)
+	for _, c := range calls {
+		if err := readModule(c, reqs, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readRequiredProviders(b *hcl.Block, reqs map[string]*Requirement) error {
+	attrs, d := b.Body.JustAttributes()
+	if d.HasErrors() {
+		return hcldiag.Error(d)
+	}
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		attr := attrs[name]
+		at := fmt.Sprintf("%s:%d", attr.Range.Filename, attr.Range.Start.Line)
+		source, version := "", ""
+		if pairs, d := hcl.ExprMap(attr.Expr); !d.HasErrors() {
+			// { source = "...", version = "...", configuration_aliases = [...] }: only the
+			// literal strings matter here; aliases are references and are left alone.
+			for _, kv := range pairs {
+				k, d := kv.Key.Value(nil)
+				if d.HasErrors() || k.Type() != cty.String {
+					continue
+				}
+				switch k.AsString() {
+				case "source", "version":
+					v, d := kv.Value.Value(nil)
+					if d.HasErrors() || v.Type() != cty.String || v.IsNull() {
+						return fmt.Errorf("%s: required_providers %s: %s must be a literal string", at, name, k.AsString())
+					}
+					if k.AsString() == "source" {
+						source = v.AsString()
+					} else {
+						version = v.AsString()
+					}
+				}
+			}
+		} else {
+			// The legacy form: name = "version constraint".
+			v, d := attr.Expr.Value(nil)
+			if d.HasErrors() || v.Type() != cty.String {
+				return fmt.Errorf("%s: required_providers %s: want { source = \"...\", version = \"...\" }", at, name)
+			}
+			version = v.AsString()
+		}
+		if source == "" {
+			source = "hashicorp/" + name
+		}
+		addr, err := oci.ParseProviderAddress(source)
+		if err != nil {
+			return fmt.Errorf("%s: required_providers %s: %w", at, name, err)
+		}
+		key := addr.String()
+		r := reqs[key]
+		if r == nil {
+			r = &Requirement{Addr: addr}
+			reqs[key] = r
+		}
+		if version != "" {
+			r.Constraints = append(r.Constraints, version)
+		}
+		r.Where = append(r.Where, attr.Range)
+	}
+	return nil
+}
