@@ -25,7 +25,7 @@ import (
 //
 //	blobs/sha256/<hex>                      zips, each complete and checked against its digest
 //	versions/<registry>/<repository>/<tag>.json  what a version's index held, and who signed it
-//	mirror/<hex>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
+//	mirror/<key>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
 //	tmp/, locks/                            work in progress and file locks
 //
 // An entry appears only once complete (temporary name, then rename), so a process killed at any
@@ -220,31 +220,42 @@ func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
 	return release.WriteFileAtomic(p, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
-// MirrorRoot is the filesystem-mirror directory holding one zip unpacked.
-func (c *Cache) MirrorRoot(zip digest.Digest) string {
-	return filepath.Join(c.Dir, "mirror", zip.Encoded())
+// MirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
+// for one platform. The same bytes published under two names get two roots.
+func (c *Cache) MirrorRoot(zip digest.Digest, addr oci.ProviderAddress, version string, p manifest.Platform) string {
+	key := sha256.Sum256([]byte(addr.String() + "\x00" + version + "\x00" + p.String()))
+	return filepath.Join(c.Dir, "mirror", zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
 }
 
-// EnsureMirror unpacks a cached zip, safely, into MirrorRoot(zip)/HOST/NS/TYPE/VERSION/OS_ARCH
-// unless it is there already, and returns the mirror root.
+// EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
+// exists already, and returns the root. The whole root is built under tmp/ and renamed into
+// place, so it is either complete or absent.
 func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr oci.ProviderAddress, version string, p manifest.Platform) (string, error) {
-	root := c.MirrorRoot(zip)
-	dest := filepath.Join(root, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
-	if st, err := os.Stat(dest); err == nil && st.IsDir() {
+	root := c.MirrorRoot(zip, addr, version, p)
+	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
 	}
-	unlock, err := c.lock(ctx, "mirror-"+zip.Encoded())
+	unlock, err := c.lock(ctx, "mirror-"+filepath.Base(root))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if st, err := os.Stat(dest); err == nil && st.IsDir() {
+	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "mirror-")
+	if err != nil {
 		return "", err
 	}
-	if err := release.ExtractVia(c.BlobPath(zip), filepath.Join(c.Dir, "tmp"), dest, release.DefaultExtractLimits); err != nil {
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	pkg := filepath.Join(tmp, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
+	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, root); err != nil {
 		return "", err
 	}
 	return root, nil
