@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -419,6 +420,17 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 	}
 	// Fetch what the cache lacks, check it, and unpack it.
 	for _, pl := range plans {
+		root := opts.Cache.MirrorRoot(pl.pm.Zip, pl.pv.Req.Addr, pl.e.Version, host)
+		if dirExists(root) {
+			// Already unpacked. tofu checks the unpacked package against the lock's h1: hash
+			// whenever it installs from the mirror, so the zip need not be hashed again.
+			res.Installed = append(res.Installed, Installed{
+				Addr: pl.pv.Addr(), Version: pl.e.Version, Platform: host.String(), Zip: pl.pm.Zip.String(),
+				MirrorRoot: root, FromCache: true,
+			})
+			res.provider[pl.pv.Addr()] = true
+			continue
+		}
 		fromCache := opts.Cache.HasBlob(pl.pm.Zip)
 		if fromCache {
 			if err := opts.Cache.CheckBlob(pl.pm.Zip); err != nil {
@@ -515,4 +527,9 @@ func checkAgainstLock(pv *Provider, e *LockEntry, pm *PlatformMeta, host manifes
 // zipDescriptor rebuilds a cached platform's zip descriptor.
 func zipDescriptor(pm *PlatformMeta) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: manifest.MediaTypeZip, Digest: pm.Zip, Size: pm.Size}
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

@@ -251,3 +251,68 @@ func BenchmarkVerifyVsCosign(b *testing.B) {
 			median(all).Round(time.Millisecond), float64(median(all))/float64(median(c)))
 	}
 }
+
+// BenchmarkLoader compares oprov's loader with OpenTofu on examples/hello (signed, 3 platforms,
+// lock file present):
+//   - warm `oprov init` (cache filled) against plain `tofu init` from a filesystem mirror of the
+//     same provider;
+//   - cold `oprov install` and `oprov init` (empty cache) against OpenTofu's own `tofu init`
+//     through oci_mirror.
+//
+// Every round uses a fresh copy of the configuration (no .terraform); rounds alternate.
+func BenchmarkLoader(b *testing.B) {
+	tofu := peers.Require(b, "tofu")
+	f := newLoaderFixture(b, helloConfig)
+	mustOprov(b, f.env, "lock", "-C", f.cfg)
+	warmEnv := append(append([]string{}, f.env...), "OPROV_TOFU="+tofu)
+	mustOprov(b, warmEnv, "install", "-C", f.cfg) // fill the cache
+
+	// A filesystem mirror of the same provider for plain tofu: the cache's unpacked package.
+	roots, _ := filepath.Glob(filepath.Join(f.cache, "mirror", "*"))
+	if len(roots) != 1 {
+		b.Fatalf("expected one mirror root, found %v", roots)
+	}
+	fsrc := filepath.Join(b.TempDir(), "fs.tfrc")
+	writeFile(b, fsrc, fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"example.com/acme/hello\"]\n  }\n  direct {\n    exclude = [\"example.com/acme/hello\"]\n  }\n}\n", roots[0]))
+	ocirc := filepath.Join(b.TempDir(), "oci.tfrc")
+	writeFile(b, ocirc, mustOprov(b, f.env, "tofurc", "-C", f.cfg).Stdout)
+	tofuEnv := append(append([]string{}, f.env...), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+
+	rounds := b.N
+	if rounds < 5 {
+		rounds = 5
+	}
+	var warmOprov, fsTofu, coldInstall, coldInit, ociTofu []time.Duration
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		warmOprov = append(warmOprov, timeCmd(b, warmEnv, oprovBin, "init", "-C", f.freshCopy(b)))
+		fsTofu = append(fsTofu, timeCmdIn(b, f.freshCopy(b), append(tofuEnv, "TF_CLI_CONFIG_FILE="+fsrc), tofu, "init", "-input=false"))
+		cold := append(append([]string{}, warmEnv...), "OPROV_CACHE_DIR="+filepath.Join(b.TempDir(), "cold"))
+		coldInstall = append(coldInstall, timeCmd(b, cold, oprovBin, "install", "-C", f.freshCopy(b)))
+		cold2 := append(append([]string{}, warmEnv...), "OPROV_CACHE_DIR="+filepath.Join(b.TempDir(), "cold2"))
+		coldInit = append(coldInit, timeCmd(b, cold2, oprovBin, "init", "-C", f.freshCopy(b)))
+		ociTofu = append(ociTofu, timeCmdIn(b, f.freshCopy(b), append(tofuEnv, "TF_CLI_CONFIG_FILE="+ocirc), tofu, "init", "-input=false"))
+	}
+	b.StopTimer()
+	warmRatio := float64(median(warmOprov)) / float64(median(fsTofu))
+	coldRatio := float64(median(coldInstall)) / float64(median(ociTofu))
+	b.ReportMetric(warmRatio, "x-warm-init")
+	b.ReportMetric(coldRatio, "x-cold-install")
+	ms := func(d []time.Duration) time.Duration { return median(d).Round(time.Millisecond) }
+	fmt.Printf("\nloader on examples/hello (signed, 3 platforms, lock present), %d rounds (median):\n", rounds)
+	fmt.Printf("  warm oprov init %8s   tofu init from a filesystem mirror %8s   ratio %.2fx (target <= 1.2x)\n", ms(warmOprov), ms(fsTofu), warmRatio)
+	fmt.Printf("  cold oprov install %5s   tofu init through oci_mirror %14s   ratio %.2fx (target <= 1.0x)\n", ms(coldInstall), ms(ociTofu), coldRatio)
+	fmt.Printf("  cold oprov init %8s   (install + tofu init)                           ratio %.2fx\n", ms(coldInit), float64(median(coldInit))/float64(median(ociTofu)))
+}
+
+func timeCmdIn(b *testing.B, dir string, env []string, name string, args ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return time.Since(start)
+}

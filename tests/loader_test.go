@@ -29,7 +29,7 @@ const oprovHCL = `oci_mirror {
 }
 `
 
-func newLoaderFixture(t *testing.T, tf string) *loaderFixture {
+func newLoaderFixture(t testing.TB, tf string) *loaderFixture {
 	t.Helper()
 	f := &loaderFixture{reg: testreg.Start(t, testreg.Options{}), keys: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache"), cfg: t.TempDir()}
 	f.repo = f.reg.Host + "/providers/acme/hello"
@@ -44,7 +44,7 @@ func newLoaderFixture(t *testing.T, tf string) *loaderFixture {
 }
 
 // freshCopy copies the configuration (and its lock, when there is one) without .terraform.
-func (f *loaderFixture) freshCopy(t *testing.T) string {
+func (f *loaderFixture) freshCopy(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"main.tf", "oprov.hcl", ".terraform.lock.hcl"} {
@@ -108,6 +108,27 @@ func TestLoaderWithTofu(t *testing.T) {
 		out = mustTofu(t, tofu, bare, append(f.env, "TF_CLI_CONFIG_FILE="+rc), "init", "-input=false")
 		if !strings.Contains(strings.ToLower(out), "incomplete lock file") {
 			t.Errorf("control: tofu init without oprov's lock did not warn, so the check proves nothing:\n%s", out)
+		}
+	})
+
+	t.Run("a tampered mirror is refused by tofu init", func(t *testing.T) {
+		// A copy of the cache whose unpacked executable was changed on disk.
+		cache := filepath.Join(t.TempDir(), "cache")
+		if err := os.CopyFS(cache, os.DirFS(f.cache)); err != nil {
+			t.Fatal(err)
+		}
+		exes, _ := filepath.Glob(filepath.Join(cache, "mirror", "*", "*", "*", "*", "*", "*", "terraform-provider-hello*"))
+		if len(exes) != 1 {
+			t.Fatalf("found %v", exes)
+		}
+		os.Chmod(exes[0], 0o755)
+		if err := os.WriteFile(exes[0], []byte("#!/bin/sh\necho tampered\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir := f.freshCopy(t)
+		r := oprov(t, append(f.env, "OPROV_TOFU="+tofu, "OPROV_CACHE_DIR="+cache), "init", "-C", dir)
+		if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "checksum") {
+			t.Errorf("a tampered mirror was accepted: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 

@@ -104,6 +104,19 @@ func TestSigningInteroperatesWithCosign(t *testing.T) {
 		r := mustOprov(t, nil, append([]string{"verify", R + ":1.3.0", "--key", filepath.Join(keys, "cosign.pub"), "-o", "json"}, ca...)...)
 		expectVerified(t, r.Stdout, "bundle", d)
 	})
+	t.Run("oprov signs with a key the cosign CLI generated", func(t *testing.T) {
+		dir := t.TempDir()
+		if out, err := cosignCLI(t, reg, dir, "generate-key-pair"); err != nil {
+			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+		}
+		versionedHello(t, reg, repo, "1.4.0")
+		mustOprov(t, pass, append([]string{"sign", R + ":1.4.0", "--key", filepath.Join(dir, "cosign.key")}, ca...)...)
+		mustOprov(t, nil, append([]string{"verify", R + ":1.4.0", "--key", filepath.Join(dir, "cosign.pub")}, ca...)...)
+		r := oprov(t, []string{"COSIGN_PASSWORD=wrong"}, append([]string{"sign", R + ":1.4.0", "--key", filepath.Join(dir, "cosign.key")}, ca...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "wrong COSIGN_PASSWORD") {
+			t.Errorf("wrong password: exit %d, stderr %q", r.Code, r.Stderr)
+		}
+	})
 	t.Run("tofu init still installs a signed version", func(t *testing.T) {
 		// The repository now holds .sig tags and referrers-tag indexes beside the versions.
 		tags := registryTags(t, reg, repo)

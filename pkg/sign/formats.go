@@ -11,6 +11,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/sigstore/cosign/v2/pkg/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
@@ -24,7 +25,7 @@ const (
 	InTotoPayloadType     = "application/vnd.in-toto+json"
 	InTotoStatementType   = "https://in-toto.io/Statement/v1"
 	CosignSignPredicate   = "https://sigstore.dev/cosign/sign/v1"
-	SimpleSigningType     = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SimpleSigningType     = types.SimpleSigningMediaType
 	SignatureAnnotation   = "dev.cosignproject.cosign/signature"
 	bundleContentAnnot    = "dev.sigstore.bundle.content"
 	bundlePredicateAnnot  = "dev.sigstore.bundle.predicateType"

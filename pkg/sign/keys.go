@@ -6,21 +6,32 @@ package sign
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
+	"github.com/sigstore/cosign/v2/pkg/cosign/env"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
+// The PEM block types of cosign's encrypted private keys (cosign writes the first; it reads both).
+const (
+	sigstoreKeyPEMType = "ENCRYPTED SIGSTORE PRIVATE KEY"
+	cosignKeyPEMType   = "ENCRYPTED COSIGN PRIVATE KEY"
+)
+
 // PasswordEnv is where a key's password comes from without a prompt, as for cosign.
-const PasswordEnv = "COSIGN_PASSWORD"
+var PasswordEnv = env.VariablePassword.String()
 
 // PassFunc supplies a key's password; confirm asks for it twice (when creating a key).
 type PassFunc func(confirm bool) ([]byte, error)
@@ -51,16 +62,28 @@ func LoadSigner(path string, pass PassFunc) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
-	if !strings.Contains(string(data), "ENCRYPTED SIGSTORE PRIVATE KEY") && !strings.Contains(string(data), "ENCRYPTED COSIGN PRIVATE KEY") {
+	// cosign's key file: PKCS#8 encrypted with securesystemslib's scrypt + secretbox scheme,
+	// in a PEM block. The sigstore libraries under cosign do the work; cosign's own package would
+	// also link its transparency-log clients, which cost every oprov command start-up time.
+	block, _ := pem.Decode(data)
+	if block == nil || (block.Type != sigstoreKeyPEMType && block.Type != cosignKeyPEMType) {
 		return nil, fmt.Errorf("signing key %s is not a cosign private key (make one with 'oprov keygen' or 'cosign generate-key-pair')", path)
 	}
 	pw, err := pass(false)
 	if err != nil {
 		return nil, err
 	}
-	sv, err := cosign.LoadPrivateKey(data, pw, nil)
+	der, err := encrypted.Decrypt(block.Bytes, pw)
 	if err != nil {
 		return nil, fmt.Errorf("signing key %s: cannot decrypt it (wrong %s?): %w", path, PasswordEnv, err)
+	}
+	priv, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", path, err)
+	}
+	sv, err := signature.LoadDefaultSignerVerifier(priv)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", path, err)
 	}
 	pub, err := sv.PublicKey()
 	if err != nil {
@@ -121,14 +144,30 @@ func GenerateKeyPair(prefix string, pass PassFunc) (keyPath, pubPath string, err
 			return "", "", fmt.Errorf("%s already exists: move it away or choose another --output-key-prefix", p)
 		}
 	}
-	kb, err := cosign.GenerateKeyPair(cosign.PassFunc(pass))
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader) // cosign's default key type
 	if err != nil {
-		return "", "", fmt.Errorf("generating a key pair: %w", err)
-	}
-	if err := writeNew(keyPath, kb.PrivateBytes, 0o600); err != nil {
 		return "", "", err
 	}
-	if err := writeNew(pubPath, kb.PublicBytes, 0o644); err != nil {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", "", err
+	}
+	pw, err := pass(true)
+	if err != nil {
+		return "", "", err
+	}
+	enc, err := encrypted.Encrypt(der, pw)
+	if err != nil {
+		return "", "", fmt.Errorf("encrypting the key: %w", err)
+	}
+	pubPEM, err := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
+	if err != nil {
+		return "", "", err
+	}
+	if err := writeNew(keyPath, pem.EncodeToMemory(&pem.Block{Type: sigstoreKeyPEMType, Bytes: enc}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := writeNew(pubPath, pubPEM, 0o644); err != nil {
 		os.Remove(keyPath)
 		return "", "", err
 	}
