@@ -42,8 +42,10 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	if helloDir != "" {
-		os.RemoveAll(helloDir)
+	for _, d := range []string{helloDir, counterDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	return code
 }
@@ -178,4 +180,29 @@ func exec_with_stdin(t testing.TB, stdin string, args ...string) result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+var (
+	counterOnce sync.Once
+	counterDir  string
+	counterErr  error
+)
+
+// counterRelease packages examples/counter (protocol 5) 1.0.0 for this machine, once.
+func counterRelease(t testing.TB) string {
+	t.Helper()
+	counterOnce.Do(func() {
+		if counterDir, counterErr = os.MkdirTemp("", "oprov-counter-dist-"); counterErr != nil {
+			return
+		}
+		r := oprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "counter"), "--version", "1.0.0",
+			"--platform", helloPlatforms[0], "-o", counterDir)
+		if r.Code != 0 {
+			counterErr = fmt.Errorf("oprov package: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+	if counterErr != nil {
+		t.Fatal(counterErr)
+	}
+	return counterDir
 }

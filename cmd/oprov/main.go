@@ -124,6 +124,7 @@ publishes natively through an oci_mirror block.`,
 		newInstallCmd(io),
 		newInitCmd(io),
 		newTofurcCmd(io),
+		newSchemaCmd(io),
 	)
 	return root
 }

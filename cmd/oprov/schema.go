@@ -1,0 +1,240 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/spf13/cobra"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+type schemaOptions struct {
+	io       *IOStreams
+	Target   string
+	Address  string
+	Keys     []string
+	Policy   string
+	CacheDir string
+	Verbose  bool
+	registry registryFlags
+	output   outputFlag
+}
+
+func newSchemaCmd(ios *IOStreams) *cobra.Command {
+	o := &schemaOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "schema REPO:VERSION|PATH",
+		Short: "Print a provider's schema by launching it over its plugin protocol",
+		Long: `Launch a provider (an executable, or a version from a repository, fetched through the cache
+with its digests checked and, given --key or --policy, its signature verified), speak its
+plugin protocol (5 or 6), and print its schema: readable on a terminal, or with -o json the
+same document as 'tofu providers schema -json'.`,
+		Example: `  oprov schema ./terraform-provider-hello -o json --address example.com/acme/hello
+  oprov schema registry.example.com/providers/acme/hello:1.0.0 --key cosign.pub`,
+		Args: argsRange(1, 1, "one provider: REPO:VERSION or a path to an executable"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			return runSchema(c, o)
+		},
+	}
+	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for the JSON keys (default: guessed from the name)")
+	c.Flags().StringSliceVar(&o.Keys, "key", nil, "verify a repository version's signature with this public key (repeatable)")
+	c.Flags().StringVar(&o.Policy, "policy", "", "verify a repository version's signature under this trust policy")
+	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
+	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "forward the provider's own log lines to stderr")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runSchema(c *cobra.Command, o *schemaOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	ctx := c.Context()
+	var exe string
+	var addr oci.ProviderAddress
+	if st, err := os.Stat(o.Target); err == nil && !st.IsDir() {
+		exe = o.Target
+		typ, ok := release.TypeFromName(strings.SplitN(strings.TrimSuffix(filepath.Base(exe), ".exe"), "_", 2)[0])
+		if !ok {
+			typ = "unknown"
+		}
+		addr = oci.ProviderAddress{Hostname: oci.DefaultProviderHost, Namespace: "local", Type: typ}
+	} else {
+		ref, err := parseRef(o.Target)
+		if err != nil {
+			return usageErrorf("%s is neither a file nor a reference: %v", o.Target, err)
+		}
+		if ref.Reference == "" {
+			return usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
+		}
+		addr = oci.GuessProviderAddress(ref)
+		if o.Address != "" {
+			if addr, err = oci.ParseProviderAddress(o.Address); err != nil {
+				return usageErrorf("--address: %v", err)
+			}
+		}
+		policy, err := policyFromFlags(o.Keys, o.Policy)
+		if err != nil {
+			return err
+		}
+		cache, err := openCache(o.CacheDir)
+		if err != nil {
+			return err
+		}
+		if exe, err = loader.FetchForLaunch(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}); err != nil {
+			return err
+		}
+	}
+	if o.Address != "" {
+		a, err := oci.ParseProviderAddress(o.Address)
+		if err != nil {
+			return usageErrorf("--address: %v", err)
+		}
+		addr = a
+	}
+	opts := plugin.Options{Path: exe}
+	if o.Verbose {
+		opts.Log = o.io.ErrOut
+	}
+	p, err := plugin.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer p.Stop(ctx)
+	s, err := p.Schema(ctx)
+	if err != nil {
+		return fmt.Errorf("provider %s: %w", exe, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, plugin.Schemas{FormatVersion: plugin.SchemaFormatVersion, ProviderSchemas: map[string]*plugin.ProviderSchema{addr.String(): s}})
+	}
+	printSchema(o.io.Out, addr.String(), p.Protocol, s)
+	return nil
+}
+
+// policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.
+func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
+	switch {
+	case len(keys) > 0 && policyFile != "":
+		return nil, usageErrorf("give --key or --policy, not both")
+	case policyFile != "":
+		return sign.LoadPolicy(policyFile)
+	case len(keys) > 0:
+		rule := &sign.Rule{Name: "--key", Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}}
+		for _, k := range keys {
+			pk, err := sign.LoadPublicKey(k)
+			if err != nil {
+				return nil, err
+			}
+			rule.Keys = append(rule.Keys, pk)
+		}
+		return &sign.Policy{Path: "--key", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
+	}
+	return nil, nil
+}
+
+func openCache(dir string) (*loader.Cache, error) {
+	if dir == "" {
+		var err error
+		if dir, err = loader.DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	return loader.OpenCache(dir)
+}
+
+func printSchema(w io.Writer, addr string, protocol int, s *plugin.ProviderSchema) {
+	fmt.Fprintf(w, "%s (plugin protocol %d)\n", addr, protocol)
+	if s.Provider != nil {
+		fmt.Fprintln(w, "\nprovider")
+		printBlock(w, s.Provider.Block, "  ")
+	}
+	section := func(kind string, m map[string]*plugin.Schema) {
+		for _, name := range sortedKeys(m) {
+			fmt.Fprintf(w, "\n%s %s\n", kind, name)
+			printBlock(w, m[name].Block, "  ")
+		}
+	}
+	section("resource", s.ResourceSchemas)
+	section("data", s.DataSourceSchemas)
+	section("ephemeral", s.EphemeralResourceSchemas)
+	for _, name := range sortedKeys(s.Functions) {
+		f := s.Functions[name]
+		var params []string
+		for _, p := range f.Parameters {
+			params = append(params, p.Name+" "+typeString(p.Type))
+		}
+		if f.VariadicParameter != nil {
+			params = append(params, "..."+f.VariadicParameter.Name+" "+typeString(f.VariadicParameter.Type))
+		}
+		fmt.Fprintf(w, "\nfunction %s(%s) %s\n", name, strings.Join(params, ", "), typeString(f.ReturnType))
+		if f.Summary != "" {
+			fmt.Fprintf(w, "  %s\n", f.Summary)
+		}
+	}
+}
+
+func printBlock(w io.Writer, b *plugin.Block, indent string) {
+	if b == nil {
+		return
+	}
+	for _, name := range sortedKeys(b.Attributes) {
+		a := b.Attributes[name]
+		var flags []string
+		for f, on := range map[string]bool{"required": a.Required, "optional": a.Optional, "computed": a.Computed, "sensitive": a.Sensitive, "deprecated": a.Deprecated} {
+			if on {
+				flags = append(flags, f)
+			}
+		}
+		sort.Strings(flags)
+		typ := typeString(a.Type)
+		if a.NestedType != nil {
+			typ = "nested " + a.NestedType.NestingMode
+		}
+		fmt.Fprintf(w, "%s%-20s %-22s %s", indent, name, typ, strings.Join(flags, ", "))
+		if a.Description != "" {
+			fmt.Fprintf(w, "  # %s", strings.SplitN(a.Description, "\n", 2)[0])
+		}
+		fmt.Fprintln(w)
+		if a.NestedType != nil {
+			printBlock(w, &plugin.Block{Attributes: a.NestedType.Attributes}, indent+"  ")
+		}
+	}
+	for _, name := range sortedKeys(b.BlockTypes) {
+		nb := b.BlockTypes[name]
+		fmt.Fprintf(w, "%s%s { (%s block)\n", indent, name, nb.NestingMode)
+		printBlock(w, nb.Block, indent+"  ")
+		fmt.Fprintf(w, "%s}\n", indent)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// typeString shows a cty type the way HCL writes it: string, list(string), object({...}).
+func typeString(raw []byte) string {
+	ty, err := ctyjson.UnmarshalType(raw)
+	if err != nil {
+		return string(raw)
+	}
+	return typeexpr.TypeString(ty)
+}

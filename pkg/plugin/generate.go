@@ -1,0 +1,3 @@
+package plugin
+
+//go:generate bash gen.sh

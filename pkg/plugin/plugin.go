@@ -1,0 +1,277 @@
+// Package plugin launches OpenTofu providers over their native plugin protocol: the go-plugin
+// handshake (magic cookie, protocol versions 5 and 6, automatic mutual TLS, unix sockets), a
+// health check, the calls oprov makes (GetMetadata, GetProviderSchema, StopProvider) through
+// gRPC stubs generated from proto/, graceful shutdown with a kill after a timeout, and the
+// reattach configuration that hands a running provider to tofu or terraform.
+//
+// The provider process lifecycle lives here and nowhere else.
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
+	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
+)
+
+// Handshake is OpenTofu's and Terraform's go-plugin handshake for providers (format.md §3).
+var Handshake = goplugin.HandshakeConfig{
+	MagicCookieKey:   "TF_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2",
+}
+
+// DefaultStartTimeout is how long a provider has to complete the handshake.
+const DefaultStartTimeout = 10 * time.Second
+
+// Options say how to start a provider.
+type Options struct {
+	Path string
+	Args []string
+	Env  []string // added to oprov's own environment
+	// StartTimeout bounds the handshake (default DefaultStartTimeout).
+	StartTimeout time.Duration
+	// Log, when set, receives the provider's own log lines (oprov -v).
+	Log io.Writer
+	// Protocols limits the protocol versions offered (default 5 and 6).
+	Protocols []int
+}
+
+// Provider is a running provider.
+type Provider struct {
+	Path     string
+	Protocol int // 5 or 6
+	client   *goplugin.Client
+	cmd      *exec.Cmd
+	stderr   *tailBuffer
+	v5       tfplugin5.ProviderClient
+	v6       tfplugin6.ProviderClient
+	conn     *grpc.ClientConn
+	stopOnce sync.Once
+}
+
+// grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
+type grpcProvider struct{ goplugin.Plugin }
+
+func (grpcProvider) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("oprov does not serve providers")
+}
+
+func (grpcProvider) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return c, nil
+}
+
+// Start launches the executable, completes the handshake, checks its health, and connects.
+// Errors say whether it is not a plugin, speaks a protocol oprov does not, crashed (with its exit
+// code and the tail of its stderr), or garbled the handshake.
+func Start(ctx context.Context, opts Options) (*Provider, error) {
+	st, err := os.Stat(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("provider %s is not an executable file", opts.Path)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	protocols := opts.Protocols
+	if len(protocols) == 0 {
+		protocols = []int{5, 6}
+	}
+	sets := map[int]goplugin.PluginSet{}
+	for _, v := range protocols {
+		sets[v] = goplugin.PluginSet{"provider": grpcProvider{}}
+	}
+	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
+	logger := hclog.NewNullLogger()
+	var stderr io.Writer = p.stderr
+	if opts.Log != nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
+		stderr = io.MultiWriter(p.stderr, opts.Log)
+	}
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: sets,
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     opts.StartTimeout,
+		Logger:           logger,
+		Stderr:           stderr,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	rpc, err := p.client.Client()
+	if err != nil {
+		defer p.client.Kill()
+		return nil, p.explainStart(err)
+	}
+	raw, err := rpc.Dispense("provider")
+	if err != nil {
+		p.client.Kill()
+		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
+	}
+	p.conn = raw.(*grpc.ClientConn)
+	p.Protocol = p.client.NegotiatedVersion()
+	switch p.Protocol {
+	case 5:
+		p.v5 = tfplugin5.NewProviderClient(p.conn)
+	case 6:
+		p.v6 = tfplugin6.NewProviderClient(p.conn)
+	default:
+		p.client.Kill()
+		return nil, fmt.Errorf("provider %s negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", opts.Path, p.Protocol)
+	}
+	// go-plugin checks the plugin's gRPC health service (service "plugin") on connect; check
+	// it again here so a provider that is up but unhealthy is caught before use.
+	if err := rpc.Ping(); err != nil {
+		p.client.Kill()
+		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
+	}
+	return p, nil
+}
+
+// explainStart turns go-plugin's start errors into ones that say what went wrong with the
+// executable.
+func (p *Provider) explainStart(err error) error {
+	msg := err.Error()
+	tail := strings.TrimSpace(p.stderr.String())
+	withTail := func(s string) error {
+		if tail != "" {
+			s += "\nits stderr ended with:\n" + indent(tail)
+		}
+		return fmt.Errorf("provider %s %s", p.Path, s)
+	}
+	switch {
+	case strings.Contains(msg, "incompatible API version"):
+		return fmt.Errorf("provider %s speaks a plugin protocol oprov does not (oprov speaks 5 and 6): %s", p.Path, msg)
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		line := strings.TrimPrefix(strings.SplitN(msg, "\n", 2)[0], "Unrecognized remote plugin message: ")
+		if strings.Contains(msg, "Failed to read any lines") || line == "" {
+			return withTail(p.exitNote("is not a plugin: it printed no handshake before exiting"))
+		}
+		return withTail(fmt.Sprintf("garbled the plugin handshake: it printed %q, not CORE|APP|NETWORK|ADDRESS|PROTOCOL", line))
+	case strings.Contains(msg, "plugin exited before we could connect"):
+		return withTail(p.exitNote("exited before completing the plugin handshake (is it a provider?)"))
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return withTail("is not a plugin, or is stuck: it printed no handshake within the start timeout")
+	}
+	return withTail(msg)
+}
+
+// exitNote adds the exit code when the process has ended.
+func (p *Provider) exitNote(s string) string {
+	// go-plugin waits for the process on its own goroutine; give it a moment to record the exit.
+	for i := 0; i < 50 && p.cmd.ProcessState == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ps := p.cmd.ProcessState; ps != nil {
+		return fmt.Sprintf("%s (%s)", s, ps.String())
+	}
+	return s
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.ToValidUTF8(t.buf, nil))
+}
+
+// Pid is the provider's process ID.
+func (p *Provider) Pid() int {
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Exited reports whether the provider process has ended.
+func (p *Provider) Exited() bool { return p.client.Exited() }
+
+// Stop asks the provider to stop its work (StopProvider), then shuts the process down: go-plugin
+// closes the connection and asks it to exit, and kills it after a grace period. Its unix socket
+// is removed. Stop may be called more than once.
+func (p *Provider) Stop(ctx context.Context) {
+	p.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		switch {
+		case p.v6 != nil:
+			p.v6.StopProvider(ctx, &tfplugin6.StopProvider_Request{})
+		case p.v5 != nil:
+			p.v5.Stop(ctx, &tfplugin5.Stop_Request{})
+		}
+		addr := ""
+		if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+			addr = rc.Addr.String()
+		}
+		p.client.Kill()
+		if addr != "" {
+			os.Remove(addr)
+		}
+	})
+}
+
+// Reattach is the TF_REATTACH_PROVIDERS entry for the running provider.
+type Reattach struct {
+	Protocol        string
+	ProtocolVersion int
+	Pid             int
+	Test            bool
+	Addr            ReattachAddr
+}
+
+// ReattachAddr is where the provider listens.
+type ReattachAddr struct {
+	Network string
+	String  string
+}
+
+// ReattachConfig gives the entry that hands this provider to tofu or terraform. Test is set for
+// protocol 6, or OpenTofu assumes protocol 5 (format.md §3).
+func (p *Provider) ReattachConfig() Reattach {
+	rc := p.client.ReattachConfig()
+	return Reattach{
+		Protocol:        string(rc.Protocol),
+		ProtocolVersion: p.Protocol,
+		Pid:             rc.Pid,
+		Test:            true,
+		Addr:            ReattachAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
+	}
+}

@@ -1,0 +1,363 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
+	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
+)
+
+// SchemaFormatVersion is the format_version of `tofu providers schema -json`.
+const SchemaFormatVersion = "1.0"
+
+// Schemas is the document `tofu providers schema -json` prints.
+type Schemas struct {
+	FormatVersion   string                     `json:"format_version"`
+	ProviderSchemas map[string]*ProviderSchema `json:"provider_schemas,omitempty"`
+}
+
+// ProviderSchema is one provider's entry, in the shape tofu prints it.
+type ProviderSchema struct {
+	Provider                 *Schema              `json:"provider,omitempty"`
+	ResourceSchemas          map[string]*Schema   `json:"resource_schemas,omitempty"`
+	DataSourceSchemas        map[string]*Schema   `json:"data_source_schemas,omitempty"`
+	EphemeralResourceSchemas map[string]*Schema   `json:"ephemeral_resource_schemas,omitempty"`
+	Functions                map[string]*Function `json:"functions,omitempty"`
+}
+
+// Schema is a versioned block.
+type Schema struct {
+	Version int64  `json:"version"`
+	Block   *Block `json:"block,omitempty"`
+}
+
+// Block is a configuration block's schema.
+type Block struct {
+	Attributes      map[string]*Attribute   `json:"attributes,omitempty"`
+	BlockTypes      map[string]*NestedBlock `json:"block_types,omitempty"`
+	Description     string                  `json:"description,omitempty"`
+	DescriptionKind string                  `json:"description_kind,omitempty"`
+	Deprecated      bool                    `json:"deprecated,omitempty"`
+}
+
+// Attribute is one attribute's schema.
+type Attribute struct {
+	Type            json.RawMessage `json:"type,omitempty"`
+	NestedType      *NestedType     `json:"nested_type,omitempty"`
+	Description     string          `json:"description,omitempty"`
+	DescriptionKind string          `json:"description_kind,omitempty"`
+	Deprecated      bool            `json:"deprecated,omitempty"`
+	Required        bool            `json:"required,omitempty"`
+	Optional        bool            `json:"optional,omitempty"`
+	Computed        bool            `json:"computed,omitempty"`
+	Sensitive       bool            `json:"sensitive,omitempty"`
+}
+
+// NestedType is a nested attribute type (protocol 6).
+type NestedType struct {
+	Attributes  map[string]*Attribute `json:"attributes,omitempty"`
+	NestingMode string                `json:"nesting_mode,omitempty"`
+}
+
+// NestedBlock is a nested block type.
+type NestedBlock struct {
+	NestingMode string `json:"nesting_mode,omitempty"`
+	Block       *Block `json:"block,omitempty"`
+	MinItems    int64  `json:"min_items,omitempty"`
+	MaxItems    int64  `json:"max_items,omitempty"`
+}
+
+// Function is a provider function's signature.
+type Function struct {
+	Description        string          `json:"description"`
+	Summary            string          `json:"summary,omitempty"`
+	DeprecationMessage string          `json:"deprecation_message,omitempty"`
+	ReturnType         json.RawMessage `json:"return_type"`
+	Parameters         []*Parameter    `json:"parameters,omitempty"`
+	VariadicParameter  *Parameter      `json:"variadic_parameter,omitempty"`
+}
+
+// Parameter is one function parameter.
+type Parameter struct {
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	IsNullable  bool            `json:"is_nullable,omitempty"`
+	Type        json.RawMessage `json:"type"`
+}
+
+// Diagnostics is an error a provider reported.
+type Diagnostics []string
+
+func (d Diagnostics) Error() string { return strings.Join(d, "; ") }
+
+// Schema asks the provider for its schema (GetProviderSchema, or GetSchema in protocol 5) and
+// returns it in the shape of `tofu providers schema -json`.
+func (p *Provider) Schema(ctx context.Context) (*ProviderSchema, error) {
+	switch {
+	case p.v6 != nil:
+		resp, err := p.v6.GetProviderSchema(ctx, &tfplugin6.GetProviderSchema_Request{})
+		if err != nil {
+			return nil, fmt.Errorf("GetProviderSchema: %w", err)
+		}
+		if d := diags6(resp.Diagnostics); d != nil {
+			return nil, fmt.Errorf("GetProviderSchema: the provider reported: %w", d)
+		}
+		out := &ProviderSchema{Provider: schema6(resp.Provider)}
+		out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema6)
+		out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema6)
+		out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema6)
+		out.Functions = functionMap(resp.Functions, func(f *tfplugin6.Function) *Function {
+			return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
+				params6(f.Parameters), param6(f.VariadicParameter))
+		})
+		return out, nil
+	case p.v5 != nil:
+		resp, err := p.v5.GetSchema(ctx, &tfplugin5.GetProviderSchema_Request{})
+		if err != nil {
+			return nil, fmt.Errorf("GetSchema: %w", err)
+		}
+		if d := diags5(resp.Diagnostics); d != nil {
+			return nil, fmt.Errorf("GetSchema: the provider reported: %w", d)
+		}
+		out := &ProviderSchema{Provider: schema5(resp.Provider)}
+		out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema5)
+		out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema5)
+		out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema5)
+		out.Functions = functionMap(resp.Functions, func(f *tfplugin5.Function) *Function {
+			return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
+				params5(f.Parameters), param5(f.VariadicParameter))
+		})
+		return out, nil
+	}
+	return nil, fmt.Errorf("provider %s is not connected", p.Path)
+}
+
+// Metadata lists what the provider offers, by name (GetMetadata).
+type Metadata struct {
+	Resources          []string `json:"resources"`
+	DataSources        []string `json:"data_sources"`
+	Functions          []string `json:"functions"`
+	EphemeralResources []string `json:"ephemeral_resources,omitempty"`
+}
+
+// Metadata calls GetMetadata.
+func (p *Provider) Metadata(ctx context.Context) (*Metadata, error) {
+	m := &Metadata{}
+	switch {
+	case p.v6 != nil:
+		resp, err := p.v6.GetMetadata(ctx, &tfplugin6.GetMetadata_Request{})
+		if err != nil {
+			return nil, fmt.Errorf("GetMetadata: %w", err)
+		}
+		if d := diags6(resp.Diagnostics); d != nil {
+			return nil, fmt.Errorf("GetMetadata: the provider reported: %w", d)
+		}
+		for _, r := range resp.Resources {
+			m.Resources = append(m.Resources, r.TypeName)
+		}
+		for _, r := range resp.DataSources {
+			m.DataSources = append(m.DataSources, r.TypeName)
+		}
+		for _, r := range resp.Functions {
+			m.Functions = append(m.Functions, r.Name)
+		}
+		for _, r := range resp.EphemeralResources {
+			m.EphemeralResources = append(m.EphemeralResources, r.TypeName)
+		}
+	case p.v5 != nil:
+		resp, err := p.v5.GetMetadata(ctx, &tfplugin5.GetMetadata_Request{})
+		if err != nil {
+			return nil, fmt.Errorf("GetMetadata: %w", err)
+		}
+		if d := diags5(resp.Diagnostics); d != nil {
+			return nil, fmt.Errorf("GetMetadata: the provider reported: %w", d)
+		}
+		for _, r := range resp.Resources {
+			m.Resources = append(m.Resources, r.TypeName)
+		}
+		for _, r := range resp.DataSources {
+			m.DataSources = append(m.DataSources, r.TypeName)
+		}
+		for _, r := range resp.Functions {
+			m.Functions = append(m.Functions, r.Name)
+		}
+		for _, r := range resp.EphemeralResources {
+			m.EphemeralResources = append(m.EphemeralResources, r.TypeName)
+		}
+	}
+	sort.Strings(m.Resources)
+	sort.Strings(m.DataSources)
+	sort.Strings(m.Functions)
+	sort.Strings(m.EphemeralResources)
+	return m, nil
+}
+
+func schemaMap[S any](in map[string]S, conv func(S) *Schema) map[string]*Schema {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*Schema, len(in))
+	for k, v := range in {
+		out[k] = conv(v)
+	}
+	return out
+}
+
+func functionMap[F any](in map[string]F, conv func(F) *Function) map[string]*Function {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*Function, len(in))
+	for k, v := range in {
+		out[k] = conv(v)
+	}
+	return out
+}
+
+func function(summary, description, deprecation string, ret []byte, params []*Parameter, variadic *Parameter) *Function {
+	return &Function{Description: description, Summary: summary, DeprecationMessage: deprecation,
+		ReturnType: rawType(ret), Parameters: params, VariadicParameter: variadic}
+}
+
+// rawType keeps a cty type's JSON as the provider sent it.
+func rawType(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// kind names a description's kind; tofu prints it even for an empty description.
+func kind(isMarkdown bool, _ string) string {
+	if isMarkdown {
+		return "markdown"
+	}
+	return "plain"
+}
+
+func nesting(name string) string { return strings.ToLower(name) }
+
+// Protocol 6.
+
+func schema6(s *tfplugin6.Schema) *Schema {
+	if s == nil {
+		return nil
+	}
+	return &Schema{Version: s.Version, Block: block6(s.Block)}
+}
+
+func block6(b *tfplugin6.Schema_Block) *Block {
+	if b == nil {
+		return &Block{}
+	}
+	out := &Block{Description: b.Description, DescriptionKind: kind(b.DescriptionKind == tfplugin6.StringKind_MARKDOWN, b.Description), Deprecated: b.Deprecated}
+	if len(b.Attributes) > 0 {
+		out.Attributes = map[string]*Attribute{}
+		for _, a := range b.Attributes {
+			out.Attributes[a.Name] = attr6(a)
+		}
+	}
+	if len(b.BlockTypes) > 0 {
+		out.BlockTypes = map[string]*NestedBlock{}
+		for _, nb := range b.BlockTypes {
+			out.BlockTypes[nb.TypeName] = &NestedBlock{NestingMode: nesting(nb.Nesting.String()), Block: block6(nb.Block), MinItems: nb.MinItems, MaxItems: nb.MaxItems}
+		}
+	}
+	return out
+}
+
+func attr6(a *tfplugin6.Schema_Attribute) *Attribute {
+	out := &Attribute{Type: rawType(a.Type), Description: a.Description, DescriptionKind: kind(a.DescriptionKind == tfplugin6.StringKind_MARKDOWN, a.Description),
+		Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive}
+	if nt := a.NestedType; nt != nil {
+		out.NestedType = &NestedType{NestingMode: nesting(nt.Nesting.String()), Attributes: map[string]*Attribute{}}
+		for _, na := range nt.Attributes {
+			out.NestedType.Attributes[na.Name] = attr6(na)
+		}
+	}
+	return out
+}
+
+func params6(ps []*tfplugin6.Function_Parameter) []*Parameter {
+	var out []*Parameter
+	for _, p := range ps {
+		out = append(out, param6(p))
+	}
+	return out
+}
+
+func param6(p *tfplugin6.Function_Parameter) *Parameter {
+	if p == nil {
+		return nil
+	}
+	return &Parameter{Name: p.Name, Description: p.Description, IsNullable: p.AllowNullValue, Type: rawType(p.Type)}
+}
+
+func diags6(ds []*tfplugin6.Diagnostic) Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == tfplugin6.Diagnostic_ERROR {
+			out = append(out, strings.TrimSpace(d.Summary+": "+d.Detail))
+		}
+	}
+	return out
+}
+
+// Protocol 5.
+
+func schema5(s *tfplugin5.Schema) *Schema {
+	if s == nil {
+		return nil
+	}
+	return &Schema{Version: s.Version, Block: block5(s.Block)}
+}
+
+func block5(b *tfplugin5.Schema_Block) *Block {
+	if b == nil {
+		return &Block{}
+	}
+	out := &Block{Description: b.Description, DescriptionKind: kind(b.DescriptionKind == tfplugin5.StringKind_MARKDOWN, b.Description), Deprecated: b.Deprecated}
+	if len(b.Attributes) > 0 {
+		out.Attributes = map[string]*Attribute{}
+		for _, a := range b.Attributes {
+			out.Attributes[a.Name] = &Attribute{Type: rawType(a.Type), Description: a.Description, DescriptionKind: kind(a.DescriptionKind == tfplugin5.StringKind_MARKDOWN, a.Description),
+				Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive}
+		}
+	}
+	if len(b.BlockTypes) > 0 {
+		out.BlockTypes = map[string]*NestedBlock{}
+		for _, nb := range b.BlockTypes {
+			out.BlockTypes[nb.TypeName] = &NestedBlock{NestingMode: nesting(nb.Nesting.String()), Block: block5(nb.Block), MinItems: nb.MinItems, MaxItems: nb.MaxItems}
+		}
+	}
+	return out
+}
+
+func params5(ps []*tfplugin5.Function_Parameter) []*Parameter {
+	var out []*Parameter
+	for _, p := range ps {
+		out = append(out, param5(p))
+	}
+	return out
+}
+
+func param5(p *tfplugin5.Function_Parameter) *Parameter {
+	if p == nil {
+		return nil
+	}
+	return &Parameter{Name: p.Name, Description: p.Description, IsNullable: p.AllowNullValue, Type: rawType(p.Type)}
+}
+
+func diags5(ds []*tfplugin5.Diagnostic) Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == tfplugin5.Diagnostic_ERROR {
+			out = append(out, strings.TrimSpace(d.Summary+": "+d.Detail))
+		}
+	}
+	return out
+}
