@@ -97,6 +97,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	cmd := exec.Command(opts.Path, opts.Args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
+	ownGroup(cmd)
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
 	logger := hclog.NewNullLogger()
 	var stderr io.Writer = p.stderr
@@ -118,12 +119,13 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	})
 	rpc, err := p.client.Client()
 	if err != nil {
-		defer p.client.Kill()
-		return nil, p.explainStart(err)
+		err = p.explainStart(err)
+		p.kill()
+		return nil, err
 	}
 	raw, err := rpc.Dispense("provider")
 	if err != nil {
-		p.client.Kill()
+		p.kill()
 		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
 	}
 	p.conn = raw.(*grpc.ClientConn)
@@ -134,13 +136,13 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	case 6:
 		p.v6 = tfplugin6.NewProviderClient(p.conn)
 	default:
-		p.client.Kill()
+		p.kill()
 		return nil, fmt.Errorf("provider %s negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", opts.Path, p.Protocol)
 	}
 	// go-plugin checks the plugin's gRPC health service (service "plugin") on connect; check
 	// it again here so a provider that is up but unhealthy is caught before use.
 	if err := rpc.Ping(); err != nil {
-		p.client.Kill()
+		p.kill()
 		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
 	}
 	return p, nil
@@ -242,10 +244,18 @@ func (p *Provider) Stop(ctx context.Context) {
 			addr = rc.Addr.String()
 		}
 		p.client.Kill()
+		killGroup(p.cmd) // anything the provider started goes with it
 		if addr != "" {
 			os.Remove(addr)
 		}
 	})
+}
+
+// kill ends a provider that failed to start, with everything in its process group, without
+// waiting on pipes its children may still hold.
+func (p *Provider) kill() {
+	killGroup(p.cmd)
+	p.client.Kill()
 }
 
 // Reattach is the TF_REATTACH_PROVIDERS entry for the running provider.
