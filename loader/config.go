@@ -29,6 +29,15 @@ const FileName = "oprov.hcl"
 type Config struct {
 	Path    string
 	Mirrors []*Mirror
+	Sources []*SourceProvider
+}
+
+// SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
+// launches it, and nothing is published or installed.
+type SourceProvider struct {
+	Addr  oci.ProviderAddress
+	Dir   string // absolute path of the Go module
+	Range hcl.Range
 }
 
 // Mirror is one oci_mirror block: where a set of providers lives, and who may sign them.
@@ -43,7 +52,14 @@ type Mirror struct {
 }
 
 type configFile struct {
-	Mirrors []mirrorFile `hcl:"oci_mirror,block"`
+	Mirrors   []mirrorFile   `hcl:"oci_mirror,block"`
+	Providers []providerFile `hcl:"provider,block"`
+}
+
+type providerFile struct {
+	Address   string    `hcl:"address,label"`
+	Source    string    `hcl:"source"`
+	DeclRange hcl.Range `hcl:",def_range"`
 }
 
 type mirrorFile struct {
@@ -135,8 +151,28 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 		}
 		cfg.Mirrors = append(cfg.Mirrors, m)
 	}
-	if len(cfg.Mirrors) == 0 {
-		return nil, fmt.Errorf("%s: no oci_mirror blocks: nothing for oprov to manage", path)
+	seen := map[string]bool{}
+	for _, pf := range cf.Providers {
+		at := fmt.Sprintf("%s:%d", pf.DeclRange.Filename, pf.DeclRange.Start.Line)
+		addr, err := oci.ParseProviderAddress(pf.Address)
+		if err != nil {
+			return nil, fmt.Errorf("%s: provider: %w", at, err)
+		}
+		if seen[addr.String()] {
+			return nil, fmt.Errorf("%s: provider %q is declared twice", at, addr)
+		}
+		seen[addr.String()] = true
+		if !strings.HasPrefix(pf.Source, "./") && !strings.HasPrefix(pf.Source, "../") {
+			return nil, fmt.Errorf("%s: provider %q: source %q must be a relative path to a Go module (./...)", at, addr, pf.Source)
+		}
+		dir, err := filepath.Abs(filepath.Join(filepath.Dir(path), filepath.FromSlash(pf.Source)))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Sources = append(cfg.Sources, &SourceProvider{Addr: addr, Dir: dir, Range: pf.DeclRange})
+	}
+	if len(cfg.Mirrors) == 0 && len(cfg.Sources) == 0 {
+		return nil, fmt.Errorf("%s: no oci_mirror or provider blocks: nothing for oprov to manage", path)
 	}
 	return cfg, nil
 }
@@ -200,6 +236,16 @@ func (m *Mirror) Matches(addr oci.ProviderAddress) bool {
 		}
 	}
 	return true
+}
+
+// SourceFor gives the provider block that keeps addr as source, or nil.
+func (c *Config) SourceFor(addr oci.ProviderAddress) *SourceProvider {
+	for _, s := range c.Sources {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	return nil
 }
 
 // MirrorFor gives the first oci_mirror block that selects addr, or nil.

@@ -44,7 +44,9 @@ oci_mirror {
 		"missing include":  {"oci_mirror {\n  repository_template = \"r.io/${type}\"\n}\n", "oprov.hcl:1"},
 		"unknown attr":     {"oci_mirror {\n  repository_template = \"r.io/${type}\"\n  include = [\"a/b\"]\n  colour = \"red\"\n}\n", "oprov.hcl:4"},
 		"syntax":           {"oci_mirror {\n", "oprov.hcl:"},
-		"empty":            {"", "no oci_mirror blocks"},
+		"empty":            {"", "no oci_mirror or provider blocks"},
+		"absolute source":  {"provider \"example.com/a/b\" {\n  source = \"/abs\"\n}\n", "oprov.hcl:1: provider \"example.com/a/b\": source \"/abs\" must be a relative path"},
+		"source twice":     {"provider \"example.com/a/b\" {\n  source = \"./x\"\n}\nprovider \"example.com/a/b\" {\n  source = \"./y\"\n}\n", "oprov.hcl:4: provider \"example.com/a/b\" is declared twice"},
 		"missing key":      {"oci_mirror {\n  repository_template = \"r.io/${type}\"\n  include = [\"a/b\"]\n  public_keys = [\"nope.pub\"]\n}\n", "nope.pub"},
 	} {
 		if _, err := ParseConfig("oprov.hcl", []byte(bad.src)); err == nil || !strings.Contains(err.Error(), bad.want) {

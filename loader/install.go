@@ -64,6 +64,7 @@ type Project struct {
 	Dir       string
 	Config    *Config
 	Managed   []*Provider    // sorted by address
+	Sources   []*Source      // providers kept as source, for oprov run
 	Unmanaged []*Requirement // providers no oci_mirror block selects: OpenTofu installs them as usual
 	Lock      *Lock
 }
@@ -90,6 +91,10 @@ func Open(dir string) (*Project, error) {
 	sort.Strings(addrs)
 	for _, a := range addrs {
 		r := reqs[a]
+		if sp := cfg.SourceFor(r.Addr); sp != nil {
+			p.Sources = append(p.Sources, &Source{Req: r, SourceProvider: sp})
+			continue
+		}
 		m := cfg.MirrorFor(r.Addr)
 		if m == nil {
 			p.Unmanaged = append(p.Unmanaged, r)
@@ -102,8 +107,13 @@ func Open(dir string) (*Project, error) {
 		}
 		p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m, Repo: ref})
 	}
-	if len(p.Managed) == 0 {
-		return nil, fmt.Errorf("no provider in %s's required_providers matches an oci_mirror block of %s (check include and exclude)", dir, cfg.Path)
+	if len(p.Managed) == 0 && len(p.Sources) == 0 {
+		return nil, fmt.Errorf("no provider in %s's required_providers matches an oci_mirror or provider block of %s (check include and exclude)", dir, cfg.Path)
+	}
+	for _, sp := range cfg.Sources {
+		if reqs[sp.Addr.String()] == nil {
+			return nil, fmt.Errorf("%s:%d: provider %q is kept as source but the configuration does not require it (add it to required_providers)", sp.Range.Filename, sp.Range.Start.Line, sp.Addr)
+		}
 	}
 	return p, nil
 }

@@ -64,7 +64,9 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	}
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
-		fmt.Fprintf(io.ErrOut, "oprov: %s\n", ce.msg)
+		if !ce.quiet {
+			fmt.Fprintf(io.ErrOut, "oprov: %s\n", ce.msg)
+		}
 		return ce.code
 	}
 	fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
@@ -77,8 +79,9 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 
 // exitCodeError passes a child program's exit code through.
 type exitCodeError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	quiet bool // the child already said what went wrong
 }
 
 func (e *exitCodeError) Error() string { return e.msg }
@@ -125,6 +128,7 @@ publishes natively through an oci_mirror block.`,
 		newInitCmd(io),
 		newTofurcCmd(io),
 		newSchemaCmd(io),
+		newRunCmd(io),
 	)
 	return root
 }

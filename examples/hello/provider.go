@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -82,6 +84,7 @@ type greetingModel struct {
 	ID      types.String `tfsdk:"id"`
 	Name    types.String `tfsdk:"name"`
 	Message types.String `tfsdk:"message"`
+	Delay   types.String `tfsdk:"delay"`
 }
 
 func (r *greetingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -104,6 +107,9 @@ func (r *greetingResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Computed: true, Description: "The greeting.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"delay": rschema.StringAttribute{
+				Optional: true, Description: `How long creating the greeting takes, such as "5s" (to show cancellation).`,
+			},
 		},
 	}
 }
@@ -119,6 +125,19 @@ func (r *greetingResource) Create(ctx context.Context, req resource.CreateReques
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
+	}
+	if d := m.Delay.ValueString(); d != "" {
+		wait, err := time.ParseDuration(d)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("delay"), "Invalid delay", err.Error())
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			resp.Diagnostics.AddError("Cancelled", "creating the greeting was cancelled")
+			return
+		}
 	}
 	m.ID = types.StringValue("greeting-" + m.Name.ValueString())
 	m.Message = types.StringValue(greet(r.greeting, m.Name.ValueString()))

@@ -47,6 +47,10 @@ type Options struct {
 	Log io.Writer
 	// Protocols limits the protocol versions offered (default 5 and 6).
 	Protocols []int
+	// ForReattach serves without TLS, so that tofu or terraform can reattach to the provider
+	// (they connect without a client certificate). The socket lives in a private directory
+	// (mode 0700), which is what protects it; otherwise mutual TLS is negotiated automatically.
+	ForReattach bool
 }
 
 // Provider is a running provider.
@@ -99,21 +103,22 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	cmd.Env = append(os.Environ(), opts.Env...)
 	ownGroup(cmd)
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
+	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
+	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
 	logger := hclog.NewNullLogger()
-	var stderr io.Writer = p.stderr
 	if opts.Log != nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
-		stderr = io.MultiWriter(p.stderr, opts.Log)
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: sets,
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
+		AutoMTLS:         !opts.ForReattach,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
 		StartTimeout:     opts.StartTimeout,
 		Logger:           logger,
-		Stderr:           stderr,
+		Stderr:           p.stderr,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 	})

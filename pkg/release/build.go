@@ -87,18 +87,11 @@ func PackageGo(ctx context.Context, dir string, opts PackageOptions) (*Packaged,
 	for _, p := range opts.Platforms {
 		exe := filepath.Join(tmp, p.String(), ExecutableName(opts.Type, opts.Version, p.OS))
 		opts.progress("building %s for %s", opts.Type, p.Slash())
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-			"-ldflags", "-s -w -X main.version="+opts.Version, "-o", exe, ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch, "GOFLAGS=")
-		var out strings.Builder
-		cmd.Stdout = &out
-		cmd.Stderr = &out
-		if err := cmd.Run(); err != nil {
+		if err := BuildGo(ctx, dir, p, opts.Version, exe); err != nil {
 			if opts.BuildOutput != nil {
-				io.WriteString(opts.BuildOutput, out.String())
+				io.WriteString(opts.BuildOutput, err.Error())
 			}
-			return nil, fmt.Errorf("go build for %s failed: %v\n%s", p.Slash(), err, strings.TrimSpace(out.String()))
+			return nil, err
 		}
 		files = append(files, platformFiles{platform: p, exe: exe})
 	}
@@ -310,4 +303,20 @@ func WriteFileAtomic(dest string, write func(io.Writer) error) (err error) {
 		}
 	}
 	return os.Rename(f.Name(), dest)
+}
+
+// BuildGo cross-compiles the Go module in dir for one platform into out, the way releases are
+// built: CGO_ENABLED=0, -trimpath, no VCS stamping, and -X main.version=VERSION.
+func BuildGo(ctx context.Context, dir string, p manifest.Platform, version, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
+		"-ldflags", "-s -w -X main.version="+version, "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch, "GOFLAGS=")
+	var buf strings.Builder
+	cmd.Stdout = &buf
+	cmd.Stderr = &buf
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build in %s for %s failed: %v\n%s", dir, p.Slash(), err, strings.TrimSpace(buf.String()))
+	}
+	return nil
 }
