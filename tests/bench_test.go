@@ -2,6 +2,7 @@ package tests
 
 import (
 	"archive/zip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -315,4 +318,81 @@ func timeCmdIn(b *testing.B, dir string, env []string, name string, args ...stri
 		b.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
 	return time.Since(start)
+}
+
+// BenchmarkLaunch measures launch-to-ready for examples/hello (go-plugin handshake, automatic
+// mTLS and the health check, through pkg/plugin) against the same binary's bare process start
+// (run without the magic cookie, it says it is a plugin and exits), and reports the overhead.
+func BenchmarkLaunch(b *testing.B) {
+	dist := helloRelease(b)
+	exeDir := filepath.Join(b.TempDir(), "hello")
+	zipPath := filepath.Join(dist, "terraform-provider-hello_1.0.0_"+helloPlatforms[0]+".zip")
+	if err := release.Extract(zipPath, exeDir, release.DefaultExtractLimits); err != nil {
+		b.Fatal(err)
+	}
+	exe := filepath.Join(exeDir, "terraform-provider-hello_v1.0.0")
+	rounds := b.N
+	if rounds < 30 {
+		rounds = 30
+	}
+	ctx := context.Background()
+	var bare, launch, plainLaunch []time.Duration
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		exec.Command(exe).Run() // exits 1 at once: no magic cookie
+		bare = append(bare, time.Since(start))
+
+		for _, v := range []struct {
+			reattach bool
+			into     *[]time.Duration
+		}{{false, &launch}, {true, &plainLaunch}} {
+			start = time.Now()
+			p, err := plugin.Start(ctx, plugin.Options{Path: exe, ForReattach: v.reattach})
+			if err != nil {
+				b.Fatal(err)
+			}
+			*v.into = append(*v.into, time.Since(start))
+			p.Stop(ctx)
+		}
+	}
+	b.StopTimer()
+	overhead := median(launch) - median(bare)
+	b.ReportMetric(float64(overhead.Microseconds())/1000, "ms-overhead")
+	fmt.Printf("\nlaunch of examples/hello, %d rounds (median):\n", rounds)
+	fmt.Printf("  bare process start %8s   launch to ready %8s   overhead %.1f ms (target <= 10 ms)   [automatic mTLS, as oprov schema]\n",
+		median(bare).Round(10*time.Microsecond), median(launch).Round(10*time.Microsecond), float64(overhead.Microseconds())/1000)
+	po := median(plainLaunch) - median(bare)
+	b.ReportMetric(float64(po.Microseconds())/1000, "ms-overhead-reattach")
+	fmt.Printf("  bare process start %8s   launch to ready %8s   overhead %.1f ms (target <= 10 ms)   [private socket, no TLS, as oprov run]\n",
+		median(bare).Round(10*time.Microsecond), median(plainLaunch).Round(10*time.Microsecond), float64(po.Microseconds())/1000)
+}
+
+// BenchmarkRunPlan compares `oprov run -- tofu plan` (providers launched by oprov, cache warm)
+// with plain `tofu plan` on an already initialised copy of the same configuration.
+func BenchmarkRunPlan(b *testing.B) {
+	tofu := peers.Require(b, "tofu")
+	f := newLoaderFixture(b, helloConfig)
+	env := append(append([]string{}, f.env...), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "OPROV_TOFU="+tofu)
+	initialised := f.freshCopy(b)
+	mustOprov(b, env, "init", "-C", initialised)
+	mustTofu(b, tofu, initialised, env, "apply", "-auto-approve", "-input=false")
+	viaRun := f.freshCopy(b)
+	mustOprov(b, env, "run", "-C", viaRun, "--", tofu, "apply", "-auto-approve", "-input=false")
+	rounds := b.N
+	if rounds < 7 {
+		rounds = 7
+	}
+	var plain, run []time.Duration
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		plain = append(plain, timeCmdIn(b, initialised, env, tofu, "plan", "-input=false"))
+		run = append(run, timeCmd(b, env, oprovBin, "run", "-C", viaRun, "--", tofu, "plan", "-input=false"))
+	}
+	b.StopTimer()
+	ratio := float64(median(run)) / float64(median(plain))
+	b.ReportMetric(ratio, "x-tofu-plan")
+	fmt.Printf("\nplan of examples/hello, %d rounds (median):\n", rounds)
+	fmt.Printf("  tofu plan %8s   oprov run -- tofu plan %8s   ratio %.2fx (target <= 1.15x)\n",
+		median(plain).Round(time.Millisecond), median(run).Round(time.Millisecond), ratio)
 }
