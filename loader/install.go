@@ -119,19 +119,10 @@ func Open(dir string) (*Project, error) {
 }
 
 // allowed parses a provider's constraints into the set of versions they allow.
-func allowed(req *Requirement) (set versions.Set, err error) {
-	s := req.ConstraintString()
-	if s == "" {
-		return versions.Released, nil
-	}
-	defer func() {
-		if r := recover(); r != nil { // go-versions panics on numbers that overflow
-			err = fmt.Errorf("version constraint %q: %v", s, r)
-		}
-	}()
-	set, err = versions.MeetingConstraintsStringRuby(s)
+func allowed(req *Requirement) (versions.Set, error) {
+	set, err := manifest.Constraints(req.ConstraintString())
 	if err != nil {
-		return versions.Set{}, fmt.Errorf("%s: version constraint %q: %w", req.Addr, s, err)
+		return versions.Set{}, fmt.Errorf("%s: %w", req.Addr, err)
 	}
 	return set, nil
 }

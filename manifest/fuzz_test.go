@@ -74,3 +74,13 @@ func FuzzTagToVersion(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConstraints: any constraint string gives a set or an error, never a panic.
+func FuzzConstraints(f *testing.F) {
+	for _, s := range []string{"~> 1.2", ">= 1.0, < 2.0", "1.0.0", "", "!= 99999999999999999999.0.0", "~>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		Constraints(s)
+	})
+}

@@ -80,3 +80,21 @@ func parseVersion(s string) (v versions.Version, err error) {
 	}()
 	return versions.ParseVersion(s)
 }
+
+// Constraints parses version constraints as OpenTofu writes them ("~> 1.2, >= 1.2.3"; "" allows
+// every released version) into the set of versions they allow.
+func Constraints(s string) (set versions.Set, err error) {
+	if s == "" {
+		return versions.Released, nil
+	}
+	defer func() {
+		if r := recover(); r != nil { // go-versions panics on numbers that overflow
+			set, err = versions.Set{}, fmt.Errorf("version constraint %q: %v", s, r)
+		}
+	}()
+	set, err = versions.MeetingConstraintsStringRuby(s)
+	if err != nil {
+		return versions.Set{}, fmt.Errorf("version constraint %q: %w", s, err)
+	}
+	return set, nil
+}

@@ -129,6 +129,12 @@ publishes natively through an oci_mirror block.`,
 		newTofurcCmd(io),
 		newSchemaCmd(io),
 		newRunCmd(io),
+		newMirrorCmd(io),
+		newCopyCmd(io),
+		newSaveCmd(io),
+		newLoadCmd(io),
+		newAttachCmd(io),
+		newDiscoverCmd(io),
 	)
 	return root
 }

@@ -40,7 +40,7 @@ type Platform struct {
 
 // ResolveVersion resolves a version tag (or a digest) to its index, fetches the index with its
 // digest checked, and parses it strictly.
-func ResolveVersion(ctx context.Context, t Target, ref Ref) (*Version, error) {
+func ResolveVersion(ctx context.Context, t ReadOnly, ref Ref) (*Version, error) {
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
@@ -82,7 +82,7 @@ func TypeFromRepository(ref Ref) string {
 }
 
 // FetchPlatform fetches and parses one platform's manifest (digest checked).
-func FetchPlatform(ctx context.Context, t Target, v *Version, e manifest.Entry) (*Platform, error) {
+func FetchPlatform(ctx context.Context, t ReadOnly, v *Version, e manifest.Entry) (*Platform, error) {
 	data, err := content.FetchAll(ctx, t, e.Descriptor)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s manifest %s: %w", e.Platform, e.Descriptor.Digest, err)
@@ -127,7 +127,7 @@ func (v *Version) Select(want []manifest.Platform) ([]manifest.Entry, error) {
 }
 
 // FetchZip streams a platform's zip into w, checking its digest and size on the way.
-func FetchZip(ctx context.Context, t Target, p *Platform, w io.Writer, progress Progress) error {
+func FetchZip(ctx context.Context, t ReadOnly, p *Platform, w io.Writer, progress Progress) error {
 	rc, err := t.Fetch(ctx, p.Zip)
 	if err != nil {
 		return fmt.Errorf("fetching %s: %w", p.Filename, err)
@@ -212,7 +212,7 @@ func Pull(ctx context.Context, t Target, ref Ref, opts PullOptions) (*PullResult
 }
 
 // ListVersions lists the tags of a repository that name versions, highest first.
-func ListVersions(ctx context.Context, t Target) ([]manifest.TaggedVersion, error) {
+func ListVersions(ctx context.Context, t ReadOnly) ([]manifest.TaggedVersion, error) {
 	tags, err := registry.Tags(ctx, t)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func IsNotFound(err error) bool {
 
 // fetchManifestByReference resolves a tag or digest and fetches what it names, in one request
 // where the target allows it, checking size and digest.
-func fetchManifestByReference(ctx context.Context, t Target, reference string) (ocispec.Descriptor, []byte, error) {
+func fetchManifestByReference(ctx context.Context, t ReadOnly, reference string) (ocispec.Descriptor, []byte, error) {
 	if rf, ok := t.(registry.ReferenceFetcher); ok {
 		desc, rc, err := rf.FetchReference(ctx, reference)
 		if err != nil {

@@ -30,6 +30,13 @@ type Target interface {
 	registry.TagLister
 }
 
+// ReadOnly is what reading and verifying a provider needs: any Target, or a read-only store such
+// as an OCI-layout tarball.
+type ReadOnly interface {
+	oras.ReadOnlyGraphTarget
+	registry.TagLister
+}
+
 // Options is the network and credential policy for opening registry targets.
 type Options struct {
 	// PlainHTTP talks HTTP instead of HTTPS. Without it, a loopback registry that answers HTTPS with

@@ -196,7 +196,7 @@ type Decision struct {
 // VerifyWithPolicy verifies the version ref names with the keys the policy trusts for it.
 // provider is the provider's address when known. In warn mode a failure is returned as the
 // decision's Warning; in enforce mode it is the error.
-func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.Target, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
+func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
 	repo := ref.Repo()
 	r := p.Match(repo, provider)
 	if r == nil {

@@ -119,7 +119,7 @@ func pushIfMissing(ctx context.Context, t oci.Target, b blob) error {
 // maxSignatureManifest bounds what is read of signature artifacts.
 const maxSignatureManifest = 4 << 20
 
-func fetchLegacyManifest(ctx context.Context, t oci.Target, tag string) (*ocispec.Manifest, error) {
+func fetchLegacyManifest(ctx context.Context, t oci.ReadOnly, tag string) (*ocispec.Manifest, error) {
 	desc, err := t.Resolve(ctx, tag)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func fetchLegacyManifest(ctx context.Context, t oci.Target, tag string) (*ocispe
 	return m, err
 }
 
-func fetchManifest(ctx context.Context, t oci.Target, desc ocispec.Descriptor) (*ocispec.Manifest, []byte, error) {
+func fetchManifest(ctx context.Context, t oci.ReadOnly, desc ocispec.Descriptor) (*ocispec.Manifest, []byte, error) {
 	if desc.Size > maxSignatureManifest {
 		return nil, nil, fmt.Errorf("manifest %s is %d bytes, over the limit", desc.Digest, desc.Size)
 	}

@@ -94,7 +94,7 @@ type candidate struct {
 // Verify checks that the version ref names is signed by one of opts.Keys, that a good signature
 // names exactly the digest the tag resolves to now, that the version's content is the version the
 // tag says, and that the digest chain down to each zip checks out.
-func Verify(ctx context.Context, t oci.Target, ref oci.Ref, opts VerifyOptions) (*Result, error) {
+func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions) (*Result, error) {
 	if len(opts.Keys) == 0 {
 		return nil, &Error{Ref: ref, Reason: "no trusted keys given (pass --key or --policy)"}
 	}
@@ -175,7 +175,7 @@ func Verify(ctx context.Context, t oci.Target, ref oci.Ref, opts VerifyOptions) 
 
 // checkChain fetches each selected platform's manifest and zip, all checked against their
 // digests, a few at a time, and checks that the zips are the version the tag names.
-func checkChain(ctx context.Context, t oci.Target, v *oci.Version, opts VerifyOptions) ([]Checked, error) {
+func checkChain(ctx context.Context, t oci.ReadOnly, v *oci.Version, opts VerifyOptions) ([]Checked, error) {
 	entries := v.Parsed.Entries
 	fetch := map[manifest.Platform]bool{}
 	if !opts.AllZips && len(opts.Zips) > 0 {
@@ -267,7 +267,7 @@ func joinDigests(ds []digest.Digest) string {
 
 // findSignatures gathers both forms of signature stored for subject, looking for each form at
 // the same time.
-func findSignatures(ctx context.Context, t oci.Target, subject ocispec.Descriptor) ([]candidate, error) {
+func findSignatures(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
 	var legacy []candidate
 	done := make(chan struct{})
 	go func() {
@@ -283,7 +283,7 @@ func findSignatures(ctx context.Context, t oci.Target, subject ocispec.Descripto
 }
 
 // findBundles reads the bundle-form signatures among subject's referrers.
-func findBundles(ctx context.Context, t oci.Target, subject ocispec.Descriptor) ([]candidate, error) {
+func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
 	// Not filtered by artifact type: cosign's entry in the referrers-tag fallback index carries its
 	// config's type, so each referrer's own manifest is read instead.
 	refs, err := registry.Referrers(ctx, t, subject, "")
@@ -326,7 +326,7 @@ func findBundles(ctx context.Context, t oci.Target, subject ocispec.Descriptor) 
 }
 
 // findLegacy reads the signatures under cosign v2's sha256-<hex>.sig tag.
-func findLegacy(ctx context.Context, t oci.Target, subject ocispec.Descriptor) []candidate {
+func findLegacy(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) []candidate {
 	tag := LegacyTag(subject.Digest)
 	desc, err := t.Resolve(ctx, tag)
 	if errors.Is(err, errdef.ErrNotFound) {
@@ -360,7 +360,7 @@ func findLegacy(ctx context.Context, t oci.Target, subject ocispec.Descriptor) [
 	return out
 }
 
-func fetchSmall(ctx context.Context, t oci.Target, desc ocispec.Descriptor) ([]byte, error) {
+func fetchSmall(ctx context.Context, t oci.ReadOnly, desc ocispec.Descriptor) ([]byte, error) {
 	if desc.Size > maxSignatureManifest {
 		return nil, fmt.Errorf("%s is %d bytes, over the limit", desc.Digest, desc.Size)
 	}

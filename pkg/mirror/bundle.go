@@ -1,0 +1,281 @@
+package mirror
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/oprov/oprov/manifest"
+	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+func ioCopyDiscard(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }
+
+// SaveItem is one repository's versions to save.
+type SaveItem struct {
+	Ref  ociref.Ref // the source repository (its tag, if any, names the version)
+	Src  Source
+	Tags []string
+}
+
+// Save writes one OCI image-layout tarball holding the given versions with their referrers and
+// cosign signatures. Inside it, each tag is named REPOSITORY:TAG (the repository path without the
+// registry host), so Load can recreate the repositories under another registry. The tarball is
+// written under a temporary name and renamed when complete.
+func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (*CopyResult, error) {
+	work, err := os.MkdirTemp(filepath.Dir(out), ".oprov-save-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	layout, err := oci.NewWithContext(ctx, filepath.Join(work, "layout"))
+	if err != nil {
+		return nil, err
+	}
+	total := &CopyResult{}
+	for _, it := range items {
+		repo := repoPath(it.Ref)
+		o := opts
+		o.DstTag = func(t string) string { return repo + ":" + t }
+		r, err := Copy(ctx, it.Src, layout, it.Tags, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", it.Ref.Repo(), err)
+		}
+		for _, t := range r.Tags {
+			total.Tags = append(total.Tags, repo+":"+t)
+		}
+		total.Uploaded += r.Uploaded
+		total.Bytes += r.Bytes
+	}
+	err = release.WriteFileAtomic(out, func(w io.Writer) error { return tarDir(filepath.Join(work, "layout"), w) })
+	if err != nil {
+		return nil, err
+	}
+	return total, nil
+}
+
+// repoPath is the repository path saved in a tarball: the registry host is left out.
+func repoPath(r ociref.Ref) string {
+	if r.IsLayout() {
+		return filepath.Base(filepath.Clean(r.Layout))
+	}
+	return r.Repository
+}
+
+// tarDir streams a directory into a tar, in a stable order.
+func tarDir(root string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != root {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Format: tar.FormatPAX}
+		switch {
+		case st.IsDir():
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
+		case st.Mode().IsRegular():
+			h.Typeflag, h.Size = tar.TypeReg, st.Size()
+		default:
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeReg {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// Bundle is an opened tarball.
+type Bundle struct {
+	store *oci.ReadOnlyStore
+	// Repos maps each repository path to its tags (versions and .sig tags).
+	Repos map[string][]string
+}
+
+// OpenBundle opens a tarball written by Save (or any OCI-layout tarball whose tags are named
+// REPOSITORY:TAG), reading it in place.
+func OpenBundle(ctx context.Context, path string) (*Bundle, error) {
+	st, err := oci.NewFromTar(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not an OCI-layout tarball: %w", path, err)
+	}
+	b := &Bundle{store: st, Repos: map[string][]string{}}
+	err = st.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			i := strings.LastIndex(t, ":")
+			if i <= 0 {
+				return fmt.Errorf("%s: tag %q does not name a repository (want REPOSITORY:TAG)", path, t)
+			}
+			b.Repos[t[:i]] = append(b.Repos[t[:i]], t[i+1:])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(b.Repos) == 0 {
+		return nil, fmt.Errorf("%s holds no tagged versions", path)
+	}
+	return b, nil
+}
+
+// Repo gives a read-only view of one repository in the bundle, with its own tag names.
+func (b *Bundle) Repo(repo string) Source {
+	return &repoView{ReadOnlyStore: b.store, prefix: repo + ":"}
+}
+
+type repoView struct {
+	*oci.ReadOnlyStore
+	prefix string
+}
+
+func (r *repoView) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
+	if _, err := digest.Parse(ref); err == nil {
+		return r.ReadOnlyStore.Resolve(ctx, ref)
+	}
+	d, err := r.ReadOnlyStore.Resolve(ctx, r.prefix+ref)
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("%s: %w", ref, errdef.ErrNotFound)
+	}
+	return d, nil
+}
+
+func (r *repoView) Tags(ctx context.Context, last string, fn func([]string) error) error {
+	return r.ReadOnlyStore.Tags(ctx, "", func(tags []string) error {
+		var mine []string
+		for _, t := range tags {
+			if rest, ok := strings.CutPrefix(t, r.prefix); ok && rest > last {
+				mine = append(mine, rest)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		return fn(mine)
+	})
+}
+
+// LoadOptions say where a bundle goes and what must hold first.
+type LoadOptions struct {
+	To       string // HOST[:PORT][/PREFIX]: each repository is recreated below it
+	Registry ociref.Options
+	Policy   *sign.Policy // when set, every version's signature must satisfy it
+	Copy     CopyOptions
+	Log      io.Writer
+}
+
+// Loaded is one repository a load wrote.
+type Loaded struct {
+	Repository string      `json:"repository"`
+	Result     *CopyResult `json:"result"`
+}
+
+// Load pushes a bundle's repositories below opts.To. Before anything is pushed, every blob in the
+// bundle is read and checked against its digest, and, with a policy, every version's signature is
+// verified; a corrupt or unsigned bundle pushes nothing.
+func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
+	repos := make([]string, 0, len(b.Repos))
+	for r := range b.Repos {
+		repos = append(repos, r)
+	}
+	sort.Strings(repos)
+	versionTags := map[string][]string{}
+	for _, repo := range repos {
+		for _, t := range b.Repos[repo] {
+			if _, err := manifest.TagToVersion(t); err == nil {
+				versionTags[repo] = append(versionTags[repo], t)
+			}
+		}
+		if len(versionTags[repo]) == 0 {
+			continue
+		}
+		if _, err := VerifyAll(ctx, b.Repo(repo), versionTags[repo]); err != nil {
+			return nil, fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
+		}
+	}
+	dstRef := func(repo string) (ociref.Ref, error) {
+		r, err := ociref.ParseRef(strings.TrimSuffix(opts.To, "/") + "/" + repo)
+		if err != nil {
+			return ociref.Ref{}, fmt.Errorf("--to %s: %w", opts.To, err)
+		}
+		return r, nil
+	}
+	if opts.Policy != nil {
+		for _, repo := range repos {
+			for _, t := range versionTags[repo] {
+				ref, err := dstRef(repo)
+				if err != nil {
+					return nil, err
+				}
+				ref.Reference = t
+				d, err := opts.Policy.VerifyWithPolicy(ctx, b.Repo(repo), ref, "", sign.VerifyOptions{})
+				if err != nil {
+					return nil, fmt.Errorf("nothing was pushed: %w", err)
+				}
+				if d.Warning != nil && opts.Log != nil {
+					fmt.Fprintf(opts.Log, "oprov: warning (policy mode warn): %v\n", d.Warning)
+				}
+			}
+		}
+	}
+	var out []Loaded
+	for _, repo := range repos {
+		if len(versionTags[repo]) == 0 {
+			continue
+		}
+		ref, err := dstRef(repo)
+		if err != nil {
+			return out, err
+		}
+		dst, err := ociref.Open(ctx, ref, opts.Registry, true)
+		if err != nil {
+			return out, ociref.Explain("load", ref, err)
+		}
+		r, err := Copy(ctx, b.Repo(repo), dst, versionTags[repo], opts.Copy)
+		if err != nil {
+			return out, ociref.Explain("load", ref, err)
+		}
+		out = append(out, Loaded{Repository: ref.Repo(), Result: r})
+	}
+	return out, nil
+}

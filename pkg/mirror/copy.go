@@ -1,0 +1,179 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// Source is what a copy reads from: a repository, a layout, or one repository inside a tarball.
+type Source interface {
+	oci.ReadOnly
+}
+
+// Destination is what a copy writes to.
+type Destination interface {
+	oras.GraphTarget
+}
+
+// CopyOptions tune a copy.
+type CopyOptions struct {
+	Concurrency int
+	Progress    oci.Progress
+	// DstTag maps a source tag to the destination's tag name (default: the same).
+	DstTag func(tag string) string
+}
+
+// CopyResult tells what a copy did.
+type CopyResult struct {
+	Tags     []string `json:"tags"`
+	Uploaded int64    `json:"uploaded"`
+	Skipped  int64    `json:"skipped"`
+	Bytes    int64    `json:"bytes_uploaded"`
+}
+
+// SelectTags picks a source's version tags: the one named, those meeting a constraint, or all.
+func SelectTags(ctx context.Context, src Source, version, constraint string, all bool) ([]string, error) {
+	if version != "" {
+		return []string{version}, nil
+	}
+	vs, err := oci.ListVersions(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	set, err := manifest.Constraints(constraint)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := len(vs) - 1; i >= 0; i-- { // oldest first
+		if all || set.Has(vs[i].Version) {
+			out = append(out, vs[i].Tag)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no version meets %q", constraint)
+	}
+	return out, nil
+}
+
+// Copy copies tagged versions with everything that refers to them: OCI referrers (oprov and
+// cosign signature bundles, SBOMs, SHA256SUMS provenance, found through the referrers API or its
+// tag fallback) and cosign's legacy sha256-<hex>.sig tags, which referrer-aware copies drop.
+// Content the destination has is not sent again, so a copy cut short resumes where it stopped;
+// each version's tag moves only once its whole graph is there.
+func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts CopyOptions) (*CopyResult, error) {
+	res := &CopyResult{}
+	var uploaded, skipped, bytes atomic.Int64
+	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
+		Concurrency: opts.Concurrency,
+		PreCopy: func(_ context.Context, d ocispec.Descriptor) error {
+			if opts.Progress != nil {
+				opts.Progress.Plan(d.Size)
+			}
+			return nil
+		},
+		PostCopy: func(_ context.Context, d ocispec.Descriptor) error {
+			uploaded.Add(1)
+			bytes.Add(d.Size)
+			if opts.Progress != nil {
+				opts.Progress.Advance(d.Size)
+			}
+			return nil
+		},
+		OnCopySkipped: func(context.Context, ocispec.Descriptor) error { skipped.Add(1); return nil },
+	}}
+	dstTag := opts.DstTag
+	if dstTag == nil {
+		dstTag = func(t string) string { return t }
+	}
+	for _, tag := range tags {
+		desc, err := src.Resolve(ctx, tag)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tag, err)
+		}
+		if err := oras.ExtendedCopyGraph(ctx, src, dst, desc, gopts); err != nil {
+			return nil, fmt.Errorf("copying %s: %w", tag, err)
+		}
+		if err := dst.Tag(ctx, desc, dstTag(tag)); err != nil {
+			return nil, fmt.Errorf("tagging %s: %w", tag, err)
+		}
+		res.Tags = append(res.Tags, tag)
+		// cosign v2's signatures live under a tag of their own.
+		sigTag := string(desc.Digest.Algorithm()) + "-" + desc.Digest.Encoded() + ".sig"
+		sig, err := src.Resolve(ctx, sigTag)
+		switch {
+		case errors.Is(err, errdef.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", sigTag, err)
+		default:
+			if err := oras.CopyGraph(ctx, src, dst, sig, gopts.CopyGraphOptions); err != nil {
+				return nil, fmt.Errorf("copying %s: %w", sigTag, err)
+			}
+			if err := dst.Tag(ctx, sig, dstTag(sigTag)); err != nil {
+				return nil, fmt.Errorf("tagging %s: %w", sigTag, err)
+			}
+		}
+	}
+	res.Uploaded, res.Skipped, res.Bytes = uploaded.Load(), skipped.Load(), bytes.Load()
+	return res, nil
+}
+
+// VerifyAll reads every blob reachable from the given tags (and their referrers and .sig tags),
+// checking each against its digest, without writing anything.
+func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
+	seen := map[string]bool{}
+	var walk func(d ocispec.Descriptor) error
+	walk = func(d ocispec.Descriptor) error {
+		if seen[d.Digest.String()] {
+			return nil
+		}
+		seen[d.Digest.String()] = true
+		rc, err := src.Fetch(ctx, d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.Digest, err)
+		}
+		vr := content.NewVerifyReader(rc, d)
+		_, err = ioCopyDiscard(vr)
+		rc.Close()
+		if err == nil {
+			err = vr.Verify()
+		}
+		if err != nil {
+			return fmt.Errorf("%s (%s) is corrupt: %w", d.Digest, d.MediaType, err)
+		}
+		succ, err := content.Successors(ctx, src, d)
+		if err != nil {
+			return err
+		}
+		preds, err := src.Predecessors(ctx, d)
+		if err != nil {
+			return err
+		}
+		for _, s := range append(succ, preds...) {
+			if err := walk(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, tag := range tags {
+		d, err := src.Resolve(ctx, tag)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", tag, err)
+		}
+		if err := walk(d); err != nil {
+			return 0, err
+		}
+	}
+	return len(seen), nil
+}

@@ -1,0 +1,192 @@
+// Package mirror moves providers across an air gap without losing their provenance: it reads
+// origin registries over the Provider Registry Protocol v1 (checking the OpenPGP signature of
+// each release's SHA256SUMS and every zip against it) and publishes them in OpenTofu's OCI
+// format with the signed checksums attached; it copies versions between OCI repositories and
+// layouts together with their referrers and cosign signatures; and it saves and loads
+// self-contained OCI-layout tarballs.
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// Origin is a client of one origin registry's Provider Registry Protocol v1 (format.md §4).
+type Origin struct {
+	Host   string
+	base   *url.URL // the providers.v1 base
+	client *http.Client
+}
+
+// OriginVersion is one version an origin offers.
+type OriginVersion struct {
+	Version   string              `json:"version"`
+	Protocols []string            `json:"protocols"`
+	Platforms []manifest.Platform `json:"platforms"`
+}
+
+// Download is what the origin says about one platform's package of a version.
+type Download struct {
+	Protocols           []string `json:"protocols"`
+	OS                  string   `json:"os"`
+	Arch                string   `json:"arch"`
+	Filename            string   `json:"filename"`
+	DownloadURL         string   `json:"download_url"`
+	SHASumsURL          string   `json:"shasums_url"`
+	SHASumsSignatureURL string   `json:"shasums_signature_url"`
+	SHASum              string   `json:"shasum"`
+	SigningKeys         struct {
+		GPGPublicKeys []struct {
+			KeyID      string `json:"key_id"`
+			ASCIIArmor string `json:"ascii_armor"`
+		} `json:"gpg_public_keys"`
+	} `json:"signing_keys"`
+	url *url.URL // where this answer came from; relative URLs resolve against it
+}
+
+// Resolve turns one of the answer's URLs into an absolute one.
+func (d *Download) Resolve(ref string) (string, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("bad URL %q in the download answer: %w", ref, err)
+	}
+	return d.url.ResolveReference(u).String(), nil
+}
+
+// NewOrigin discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
+// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile).
+func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, error) {
+	tlsConfig, err := oci.TLSConfig(opts.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	o := &Origin{Host: host, client: &http.Client{Transport: tr, Timeout: 10 * time.Minute}}
+	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
+	var doc map[string]any
+	if err := o.getJSON(ctx, disco, &doc); err != nil {
+		return nil, fmt.Errorf("discovering %s's provider registry: %w", host, err)
+	}
+	rel, ok := doc["providers.v1"].(string)
+	if !ok {
+		return nil, fmt.Errorf("%s offers no providers.v1 service (its .well-known/terraform.json has no providers.v1)", host)
+	}
+	ref, err := url.Parse(rel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: providers.v1 %q is not a URL", host, rel)
+	}
+	o.base = disco.ResolveReference(ref)
+	if !strings.HasSuffix(o.base.Path, "/") {
+		o.base.Path += "/"
+	}
+	return o, nil
+}
+
+func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", oci.UserAgent)
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return explainHTTP(u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: the answer is not valid JSON: %w", u, err)
+	}
+	return nil
+}
+
+func explainHTTP(u *url.URL, err error) error {
+	if strings.Contains(err.Error(), "certificate") {
+		return fmt.Errorf("GET %s: %v (trust the registry's CA with --ca-file or SSL_CERT_FILE)", u, err)
+	}
+	return fmt.Errorf("GET %s: %w", u, err)
+}
+
+// Versions lists the versions of NAMESPACE/TYPE the origin offers.
+func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginVersion, error) {
+	u := o.base.ResolveReference(&url.URL{Path: url.PathEscape(namespace) + "/" + url.PathEscape(typ) + "/versions"})
+	var doc struct {
+		Versions []struct {
+			Version   string   `json:"version"`
+			Protocols []string `json:"protocols"`
+			Platforms []struct {
+				OS   string `json:"os"`
+				Arch string `json:"arch"`
+			} `json:"platforms"`
+		} `json:"versions"`
+	}
+	if err := o.getJSON(ctx, u, &doc); err != nil {
+		return nil, err
+	}
+	var out []OriginVersion
+	for _, v := range doc.Versions {
+		ov := OriginVersion{Version: v.Version, Protocols: v.Protocols}
+		for _, p := range v.Platforms {
+			ov.Platforms = append(ov.Platforms, manifest.Platform{OS: p.OS, Arch: p.Arch})
+		}
+		out = append(out, ov)
+	}
+	return out, nil
+}
+
+// Download asks where a platform's package of a version is, and how it is signed.
+func (o *Origin) Download(ctx context.Context, namespace, typ, version string, p manifest.Platform) (*Download, error) {
+	u := o.base.ResolveReference(&url.URL{Path: strings.Join([]string{url.PathEscape(namespace), url.PathEscape(typ), url.PathEscape(version), "download", p.OS, p.Arch}, "/")})
+	d := &Download{url: u}
+	if err := o.getJSON(ctx, u, d); err != nil {
+		return nil, err
+	}
+	if d.OS != p.OS || d.Arch != p.Arch {
+		return nil, fmt.Errorf("GET %s: the answer is for %s_%s, not %s", u, d.OS, d.Arch, p)
+	}
+	if d.DownloadURL == "" || d.SHASumsURL == "" || d.SHASumsSignatureURL == "" {
+		return nil, fmt.Errorf("GET %s: the answer lacks download_url, shasums_url or shasums_signature_url", u)
+	}
+	return d, nil
+}
+
+// Fetch streams a URL's body into w, at most max bytes.
+func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("User-Agent", oci.UserAgent)
+	u, _ := url.Parse(rawURL)
+	if u.Scheme != "https" && !(u.Scheme == "http" && (oci.Ref{Registry: u.Host}).IsLoopback()) {
+		return 0, fmt.Errorf("GET %s: only https URLs are fetched", rawURL)
+	}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return 0, explainHTTP(u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", rawURL, resp.Status)
+	}
+	n, err := io.Copy(w, io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return n, fmt.Errorf("GET %s: %w", rawURL, err)
+	}
+	if n > max {
+		return n, fmt.Errorf("GET %s: more than %d bytes", rawURL, max)
+	}
+	return n, nil
+}
