@@ -315,7 +315,7 @@ func runLoad(c *cobra.Command, o *loadOptions) error {
 	ctx := c.Context()
 	b, err := mirror.OpenBundle(ctx, o.File)
 	if err != nil {
-		return fmt.Errorf("load: %w", err)
+		return fmt.Errorf("load: %w (nothing was pushed)", err)
 	}
 	bar := newProgress(o.io, "loading")
 	res, err := mirror.Load(ctx, b, mirror.LoadOptions{To: o.To, Registry: o.registry.options(), Policy: policy, Copy: mirror.CopyOptions{Progress: bar}, Log: o.io.ErrOut})

@@ -170,8 +170,12 @@ func matchAny(patterns []string, s string) bool {
 	return false
 }
 
-// MatchPattern matches s against pat: '*' is one path element, a trailing "/**" any depth.
+// MatchPattern matches s against pat: '*' is one path element, a trailing "/**" any depth, and
+// "**" alone anything.
 func MatchPattern(pat, s string) bool {
+	if pat == "**" {
+		return true
+	}
 	if prefix, ok := strings.CutSuffix(pat, "/**"); ok {
 		parts := strings.Split(s, "/")
 		np := len(strings.Split(prefix, "/"))
