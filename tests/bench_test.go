@@ -396,3 +396,115 @@ func BenchmarkRunPlan(b *testing.B) {
 	fmt.Printf("  tofu plan %8s   oprov run -- tofu plan %8s   ratio %.2fx (target <= 1.15x)\n",
 		median(plain).Round(time.Millisecond), median(run).Round(time.Millisecond), ratio)
 }
+
+// curlCopy fetches each blob from one registry and uploads it to another with curl (GET piped
+// into a POST+PUT), `concurrency` blobs at a time.
+func curlCopy(b *testing.B, from, to *testreg.Registry, fromRepo, toRepo string, sums []string, concurrency int) time.Duration {
+	b.Helper()
+	start := time.Now()
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sums))
+	for _, sum := range sums {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			post := exec.Command("curl", "-sS", "-f", "--cacert", to.CAFile, "-X", "POST", "-D", "-", "-o", "/dev/null", to.URL()+"/v2/"+toRepo+"/blobs/uploads/")
+			hdrs, err := post.Output()
+			if err != nil {
+				errs <- err
+				return
+			}
+			var loc string
+			for _, line := range strings.Split(string(hdrs), "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "location") {
+					loc = strings.TrimSpace(v)
+				}
+			}
+			if !strings.HasPrefix(loc, "http") {
+				loc = to.URL() + loc
+			}
+			sep := "?"
+			if strings.Contains(loc, "?") {
+				sep = "&"
+			}
+			script := fmt.Sprintf(`curl -sS -f --cacert %q %q | curl -sS -f --cacert %q -X PUT -H 'Content-Type: application/octet-stream' -T - -o /dev/null %q`,
+				from.CAFile, from.URL()+"/v2/"+fromRepo+"/blobs/sha256:"+sum, to.CAFile, loc+sep+"digest=sha256:"+sum)
+			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("%v: %s", err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkCopy copies a synthetic 5-platform release (OPROV_BENCH_MB MiB each) between two
+// local TLS registries with oprov copy, alternating with curl fetching and uploading the same
+// blobs at the same concurrency, into fresh repositories each round.
+func BenchmarkCopy(b *testing.B) {
+	peers.Require(b, "curl")
+	ca := testreg.NewCA(b, b.TempDir())
+	from := testreg.Start(b, testreg.Options{CA: ca})
+	to := testreg.Start(b, testreg.Options{CA: ca})
+	mb := benchMB()
+	dir := b.TempDir()
+	_, sums := syntheticRelease(b, dir, mb)
+	env := []string{"SSL_CERT_FILE=" + ca.File}
+	mustOprov(b, env, "push", dir, from.Host+"/bench/src")
+	rounds := b.N
+	if rounds < 3 {
+		rounds = 3
+	}
+	var curlT, oprovT []time.Duration
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		curlT = append(curlT, curlCopy(b, from, to, "bench/src", fmt.Sprintf("bench/curl%d", i), sums, 4))
+		oprovT = append(oprovT, timeCmd(b, env, oprovBin, "copy", from.Host+"/bench/src:1.0.0", fmt.Sprintf("%s/bench/oprov%d", to.Host, i), "--concurrency", "4"))
+	}
+	b.StopTimer()
+	ratio := float64(median(oprovT)) / float64(median(curlT))
+	b.ReportMetric(ratio, "x-curl")
+	total := float64(len(sums)*mb) * (1 << 20)
+	fmt.Printf("\ncopy of %d x %d MiB between two local TLS registries, %d rounds (median):\n", len(sums), mb, rounds)
+	fmt.Printf("  curl GET|PUT (4 at a time) %8s   oprov copy %8s (%.0f MB/s)   ratio %.2fx (target <= 1.3x)\n",
+		median(curlT).Round(time.Millisecond), median(oprovT).Round(time.Millisecond), total/median(oprovT).Seconds()/1e6, ratio)
+}
+
+// BenchmarkSaveLoad saves a synthetic 5-platform release into a tarball and loads it into
+// another registry, reporting time and peak RSS of each.
+func BenchmarkSaveLoad(b *testing.B) {
+	ca := testreg.NewCA(b, b.TempDir())
+	from := testreg.Start(b, testreg.Options{CA: ca})
+	to := testreg.Start(b, testreg.Options{CA: ca})
+	mb := benchMB()
+	dir := b.TempDir()
+	syntheticRelease(b, dir, mb)
+	env := []string{"SSL_CERT_FILE=" + ca.File}
+	mustOprov(b, env, "push", dir, from.Host+"/bench/src")
+	run := func(args ...string) (time.Duration, float64) {
+		cmd := exec.Command(oprovBin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("oprov %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return time.Since(start), float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	}
+	b.ResetTimer()
+	tarball := filepath.Join(b.TempDir(), "bench.tar")
+	saveT, saveRSS := run("save", from.Host+"/bench/src:1.0.0", "-o", tarball)
+	loadT, loadRSS := run("load", tarball, "--to", to.Host+"/airgap")
+	b.StopTimer()
+	b.ReportMetric(saveRSS, "MiB-save-rss")
+	b.ReportMetric(loadRSS, "MiB-load-rss")
+	fmt.Printf("\nsave and load of 5 x %d MiB:\n", mb)
+	fmt.Printf("  save %8s  peak RSS %5.1f MiB (target < 100 MiB)\n", saveT.Round(time.Millisecond), saveRSS)
+	fmt.Printf("  load %8s  peak RSS %5.1f MiB (target < 100 MiB)  (every blob is read and checked before anything is pushed)\n", loadT.Round(time.Millisecond), loadRSS)
+}
