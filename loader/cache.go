@@ -115,7 +115,7 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	}
 	defer os.Remove(f.Name())
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	cw := &release.CountingWriter{W: io.MultiWriter(f, h)}
 	err = fetch(cw)
 	if err == nil {
 		err = f.Sync()
@@ -126,8 +126,8 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	if err != nil {
 		return "", err
 	}
-	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || cw.n != size {
-		return "", fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.n, d, size)
+	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || cw.N != size {
+		return "", fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.N, d, size)
 	}
 	if err := os.Chmod(f.Name(), 0o444); err != nil {
 		return "", err
@@ -136,17 +136,6 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 		return "", err
 	}
 	return dest, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // CheckBlob re-hashes a cached zip and compares it with d: a cache on disk can be tampered with.

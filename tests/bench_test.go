@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,29 +89,14 @@ func curlUpload(t testing.TB, reg *testreg.Registry, repo string, paths, sums []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			post := exec.Command("curl", "-sS", "-f", "--cacert", reg.CAFile, "-X", "POST", "-D", "-", "-o", "/dev/null",
-				reg.URL()+"/v2/"+repo+"/blobs/uploads/")
-			hdrs, err := post.Output()
+			put, err := curlPutURL(reg, repo, sums[i])
 			if err != nil {
-				errs <- fmt.Errorf("curl POST: %v", err)
+				errs <- err
 				return
 			}
-			var loc string
-			for _, line := range strings.Split(string(hdrs), "\n") {
-				if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "location") {
-					loc = strings.TrimSpace(v)
-				}
-			}
-			if !strings.HasPrefix(loc, "http") {
-				loc = reg.URL() + loc
-			}
-			sep := "?"
-			if strings.Contains(loc, "?") {
-				sep = "&"
-			}
-			put := exec.Command("curl", "-sS", "-f", "--cacert", reg.CAFile, "-X", "PUT", "-H", "Content-Type: application/octet-stream",
-				"-T", paths[i], "-o", "/dev/null", loc+sep+"digest=sha256:"+sums[i])
-			if out, err := put.CombinedOutput(); err != nil {
+			cmd := exec.Command("curl", "-sS", "-f", "--cacert", reg.CAFile, "-X", "PUT", "-H", "Content-Type: application/octet-stream",
+				"-T", paths[i], "-o", "/dev/null", put)
+			if out, err := cmd.CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("curl PUT: %v %s", err, out)
 			}
 		}()
@@ -125,17 +109,23 @@ func curlUpload(t testing.TB, reg *testreg.Registry, repo string, paths, sums []
 	return time.Since(start)
 }
 
-// timedPush runs oprov push and gives its wall time and peak RSS in MiB.
-func timedPush(t testing.TB, args ...string) (time.Duration, float64) {
+// timedOprov runs oprov and gives its wall time and peak RSS in MiB (measured through rsswrap).
+func timedOprov(t testing.TB, env []string, args ...string) (time.Duration, float64) {
 	t.Helper()
-	cmd := exec.Command(oprovBin, append([]string{"push"}, args...)...)
+	out := filepath.Join(t.TempDir(), "rss")
+	cmd := exec.Command(rssWrap, append([]string{out, oprovBin}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("oprov push: %v\n%s", err, out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("oprov %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
 	d := time.Since(start)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return d, float64(ru.Maxrss) / 1024 // Maxrss is in KiB on Linux
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kib, _ := strconv.ParseFloat(strings.TrimSpace(string(data)), 64)
+	return d, kib / 1024
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -163,7 +153,7 @@ func BenchmarkPush5Platforms(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < rounds; i++ {
 		curlT = append(curlT, curlUpload(b, reg, fmt.Sprintf("bench/curl%d", i), paths, sums, concurrency))
-		d, r := timedPush(b, dir, fmt.Sprintf("%s/bench/oprov%d", reg.Host, i), "--ca-file", reg.CAFile, "--concurrency", strconv.Itoa(concurrency))
+		d, r := timedOprov(b, nil, "push", dir, fmt.Sprintf("%s/bench/oprov%d", reg.Host, i), "--ca-file", reg.CAFile, "--concurrency", strconv.Itoa(concurrency))
 		oprovT = append(oprovT, d)
 		if r > rss {
 			rss = r
@@ -411,27 +401,13 @@ func curlCopy(b *testing.B, from, to *testreg.Registry, fromRepo, toRepo string,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			post := exec.Command("curl", "-sS", "-f", "--cacert", to.CAFile, "-X", "POST", "-D", "-", "-o", "/dev/null", to.URL()+"/v2/"+toRepo+"/blobs/uploads/")
-			hdrs, err := post.Output()
+			put, err := curlPutURL(to, toRepo, sum)
 			if err != nil {
 				errs <- err
 				return
 			}
-			var loc string
-			for _, line := range strings.Split(string(hdrs), "\n") {
-				if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "location") {
-					loc = strings.TrimSpace(v)
-				}
-			}
-			if !strings.HasPrefix(loc, "http") {
-				loc = to.URL() + loc
-			}
-			sep := "?"
-			if strings.Contains(loc, "?") {
-				sep = "&"
-			}
 			script := fmt.Sprintf(`curl -sS -f --cacert %q %q | curl -sS -f --cacert %q -X PUT -H 'Content-Type: application/octet-stream' -T - -o /dev/null %q`,
-				from.CAFile, from.URL()+"/v2/"+fromRepo+"/blobs/sha256:"+sum, to.CAFile, loc+sep+"digest=sha256:"+sum)
+				from.CAFile, from.URL()+"/v2/"+fromRepo+"/blobs/sha256:"+sum, to.CAFile, put)
 			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("%v: %s", err, out)
 			}
@@ -488,23 +464,37 @@ func BenchmarkSaveLoad(b *testing.B) {
 	syntheticRelease(b, dir, mb)
 	env := []string{"SSL_CERT_FILE=" + ca.File}
 	mustOprov(b, env, "push", dir, from.Host+"/bench/src")
-	run := func(args ...string) (time.Duration, float64) {
-		cmd := exec.Command(oprovBin, args...)
-		cmd.Env = append(os.Environ(), env...)
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("oprov %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return time.Since(start), float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
-	}
 	b.ResetTimer()
 	tarball := filepath.Join(b.TempDir(), "bench.tar")
-	saveT, saveRSS := run("save", from.Host+"/bench/src:1.0.0", "-o", tarball)
-	loadT, loadRSS := run("load", tarball, "--to", to.Host+"/airgap")
+	saveT, saveRSS := timedOprov(b, env, "save", from.Host+"/bench/src:1.0.0", "-o", tarball)
+	loadT, loadRSS := timedOprov(b, env, "load", tarball, "--to", to.Host+"/airgap")
 	b.StopTimer()
 	b.ReportMetric(saveRSS, "MiB-save-rss")
 	b.ReportMetric(loadRSS, "MiB-load-rss")
 	fmt.Printf("\nsave and load of 5 x %d MiB:\n", mb)
 	fmt.Printf("  save %8s  peak RSS %5.1f MiB (target < 100 MiB)\n", saveT.Round(time.Millisecond), saveRSS)
 	fmt.Printf("  load %8s  peak RSS %5.1f MiB (target < 100 MiB)  (every blob is read and checked before anything is pushed)\n", loadT.Round(time.Millisecond), loadRSS)
+}
+
+// curlPutURL opens a blob upload with curl (a POST) and gives the URL to PUT the blob to.
+func curlPutURL(reg *testreg.Registry, repo, sum string) (string, error) {
+	post := exec.Command("curl", "-sS", "-f", "--cacert", reg.CAFile, "-X", "POST", "-D", "-", "-o", "/dev/null", reg.URL()+"/v2/"+repo+"/blobs/uploads/")
+	hdrs, err := post.Output()
+	if err != nil {
+		return "", fmt.Errorf("curl POST: %v", err)
+	}
+	var loc string
+	for _, line := range strings.Split(string(hdrs), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "location") {
+			loc = strings.TrimSpace(v)
+		}
+	}
+	if !strings.HasPrefix(loc, "http") {
+		loc = reg.URL() + loc
+	}
+	sep := "?"
+	if strings.Contains(loc, "?") {
+		sep = "&"
+	}
+	return loc + sep + "digest=sha256:" + sum, nil
 }

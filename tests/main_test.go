@@ -18,6 +18,7 @@ import (
 
 var (
 	oprovBin string // the oprov binary under test, built once by TestMain
+	rssWrap  string // tests/internal/rsswrap, for measuring peak RSS
 	repoRoot string
 )
 
@@ -34,12 +35,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	oprovBin = filepath.Join(dir, "oprov")
-	build := exec.Command("go", "build", "-o", oprovBin, "./cmd/oprov")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building oprov: %v\n%s", err, out)
-		return 1
+	oprovBin, rssWrap = filepath.Join(dir, "oprov"), filepath.Join(dir, "rsswrap")
+	for out, pkg := range map[string]string{oprovBin: "./cmd/oprov", rssWrap: "./tests/internal/rsswrap"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Dir = repoRoot
+		if msg, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, msg)
+			return 1
+		}
 	}
 	code := m.Run()
 	for _, d := range []string{helloDir, counterDir} {

@@ -77,6 +77,18 @@ func parseRef(s string) (oci.Ref, error) {
 	return r, nil
 }
 
+// parseVersionRef parses a reference that must name a version (REPO:VERSION).
+func parseVersionRef(op, s string) (oci.Ref, error) {
+	ref, err := parseRef(s)
+	if err != nil {
+		return oci.Ref{}, err
+	}
+	if ref.Reference == "" {
+		return oci.Ref{}, usageErrorf("%s %s: name a version (%s:VERSION); 'oprov inspect %s' lists them", op, ref, ref, ref)
+	}
+	return ref, nil
+}
+
 // progressBar shows bytes moved on a terminal's stderr, one line redrawn in place. It prints
 // nothing when stderr is not a terminal.
 type progressBar struct {

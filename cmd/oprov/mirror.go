@@ -367,12 +367,9 @@ func runAttach(c *cobra.Command, o *attachOptions) error {
 	if o.ArtifactType == "" {
 		return usageErrorf("attach: --artifact-type is required")
 	}
-	ref, err := parseRef(o.Ref)
+	ref, err := parseVersionRef("attach", o.Ref)
 	if err != nil {
 		return err
-	}
-	if ref.Reference == "" {
-		return usageErrorf("attach %s: name a version (%s:VERSION)", ref, ref)
 	}
 	if _, err := os.Stat(o.File); err != nil {
 		return fmt.Errorf("attach: %w", err)
@@ -437,12 +434,9 @@ func runDiscover(c *cobra.Command, o *discoverOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	ref, err := parseRef(o.Ref)
+	ref, err := parseVersionRef("discover", o.Ref)
 	if err != nil {
 		return err
-	}
-	if ref.Reference == "" {
-		return usageErrorf("discover %s: name a version (%s:VERSION)", ref, ref)
 	}
 	ctx := c.Context()
 	t, err := oci.Open(ctx, ref, o.registry.options(), false)

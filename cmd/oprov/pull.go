@@ -43,12 +43,9 @@ func runPull(c *cobra.Command, o *pullOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	ref, err := parseRef(o.Ref)
+	ref, err := parseVersionRef("pull", o.Ref)
 	if err != nil {
 		return err
-	}
-	if ref.Reference == "" {
-		return usageErrorf("pull %s: name a version (%s:VERSION); 'oprov inspect %s' lists them", ref, ref, ref)
 	}
 	platforms, err := parsePlatforms(o.Platforms)
 	if err != nil {

@@ -54,12 +54,9 @@ func runSign(c *cobra.Command, o *signOptions) error {
 	if o.Key == "" {
 		return usageErrorf("sign: --key is required")
 	}
-	ref, err := parseRef(o.Ref)
+	ref, err := parseVersionRef("sign", o.Ref)
 	if err != nil {
 		return err
-	}
-	if ref.Reference == "" {
-		return usageErrorf("sign %s: name a version (%s:VERSION)", ref, ref)
 	}
 	signer, err := sign.LoadSigner(o.Key, passwordFunc(o.io))
 	if err != nil {

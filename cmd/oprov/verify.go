@@ -61,12 +61,9 @@ func runVerify(c *cobra.Command, o *verifyOptions) error {
 	if (len(o.Keys) == 0) == (o.Policy == "") {
 		return usageErrorf("verify: give --key PUB (one or more) or --policy FILE")
 	}
-	ref, err := parseRef(o.Ref)
+	ref, err := parseVersionRef("verify", o.Ref)
 	if err != nil {
 		return err
-	}
-	if ref.Reference == "" {
-		return usageErrorf("verify %s: name a version (%s:VERSION)", ref, ref)
 	}
 	platforms, err := parsePlatforms(o.Platforms)
 	if err != nil {

@@ -100,6 +100,11 @@ func fileBlob(f AttachFile) (ocispec.Descriptor, func() (io.ReadCloser, error), 
 	return desc, open, nil
 }
 
+// PushBytes stores a small piece of content unless the target has it already.
+func PushBytes(ctx context.Context, t Target, desc ocispec.Descriptor, data []byte) error {
+	return pushIfMissing(ctx, t, desc, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+}
+
 func pushIfMissing(ctx context.Context, t Target, desc ocispec.Descriptor, open func() (io.ReadCloser, error)) error {
 	ok, err := t.Exists(ctx, desc)
 	if err != nil || ok {

@@ -227,11 +227,11 @@ func writeRelease(opts PackageOptions, files []platformFiles) (*Packaged, error)
 		var sum string
 		err := WriteFileAtomic(dest, func(w io.Writer) error {
 			h := sha256.New()
-			cw := &countWriter{w: io.MultiWriter(w, h)}
+			cw := &CountingWriter{W: io.MultiWriter(w, h)}
 			if err := WriteZip(cw, zfs); err != nil {
 				return err
 			}
-			size, sum = cw.n, hex.EncodeToString(h.Sum(nil))
+			size, sum = cw.N, hex.EncodeToString(h.Sum(nil))
 			return nil
 		})
 		if err != nil {
@@ -264,14 +264,15 @@ func opener(path string) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return os.Open(path) }
 }
 
-type countWriter struct {
-	w io.Writer
-	n int64
+// CountingWriter counts the bytes written through it.
+type CountingWriter struct {
+	W io.Writer
+	N int64
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
 	return n, err
 }
 

@@ -1,7 +1,6 @@
 package sign
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,17 +102,7 @@ func dockerReference(ref oci.Ref) string {
 }
 
 func pushIfMissing(ctx context.Context, t oci.Target, b blob) error {
-	ok, err := t.Exists(ctx, b.desc)
-	if err != nil {
-		return err
-	}
-	if ok {
-		return nil
-	}
-	if err := t.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return err
-	}
-	return nil
+	return oci.PushBytes(ctx, t, b.desc, b.data)
 }
 
 // maxSignatureManifest bounds what is read of signature artifacts.
