@@ -344,9 +344,8 @@ type InstallResult struct {
 	Installed []Installed  `json:"installed"`
 	Locked    []LockChange `json:"locked,omitempty"`
 	Unmanaged []string     `json:"unmanaged,omitempty"`
+	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
 	Network   bool         `json:"network"`
-	project   *Project
-	provider  map[string]bool // addresses installed
 }
 
 // ErrLockMismatch marks a registry or cache whose content disagrees with the lock file.
@@ -359,9 +358,12 @@ var ErrLockMismatch = errors.New("does not match the lock file")
 // Nothing is unpacked for a provider whose zip disagrees with the lock.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
 	s := &session{opts: &opts}
-	res := &InstallResult{project: p, provider: map[string]bool{}}
+	res := &InstallResult{}
 	for _, r := range p.Unmanaged {
 		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
+	}
+	for _, src := range p.Sources {
+		res.Sources = append(res.Sources, src.Addr.String())
 	}
 	host := opts.host()
 	// First make sure the lock covers every managed provider.
@@ -429,7 +431,6 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 				Addr: pl.pv.Addr(), Version: pl.e.Version, Platform: host.String(), Zip: pl.pm.Zip.String(),
 				MirrorRoot: root, FromCache: true,
 			})
-			res.provider[pl.pv.Addr()] = true
 			continue
 		}
 		fromCache := opts.Cache.HasBlob(pl.pm.Zip)
@@ -469,7 +470,6 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 			Addr: pl.pv.Addr(), Version: pl.e.Version, Platform: host.String(), Zip: pl.pm.Zip.String(),
 			MirrorRoot: root, FromCache: fromCache,
 		})
-		res.provider[pl.pv.Addr()] = true
 	}
 	if err := p.Lock.Write(); err != nil {
 		return nil, err

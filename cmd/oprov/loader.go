@@ -267,6 +267,9 @@ func printInstalled(w io.Writer, res *loader.InstallResult) {
 	if len(res.Unmanaged) > 0 {
 		fmt.Fprintf(w, "Left to tofu: %s\n", strings.Join(res.Unmanaged, ", "))
 	}
+	if len(res.Sources) > 0 {
+		fmt.Fprintf(w, "Kept as source, so not installed: %s (run tofu through 'oprov run', which builds and launches them)\n", strings.Join(res.Sources, ", "))
+	}
 }
 
 func newTofurcCmd(ios *IOStreams) *cobra.Command {
