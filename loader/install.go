@@ -424,47 +424,17 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 	// Fetch what the cache lacks, check it, and unpack it.
 	for _, pl := range plans {
 		root := opts.Cache.MirrorRoot(pl.pm.Zip, pl.pv.Req.Addr, pl.e.Version, host)
-		if dirExists(root) {
-			// Already unpacked. tofu checks the unpacked package against the lock's h1: hash
-			// whenever it installs from the mirror, so the zip need not be hashed again.
-			res.Installed = append(res.Installed, Installed{
-				Addr: pl.pv.Addr(), Version: pl.e.Version, Platform: host.String(), Zip: pl.pm.Zip.String(),
-				MirrorRoot: root, FromCache: true,
-			})
-			continue
-		}
-		fromCache := opts.Cache.HasBlob(pl.pm.Zip)
-		if fromCache {
-			if err := opts.Cache.CheckBlob(pl.pm.Zip); err != nil {
+		fromCache := true
+		// Already unpacked: tofu checks the unpacked package against the lock's h1: hash whenever
+		// it installs from the mirror, so the zip need not be hashed again.
+		if !dirExists(root) {
+			var err error
+			if fromCache, err = p.ensureZip(ctx, s, pl.pv, pl.e, pl.meta, pl.pm, host); err != nil {
 				return nil, err
 			}
-		} else {
-			t, err := s.target(ctx, pl.pv.Repo)
-			if err != nil {
-				return nil, err
-			}
-			zp := &oci.Platform{Platform: host, Zip: zipDescriptor(pl.pm), Filename: pl.pm.Filename}
-			path, err := opts.Cache.PutBlob(ctx, pl.pm.Zip, pl.pm.Size, func(w io.Writer) error {
-				return oci.FetchZip(ctx, t, zp, w, opts.Progress)
-			})
-			if err != nil {
+			if root, err = opts.Cache.EnsureMirror(ctx, pl.pm.Zip, pl.pv.Req.Addr, pl.e.Version, host); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", pl.pv.Addr(), pl.e.Version, err)
 			}
-			if pl.pm.H1 == "" {
-				if pl.pm.H1, err = release.HashZipH1(path); err != nil {
-					return nil, err
-				}
-				if err := checkAgainstLock(pl.pv, pl.e, pl.pm, host); err != nil {
-					return nil, err
-				}
-				if err := opts.Cache.WriteMeta(pl.pv.Repo, pl.meta); err != nil {
-					return nil, err
-				}
-			}
-		}
-		root, err := opts.Cache.EnsureMirror(ctx, pl.pm.Zip, pl.pv.Req.Addr, pl.e.Version, host)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", pl.pv.Addr(), pl.e.Version, err)
 		}
 		res.Installed = append(res.Installed, Installed{
 			Addr: pl.pv.Addr(), Version: pl.e.Version, Platform: host.String(), Zip: pl.pm.Zip.String(),
@@ -476,6 +446,38 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 	}
 	res.Network = len(s.targets) > 0
 	return res, nil
+}
+
+// ensureZip makes sure the cache holds a provider's zip for this platform, checked: a cached one
+// is re-hashed (a cache on disk can be tampered with), a missing one is fetched against its
+// digest and, when its h1: was not known yet, checked against the lock.
+// It reports whether the zip was in the cache already.
+func (p *Project) ensureZip(ctx context.Context, s *session, pv *Provider, e *LockEntry, meta *VersionMeta, pm *PlatformMeta, host manifest.Platform) (bool, error) {
+	c := s.opts.Cache
+	if c.HasBlob(pm.Zip) {
+		return true, c.CheckBlob(pm.Zip)
+	}
+	t, err := s.target(ctx, pv.Repo)
+	if err != nil {
+		return false, err
+	}
+	zp := &oci.Platform{Platform: host, Zip: zipDescriptor(pm), Filename: pm.Filename}
+	path, err := c.PutBlob(ctx, pm.Zip, pm.Size, func(w io.Writer) error {
+		return oci.FetchZip(ctx, t, zp, w, s.opts.Progress)
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", pv.Addr(), e.Version, err)
+	}
+	if pm.H1 != "" {
+		return false, nil
+	}
+	if pm.H1, err = release.HashZipH1(path); err != nil {
+		return false, err
+	}
+	if err := checkAgainstLock(pv, e, pm, host); err != nil {
+		return false, err
+	}
+	return false, c.WriteMeta(pv.Repo, meta)
 }
 
 // usable reports whether cached metadata can stand in for the registry: it is for the locked
