@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
@@ -86,13 +84,9 @@ func LoadConfig(dir string) (*Config, error) {
 
 // ParseConfig parses oprov.hcl's content. Errors point at file:line.
 func ParseConfig(path string, src []byte) (*Config, error) {
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
-	}
 	var cf configFile
-	if diags := gohcl.DecodeBody(f.Body, nil, &cf); diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
+	if err := hcldiag.Decode(path, src, &cf); err != nil {
+		return nil, err
 	}
 	cfg := &Config{Path: path}
 	for _, mf := range cf.Mirrors {
@@ -136,12 +130,8 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 		case len(mf.PublicKeys) > 0:
 			// public_keys is shorthand for a policy that enforces these keys for this block.
 			rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
-			for _, k := range mf.PublicKeys {
-				kp := k
-				if !filepath.IsAbs(kp) {
-					kp = filepath.Join(filepath.Dir(path), kp)
-				}
-				pk, err := sign.LoadPublicKey(kp)
+			for i, k := range mf.PublicKeys {
+				pk, err := sign.LoadPublicKeyFrom(path, k, fmt.Sprintf("public_keys[%d]", i))
 				if err != nil {
 					return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
 				}

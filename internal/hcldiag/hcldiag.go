@@ -7,7 +7,22 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
+
+// Decode parses an HCL file's content and decodes it into target (gohcl tags); errors point at
+// file:line.
+func Decode(file string, src []byte, target any) error {
+	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
+	if diags.HasErrors() {
+		return Error(diags)
+	}
+	if diags := gohcl.DecodeBody(f.Body, nil, target); diags.HasErrors() {
+		return Error(diags)
+	}
+	return nil
+}
 
 // Error joins the error diagnostics, each as "file:line: summary: detail".
 func Error(diags hcl.Diagnostics) error {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/cosign/v2/pkg/cosign/env"
@@ -133,6 +134,18 @@ func LoadPublicKey(path string) (PublicKey, error) {
 		return PublicKey{}, fmt.Errorf("public key: %w", err)
 	}
 	return ParsePublicKey(path, data)
+}
+
+// LoadPublicKeyFrom loads a public key named in a configuration file: a path relative to that
+// file's directory (or absolute), or the PEM key itself. name labels an inline key in messages.
+func LoadPublicKeyFrom(file, key, name string) (PublicKey, error) {
+	if strings.HasPrefix(strings.TrimSpace(key), "-----BEGIN") {
+		return ParsePublicKey(name, []byte(key))
+	}
+	if !filepath.IsAbs(key) {
+		key = filepath.Join(filepath.Dir(file), key)
+	}
+	return LoadPublicKey(key)
 }
 
 // GenerateKeyPair writes PREFIX.key (encrypted with the password) and PREFIX.pub, the files

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/oprov/oprov/internal/hcldiag"
 
@@ -78,13 +75,9 @@ func LoadPolicy(file string) (*Policy, error) {
 
 // ParsePolicy parses a policy from src; file names it in errors and anchors relative key paths.
 func ParsePolicy(file string, src []byte) (*Policy, error) {
-	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
-	}
 	var pf policyFile
-	if diags := gohcl.DecodeBody(f.Body, nil, &pf); diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
+	if err := hcldiag.Decode(file, src, &pf); err != nil {
+		return nil, err
 	}
 	p := &Policy{Path: file, Mode: ModeEnforce}
 	if pf.Mode != nil {
@@ -119,17 +112,7 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 			return nil, fmt.Errorf("%s: trust %q lists no keys", at, tf.Name)
 		}
 		for i, k := range tf.Keys {
-			var pk PublicKey
-			var err error
-			if strings.HasPrefix(strings.TrimSpace(k), "-----BEGIN") {
-				pk, err = ParsePublicKey(fmt.Sprintf("%s key %d", tf.Name, i+1), []byte(k))
-			} else {
-				kp := k
-				if !filepath.IsAbs(kp) {
-					kp = filepath.Join(filepath.Dir(file), kp)
-				}
-				pk, err = LoadPublicKey(kp)
-			}
+			pk, err := LoadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
 			if err != nil {
 				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
 			}
