@@ -124,9 +124,10 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	})
 	rpc, err := p.client.Client()
 	if err != nil {
-		err = p.explainStart(err)
+		// Stop it first: go-plugin's Kill waits for its stderr goroutine, so the tail the error
+		// quotes is complete.
 		p.kill()
-		return nil, err
+		return nil, p.explainStart(err)
 	}
 	raw, err := rpc.Dispense("provider")
 	if err != nil {
