@@ -162,8 +162,10 @@ type VersionMeta struct {
 	Version    string                   `json:"version"`
 	Index      digest.Digest            `json:"index_digest"`
 	Platforms  map[string]*PlatformMeta `json:"platforms"`
-	// Verified lists the keys (by sigstore hint) whose signature over Index checked out.
-	Verified []string `json:"verified_by,omitempty"`
+	// Verified lists the keys (by sigstore hint) whose signature over Index checked out, and
+	// VerifiedKeys the same keys by name, for reports.
+	Verified     []string `json:"verified_by,omitempty"`
+	VerifiedKeys []string `json:"verified_keys,omitempty"`
 }
 
 // PlatformMeta is one platform of a cached version.

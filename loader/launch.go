@@ -3,13 +3,13 @@ package loader
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -34,52 +34,83 @@ func FindExecutable(pkgDir, typ string) (string, error) {
 	return "", fmt.Errorf("%s holds no terraform-provider-%s executable", pkgDir, typ)
 }
 
-// FetchForLaunch gets one provider version ready to run from a repository, through the same
-// checks as an install: the signature per the policy (when one is given), this machine's zip
-// checked against its digest into the cache, and unpacked safely. It returns the executable.
-func FetchForLaunch(ctx context.Context, ref oci.Ref, addr oci.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
-	t, err := oci.Open(ctx, ref, opts.Registry, false)
+// FetchRef gets the version one reference names (a tag or a digest) ready to run, through the
+// same source and checks as an install: resolved once, the signature per the policy (when one is
+// given) over exactly that digest, this machine's zip checked into the cache, and unpacked
+// safely. It returns the executable.
+func FetchRef(ctx context.Context, ref oci.Ref, addr oci.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
+	newSession(&opts)
+	src := newOCISource(&opts, policy, func(oci.ProviderAddress) (oci.Ref, error) { return ref, nil })
+	rv, err := src.resolve(ctx, ref, addr)
 	if err != nil {
-		return "", oci.Explain("fetch", ref, err)
+		return "", err
 	}
-	v, err := oci.ResolveVersion(ctx, t, ref)
+	pkg, err := rv.packageFor(ctx, addr, opts.host())
 	if err != nil {
-		return "", oci.Explain("fetch", ref, err)
+		return "", err
 	}
-	if policy != nil {
-		d, err := policy.VerifyWithPolicy(ctx, t, ref, addr.String(), sign.VerifyOptions{})
+	if pkg.Version == "" { // named by digest: take the version from the zip's name
+		pkg.Version = "0.0.0"
+		if fn, err := release.ParseFilename(pkg.Filename); err == nil {
+			pkg.Version = fn.Version
+		}
+	}
+	in, err := opts.materialize(ctx, pkg, nil)
+	if err != nil {
+		return "", err
+	}
+	return FindExecutable(PackageDir(in.MirrorRoot, addr, pkg.Version, pkg.Platform), addr.Type)
+}
+
+// Launchable is a provider ready to launch: its address and executable, and a word on where it
+// came from (a version, or how it was built).
+type Launchable struct {
+	Addr       string
+	Executable string
+	What       string
+}
+
+// Launchables installs the managed providers and builds the ones kept as source, and gives the
+// executables to launch for this machine.
+func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, error) {
+	var out []Launchable
+	if len(p.Managed) > 0 {
+		res, err := p.Install(ctx, opts)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if d.Warning != nil {
-			opts.logf("oprov: warning (policy mode warn): %v", d.Warning)
-		}
-	}
-	host := opts.host()
-	e, ok := v.Parsed.Lookup(host)
-	if !ok {
-		return "", fmt.Errorf("%s has no package for this machine (%s); it has %s", ref, host, platformList(v.Parsed.Platforms()))
-	}
-	p, err := oci.FetchPlatform(ctx, t, v, e)
-	if err != nil {
-		return "", err
-	}
-	if _, err := opts.Cache.PutBlob(ctx, p.Zip.Digest, p.Zip.Size, func(w io.Writer) error {
-		return oci.FetchZip(ctx, t, p, w, opts.Progress)
-	}); err != nil {
-		return "", err
-	}
-	version := v.Version
-	if version == "" { // named by digest: take the version from the zip's name
-		if fn, err := release.ParseFilename(p.Filename); err == nil {
-			version = fn.Version
-		} else {
-			version = "0.0.0"
+		for _, in := range res.Installed {
+			addr, err := oci.ParseProviderAddress(in.Addr)
+			if err != nil {
+				return nil, err
+			}
+			pl, _ := manifest.ParsePlatform(in.Platform)
+			exe, err := FindExecutable(PackageDir(in.MirrorRoot, addr, in.Version, pl), addr.Type)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Launchable{Addr: in.Addr, Executable: exe, What: in.Version})
 		}
 	}
-	root, err := opts.Cache.EnsureMirror(ctx, p.Zip.Digest, addr, version, host)
-	if err != nil {
-		return "", err
+	s := newSession(&opts)
+	for _, pv := range p.Local {
+		src := s.source(pv)
+		pkg, err := src.PackageFor(ctx, pv.Req.Addr, devVersion, s.opts.host())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Launchable{Addr: pv.Addr(), Executable: pkg.Executable, What: pkg.Detail})
 	}
-	return FindExecutable(PackageDir(root, addr, version, host), addr.Type)
+	return out, nil
+}
+
+// Members turns launchables into a launch group's members, with the given start options.
+func Members(ls []Launchable, base plugin.Options) []plugin.Member {
+	out := make([]plugin.Member, len(ls))
+	for i, l := range ls {
+		o := base
+		o.Path = l.Executable
+		out[i] = plugin.Member{Addr: l.Addr, Options: o}
+	}
+	return out
 }

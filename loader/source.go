@@ -2,130 +2,109 @@ package loader
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"sort"
-	"strings"
+
+	"github.com/apparentlymart/go-versions/versions"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
-// Source is a required provider kept as Go source beside the configuration.
-type Source struct {
-	Req *Requirement
-	*SourceProvider
+// Source is where providers come from, as in OpenTofu's provider installer: it lists the versions
+// of a provider it offers and says, for one version and platform, where the package is and how it
+// was authenticated. The installer, lock, run and schema hold Sources and do not care which kind.
+//
+// Kinds today: an OCI repository (an oci_mirror block, source_oci.go), and a directory of provider
+// source beside the configuration (a provider block, source_godir.go). Adding a kind means one new
+// file and its registration (registerLocalKind for a source directory, or a block in config.go).
+type Source interface {
+	// AvailableVersions lists the versions of addr the source offers.
+	AvailableVersions(ctx context.Context, addr oci.ProviderAddress) (versions.List, error)
+	// Platforms lists the platforms a version has packages for.
+	Platforms(ctx context.Context, addr oci.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
+	// PackageFor says where one platform's package of a version is, and how it was authenticated.
+	// It resolves whatever names the version once per command and works by digest afterwards.
+	PackageFor(ctx context.Context, addr oci.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
+	// ForDisplay names where addr comes from, for messages.
+	ForDisplay(addr oci.ProviderAddress) string
 }
 
-// Built is a source provider built for this machine.
-type Built struct {
-	Addr       string `json:"address"`
-	Executable string `json:"executable"`
-	Key        string `json:"source_hash"`
-	Rebuilt    bool   `json:"rebuilt"`
+// LocalSource is a Source kept beside the configuration: its packages are executables built on
+// this machine, launched by 'oprov run' and never locked or installed.
+type LocalSource interface {
+	Source
+	Dir() string
 }
 
-// Build compiles a source provider for this machine, unless the cache already holds a build of
-// the same source tree (every file's name and content), Go version and platform.
-func (c *Cache) Build(ctx context.Context, s *Source) (*Built, error) {
-	if _, err := os.Stat(filepath.Join(s.Dir, "go.mod")); err != nil {
-		return nil, fmt.Errorf("%s:%d: provider %q: %s is not a Go module (no go.mod)", s.Range.Filename, s.Range.Start.Line, s.Addr, s.Dir)
-	}
-	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
-	if err != nil {
-		return nil, errors.New("building a source provider needs the go toolchain on PATH")
-	}
-	host := manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
-	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String())
-	if err != nil {
-		return nil, err
-	}
-	name := "terraform-provider-" + s.Addr.Type
-	if host.OS == "windows" {
-		name += ".exe"
-	}
-	dir := filepath.Join(c.Dir, "builds", key)
-	exe := filepath.Join(dir, name)
-	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
-	if fileExists(exe) {
-		return out, nil
-	}
-	unlock, err := c.lock(ctx, "build-"+key)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if fileExists(exe) {
-		return out, nil
-	}
-	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "build-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := release.BuildGo(ctx, s.Dir, host, "0.0.0-dev", filepath.Join(tmp, name)); err != nil {
-		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
-	}
-	out.Rebuilt = true
-	return out, nil
+// Package is one platform's package of a provider version. Exactly one of Fetch and Executable is
+// set: a zip to be cached and unpacked, or an executable ready to launch.
+type Package struct {
+	Addr     oci.ProviderAddress
+	Version  string
+	Platform manifest.Platform
+	Filename string
+	// Zip and Size identify the zip (its sha256 is the lock file's zh: hash).
+	Zip  digest.Digest
+	Size int64
+	// H1 is the unpacked package's h1: hash when the source knows it without the zip.
+	H1 string
+	// Fetch streams the zip into w, checked against Zip and Size.
+	Fetch func(ctx context.Context, w io.Writer, progress oci.Progress) error
+	// RecordH1, when set, tells the source the h1: hash computed from the zip, to remember.
+	RecordH1 func(h1 string) error
+	// Executable is a ready-to-launch provider (local sources).
+	Executable string
+	Auth       Authentication
+	// FromCache is true when the source answered from cached metadata without asking its origin.
+	FromCache bool
+	// Detail says how a local package was made ("built", "cached build"), for messages.
+	Detail string
 }
 
-// treeHash hashes a directory's regular files (names and contents, skipping hidden files and
-// directories) together with extra, as a hex sha256.
-func treeHash(root, extra string) (string, error) {
-	var files []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// Authentication says how a package was authenticated.
+type Authentication struct {
+	// Method is "cosign" (a signature over the index digest), "none" (no policy applies), or
+	// "local" (built from source on this machine).
+	Method string `json:"method"`
+	// Subject is the digest the signature covers (the version's index).
+	Subject digest.Digest `json:"subject,omitempty"`
+	// Keys are the trusted keys whose signatures checked out.
+	Keys []string `json:"keys,omitempty"`
+	// Rule is the trust rule that applied.
+	Rule string `json:"rule,omitempty"`
+	// Warning is set when a warn-mode rule let an unverified version through.
+	Warning string `json:"warning,omitempty"`
+}
+
+type noCacheKey struct{}
+
+// withoutCache asks sources to go to their origin rather than answer from cached metadata: for a
+// second look when a cached answer disagrees with the lock file.
+func withoutCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCacheKey{}, true)
+}
+
+func cacheAllowed(ctx context.Context) bool { return ctx.Value(noCacheKey{}) == nil }
+
+// localKind is a kind of provider source directory: detect says whether a directory is one.
+type localKind struct {
+	name   string
+	detect func(dir string) bool
+	open   func(sp *SourceProvider, opts *Options) LocalSource
+}
+
+var localKinds []localKind
+
+// registerLocalKind adds a kind of source directory; each kind registers itself from its file.
+func registerLocalKind(k localKind) { localKinds = append(localKinds, k) }
+
+// openLocal opens a provider source directory as the first kind that recognises it.
+func openLocal(sp *SourceProvider, opts *Options) (LocalSource, bool) {
+	for _, k := range localKinds {
+		if k.detect(sp.Dir) {
+			return k.open(sp, opts), true
 		}
-		if p != root && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("reading provider source %s: %w", root, err)
 	}
-	sort.Strings(files)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", extra)
-	for _, f := range files {
-		rel, _ := filepath.Rel(root, f)
-		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
-		fh, err := os.Open(f)
-		if err != nil {
-			return "", err
-		}
-		fileSum := sha256.New()
-		_, err = io.Copy(fileSum, fh)
-		fh.Close()
-		if err != nil {
-			return "", err
-		}
-		h.Write(fileSum.Sum(nil))
-	}
-	return hex.EncodeToString(h.Sum(nil))[:32], nil
+	return nil, false
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +46,7 @@ same document as 'tofu providers schema -json'.`,
 		Args: argsRange(1, 1, "one provider: REPO:VERSION or a path to an executable"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Target = args[0]
-			return runSchema(c, o)
+			return runSchema(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for the JSON keys (default: guessed from the name)")
@@ -58,11 +59,10 @@ same document as 'tofu providers schema -json'.`,
 	return c
 }
 
-func runSchema(c *cobra.Command, o *schemaOptions) error {
+func runSchema(ctx context.Context, o *schemaOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	ctx := c.Context()
 	var exe string
 	var addr oci.ProviderAddress
 	if st, err := os.Stat(o.Target); err == nil && !st.IsDir() {
@@ -94,7 +94,7 @@ func runSchema(c *cobra.Command, o *schemaOptions) error {
 		if err != nil {
 			return err
 		}
-		if exe, err = loader.FetchForLaunch(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}); err != nil {
+		if exe, err = loader.FetchRef(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}); err != nil {
 			return err
 		}
 	}
@@ -144,16 +144,6 @@ func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
 		return &sign.Policy{Path: "--key", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
 	}
 	return nil, nil
-}
-
-func openCache(dir string) (*loader.Cache, error) {
-	if dir == "" {
-		var err error
-		if dir, err = loader.DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	return loader.OpenCache(dir)
 }
 
 func printSchema(w io.Writer, addr string, protocol int, s *plugin.ProviderSchema) {

@@ -96,6 +96,16 @@ func FetchPlatform(ctx context.Context, t ReadOnly, v *Version, e manifest.Entry
 	return p, nil
 }
 
+// CheckPlatform refuses a platform whose zip is titled as another version than the one the tag
+// names: a tag moved onto another release.
+func (v *Version) CheckPlatform(p *Platform) error {
+	title := p.Zip.Annotations[manifest.AnnotationTitle]
+	if fn, err := release.ParseFilename(title); err == nil && v.Version != "" && fn.Version != v.Version {
+		return fmt.Errorf("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, title)
+	}
+	return nil
+}
+
 // zipName picks the release file name for a platform's zip: the layer's title when it follows
 // the convention and names the same platform, otherwise one made from the type and version.
 func zipName(v *Version, p manifest.Platform, title string) string {

@@ -180,10 +180,20 @@ type Decision struct {
 	Warning error   // set when verification failed, or no rule applied, and the mode is warn
 }
 
-// VerifyWithPolicy verifies the version ref names with the keys the policy trusts for it.
-// provider is the provider's address when known. In warn mode a failure is returned as the
-// decision's Warning; in enforce mode it is the error.
+// VerifyWithPolicy resolves ref once and checks what it resolved to (Check).
 func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
+	v, err := oci.ResolveVersion(ctx, t, ref)
+	if err != nil {
+		return nil, err
+	}
+	return p.Check(ctx, t, ref, v, provider, opts)
+}
+
+// Check verifies an already resolved version with the keys the policy trusts for it (see
+// VerifyVersion: nothing is resolved by tag again). provider is the provider's address when
+// known. In warn mode a failure is returned as the decision's Warning; in enforce mode it is the
+// error.
+func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Version, provider string, opts VerifyOptions) (*Decision, error) {
 	repo := ref.Repo()
 	r := p.Match(repo, provider)
 	if r == nil {
@@ -191,14 +201,14 @@ func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.R
 		if provider != "" {
 			subject = provider + " (" + repo + ")"
 		}
-		err := &Error{Ref: ref, Reason: fmt.Sprintf("no trust rule in %s covers %s (add a trust block whose providers or repositories match it)", p.Path, subject)}
+		err := &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf("no trust rule in %s covers %s (add a trust block whose providers or repositories match it)", p.Path, subject)}
 		if p.Mode == ModeWarn {
 			return &Decision{Mode: ModeWarn, Warning: err}, nil
 		}
 		return nil, err
 	}
 	opts.Keys = r.Keys
-	res, err := Verify(ctx, t, ref, opts)
+	res, err := VerifyVersion(ctx, t, ref, v, opts)
 	d := &Decision{Rule: r.Name, Mode: r.Mode, Result: res}
 	if err != nil {
 		var ve *Error

@@ -20,7 +20,6 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
 )
 
 var errNotThisKey = errors.New("not signed by this key")
@@ -36,6 +35,9 @@ type VerifyOptions struct {
 	HostZip bool
 	// Progress hears about zip downloads.
 	Progress oci.Progress
+	// SignaturesOnly checks the signatures (and the version the index claims) and nothing
+	// below the index: for callers that walk the digest chain themselves, once.
+	SignaturesOnly bool
 }
 
 // Signature is a signature that checked out.
@@ -91,9 +93,7 @@ type candidate struct {
 	problem  string // set when the artifact could not be read
 }
 
-// Verify checks that the version ref names is signed by one of opts.Keys, that a good signature
-// names exactly the digest the tag resolves to now, that the version's content is the version the
-// tag says, and that the digest chain down to each zip checks out.
+// Verify resolves ref once and verifies what it resolved to (VerifyVersion).
 func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions) (*Result, error) {
 	if len(opts.Keys) == 0 {
 		return nil, &Error{Ref: ref, Reason: "no trusted keys given (pass --key or --policy)"}
@@ -102,65 +102,52 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 	if err != nil {
 		return nil, err
 	}
+	return VerifyVersion(ctx, t, ref, v, opts)
+}
+
+// VerifyVersion checks a version already resolved to its index digest: that one of opts.Keys
+// signed exactly that digest, that the index is the version the tag claimed, and that the digest
+// chain down to each platform manifest (and the selected zips) checks out. It never resolves a
+// tag again, so a registry that answers two requests for the same tag differently cannot make it
+// vouch for bytes it did not check. ref names the version in messages. Zips are fetched only once
+// a good signature is found: an unsigned release costs a few small requests, not its size.
+func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Version, opts VerifyOptions) (*Result, error) {
 	fail := func(format string, args ...any) error {
 		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
 	}
+	if len(opts.Keys) == 0 {
+		return nil, fail("no trusted keys given (pass --key or --policy)")
+	}
 	res := &Result{Reference: ref.String(), Version: v.Version, Digest: v.Index.Digest.String()}
 
-	// Finding the signatures and walking the digest chain are independent: do them at once, and
-	// judge the signatures first, so a signature problem is what gets reported.
+	// Finding the signatures and fetching the platform manifests are independent and small: do
+	// them at once, and judge the signatures first, so a signature problem is what gets reported.
 	var (
-		cands    []candidate
-		sigErr   error
-		chain    []Checked
-		chainErr error
+		sigs              []Signature
+		sigErr            error
+		platforms         []*oci.Platform
+		chainErr          error
+		wg                sync.WaitGroup
+		skipPlatformCheck = opts.SignaturesOnly
 	)
-	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		cands, sigErr = findSignatures(ctx, t, v.Index)
+		sigs, sigErr = checkSignatures(ctx, t, v, opts.Keys, fail)
 	}()
-	chain, chainErr = checkChain(ctx, t, v, opts)
+	if !skipPlatformCheck {
+		platforms, chainErr = fetchPlatforms(ctx, t, v)
+	}
 	wg.Wait()
 	if sigErr != nil {
 		return nil, sigErr
 	}
-	if len(cands) == 0 {
-		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign %s --key cosign.key')", LegacyTag(v.Index.Digest), ref)
-		e.(*Error).Unsigned = true
-		return nil, e
+	res.Signatures = sigs
+	if skipPlatformCheck {
+		return res, nil
 	}
-	var problems []string
-	for _, c := range cands {
-		if c.problem != "" {
-			problems = append(problems, c.problem)
-			continue
-		}
-		sig, problem := checkCandidate(c, opts.Keys, v.Index.Digest)
-		if sig != nil {
-			res.Signatures = append(res.Signatures, *sig)
-		} else if problem != "" {
-			problems = append(problems, problem)
-		}
-	}
-	if len(res.Signatures) == 0 {
-		if len(problems) == 0 {
-			var names []string
-			for _, k := range opts.Keys {
-				names = append(names, k.Name)
-			}
-			return nil, fail("%d signature(s) found, none by a trusted key (trusted: %s)", len(cands), strings.Join(names, ", "))
-		}
-		return nil, fail("no valid signature by a trusted key: %s", strings.Join(problems, "; "))
-	}
-
-	// The signature covers the index; the index must also be the version the tag claims, or a tag
-	// moved onto another validly signed version would pass.
-	if want := v.Version; want != "" {
-		if got := v.Parsed.Annotations[ocispec.AnnotationVersion]; got != "" && got != want {
-			return nil, fail("the tag says version %s but the signed index is version %s (the tag was moved to another release)", want, got)
-		}
+	if chainErr == nil {
+		res.Platforms, chainErr = checkZips(ctx, t, v, platforms, opts)
 	}
 	if chainErr != nil {
 		var ve *Error
@@ -169,14 +156,78 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 		}
 		return nil, chainErr
 	}
-	res.Platforms = chain
 	return res, nil
 }
 
-// checkChain fetches each selected platform's manifest and zip, all checked against their
-// digests, a few at a time, and checks that the zips are the version the tag names.
-func checkChain(ctx context.Context, t oci.ReadOnly, v *oci.Version, opts VerifyOptions) ([]Checked, error) {
-	entries := v.Parsed.Entries
+// checkSignatures finds the signatures stored for v's index and keeps those a trusted key made
+// over exactly that digest; the index must also be the version the tag claimed, or a tag moved
+// onto another validly signed version would pass.
+func checkSignatures(ctx context.Context, t oci.ReadOnly, v *oci.Version, keys []PublicKey, fail func(string, ...any) error) ([]Signature, error) {
+	cands, err := findSignatures(ctx, t, v.Index)
+	if err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 {
+		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", LegacyTag(v.Index.Digest), v.Tag)
+		e.(*Error).Unsigned = true
+		return nil, e
+	}
+	var good []Signature
+	var problems []string
+	for _, c := range cands {
+		if c.problem != "" {
+			problems = append(problems, c.problem)
+			continue
+		}
+		sig, problem := checkCandidate(c, keys, v.Index.Digest)
+		if sig != nil {
+			good = append(good, *sig)
+		} else if problem != "" {
+			problems = append(problems, problem)
+		}
+	}
+	if len(good) == 0 {
+		if len(problems) == 0 {
+			var names []string
+			for _, k := range keys {
+				names = append(names, k.Name)
+			}
+			return nil, fail("%d signature(s) found, none by a trusted key (trusted: %s)", len(cands), strings.Join(names, ", "))
+		}
+		return nil, fail("no valid signature by a trusted key: %s", strings.Join(problems, "; "))
+	}
+	if want := v.Version; want != "" {
+		if got := v.Parsed.Annotations[ocispec.AnnotationVersion]; got != "" && got != want {
+			return nil, fail("the tag says version %s but the signed index is version %s (the tag was moved to another release)", want, got)
+		}
+	}
+	return good, nil
+}
+
+// fetchPlatforms fetches every platform's manifest of v (digests checked), a few at a time, and
+// checks that each is the version the tag names.
+func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *oci.Version) ([]*oci.Platform, error) {
+	out := make([]*oci.Platform, len(v.Parsed.Entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(oci.DefaultConcurrency)
+	for i, e := range v.Parsed.Entries {
+		g.Go(func() error {
+			p, err := oci.FetchPlatform(gctx, t, v, e)
+			if err == nil {
+				err = v.CheckPlatform(p)
+			}
+			if err != nil {
+				return &Error{Reason: err.Error()}
+			}
+			out[i] = p
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// checkZips fetches the selected platforms' zips, checked against their digests.
+func checkZips(ctx context.Context, t oci.ReadOnly, v *oci.Version, platforms []*oci.Platform, opts VerifyOptions) ([]Checked, error) {
 	fetch := map[manifest.Platform]bool{}
 	if !opts.AllZips && len(opts.Zips) > 0 {
 		selected, err := v.Select(opts.Zips)
@@ -190,32 +241,24 @@ func checkChain(ctx context.Context, t oci.ReadOnly, v *oci.Version, opts Verify
 	if opts.HostZip {
 		fetch[manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}] = true
 	}
-	out := make([]Checked, len(entries))
+	out := make([]Checked, len(platforms))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
-	for i, e := range entries {
+	for i, p := range platforms {
+		out[i] = Checked{Platform: p.Platform.String(), Manifest: p.Manifest.Digest, Zip: p.Zip.Digest}
+		if !opts.AllZips && !fetch[p.Platform] {
+			continue
+		}
 		g.Go(func() error {
-			p, err := oci.FetchPlatform(gctx, t, v, e)
-			if err != nil {
+			if err := oci.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
 				return &Error{Reason: err.Error()}
 			}
-			if fn, err := release.ParseFilename(titleOf(p)); err == nil && v.Version != "" && fn.Version != v.Version {
-				return &Error{Reason: fmt.Sprintf("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, titleOf(p))}
-			}
-			out[i] = Checked{Platform: e.Platform.String(), Manifest: p.Manifest.Digest, Zip: p.Zip.Digest}
-			if opts.AllZips || fetch[e.Platform] {
-				if err := oci.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
-					return &Error{Reason: err.Error()}
-				}
-				out[i].Fetched = true
-			}
+			out[i].Fetched = true
 			return nil
 		})
 	}
 	return out, g.Wait()
 }
-
-func titleOf(p *oci.Platform) string { return p.Zip.Annotations[manifest.AnnotationTitle] }
 
 // checkCandidate checks one signature against the trusted keys. It returns the signature when it
 // is good, or a problem when a trusted key made it but it does not fit.

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+type initOptions struct {
+	io    *IOStreams
+	flags loaderFlags
+	// Args follow "init" on the command line of the program (OPROV_TOFU, default tofu).
+	Args []string
+}
+
+func newInitCmd(ios *IOStreams) *cobra.Command {
+	o := &initOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "init [-- INIT-ARGS...]",
+		Short: "Install the managed providers, then run tofu init with them",
+		Long: `Run 'oprov install', then 'tofu init' with the CLI configuration it wrote
+(TF_CLI_CONFIG_FILE), passing any arguments after --. Set OPROV_TOFU to run another program,
+such as terraform. Your own CLI configuration's settings are kept where that is safe; oprov says
+what it could not keep. Afterwards plain 'tofu plan' and 'tofu apply' work as usual.
+
+` + loaderHelp,
+		Example: `  oprov init
+  OPROV_TOFU=terraform oprov init -- -upgrade`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Args = args
+			return runInit(c.Context(), o)
+		},
+	}
+	o.flags.register(c)
+	return c
+}
+
+// tofuProgram is the program init runs: OPROV_TOFU, default tofu.
+func tofuProgram() string {
+	if p := os.Getenv("OPROV_TOFU"); p != "" {
+		return p
+	}
+	return "tofu"
+}
+
+func runInit(ctx context.Context, o *initOptions) error {
+	program := tofuProgram()
+	programPath, err := exec.LookPath(program)
+	if err != nil {
+		return fmt.Errorf("init: cannot run %q: %v (install OpenTofu, or set OPROV_TOFU to the program to run)", program, errors.Unwrap(err))
+	}
+	p, res, cfgPath, err := installAndConfigure(ctx, o.io, &o.flags, program)
+	if err != nil {
+		return err
+	}
+	printInstalled(o.io.ErrOut, res)
+	code, err := p.RunInit(ctx, programPath, cfgPath, o.Args, o.io.streams())
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitCodeError{code: code, msg: fmt.Sprintf("%s init failed (exit %d)", filepath.Base(program), code)}
+	}
+	return nil
+}

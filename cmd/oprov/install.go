@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/loader"
+)
+
+type installOptions struct {
+	io     *IOStreams
+	flags  loaderFlags
+	output outputFlag
+}
+
+func newInstallCmd(ios *IOStreams) *cobra.Command {
+	o := &installOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "install",
+		Short: "Verify, cache and unpack the managed providers, and write a CLI config for tofu",
+		Long: `Prepare the providers oprov.hcl manages, without running anything else: lock them first where
+the lock file lacks them, verify signatures per the policy, fetch this machine's zip into the
+shared cache (OPROV_CACHE_DIR), check it against the lock, unpack it safely into the cache's
+filesystem mirror, and write .terraform/oprov/cli.tfrc: filesystem_mirror for these providers,
+your own settings (or direct) for the rest. With a warm cache and a lock file, no network
+request is made.
+
+` + loaderHelp,
+		Example: `  oprov install
+  oprov install -C ./infra -o json
+  TF_CLI_CONFIG_FILE=.terraform/oprov/cli.tfrc tofu init`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error { return runInstall(c.Context(), o) },
+	}
+	o.flags.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runInstall(ctx context.Context, o *installOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	_, res, cfgPath, err := installAndConfigure(ctx, o.io, &o.flags, tofuProgram())
+	if err != nil {
+		return err
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			*loader.InstallResult
+			CLIConfig string `json:"cli_config"`
+		}{res, cfgPath})
+	}
+	printInstalled(o.io.Out, res)
+	fmt.Fprintf(o.io.Out, "CLI configuration: %s\nRun: TF_CLI_CONFIG_FILE=%s tofu init\n", cfgPath, cfgPath)
+	return nil
+}
+
+// installAndConfigure installs the configuration's providers (with progress) and writes the CLI
+// configuration for program, printing notes on what of the user's own could not be kept.
+func installAndConfigure(ctx context.Context, ios *IOStreams, flags *loaderFlags, program string) (*loader.Project, *loader.InstallResult, string, error) {
+	p, opts, err := flags.open(ios)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bar := newProgress(ios, "installing")
+	opts.Progress = bar
+	res, err := p.Install(ctx, opts)
+	bar.Finish()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cfgPath, notes, err := p.WriteCLIConfig(res, program)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(ios.ErrOut, "oprov: note: %s\n", n)
+	}
+	return p, res, cfgPath, nil
+}
+
+func printInstalled(w io.Writer, res *loader.InstallResult) {
+	for _, in := range res.Installed {
+		from := "fetched"
+		if in.FromCache {
+			from = "from cache"
+		}
+		fmt.Fprintf(w, "Installed %s %s (%s, %s%s)\n", in.Addr, in.Version, in.Platform, from, authNote(in.Auth))
+	}
+	if len(res.Unmanaged) > 0 {
+		fmt.Fprintf(w, "Left to tofu: %s\n", strings.Join(res.Unmanaged, ", "))
+	}
+	if len(res.Sources) > 0 {
+		fmt.Fprintf(w, "Kept as source, so not installed: %s (run tofu through 'oprov run', which builds and launches them)\n", strings.Join(res.Sources, ", "))
+	}
+}
+
+// authNote says how a package was verified, for success messages.
+func authNote(a loader.Authentication) string {
+	switch {
+	case a.Method == "cosign" && len(a.Keys) > 0:
+		note := ", signature verified with " + strings.Join(a.Keys, ", ")
+		if a.Rule != "" {
+			note += " (trust rule " + a.Rule + ")"
+		}
+		return note
+	case a.Warning != "":
+		return ", NOT verified (policy mode warn)"
+	default:
+		return ", no signature required"
+	}
+}

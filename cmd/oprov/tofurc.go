@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/loader"
+)
+
+type tofurcOptions struct {
+	io  *IOStreams
+	Dir string
+}
+
+func newTofurcCmd(ios *IOStreams) *cobra.Command {
+	o := &tofurcOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "tofurc",
+		Short: "Print the oci_mirror CLI configuration of oprov.hcl, for OpenTofu >= 1.10",
+		Long: `Print a CLI configuration with oprov.hcl's oci_mirror blocks, for OpenTofu >= 1.10 users who want
+OpenTofu to install from the registries itself (without oprov's signature checks and cache).`,
+		Example: `  oprov tofurc > tofu.tfrc
+  TF_CLI_CONFIG_FILE=tofu.tfrc tofu init`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error { return runTofurc(c.Context(), o) },
+	}
+	c.Flags().StringVarP(&o.Dir, "chdir", "C", ".", "the configuration directory")
+	return c
+}
+
+func runTofurc(_ context.Context, o *tofurcOptions) error {
+	cfg, err := loader.LoadConfig(o.Dir)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(o.io.Out, cfg.MirrorCLIConfig())
+	return err
+}

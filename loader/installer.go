@@ -1,0 +1,148 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/oprov/oprov/manifest"
+)
+
+// Installed is one provider made ready for OpenTofu.
+type Installed struct {
+	Addr       string         `json:"address"`
+	Version    string         `json:"version"`
+	Platform   string         `json:"platform"`
+	Zip        string         `json:"zip_digest"`
+	MirrorRoot string         `json:"mirror"`
+	FromCache  bool           `json:"from_cache"` // nothing was downloaded for it
+	Auth       Authentication `json:"authentication"`
+}
+
+// InstallResult is what Install did.
+type InstallResult struct {
+	Installed []Installed  `json:"installed"`
+	Locked    []LockChange `json:"locked,omitempty"`
+	Unmanaged []string     `json:"unmanaged,omitempty"`
+	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
+	Network   bool         `json:"network"`
+}
+
+// Install makes every managed provider ready: it locks those the lock file lacks (or whose
+// constraints the locked version no longer meets), asks each provider's source for this machine's
+// package (verified per the policy), checks it against the lock, fetches its zip into the cache,
+// and unpacks it into the cache's filesystem mirror. With a warm cache and a complete lock it
+// makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
+func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
+	s := newSession(&opts)
+	res := &InstallResult{}
+	for _, r := range p.Unmanaged {
+		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
+	}
+	for _, pv := range p.Local {
+		res.Sources = append(res.Sources, pv.Addr())
+	}
+	lockedNow := map[string]bool{}
+	for _, pv := range p.Managed {
+		if p.lockCovers(pv) {
+			continue
+		}
+		c, err := p.lockOne(ctx, s, pv)
+		if err != nil {
+			return nil, err
+		}
+		res.Locked = append(res.Locked, *c)
+		lockedNow[pv.Addr()] = true
+	}
+	// Check every provider against the lock before anything is unpacked.
+	pkgs := make([]*Package, len(p.Managed))
+	for i, pv := range p.Managed {
+		pkg, err := p.lockedPackage(ctx, s, pv)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[i] = pkg
+	}
+	for _, pkg := range pkgs {
+		in, err := s.opts.materialize(ctx, pkg, p.Lock.Entries[pkg.Addr.String()])
+		if err != nil {
+			return nil, err
+		}
+		in.FromCache = in.FromCache && !lockedNow[in.Addr] // locking it just now went to the registry
+		res.Installed = append(res.Installed, *in)
+	}
+	if err := p.Lock.Write(); err != nil {
+		return nil, err
+	}
+	res.Network = s.opts.network.Load()
+	return res, nil
+}
+
+// lockCovers reports whether the lock pins a version of pv that meets its constraints, with hashes.
+func (p *Project) lockCovers(pv *Provider) bool {
+	e := p.Lock.Entries[pv.Addr()]
+	if e == nil || len(e.Hashes) == 0 {
+		return false
+	}
+	set, err := allowed(pv.Req)
+	if err != nil {
+		return false
+	}
+	v, err := manifest.ParseVersion(e.Version)
+	return err == nil && set.Has(v)
+}
+
+// lockedPackage asks pv's source for this machine's package of the locked version and checks it
+// against the lock. An answer from cached metadata that disagrees is asked again of the origin.
+func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*Package, error) {
+	e := p.Lock.Entries[pv.Addr()]
+	v, err := manifest.ParseVersion(e.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", p.Lock.Path, pv.Addr(), err)
+	}
+	src := s.source(pv)
+	pkg, err := src.PackageFor(ctx, pv.Req.Addr, v, s.opts.host())
+	if err == nil {
+		if err = checkAgainstLock(e, pkg); err != nil && pkg.FromCache && errors.Is(err, ErrLockMismatch) {
+			pkg, err = src.PackageFor(withoutCache(ctx), pv.Req.Addr, v, s.opts.host())
+			if err == nil {
+				err = checkAgainstLock(e, pkg)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pkg, nil
+}
+
+// materialize makes a zip package ready to run: fetched into the cache (unless there), checked
+// against the lock entry (when given), and unpacked safely as a filesystem mirror.
+func (o *Options) materialize(ctx context.Context, pkg *Package, e *LockEntry) (*Installed, error) {
+	in := &Installed{Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(), Auth: pkg.Auth, FromCache: pkg.FromCache}
+	in.MirrorRoot = o.Cache.MirrorRoot(pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform)
+	// Already unpacked: tofu checks the unpacked package against the lock's h1: hash whenever
+	// it installs from the mirror, so the zip need not be hashed again.
+	if dirExists(in.MirrorRoot) {
+		return in, nil
+	}
+	var check func(*Package) error
+	if e != nil {
+		check = func(pkg *Package) error { return checkAgainstLock(e, pkg) }
+	}
+	fetched, err := o.ensureZip(ctx, pkg, check)
+	if err != nil {
+		return nil, err
+	}
+	in.FromCache = in.FromCache && !fetched
+	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
+	}
+	return in, nil
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}

@@ -1,0 +1,168 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apparentlymart/go-versions/versions"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// LockChange says what locking did to one provider.
+type LockChange struct {
+	Addr      string `json:"address"`
+	Version   string `json:"version"`
+	Previous  string `json:"previous_version,omitempty"`
+	Platforms int    `json:"platforms"`
+	Hashes    int    `json:"hashes"`
+}
+
+// LockAll resolves every managed provider and writes their lock entries (version, constraints,
+// and zh:/h1: hashes for every platform locked), leaving other entries byte for byte.
+func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, error) {
+	s := newSession(&opts)
+	var changes []LockChange
+	for _, pv := range p.Managed {
+		c, err := p.lockOne(ctx, s, pv)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, *c)
+	}
+	if err := p.Lock.Write(); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// lockOne picks a provider's version (the locked one while it still meets the constraints,
+// unless upgrading) and records the hashes of every platform's package. It asks the source, not
+// the cache: a lock records what the registry serves now.
+func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockChange, error) {
+	ctx = withoutCache(ctx)
+	src := s.source(pv)
+	chosen, err := p.chooseVersion(ctx, s, src, pv)
+	if err != nil {
+		return nil, err
+	}
+	platforms := s.opts.Platforms
+	if len(platforms) == 0 {
+		if platforms, err = src.Platforms(ctx, pv.Req.Addr, chosen); err != nil {
+			return nil, err
+		}
+	}
+	pkgs := make([]*Package, len(platforms))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(oci.DefaultConcurrency)
+	for i, pl := range platforms {
+		g.Go(func() error {
+			pkg, err := src.PackageFor(gctx, pv.Req.Addr, chosen, pl)
+			if err != nil {
+				return err
+			}
+			if pkg.H1 == "" {
+				if _, err := s.opts.ensureZip(gctx, pkg, nil); err != nil {
+					return err
+				}
+			}
+			pkgs[i] = pkg
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	entry := &LockEntry{Addr: pv.Addr(), Version: chosen.String(), Constraints: pv.Req.ConstraintString()}
+	for _, pkg := range pkgs {
+		entry.Hashes = append(entry.Hashes, pkg.H1, zhOf(pkg))
+	}
+	prev := p.Lock.Entries[pv.Addr()]
+	p.Lock.Set(entry)
+	c := &LockChange{Addr: pv.Addr(), Version: entry.Version, Platforms: len(pkgs), Hashes: len(p.Lock.Entries[pv.Addr()].Hashes)}
+	if prev != nil && prev.Version != entry.Version {
+		c.Previous = prev.Version
+	}
+	return c, nil
+}
+
+func zhOf(pkg *Package) string { return release.ZH(pkg.Zip.Encoded()) }
+
+// chooseVersion keeps the locked version while it meets the constraints and is still offered,
+// unless upgrading, and otherwise picks the newest version that meets them.
+func (p *Project) chooseVersion(ctx context.Context, s *session, src Source, pv *Provider) (versions.Version, error) {
+	set, err := allowed(pv.Req)
+	if err != nil {
+		return versions.Unspecified, err
+	}
+	list, err := src.AvailableVersions(ctx, pv.Req.Addr)
+	if err != nil {
+		return versions.Unspecified, err
+	}
+	if prev := p.Lock.Entries[pv.Addr()]; prev != nil && !s.opts.Upgrade {
+		if v, err := manifest.ParseVersion(prev.Version); err == nil && set.Has(v) && hasVersion(list, v) {
+			return v, nil
+		}
+	}
+	if chosen := list.NewestInSet(set); chosen != versions.Unspecified {
+		return chosen, nil
+	}
+	var have []string
+	for _, v := range list {
+		have = append(have, v.String())
+	}
+	if len(have) == 0 {
+		have = []string{"none"}
+	}
+	return versions.Unspecified, fmt.Errorf("lock %s: no version in %s meets %q (it has: %s)", pv.Addr(), src.ForDisplay(pv.Req.Addr), pv.Req.ConstraintString(), strings.Join(have, ", "))
+}
+
+func hasVersion(list versions.List, v versions.Version) bool {
+	for _, have := range list {
+		if have.Same(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureZip makes sure the cache holds a package's zip, checked: a cached one is re-hashed (a
+// cache on disk can be tampered with), a missing one is fetched against its digest. When the
+// package's h1: was not known, it is computed from the zip, checked with check (when given), and
+// told to the source. It reports whether anything was downloaded.
+func (o *Options) ensureZip(ctx context.Context, pkg *Package, check func(*Package) error) (bool, error) {
+	c := o.Cache
+	fetched := false
+	if c.HasBlob(pkg.Zip) {
+		if err := c.CheckBlob(pkg.Zip); err != nil {
+			return false, err
+		}
+	} else {
+		if _, err := c.PutBlob(ctx, pkg.Zip, pkg.Size, func(w io.Writer) error { return pkg.Fetch(ctx, w, o.Progress) }); err != nil {
+			return false, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
+		}
+		fetched = true
+	}
+	if pkg.H1 != "" {
+		return fetched, nil
+	}
+	h1, err := release.HashZipH1(c.BlobPath(pkg.Zip))
+	if err != nil {
+		return fetched, err
+	}
+	pkg.H1 = h1
+	if check != nil {
+		if err := check(pkg); err != nil {
+			return fetched, err
+		}
+	}
+	if pkg.RecordH1 != nil {
+		return fetched, pkg.RecordH1(h1)
+	}
+	return fetched, nil
+}

@@ -1,0 +1,106 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// Streams are the standard streams a child program (tofu, terraform) gets.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// RunOptions say what 'oprov run' runs with the providers.
+type RunOptions struct {
+	Program string // path of the program
+	Args    []string
+	Streams Streams
+	// Verbose says what is launched, and forwards the providers' own log lines, on Streams.Err.
+	Verbose bool
+}
+
+// Run installs and builds the project's providers, launches them as one group, runs the program in
+// the configuration directory with the group handed to it, and stops the group when it ends. It
+// gives the program's exit code.
+func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, error) {
+	ls, err := p.Launchables(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
+	base := plugin.Options{ForReattach: true}
+	if ro.Verbose {
+		base.Log = ro.Streams.Err
+	}
+	g, err := plugin.StartGroup(ctx, Members(ls, base))
+	if err != nil {
+		return 0, err
+	}
+	defer g.Stop()
+	if ro.Verbose {
+		for i, l := range ls {
+			pr := g.Providers[i]
+			fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d, pid %d)\n", l.Addr, l.What, pr.Protocol, pr.Pid())
+		}
+	}
+	cmd := exec.Command(ro.Program, ro.Args...)
+	cmd.Dir = p.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = ro.Streams.In, ro.Streams.Out, ro.Streams.Err
+	code, err := g.Run(cmd)
+	if err != nil {
+		return 0, fmt.Errorf("run %s: %w", filepath.Base(ro.Program), err)
+	}
+	return code, nil
+}
+
+// CLIConfigPath is where install writes the CLI configuration, relative to the configuration.
+var CLIConfigPath = filepath.Join(".terraform", "oprov", "cli.tfrc")
+
+// WriteCLIConfig writes the CLI configuration that installs res's providers from the cache and
+// everything else as the user's own configuration for program says. It returns the file's path
+// and notes on what of the user's configuration could not be kept.
+func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []string, error) {
+	userCfg := UserCLIConfig(program)
+	cfgPath := filepath.Join(p.Dir, CLIConfigPath)
+	if abs, err := filepath.Abs(userCfg); err == nil && userCfg != "" {
+		if mine, _ := filepath.Abs(cfgPath); abs == mine {
+			userCfg = "" // TF_CLI_CONFIG_FILE points at oprov's own file from an earlier run
+		}
+	}
+	text, notes, err := CLIConfig(res.Installed, userCfg)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := release.WriteFileAtomic(cfgPath, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+		return "", nil, err
+	}
+	return cfgPath, notes, nil
+}
+
+// RunInit runs 'PROGRAM init ARGS...' in the configuration directory with the CLI configuration
+// at cfgPath, and gives its exit code.
+func (p *Project) RunInit(ctx context.Context, program, cfgPath string, args []string, st Streams) (int, error) {
+	abs, err := filepath.Abs(cfgPath)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, program, append([]string{"init"}, args...)...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+abs)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = st.In, st.Out, st.Err
+	err = cmd.Run()
+	if _, ok := err.(*exec.ExitError); ok || err == nil {
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	return 0, fmt.Errorf("running %s init: %w", program, err)
+}

@@ -1,0 +1,170 @@
+package loader
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apparentlymart/go-versions/versions"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+func init() {
+	registerLocalKind(localKind{
+		name:   "Go module",
+		detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
+		open:   func(sp *SourceProvider, opts *Options) LocalSource { return &goDirSource{sp: sp, opts: opts} },
+	})
+}
+
+// DevVersion is the version a provider kept as source is built and reported as.
+const DevVersion = "0.0.0-dev"
+
+var devVersion = versions.MustParseVersion(DevVersion)
+
+// goDirSource is a provider kept as Go source beside the configuration: it offers one version,
+// built for this machine on demand and cached by a hash of the source tree.
+type goDirSource struct {
+	sp   *SourceProvider
+	opts *Options
+}
+
+func (s *goDirSource) Dir() string                           { return s.sp.Dir }
+func (s *goDirSource) ForDisplay(oci.ProviderAddress) string { return s.sp.Dir }
+
+func (s *goDirSource) AvailableVersions(context.Context, oci.ProviderAddress) (versions.List, error) {
+	return versions.List{devVersion}, nil
+}
+
+func (s *goDirSource) Platforms(context.Context, oci.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+	return []manifest.Platform{hostPlatform()}, nil
+}
+
+func (s *goDirSource) PackageFor(ctx context.Context, addr oci.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
+	if platform != hostPlatform() {
+		return nil, fmt.Errorf("%s is kept as source in %s: it is built for this machine (%s) only, not %s", addr, s.sp.Dir, hostPlatform(), platform)
+	}
+	b, err := s.opts.Cache.Build(ctx, s.sp)
+	if err != nil {
+		return nil, err
+	}
+	detail := "source, cached build"
+	if b.Rebuilt {
+		detail = "source, built"
+	}
+	return &Package{Addr: addr, Version: DevVersion, Platform: platform, Executable: b.Executable, Auth: Authentication{Method: "local"}, Detail: detail}, nil
+}
+
+// Built is a source provider built for this machine.
+type Built struct {
+	Addr       string `json:"address"`
+	Executable string `json:"executable"`
+	Key        string `json:"source_hash"`
+	Rebuilt    bool   `json:"rebuilt"`
+}
+
+// Build compiles a source provider for this machine, unless the cache already holds a build of
+// the same source tree (every file's name and content), Go version and platform.
+func (c *Cache) Build(ctx context.Context, s *SourceProvider) (*Built, error) {
+	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return nil, errors.New("building a source provider needs the go toolchain on PATH")
+	}
+	host := hostPlatform()
+	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String())
+	if err != nil {
+		return nil, err
+	}
+	name := "terraform-provider-" + s.Addr.Type
+	if host.OS == "windows" {
+		name += ".exe"
+	}
+	dir := filepath.Join(c.Dir, "builds", key)
+	exe := filepath.Join(dir, name)
+	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
+	if fileExists(exe) {
+		return out, nil
+	}
+	unlock, err := c.lock(ctx, "build-"+key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if fileExists(exe) {
+		return out, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
+		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, err
+	}
+	out.Rebuilt = true
+	return out, nil
+}
+
+// treeHash hashes a directory's regular files (names and contents, skipping hidden files and
+// directories) together with extra, as a hex sha256.
+func treeHash(root, extra string) (string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != root && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading provider source %s: %w", root, err)
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", extra)
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		fh, err := os.Open(f)
+		if err != nil {
+			return "", err
+		}
+		fileSum := sha256.New()
+		_, err = io.Copy(fileSum, fh)
+		fh.Close()
+		if err != nil {
+			return "", err
+		}
+		h.Write(fileSum.Sum(nil))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}

@@ -1,0 +1,342 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apparentlymart/go-versions/versions"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// ociSource is an OCI repository per provider (an oci_mirror block, or one reference given on the
+// command line). A version's tag is resolved to its index digest once per command; the signature
+// check, the platform manifests, the zips, the lock and the cache all work from that digest, so a
+// registry that answers two requests for one tag differently cannot get unverified bytes in.
+type ociSource struct {
+	repoFor func(oci.ProviderAddress) (oci.Ref, error)
+	policy  *sign.Policy // nil: no signature required
+	opts    *Options
+
+	mu       sync.Mutex
+	targets  map[string]oci.Target
+	resolved map[string]*resolvedVersion // by repository@reference
+}
+
+func newOCISource(opts *Options, policy *sign.Policy, repoFor func(oci.ProviderAddress) (oci.Ref, error)) *ociSource {
+	return &ociSource{repoFor: repoFor, policy: policy, opts: opts, targets: map[string]oci.Target{}, resolved: map[string]*resolvedVersion{}}
+}
+
+// mirrorSource is the source of an oci_mirror block.
+func mirrorSource(m *Mirror, opts *Options) *ociSource {
+	return newOCISource(opts, m.Policy, func(addr oci.ProviderAddress) (oci.Ref, error) {
+		repo := m.Repository(addr)
+		ref, err := oci.ParseRef(repo)
+		if err != nil {
+			return oci.Ref{}, fmt.Errorf("%s:%d: repository_template gives %q for %s: %w", m.Range.Filename, m.Range.Start.Line, repo, addr, err)
+		}
+		return ref, nil
+	})
+}
+
+func (s *ociSource) ForDisplay(addr oci.ProviderAddress) string {
+	if ref, err := s.repoFor(addr); err == nil {
+		return ref.Repo()
+	}
+	return addr.String()
+}
+
+func (s *ociSource) target(ctx context.Context, ref oci.Ref) (oci.Target, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.targets[ref.Repo()]; ok {
+		return t, nil
+	}
+	t, err := oci.Open(ctx, ref, s.opts.Registry, false)
+	if err != nil {
+		return nil, oci.Explain("open", ref, err)
+	}
+	s.targets[ref.Repo()] = t
+	s.opts.network.Store(true)
+	return t, nil
+}
+
+func (s *ociSource) AvailableVersions(ctx context.Context, addr oci.ProviderAddress) (versions.List, error) {
+	repo, err := s.repoFor(addr)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.target(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	tagged, err := oci.ListVersions(ctx, t)
+	if err != nil {
+		return nil, oci.Explain("list versions of "+addr.String(), repo, err)
+	}
+	list := make(versions.List, 0, len(tagged))
+	for _, tv := range tagged {
+		list = append(list, tv.Version)
+	}
+	return list, nil
+}
+
+func (s *ociSource) Platforms(ctx context.Context, addr oci.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+	rv, err := s.resolveVersion(ctx, addr, version)
+	if err != nil {
+		return nil, err
+	}
+	return rv.v.Parsed.Platforms(), nil
+}
+
+func (s *ociSource) PackageFor(ctx context.Context, addr oci.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
+	repo, err := s.repoFor(addr)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := manifest.VersionToTag(version.String())
+	if err != nil {
+		return nil, err
+	}
+	if cacheAllowed(ctx) {
+		if meta, _ := s.opts.Cache.ReadMeta(repo, tag); s.trusted(meta, repo, addr) {
+			if pm := meta.Platforms[platform.String()]; pm != nil && pm.Zip != "" && meta.Version == version.String() {
+				return s.cachedPackage(addr, repo, meta, platform, pm), nil
+			}
+		}
+	}
+	rv, err := s.resolveVersion(ctx, addr, version)
+	if err != nil {
+		return nil, err
+	}
+	return rv.packageFor(ctx, addr, platform)
+}
+
+// resolveVersion resolves a version's tag, once per command.
+func (s *ociSource) resolveVersion(ctx context.Context, addr oci.ProviderAddress, version versions.Version) (*resolvedVersion, error) {
+	repo, err := s.repoFor(addr)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := manifest.VersionToTag(version.String())
+	if err != nil {
+		return nil, err
+	}
+	return s.resolve(ctx, repo.WithReference(tag), addr)
+}
+
+// resolve fetches the index a tag or digest names (one request), checks its signature per the
+// policy against exactly that digest, and remembers the outcome for the rest of the command.
+func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr oci.ProviderAddress) (*resolvedVersion, error) {
+	s.mu.Lock()
+	rv, ok := s.resolved[ref.String()]
+	if !ok {
+		rv = &resolvedVersion{src: s, ref: ref, platforms: map[manifest.Platform]*oci.Platform{}}
+		s.resolved[ref.String()] = rv
+	}
+	s.mu.Unlock()
+	rv.once.Do(func() { rv.err = rv.load(ctx, addr) })
+	if rv.err != nil {
+		return nil, rv.err
+	}
+	return rv, nil
+}
+
+// trusted reports whether cached metadata may stand in for the registry under the policy: it
+// records a verification by a key the policy trusts for this provider now.
+func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr oci.ProviderAddress) bool {
+	if meta == nil {
+		return false
+	}
+	if s.policy == nil {
+		return true
+	}
+	r := s.policy.Match(repo.Repo(), addr.String())
+	if r == nil {
+		return s.policy.Mode == sign.ModeWarn
+	}
+	if r.Mode == sign.ModeWarn {
+		return true
+	}
+	for _, k := range r.Keys {
+		for _, h := range meta.Verified {
+			if k.Hint == h {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
+func (s *ociSource) cachedPackage(addr oci.ProviderAddress, repo oci.Ref, meta *VersionMeta, platform manifest.Platform, pm *PlatformMeta) *Package {
+	zp := &oci.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
+	pkg := &Package{
+		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
+		Auth:      Authentication{Method: "cosign", Subject: meta.Index, Keys: meta.VerifiedKeys},
+		FromCache: true,
+		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
+			t, err := s.target(ctx, repo)
+			if err != nil {
+				return err
+			}
+			return oci.FetchZip(ctx, t, zp, w, progress)
+		},
+		RecordH1: func(h1 string) error {
+			pm.H1 = h1
+			return s.opts.Cache.WriteMeta(repo, meta)
+		},
+	}
+	if len(meta.Verified) == 0 {
+		pkg.Auth = Authentication{Method: "none"}
+	}
+	return pkg
+}
+
+// resolvedVersion is one version's index, resolved and verified once, with the platform
+// manifests fetched so far (each once, by digest).
+type resolvedVersion struct {
+	src  *ociSource
+	ref  oci.Ref
+	once sync.Once
+	err  error
+
+	t    oci.Target
+	v    *oci.Version
+	auth Authentication
+
+	mu        sync.Mutex
+	platforms map[manifest.Platform]*oci.Platform
+	meta      *VersionMeta // nil for a version named by digest: nothing to cache it under
+}
+
+func (rv *resolvedVersion) load(ctx context.Context, addr oci.ProviderAddress) error {
+	s := rv.src
+	t, err := s.target(ctx, rv.ref)
+	if err != nil {
+		return err
+	}
+	v, err := oci.ResolveVersion(ctx, t, rv.ref)
+	if err != nil {
+		return oci.Explain("resolve "+addr.String(), rv.ref, err)
+	}
+	rv.t, rv.v = t, v
+	rv.auth = Authentication{Method: "none", Subject: v.Index.Digest}
+	if s.policy != nil {
+		d, err := s.policy.Check(ctx, t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true})
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", addr, v.Version, err)
+		}
+		rv.auth.Rule = d.Rule
+		if d.Warning != nil {
+			rv.auth.Warning = d.Warning.Error()
+			s.opts.logf("oprov: warning (policy mode warn): %s %s: %v", addr, v.Version, d.Warning)
+		}
+		if d.Result != nil {
+			rv.auth.Method = "cosign"
+			for _, sig := range d.Result.Signatures {
+				rv.auth.Keys = append(rv.auth.Keys, sig.Key)
+			}
+		}
+	}
+	if rv.ref.IsDigest() {
+		return nil
+	}
+	rv.meta = &VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*PlatformMeta{}, VerifiedKeys: rv.auth.Keys}
+	if d := rv.auth; d.Method == "cosign" {
+		rv.meta.Verified = keyHints(s.policy, rv.ref, addr, d.Keys)
+	}
+	old, _ := s.opts.Cache.ReadMeta(rv.ref, rv.ref.Reference)
+	for _, e := range v.Parsed.Entries {
+		pm := &PlatformMeta{Manifest: e.Descriptor.Digest}
+		if old != nil && old.Index == v.Index.Digest {
+			if op := old.Platforms[e.Platform.String()]; op != nil && op.Manifest == pm.Manifest {
+				pm = op // what an earlier command learnt of the same bytes, h1 included
+			}
+		}
+		rv.meta.Platforms[e.Platform.String()] = pm
+	}
+	return s.opts.Cache.WriteMeta(rv.ref, rv.meta)
+}
+
+// keyHints gives the sigstore hints of the keys (by name) of the rule that verified a version.
+func keyHints(p *sign.Policy, ref oci.Ref, addr oci.ProviderAddress, names []string) []string {
+	r := p.Match(ref.Repo(), addr.String())
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range r.Keys {
+		for _, n := range names {
+			if k.Name == n {
+				out = append(out, k.Hint)
+			}
+		}
+	}
+	return out
+}
+
+// platform fetches one platform's manifest by the digest the verified index names, once.
+func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform) (*oci.Platform, error) {
+	rv.mu.Lock()
+	p, ok := rv.platforms[want]
+	rv.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	e, found := rv.v.Parsed.Lookup(want)
+	if !found {
+		return nil, fmt.Errorf("%s has no package for %s (it has %s)", rv.ref, want, platformList(rv.v.Parsed.Platforms()))
+	}
+	p, err := oci.FetchPlatform(ctx, rv.t, rv.v, e)
+	if err == nil {
+		err = rv.v.CheckPlatform(p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rv.ref, err)
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rv.platforms[want] = p
+	if rv.meta != nil {
+		pm := rv.meta.Platforms[want.String()]
+		if pm.Zip != p.Zip.Digest {
+			pm.H1 = ""
+		}
+		pm.Zip, pm.Size, pm.Filename = p.Zip.Digest, p.Zip.Size, p.Filename
+		if err := rv.src.opts.Cache.WriteMeta(rv.ref, rv.meta); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (rv *resolvedVersion) packageFor(ctx context.Context, addr oci.ProviderAddress, platform manifest.Platform) (*Package, error) {
+	p, err := rv.platform(ctx, platform)
+	if err != nil {
+		return nil, err
+	}
+	pkg := &Package{
+		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, Auth: rv.auth,
+		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
+			return oci.FetchZip(ctx, rv.t, p, w, progress)
+		},
+	}
+	if rv.meta != nil {
+		rv.mu.Lock()
+		pm := rv.meta.Platforms[platform.String()]
+		pkg.H1 = pm.H1
+		rv.mu.Unlock()
+		pkg.RecordH1 = func(h1 string) error {
+			rv.mu.Lock()
+			defer rv.mu.Unlock()
+			pm.H1 = h1
+			return rv.src.opts.Cache.WriteMeta(rv.ref, rv.meta)
+		}
+	}
+	return pkg, nil
+}
