@@ -55,6 +55,7 @@ type Attribute struct {
 	Optional        bool            `json:"optional,omitempty"`
 	Computed        bool            `json:"computed,omitempty"`
 	Sensitive       bool            `json:"sensitive,omitempty"`
+	WriteOnly       bool            `json:"write_only,omitempty"`
 }
 
 // NestedType is a nested attribute type (protocol 6).
@@ -272,7 +273,7 @@ func block6(b *tfplugin6.Schema_Block) *Block {
 
 func attr6(a *tfplugin6.Schema_Attribute) *Attribute {
 	out := &Attribute{Type: rawType(a.Type), Description: a.Description, DescriptionKind: kind(a.DescriptionKind == tfplugin6.StringKind_MARKDOWN, a.Description),
-		Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive}
+		Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive, WriteOnly: a.WriteOnly}
 	if nt := a.NestedType; nt != nil {
 		out.NestedType = &NestedType{NestingMode: nesting(nt.Nesting.String()), Attributes: map[string]*Attribute{}}
 		for _, na := range nt.Attributes {
@@ -325,7 +326,7 @@ func block5(b *tfplugin5.Schema_Block) *Block {
 		out.Attributes = map[string]*Attribute{}
 		for _, a := range b.Attributes {
 			out.Attributes[a.Name] = &Attribute{Type: rawType(a.Type), Description: a.Description, DescriptionKind: kind(a.DescriptionKind == tfplugin5.StringKind_MARKDOWN, a.Description),
-				Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive}
+				Deprecated: a.Deprecated, Required: a.Required, Optional: a.Optional, Computed: a.Computed, Sensitive: a.Sensitive, WriteOnly: a.WriteOnly}
 		}
 	}
 	if len(b.BlockTypes) > 0 {
