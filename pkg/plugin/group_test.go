@@ -1,0 +1,130 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// TestMain lets the test binary stand in for a provider: with OPROV_TEST_SERVE_PROVIDER set it
+// serves the go-plugin handshake and gRPC health service (protocol 6) and nothing else.
+func TestMain(m *testing.M) {
+	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		goplugin.Serve(&goplugin.ServeConfig{
+			HandshakeConfig:  Handshake,
+			VersionedPlugins: map[int]goplugin.PluginSet{6: {"provider": emptyProvider{}}},
+			GRPCServer:       goplugin.DefaultGRPCServer,
+		})
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type emptyProvider struct{ goplugin.Plugin }
+
+func (emptyProvider) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
+func (emptyProvider) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, nil
+}
+
+func selfAsProvider(t *testing.T) Options {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1"}, ForReattach: true}
+}
+
+// A group starts every member, hands them all to the command in one TF_REATTACH_PROVIDERS,
+// passes the command's exit code back, and leaves no provider process behind.
+func TestGroupRunsCommandAndStopsAll(t *testing.T) {
+	g, err := StartGroup(context.Background(), []Member{
+		{Addr: "example.com/acme/one", Options: selfAsProvider(t)},
+		{Addr: "example.com/acme/two", Options: selfAsProvider(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "reattach.json")
+	code, err := g.Run(exec.Command("sh", "-c", `printf '%s' "$TF_REATTACH_PROVIDERS" > "$0"; exit 3`, out))
+	if err != nil || code != 3 {
+		t.Fatalf("Run gave %d, %v; want exit code 3", code, err)
+	}
+	var seen map[string]Reattach
+	data, _ := os.ReadFile(out)
+	if err := json.Unmarshal(data, &seen); err != nil {
+		t.Fatalf("the command did not get valid TF_REATTACH_PROVIDERS: %v: %q", err, data)
+	}
+	var pids []int
+	for _, addr := range []string{"example.com/acme/one", "example.com/acme/two"} {
+		r, ok := seen[addr]
+		if !ok || r.ProtocolVersion != 6 || !r.Test || r.Pid == 0 || r.Addr.Network != "unix" {
+			t.Errorf("reattach entry for %s: %+v", addr, r)
+		}
+		pids = append(pids, r.Pid)
+	}
+	g.Stop()
+	for _, pid := range pids {
+		if processAlive(pid) {
+			t.Errorf("provider pid %d still running after Stop", pid)
+		}
+	}
+}
+
+// A member that fails to start fails the group with its address named, and the members that
+// did start are stopped.
+func TestGroupStopsStartedMembersWhenOneFails(t *testing.T) {
+	good := selfAsProvider(t)
+	bad := Options{Path: filepath.Join(t.TempDir(), "terraform-provider-missing")}
+	before := children(t)
+	_, err := StartGroup(context.Background(), []Member{{Addr: "example.com/acme/good", Options: good}, {Addr: "example.com/acme/bad", Options: bad}})
+	if err == nil || !strings.Contains(err.Error(), "example.com/acme/bad") {
+		t.Fatalf("want an error naming example.com/acme/bad, got %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(children(t)) > len(before) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(children(t)); n > len(before) {
+		t.Errorf("%d provider processes left running after a failed start", n-len(before))
+	}
+}
+
+func processAlive(pid int) bool {
+	// A stopped child may linger as a zombie until reaped: that counts as gone.
+	data, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(data))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+// children lists this process's live child processes (Linux).
+func children(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("/proc", itoa(os.Getpid()), "task", itoa(os.Getpid()), "children"))
+	if err != nil {
+		t.Skip("needs /proc")
+	}
+	var live []string
+	for _, pid := range strings.Fields(string(data)) {
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && len(strings.Fields(string(st))) > 2 && strings.Fields(string(st))[2] != "Z" {
+			live = append(live, pid)
+		}
+	}
+	return live
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
