@@ -127,4 +127,3 @@ func children(t *testing.T) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
