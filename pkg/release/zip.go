@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"time"
 
 	"golang.org/x/mod/sumdb/dirhash"
@@ -24,14 +23,17 @@ type ZipFile struct {
 // ZipTime is the modification time written on every zip entry: SOURCE_DATE_EPOCH when it is set,
 // otherwise a fixed date, never the wall clock.
 func ZipTime() (time.Time, error) {
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || sec < 315532800 { // zip cannot store times before 1980
-			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want seconds since 1970, not before 1980", s)
-		}
-		return time.Unix(sec, 0).UTC(), nil
+	earliest := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC) // zip cannot store earlier times
+	t, ok, err := SourceDateEpoch()
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case !ok:
+		return earliest, nil
+	case t.Before(earliest):
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%d: zip files cannot record times before 1980", t.Unix())
 	}
-	return time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC), nil
+	return t, nil
 }
 
 // WriteZip writes a deterministic zip: entries sorted by name, one fixed modification time, and

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -14,6 +12,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // Form names a signature's storage form.
@@ -134,12 +133,12 @@ func fetchManifest(ctx context.Context, t oci.ReadOnly, desc ocispec.Descriptor)
 
 // createdTime is SOURCE_DATE_EPOCH when set, otherwise now, in RFC 3339.
 func createdTime() (string, error) {
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return "", fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
-		}
-		return time.Unix(sec, 0).UTC().Format(time.RFC3339), nil
+	t, ok, err := release.SourceDateEpoch()
+	if err != nil {
+		return "", err
 	}
-	return time.Now().UTC().Format(time.RFC3339), nil
+	if !ok {
+		t = time.Now().UTC()
+	}
+	return t.Format(time.RFC3339), nil
 }
