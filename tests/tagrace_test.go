@@ -217,15 +217,17 @@ func (x *tagRace) expectNoU(t *testing.T, lock, cache string) {
 		rel, _ := filepath.Rel(cache, path)
 		if d.Name() == uMarker {
 			found = append(found, rel+" (U's unpacked package)")
-		}
-		for hx, p := range uZips {
-			if strings.Contains(d.Name(), hx[:32]) {
-				found = append(found, rel+" (named by U's "+p+" zip digest)")
-			}
+			return nil
 		}
 		if d.Type().IsRegular() {
 			if p, ok := uZips[fileSHA256(t, path)]; ok {
 				found = append(found, rel+" (U's "+p+" zip)")
+				return nil
+			}
+		}
+		for hx, p := range uZips {
+			if strings.Contains(d.Name(), hx[:32]) {
+				found = append(found, rel+" (named by U's "+p+" zip digest)")
 			}
 		}
 		return nil
