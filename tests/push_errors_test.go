@@ -69,13 +69,30 @@ func TestPushRefusesBadInput(t *testing.T) {
 	reg := testreg.Start(t, testreg.Options{})
 	authReg := testreg.Start(t, testreg.Options{Users: map[string]string{"ci": "s3cret"}})
 
-	cases := []struct {
-		name  string
-		setup func(t *testing.T, dir string) []string // returns push arguments before REPO
-		repo  func(repo string) string                // the REPO argument, from the default
-		reg   *testreg.Registry
-		want  string // a phrase the error must contain
-	}{
+	cases := append(badReleaseCases(), badTargetCases(authReg)...)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectPushRefused(t, reg, i, tc)
+		})
+	}
+
+	t.Run("login then push succeeds", func(t *testing.T) {
+		loginThenPush(t, authReg)
+	})
+}
+
+// badPushCase is one push that must be refused.
+type badPushCase struct {
+	name  string
+	setup func(t *testing.T, dir string) []string // returns push arguments before REPO
+	repo  func(repo string) string                // the REPO argument, from the default
+	reg   *testreg.Registry
+	want  string // a phrase the error must contain
+}
+
+// badReleaseCases are releases that are wrong in themselves.
+func badReleaseCases() []badPushCase {
+	return []badPushCase{
 		{
 			name: "mixed versions",
 			setup: func(t *testing.T, dir string) []string {
@@ -129,6 +146,12 @@ func TestPushRefusesBadInput(t *testing.T) {
 			},
 			want: "two zips for platform linux_amd64",
 		},
+	}
+}
+
+// badTargetCases are good releases pushed where they cannot go.
+func badTargetCases(authReg *testreg.Registry) []badPushCase {
+	return []badPushCase{
 		{
 			name: "unreachable registry",
 			setup: func(t *testing.T, dir string) []string {
@@ -166,62 +189,65 @@ func TestPushRefusesBadInput(t *testing.T) {
 			want: "the tag says version 2.0.0 but the zips are version 1.0.0",
 		},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := reg
-			if tc.reg != nil {
-				r = tc.reg
-			}
-			repoPath := fmt.Sprintf("bad/case%d/x", i)
-			repo := r.Host + "/" + repoPath
-			if tc.repo != nil {
-				repo = tc.repo(repo)
-			}
-			args := append([]string{"push"}, tc.setup(t, t.TempDir())...)
-			args = append(args, repo, "--ca-file", r.CAFile, "--registry-config", filepath.Join(t.TempDir(), "none.json"))
-			res := oprov(t, nil, args...)
-			if res.Code != 1 {
-				t.Errorf("exit code %d, want 1\nstderr: %s", res.Code, res.Stderr)
-			}
-			if !strings.Contains(res.Stderr, tc.want) {
-				t.Errorf("stderr does not say %q:\n%s", tc.want, res.Stderr)
-			}
-			if strings.Contains(res.Stderr, "panic") || strings.Contains(res.Stderr, "goroutine ") {
-				t.Errorf("stderr shows a panic:\n%s", res.Stderr)
-			}
-			if res.Stdout != "" {
-				t.Errorf("stdout should be empty on failure, got:\n%s", res.Stdout)
-			}
-			if r.RepoExists(repoPath) {
-				t.Errorf("the registry has content for %s after a refused push", repoPath)
-			}
-		})
-	}
+}
 
-	t.Run("login then push succeeds", func(t *testing.T) {
-		dir := t.TempDir()
-		fakeRelease(t, dir, "x", "1.0.0", "linux_amd64")
-		creds := filepath.Join(t.TempDir(), "config.json")
-		r := oprov(t, nil, "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", creds)
-		if r.Code == 0 {
-			t.Fatalf("login without a password on stdin should fail")
-		}
-		login := exec_with_stdin(t, "s3cret\n", "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", creds)
-		if login.Code != 0 {
-			t.Fatalf("login: exit %d: %s", login.Code, login.Stderr)
-		}
-		bad := exec_with_stdin(t, "wrong\n", "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", filepath.Join(t.TempDir(), "c.json"))
-		if bad.Code != 1 || !strings.Contains(bad.Stderr, "401") {
-			t.Errorf("login with a wrong password: exit %d, stderr %q", bad.Code, bad.Stderr)
-		}
-		mustOprov(t, nil, "push", dir, authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
-		if !authReg.RepoExists("ok/x") {
-			t.Errorf("push after login left nothing in the registry")
-		}
-		mustOprov(t, nil, "logout", authReg.Host, "--registry-config", creds)
-		r = oprov(t, nil, "inspect", authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "oprov login") {
-			t.Errorf("inspect after logout: exit %d, stderr %q", r.Code, r.Stderr)
-		}
-	})
+// expectPushRefused runs case i's push and checks that it was refused cleanly and left nothing
+// in the registry.
+func expectPushRefused(t *testing.T, reg *testreg.Registry, i int, tc badPushCase) {
+	t.Helper()
+	r := reg
+	if tc.reg != nil {
+		r = tc.reg
+	}
+	repoPath := fmt.Sprintf("bad/case%d/x", i)
+	repo := r.Host + "/" + repoPath
+	if tc.repo != nil {
+		repo = tc.repo(repo)
+	}
+	args := append([]string{"push"}, tc.setup(t, t.TempDir())...)
+	args = append(args, repo, "--ca-file", r.CAFile, "--registry-config", filepath.Join(t.TempDir(), "none.json"))
+	res := oprov(t, nil, args...)
+	if res.Code != 1 {
+		t.Errorf("exit code %d, want 1\nstderr: %s", res.Code, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, tc.want) {
+		t.Errorf("stderr does not say %q:\n%s", tc.want, res.Stderr)
+	}
+	if strings.Contains(res.Stderr, "panic") || strings.Contains(res.Stderr, "goroutine ") {
+		t.Errorf("stderr shows a panic:\n%s", res.Stderr)
+	}
+	if res.Stdout != "" {
+		t.Errorf("stdout should be empty on failure, got:\n%s", res.Stdout)
+	}
+	if r.RepoExists(repoPath) {
+		t.Errorf("the registry has content for %s after a refused push", repoPath)
+	}
+}
+
+// loginThenPush: oprov login with the right password lets push through; logout takes it back.
+func loginThenPush(t *testing.T, authReg *testreg.Registry) {
+	dir := t.TempDir()
+	fakeRelease(t, dir, "x", "1.0.0", "linux_amd64")
+	creds := filepath.Join(t.TempDir(), "config.json")
+	r := oprov(t, nil, "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", creds)
+	if r.Code == 0 {
+		t.Fatalf("login without a password on stdin should fail")
+	}
+	login := exec_with_stdin(t, "s3cret\n", "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", creds)
+	if login.Code != 0 {
+		t.Fatalf("login: exit %d: %s", login.Code, login.Stderr)
+	}
+	bad := exec_with_stdin(t, "wrong\n", "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", filepath.Join(t.TempDir(), "c.json"))
+	if bad.Code != 1 || !strings.Contains(bad.Stderr, "401") {
+		t.Errorf("login with a wrong password: exit %d, stderr %q", bad.Code, bad.Stderr)
+	}
+	mustOprov(t, nil, "push", dir, authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
+	if !authReg.RepoExists("ok/x") {
+		t.Errorf("push after login left nothing in the registry")
+	}
+	mustOprov(t, nil, "logout", authReg.Host, "--registry-config", creds)
+	r = oprov(t, nil, "inspect", authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "oprov login") {
+		t.Errorf("inspect after logout: exit %d, stderr %q", r.Code, r.Stderr)
+	}
 }

@@ -204,66 +204,92 @@ func copyManifest(t *testing.T, reg *testreg.Registry, repo, from, to string) {
 	}
 }
 
+// verifyFixture is a TLS registry and two key pairs, trusted and untrusted, for refusals by
+// oprov verify.
+type verifyFixture struct {
+	reg  *testreg.Registry
+	keys string
+	pass []string
+	R    string // HOST/verifyRepo
+	ca   []string
+}
+
+const verifyRepo = "providers/acme/hello"
+
+func newVerifyFixture(t *testing.T) *verifyFixture {
+	f := &verifyFixture{reg: testreg.Start(t, testreg.Options{}), keys: t.TempDir(), pass: []string{"COSIGN_PASSWORD=test-password"}}
+	mustOprov(t, f.pass, "keygen", "--output-key-prefix", filepath.Join(f.keys, "trusted"))
+	mustOprov(t, f.pass, "keygen", "--output-key-prefix", filepath.Join(f.keys, "untrusted"))
+	f.R = f.reg.Host + "/" + verifyRepo
+	f.ca = []string{"--ca-file", f.reg.CAFile}
+	return f
+}
+
+func (f *verifyFixture) signWith(t *testing.T, key, version string, extra ...string) {
+	mustOprov(t, f.pass, append(append([]string{"sign", f.R + ":" + version, "--key", filepath.Join(f.keys, key+".key")}, f.ca...), extra...)...)
+}
+
+func (f *verifyFixture) verify(t *testing.T, version string) result {
+	return oprov(t, nil, append([]string{"verify", f.R + ":" + version, "--key", filepath.Join(f.keys, "trusted.pub")}, f.ca...)...)
+}
+
+func expectRefused(t *testing.T, r result, version, digest, want string) {
+	t.Helper()
+	if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, want)
+	}
+	if !strings.Contains(r.Stderr, version) || !strings.Contains(r.Stderr, digest) {
+		t.Errorf("the error should name version %s and digest %s: %s", version, digest, r.Stderr)
+	}
+}
+
 // TestVerifyRefuses: each way a signature can fail to cover what is installed is refused, with
 // exit code 1 and a message naming the version and digest.
 func TestVerifyRefuses(t *testing.T) {
-	reg := testreg.Start(t, testreg.Options{})
-	keys := t.TempDir()
-	pass := []string{"COSIGN_PASSWORD=test-password"}
-	mustOprov(t, pass, "keygen", "--output-key-prefix", filepath.Join(keys, "trusted"))
-	mustOprov(t, pass, "keygen", "--output-key-prefix", filepath.Join(keys, "untrusted"))
-	const repo = "providers/acme/hello"
-	R := reg.Host + "/" + repo
-	ca := []string{"--ca-file", reg.CAFile}
-	signWith := func(key, version string, extra ...string) {
-		mustOprov(t, pass, append(append([]string{"sign", R + ":" + version, "--key", filepath.Join(keys, key+".key")}, ca...), extra...)...)
-	}
-	verify := func(version string) result {
-		return oprov(t, nil, append([]string{"verify", R + ":" + version, "--key", filepath.Join(keys, "trusted.pub")}, ca...)...)
-	}
-	refused := func(t *testing.T, r result, version, digest, want string) {
-		t.Helper()
-		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
-			t.Fatalf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, want)
-		}
-		if !strings.Contains(r.Stderr, version) || !strings.Contains(r.Stderr, digest) {
-			t.Errorf("the error should name version %s and digest %s: %s", version, digest, r.Stderr)
-		}
-	}
-
-	d1 := versionedHello(t, reg, repo, "1.0.0")
-	d2 := versionedHello(t, reg, repo, "2.0.0")
-	d3 := versionedHello(t, reg, repo, "3.0.0")
-	signWith("trusted", "1.0.0", "--legacy-tag")
-	signWith("trusted", "2.0.0")
-	if r := verify("1.0.0"); r.Code != 0 {
+	f := newVerifyFixture(t)
+	d1 := versionedHello(t, f.reg, verifyRepo, "1.0.0")
+	d2 := versionedHello(t, f.reg, verifyRepo, "2.0.0")
+	d3 := versionedHello(t, f.reg, verifyRepo, "3.0.0")
+	f.signWith(t, "trusted", "1.0.0", "--legacy-tag")
+	f.signWith(t, "trusted", "2.0.0")
+	if r := f.verify(t, "1.0.0"); r.Code != 0 {
 		t.Fatalf("a good signature was refused: %s", r.Stderr)
 	}
 
 	t.Run("untrusted key", func(t *testing.T) {
-		d := versionedHello(t, reg, repo, "4.0.0")
-		signWith("untrusted", "4.0.0")
-		refused(t, verify("4.0.0"), "4.0.0", d, "none by a trusted key")
+		d := versionedHello(t, f.reg, verifyRepo, "4.0.0")
+		f.signWith(t, "untrusted", "4.0.0")
+		expectRefused(t, f.verify(t, "4.0.0"), "4.0.0", d, "none by a trusted key")
 	})
 	t.Run("unsigned version", func(t *testing.T) {
-		refused(t, verify("3.0.0"), "3.0.0", d3, "not signed")
+		expectRefused(t, f.verify(t, "3.0.0"), "3.0.0", d3, "not signed")
 	})
 	t.Run("tag moved to another validly signed index", func(t *testing.T) {
-		versionedHello(t, reg, repo, "5.0.0")
-		signWith("trusted", "5.0.0")
-		copyManifest(t, reg, repo, d2, "5.0.0") // 5.0.0 now points at 2.0.0's signed index
-		refused(t, verify("5.0.0"), "5.0.0", d2, "the tag was moved")
+		versionedHello(t, f.reg, verifyRepo, "5.0.0")
+		f.signWith(t, "trusted", "5.0.0")
+		copyManifest(t, f.reg, verifyRepo, d2, "5.0.0") // 5.0.0 now points at 2.0.0's signed index
+		expectRefused(t, f.verify(t, "5.0.0"), "5.0.0", d2, "the tag was moved")
 	})
 	t.Run("signature payload names another digest", func(t *testing.T) {
 		// 1.0.0's .sig (a trusted key's signature over d1) stored as 3.0.0's.
-		copyManifest(t, reg, repo, "sha256-"+strings.TrimPrefix(d1, "sha256:")+".sig", "sha256-"+strings.TrimPrefix(d3, "sha256:")+".sig")
-		refused(t, verify("3.0.0"), "3.0.0", d3, "names "+d1+", not "+d3)
+		copyManifest(t, f.reg, verifyRepo, "sha256-"+strings.TrimPrefix(d1, "sha256:")+".sig", "sha256-"+strings.TrimPrefix(d3, "sha256:")+".sig")
+		expectRefused(t, f.verify(t, "3.0.0"), "3.0.0", d3, "names "+d1+", not "+d3)
 	})
 	t.Run("policy: enforce refuses, warn reports and passes", func(t *testing.T) {
-		trusted, _ := os.ReadFile(filepath.Join(keys, "trusted.pub"))
-		writeFile(t, filepath.Join(keys, "k", "trusted.pub"), string(trusted))
-		policy := filepath.Join(keys, "policy.hcl")
-		writeFile(t, policy, `mode = "enforce"
+		f.policyRefusals(t)
+	})
+	t.Run("zip changed in the registry's storage", func(t *testing.T) {
+		f.zipChangedInStorage(t, d1)
+	})
+}
+
+// policyRefusals: under a trust policy, an enforce rule refuses an unsigned version, a warn rule
+// reports it and passes, and a broken policy is an error naming the line.
+func (f *verifyFixture) policyRefusals(t *testing.T) {
+	trusted, _ := os.ReadFile(filepath.Join(f.keys, "trusted.pub"))
+	writeFile(t, filepath.Join(f.keys, "k", "trusted.pub"), string(trusted))
+	policy := filepath.Join(f.keys, "policy.hcl")
+	writeFile(t, policy, `mode = "enforce"
 
 trust "acme" {
   providers = ["example.com/acme/*"]
@@ -271,61 +297,63 @@ trust "acme" {
 }
 
 trust "lab" {
-  repositories = ["`+reg.Host+`/providers/**"]
+  repositories = ["`+f.reg.Host+`/providers/**"]
   keys         = ["k/trusted.pub"]
   mode         = "warn"
 }
 `)
-		d6 := versionedHello(t, reg, repo, "6.0.0")
-		// By provider address: the enforce rule applies.
-		r := oprov(t, nil, append([]string{"verify", R + ":6.0.0", "--policy", policy, "--address", "example.com/acme/hello"}, ca...)...)
-		refused(t, r, "6.0.0", d6, "not signed")
-		r = oprov(t, nil, append([]string{"verify", R + ":2.0.0", "--policy", policy, "--address", "example.com/acme/hello"}, ca...)...)
-		if r.Code != 0 {
-			t.Errorf("policy, signed version: exit %d: %s", r.Code, r.Stderr)
+	d6 := versionedHello(t, f.reg, verifyRepo, "6.0.0")
+	// By provider address: the enforce rule applies.
+	r := oprov(t, nil, append([]string{"verify", f.R + ":6.0.0", "--policy", policy, "--address", "example.com/acme/hello"}, f.ca...)...)
+	expectRefused(t, r, "6.0.0", d6, "not signed")
+	r = oprov(t, nil, append([]string{"verify", f.R + ":2.0.0", "--policy", policy, "--address", "example.com/acme/hello"}, f.ca...)...)
+	if r.Code != 0 {
+		t.Errorf("policy, signed version: exit %d: %s", r.Code, r.Stderr)
+	}
+	// By repository only: the warn rule applies.
+	r = oprov(t, nil, append([]string{"verify", f.R + ":6.0.0", "--policy", policy}, f.ca...)...)
+	if r.Code != 0 || !strings.Contains(r.Stderr, "warning") || !strings.Contains(r.Stderr, "not signed") {
+		t.Errorf("warn mode: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	// A broken policy is an error that points at the line.
+	writeFile(t, policy, "trust \"x\" {\n  keys = [\"k/trusted.pub\"]\n  mode = \"sometimes\"\n}\n")
+	r = oprov(t, nil, append([]string{"verify", f.R + ":2.0.0", "--policy", policy}, f.ca...)...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "policy.hcl:1") {
+		t.Errorf("bad policy: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
+// zipChangedInStorage: a zip corrupted in the registry's storage is refused by verify when it
+// fetches that zip (--platform, --all-platforms), and not by the default verify, which does not.
+func (f *verifyFixture) zipChangedInStorage(t *testing.T, d1 string) {
+	r := mustOprov(t, nil, append([]string{"inspect", f.R + ":1.0.0", "-o", "json"}, f.ca...)...)
+	var out struct {
+		Platforms []struct {
+			Platform string
+			Zip      string `json:"zip_digest"`
 		}
-		// By repository only: the warn rule applies.
-		r = oprov(t, nil, append([]string{"verify", R + ":6.0.0", "--policy", policy}, ca...)...)
-		if r.Code != 0 || !strings.Contains(r.Stderr, "warning") || !strings.Contains(r.Stderr, "not signed") {
-			t.Errorf("warn mode: exit %d, stderr %q", r.Code, r.Stderr)
-		}
-		// A broken policy is an error that points at the line.
-		writeFile(t, policy, "trust \"x\" {\n  keys = [\"k/trusted.pub\"]\n  mode = \"sometimes\"\n}\n")
-		r = oprov(t, nil, append([]string{"verify", R + ":2.0.0", "--policy", policy}, ca...)...)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "policy.hcl:1") {
-			t.Errorf("bad policy: exit %d, stderr %q", r.Code, r.Stderr)
-		}
-	})
-	t.Run("zip changed in the registry's storage", func(t *testing.T) {
-		r := mustOprov(t, nil, append([]string{"inspect", R + ":1.0.0", "-o", "json"}, ca...)...)
-		var out struct {
-			Platforms []struct {
-				Platform string
-				Zip      string `json:"zip_digest"`
-			}
-		}
-		decodeJSON(t, r.Stdout, &out)
-		// Corrupt another platform's zip: the default verify (this machine's zip) does not fetch
-		// it, --platform and --all-platforms do.
-		other := out.Platforms[0]
-		if other.Platform == helloPlatforms[0] {
-			other = out.Platforms[1]
-		}
-		blob := reg.BlobPath(strings.TrimPrefix(other.Zip, "sha256:"))
-		data, err := os.ReadFile(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[len(data)/2] ^= 0xff
-		if err := os.WriteFile(blob, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if r := verify("1.0.0"); r.Code != 0 {
-			t.Errorf("the corrupt zip is not this machine's, but verify failed: %s", r.Stderr)
-		}
-		all := oprov(t, nil, append([]string{"verify", R + ":1.0.0", "--key", filepath.Join(keys, "trusted.pub"), "--all-platforms"}, ca...)...)
-		refused(t, all, "1.0.0", d1, "does not match its digest")
-		one := oprov(t, nil, append([]string{"verify", R + ":1.0.0", "--key", filepath.Join(keys, "trusted.pub"), "--platform", other.Platform}, ca...)...)
-		refused(t, one, "1.0.0", d1, "does not match its digest")
-	})
+	}
+	decodeJSON(t, r.Stdout, &out)
+	// Corrupt another platform's zip: the default verify (this machine's zip) does not fetch
+	// it, --platform and --all-platforms do.
+	other := out.Platforms[0]
+	if other.Platform == helloPlatforms[0] {
+		other = out.Platforms[1]
+	}
+	blob := f.reg.BlobPath(strings.TrimPrefix(other.Zip, "sha256:"))
+	data, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(blob, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.verify(t, "1.0.0"); r.Code != 0 {
+		t.Errorf("the corrupt zip is not this machine's, but verify failed: %s", r.Stderr)
+	}
+	all := oprov(t, nil, append([]string{"verify", f.R + ":1.0.0", "--key", filepath.Join(f.keys, "trusted.pub"), "--all-platforms"}, f.ca...)...)
+	expectRefused(t, all, "1.0.0", d1, "does not match its digest")
+	one := oprov(t, nil, append([]string{"verify", f.R + ":1.0.0", "--key", filepath.Join(f.keys, "trusted.pub"), "--platform", other.Platform}, f.ca...)...)
+	expectRefused(t, one, "1.0.0", d1, "does not match its digest")
 }
