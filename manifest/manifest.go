@@ -380,3 +380,9 @@ func ParsePlatformManifest(data []byte) (*PlatformManifest, error) {
 	}
 	return pm, nil
 }
+
+// CosignSignatureTag is the tag cosign v2 keeps a digest's signatures under by default:
+// sha256-<hex>.sig in the same repository.
+func CosignSignatureTag(d digest.Digest) string {
+	return d.Algorithm().String() + "-" + d.Encoded() + ".sig"
+}

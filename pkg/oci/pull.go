@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
@@ -27,7 +25,6 @@ type Version struct {
 	Index   ocispec.Descriptor
 	Parsed  *manifest.Index
 	Type    string // provider type, from the repository name
-	RawData []byte // the index's bytes
 }
 
 // Platform is one platform of a version with its zip.
@@ -63,7 +60,7 @@ func ResolveVersion(ctx context.Context, t ReadOnly, ref Ref) (*Version, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
 	}
-	v.Index, v.Parsed, v.RawData = desc, ix, data
+	v.Index, v.Parsed = desc, ix
 	return v, nil
 }
 
@@ -228,11 +225,6 @@ func ListVersions(ctx context.Context, t ReadOnly) ([]manifest.TaggedVersion, er
 		return nil, err
 	}
 	return manifest.VersionTags(tags), nil
-}
-
-// IsNotFound reports whether err means the thing asked for does not exist.
-func IsNotFound(err error) bool {
-	return errors.Is(err, errdef.ErrNotFound)
 }
 
 // fetchManifestByReference resolves a tag or digest and fetches what it names, in one request

@@ -65,81 +65,26 @@ func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string
 		opts.Concurrency = DefaultConcurrency
 	}
 	res := &PushResult{Index: built.Index.Descriptor, Tag: tag, Built: built}
-	var uploaded, skipped atomic.Int64
-	var bytesUp atomic.Int64
-
-	// ensure uploads one piece of content unless the target has it already.
-	ensure := func(ctx context.Context, desc ocispec.Descriptor, open func() (io.ReadCloser, error)) error {
-		ok, err := t.Exists(ctx, desc)
-		if err != nil {
-			return err
-		}
-		if ok {
-			skipped.Add(1)
-			return nil
-		}
-		rc, err := open()
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		var r io.Reader = rc
-		if opts.Progress != nil {
-			opts.Progress.Plan(desc.Size)
-			r = &progressReader{r: rc, p: opts.Progress}
-		}
-		if err := t.Push(ctx, desc, r); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return err
-		}
-		uploaded.Add(1)
-		bytesUp.Add(desc.Size)
-		return nil
-	}
-	bytesOpener := func(b []byte) func() (io.ReadCloser, error) {
-		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	}
-
-	// Blobs: the shared empty config and every zip.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	g.Go(func() error { return ensure(gctx, manifest.EmptyConfig, bytesOpener(manifest.EmptyConfigData)) })
+	c := &pushCounter{t: t, progress: opts.Progress}
+	// Blobs (the shared empty config and every zip), then the platform manifests once every blob
+	// they name is there.
+	blobs := []pushItem{{manifest.EmptyConfig, bytesOpener(manifest.EmptyConfigData)}}
 	for _, a := range rel.Artifacts {
-		desc := a.Package().LayerDescriptor()
-		path := a.Path
-		g.Go(func() error {
-			return ensure(gctx, desc, func() (io.ReadCloser, error) {
-				f, err := os.Open(path)
-				if err != nil {
-					return nil, err
-				}
-				// A file changed since it was checked would be refused by the registry's digest
-				// check; refusing here gives the clearer message.
-				if st, err := f.Stat(); err == nil && st.Size() != desc.Size {
-					f.Close()
-					return nil, fmt.Errorf("%s changed size since it was checked", path)
-				}
-				return f, nil
-			})
-		})
+		blobs = append(blobs, pushItem{a.Package().LayerDescriptor(), fileOpener(a.Path, a.Package().LayerDescriptor().Size)})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-
-	// Platform manifests, once every blob they name is there.
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
+	var manifests []pushItem
 	for _, m := range built.Manifests {
-		g.Go(func() error { return ensure(gctx, m.Descriptor, bytesOpener(m.Data)) })
+		manifests = append(manifests, pushItem{m.Descriptor, bytesOpener(m.Data)})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	for _, batch := range [][]pushItem{blobs, manifests} {
+		if err := c.pushAll(ctx, batch, opts.Concurrency); err != nil {
+			return nil, err
+		}
 	}
-
 	// The index, and the tag: the one step clients see.
 	idx := built.Index
 	if cur, err := t.Resolve(ctx, tag); err == nil && cur.Digest == idx.Descriptor.Digest {
-		skipped.Add(1)
+		c.skipped.Add(1)
 	} else {
 		if err != nil && !errors.Is(err, errdef.ErrNotFound) {
 			return nil, err
@@ -148,10 +93,94 @@ func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string
 		if err := pushTagged(ctx, t, idx, tag); err != nil {
 			return nil, err
 		}
-		uploaded.Add(1)
+		c.uploaded.Add(1)
 	}
-	res.Uploaded, res.Skipped, res.Bytes = int(uploaded.Load()), int(skipped.Load()), bytesUp.Load()
+	res.Uploaded, res.Skipped, res.Bytes = int(c.uploaded.Load()), int(c.skipped.Load()), c.bytes.Load()
 	return res, nil
+}
+
+// pushItem is one piece of content to push, and how to read it.
+type pushItem struct {
+	desc ocispec.Descriptor
+	open func() (io.ReadCloser, error)
+}
+
+// pushCounter pushes content a few at a time, counting what it uploaded and skipped.
+type pushCounter struct {
+	t                 Target
+	progress          Progress
+	uploaded, skipped atomic.Int64
+	bytes             atomic.Int64
+}
+
+func (c *pushCounter) pushAll(ctx context.Context, items []pushItem, concurrency int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for _, it := range items {
+		g.Go(func() error {
+			pushed, err := PushIfMissing(gctx, c.t, it.desc, it.open, c.progress)
+			switch {
+			case err != nil:
+				return err
+			case pushed:
+				c.uploaded.Add(1)
+				c.bytes.Add(it.desc.Size)
+			default:
+				c.skipped.Add(1)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func bytesOpener(b []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+}
+
+// fileOpener opens a checked file for upload. A file changed since it was checked would be
+// refused by the registry's digest check; refusing here gives the clearer message.
+func fileOpener(path string, size int64) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := f.Stat(); err == nil && st.Size() != size {
+			f.Close()
+			return nil, fmt.Errorf("%s changed size since it was checked", path)
+		}
+		return f, nil
+	}
+}
+
+// PushIfMissing uploads one piece of content unless the target has it already, and reports
+// whether it uploaded. progress, when set, hears about the bytes.
+func PushIfMissing(ctx context.Context, t Target, desc ocispec.Descriptor, open func() (io.ReadCloser, error), progress Progress) (bool, error) {
+	ok, err := t.Exists(ctx, desc)
+	if err != nil || ok {
+		return false, err
+	}
+	rc, err := open()
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if progress != nil {
+		progress.Plan(desc.Size)
+		r = &progressReader{r: rc, p: progress}
+	}
+	if err := t.Push(ctx, desc, r); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return false, err
+	}
+	return true, nil
+}
+
+// PushBytes stores a small piece of content unless the target has it already.
+func PushBytes(ctx context.Context, t Target, desc ocispec.Descriptor, data []byte) error {
+	_, err := PushIfMissing(ctx, t, desc, bytesOpener(data), nil)
+	return err
 }
 
 // pushTagged stores a manifest and points tag at it, in one request where the target allows.

@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
+
+	"github.com/oprov/oprov/manifest"
 )
 
 // AttachFile is one file to attach as a layer of a referrer.
@@ -40,13 +41,13 @@ func Attach(ctx context.Context, t Target, subject ocispec.Descriptor, artifactT
 		if err != nil {
 			return ocispec.Descriptor{}, err
 		}
-		if err := pushIfMissing(ctx, t, desc, open); err != nil {
+		if _, err := PushIfMissing(ctx, t, desc, open, nil); err != nil {
 			return ocispec.Descriptor{}, fmt.Errorf("attach %s: %w", f.Name, err)
 		}
 		layers = append(layers, desc)
 	}
 	empty := ocispec.DescriptorEmptyJSON
-	if err := pushIfMissing(ctx, t, empty, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(empty.Data)), nil }); err != nil {
+	if err := PushBytes(ctx, t, empty, empty.Data); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	m := ocispec.Manifest{
@@ -63,7 +64,7 @@ func Attach(ctx context.Context, t Target, subject ocispec.Descriptor, artifactT
 		return ocispec.Descriptor{}, err
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: artifactType, Digest: digest.FromBytes(data), Size: int64(len(data))}
-	if err := pushIfMissing(ctx, t, desc, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }); err != nil {
+	if err := PushBytes(ctx, t, desc, data); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	return desc, nil
@@ -91,34 +92,12 @@ func fileBlob(f AttachFile) (ocispec.Descriptor, func() (io.ReadCloser, error), 
 		open = func() (io.ReadCloser, error) { return os.Open(f.Path) }
 	} else {
 		desc = ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(f.Data), Size: int64(len(f.Data))}
-		data := f.Data
-		open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		open = bytesOpener(f.Data)
 	}
 	if f.Name != "" {
 		desc.Annotations = map[string]string{ocispec.AnnotationTitle: f.Name}
 	}
 	return desc, open, nil
-}
-
-// PushBytes stores a small piece of content unless the target has it already.
-func PushBytes(ctx context.Context, t Target, desc ocispec.Descriptor, data []byte) error {
-	return pushIfMissing(ctx, t, desc, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-}
-
-func pushIfMissing(ctx context.Context, t Target, desc ocispec.Descriptor, open func() (io.ReadCloser, error)) error {
-	ok, err := t.Exists(ctx, desc)
-	if err != nil || ok {
-		return err
-	}
-	rc, err := open()
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if err := t.Push(ctx, desc, rc); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return err
-	}
-	return nil
 }
 
 // Referrer is one artifact that refers to a manifest.
@@ -153,7 +132,7 @@ func Discover(ctx context.Context, t ReadOnly, subject ocispec.Descriptor, depth
 		}
 		out = append(out, ref)
 	}
-	sigTag := string(subject.Digest.Algorithm()) + "-" + subject.Digest.Encoded() + ".sig"
+	sigTag := manifest.CosignSignatureTag(subject.Digest)
 	if d, err := t.Resolve(ctx, sigTag); err == nil {
 		ref, err := describe(ctx, t, d)
 		if err != nil {

@@ -32,11 +32,6 @@ const (
 	legacyConfigMediaType = ocispec.MediaTypeImageConfig
 )
 
-// LegacyTag is the tag cosign v2 keeps a digest's signatures under: sha256-<hex>.sig.
-func LegacyTag(d digest.Digest) string {
-	return d.Algorithm().String() + "-" + d.Encoded() + ".sig"
-}
-
 // blob is content with its descriptor.
 type blob struct {
 	desc ocispec.Descriptor

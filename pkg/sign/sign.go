@@ -11,6 +11,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -65,7 +66,7 @@ func signLegacy(ctx context.Context, t oci.Target, ref oci.Ref, subject ocispec.
 	if err != nil {
 		return nil, err
 	}
-	tag := LegacyTag(subject.Digest)
+	tag := manifest.CosignSignatureTag(subject.Digest)
 	// cosign keeps every signature of a digest as one layer of the same .sig manifest: add ours.
 	var layers []ocispec.Descriptor
 	if existing, err := fetchLegacyManifest(ctx, t, tag); err == nil {

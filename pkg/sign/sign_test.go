@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -106,7 +107,7 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	sigDesc, _ := target.Resolve(ctx, res.Tag)
-	if err := target.Tag(ctx, sigDesc, LegacyTag(v2.Index.Digest)); err != nil {
+	if err := target.Tag(ctx, sigDesc, manifest.CosignSignatureTag(v2.Index.Digest)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Verify(ctx, target, ref2, VerifyOptions{Keys: []PublicKey{pub}})

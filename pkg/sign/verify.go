@@ -168,7 +168,7 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *oci.Version, keys [
 		return nil, err
 	}
 	if len(cands) == 0 {
-		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", LegacyTag(v.Index.Digest), v.Tag)
+		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), v.Tag)
 		e.(*Error).Unsigned = true
 		return nil, e
 	}
@@ -370,7 +370,7 @@ func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor
 
 // findLegacy reads the signatures under cosign v2's sha256-<hex>.sig tag.
 func findLegacy(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) []candidate {
-	tag := LegacyTag(subject.Digest)
+	tag := manifest.CosignSignatureTag(subject.Digest)
 	desc, err := t.Resolve(ctx, tag)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return nil
