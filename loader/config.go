@@ -90,54 +90,9 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 	}
 	cfg := &Config{Path: path}
 	for _, mf := range cf.Mirrors {
-		at := fmt.Sprintf("%s:%d", mf.DeclRange.Filename, mf.DeclRange.Start.Line)
-		m := &Mirror{template: mf.RepositoryTemplate, Range: mf.DeclRange}
-		r := mf.RepositoryTemplate.Range()
-		m.RepositoryTemplate = strings.Trim(string(r.SliceBytes(src)), `"`)
-		if err := checkTemplate(m.RepositoryTemplate, mf.RepositoryTemplate); err != nil {
-			return nil, fmt.Errorf("%s:%d: oci_mirror: %w", r.Filename, r.Start.Line, err)
-		}
-		if len(mf.Include) == 0 {
-			return nil, fmt.Errorf("%s: oci_mirror: include is empty, so the block matches no provider", at)
-		}
-		for _, s := range mf.Include {
-			p, err := ParsePattern(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: oci_mirror include: %w", at, err)
-			}
-			m.Include = append(m.Include, p)
-		}
-		for _, s := range mf.Exclude {
-			p, err := ParsePattern(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: oci_mirror exclude: %w", at, err)
-			}
-			m.Exclude = append(m.Exclude, p)
-		}
-		switch {
-		case mf.Policy != nil && len(mf.PublicKeys) > 0:
-			return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
-		case mf.Policy != nil:
-			pp := *mf.Policy
-			if !filepath.IsAbs(pp) {
-				pp = filepath.Join(filepath.Dir(path), pp)
-			}
-			pol, err := sign.LoadPolicy(pp)
-			if err != nil {
-				return nil, fmt.Errorf("%s: oci_mirror policy: %w", at, err)
-			}
-			m.Policy = pol
-		case len(mf.PublicKeys) > 0:
-			// public_keys is shorthand for a policy that enforces these keys for this block.
-			rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
-			for i, k := range mf.PublicKeys {
-				pk, err := sign.LoadPublicKeyFrom(path, k, fmt.Sprintf("public_keys[%d]", i))
-				if err != nil {
-					return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
-				}
-				rule.Keys = append(rule.Keys, pk)
-			}
-			m.Policy = &sign.Policy{Path: path, Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}
+		m, err := parseMirror(path, src, mf)
+		if err != nil {
+			return nil, err
 		}
 		cfg.Mirrors = append(cfg.Mirrors, m)
 	}
@@ -165,6 +120,73 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 		return nil, fmt.Errorf("%s: no oci_mirror or provider blocks: nothing for oprov to manage", path)
 	}
 	return cfg, nil
+}
+
+// parseMirror checks one oci_mirror block: its template, patterns, and trust settings.
+func parseMirror(path string, src []byte, mf mirrorFile) (*Mirror, error) {
+	at := fmt.Sprintf("%s:%d", mf.DeclRange.Filename, mf.DeclRange.Start.Line)
+	m := &Mirror{template: mf.RepositoryTemplate, Range: mf.DeclRange}
+	r := mf.RepositoryTemplate.Range()
+	m.RepositoryTemplate = strings.Trim(string(r.SliceBytes(src)), `"`)
+	if err := checkTemplate(m.RepositoryTemplate, mf.RepositoryTemplate); err != nil {
+		return nil, fmt.Errorf("%s:%d: oci_mirror: %w", r.Filename, r.Start.Line, err)
+	}
+	if len(mf.Include) == 0 {
+		return nil, fmt.Errorf("%s: oci_mirror: include is empty, so the block matches no provider", at)
+	}
+	var err error
+	if m.Include, err = parsePatterns(mf.Include); err != nil {
+		return nil, fmt.Errorf("%s: oci_mirror include: %w", at, err)
+	}
+	if m.Exclude, err = parsePatterns(mf.Exclude); err != nil {
+		return nil, fmt.Errorf("%s: oci_mirror exclude: %w", at, err)
+	}
+	if m.Policy, err = mirrorPolicy(path, at, mf); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func parsePatterns(list []string) ([]Pattern, error) {
+	var out []Pattern
+	for _, s := range list {
+		p, err := ParsePattern(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// mirrorPolicy gives the trust policy an oci_mirror block asks for: a policy file, or public_keys
+// as shorthand for a policy that enforces those keys for the block; nil for neither.
+func mirrorPolicy(path, at string, mf mirrorFile) (*sign.Policy, error) {
+	switch {
+	case mf.Policy != nil && len(mf.PublicKeys) > 0:
+		return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
+	case mf.Policy != nil:
+		pp := *mf.Policy
+		if !filepath.IsAbs(pp) {
+			pp = filepath.Join(filepath.Dir(path), pp)
+		}
+		pol, err := sign.LoadPolicy(pp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: oci_mirror policy: %w", at, err)
+		}
+		return pol, nil
+	case len(mf.PublicKeys) > 0:
+		rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
+		for i, k := range mf.PublicKeys {
+			pk, err := sign.LoadPublicKeyFrom(path, k, fmt.Sprintf("public_keys[%d]", i))
+			if err != nil {
+				return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
+			}
+			rule.Keys = append(rule.Keys, pk)
+		}
+		return &sign.Policy{Path: path, Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
+	}
+	return nil, nil
 }
 
 func checkTemplate(t string, expr hcl.Expression) error {

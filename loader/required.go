@@ -70,6 +70,29 @@ func readModule(dir string, reqs map[string]*Requirement, seen map[string]bool) 
 	if err != nil {
 		return fmt.Errorf("reading module %s: %w", dir, err)
 	}
+	files, err := parseModuleFiles(dir, entries)
+	if err != nil {
+		return err
+	}
+	var calls []string
+	for _, f := range files {
+		c, err := readModuleFile(dir, f, reqs)
+		if err != nil {
+			return err
+		}
+		calls = append(calls, c...)
+	}
+	sort.Strings(calls)
+	for _, c := range calls {
+		if err := readModule(c, reqs, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseModuleFiles parses a module directory's .tf, .tofu and their .json files.
+func parseModuleFiles(dir string, entries []os.DirEntry) ([]*hcl.File, error) {
 	parser := hclparse.NewParser()
 	var files []*hcl.File
 	var diags hcl.Diagnostics
@@ -91,53 +114,58 @@ func readModule(dir string, reqs map[string]*Requirement, seen map[string]bool) 
 		}
 	}
 	if diags.HasErrors() {
-		return hcldiag.Error(diags)
+		return nil, hcldiag.Error(diags)
+	}
+	return files, nil
+}
+
+// readModuleFile adds one file's required_providers to reqs and gives the local module calls it
+// makes (./ or ../ sources), as directories.
+func readModuleFile(dir string, f *hcl.File, reqs map[string]*Requirement) ([]string, error) {
+	if f == nil {
+		return nil, nil
+	}
+	content, _, d := f.Body.PartialContent(rootSchema)
+	if d.HasErrors() {
+		return nil, hcldiag.Error(d)
 	}
 	var calls []string
-	for _, f := range files {
-		if f == nil {
-			continue
-		}
-		content, _, d := f.Body.PartialContent(rootSchema)
-		if d.HasErrors() {
-			return hcldiag.Error(d)
-		}
-		for _, b := range content.Blocks {
-			switch b.Type {
-			case "terraform":
-				tc, _, d := b.Body.PartialContent(terraformSchema)
-				if d.HasErrors() {
-					return hcldiag.Error(d)
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "terraform":
+			tc, _, d := b.Body.PartialContent(terraformSchema)
+			if d.HasErrors() {
+				return nil, hcldiag.Error(d)
+			}
+			for _, rp := range tc.Blocks {
+				if err := readRequiredProviders(rp, reqs); err != nil {
+					return nil, err
 				}
-				for _, rp := range tc.Blocks {
-					if err := readRequiredProviders(rp, reqs); err != nil {
-						return err
-					}
-				}
-			case "module":
-				mc, _, d := b.Body.PartialContent(moduleSchema)
-				if d.HasErrors() {
-					return hcldiag.Error(d)
-				}
-				if attr, ok := mc.Attributes["source"]; ok {
-					v, d := attr.Expr.Value(nil)
-					if !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-						src := v.AsString()
-						if strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../") {
-							calls = append(calls, filepath.Join(dir, filepath.FromSlash(src)))
-						}
-					}
-				}
+			}
+		case "module":
+			mc, _, d := b.Body.PartialContent(moduleSchema)
+			if d.HasErrors() {
+				return nil, hcldiag.Error(d)
+			}
+			if src, ok := localModuleSource(mc.Attributes["source"]); ok {
+				calls = append(calls, filepath.Join(dir, filepath.FromSlash(src)))
 			}
 		}
 	}
-	sort.Strings(calls)
-	for _, c := range calls {
-		if err := readModule(c, reqs, seen); err != nil {
-			return err
-		}
+	return calls, nil
+}
+
+// localModuleSource gives a module call's source when it is a literal local path.
+func localModuleSource(attr *hcl.Attribute) (string, bool) {
+	if attr == nil {
+		return "", false
 	}
-	return nil
+	v, d := attr.Expr.Value(nil)
+	if d.HasErrors() || v.Type() != cty.String || !v.IsKnown() || v.IsNull() {
+		return "", false
+	}
+	src := v.AsString()
+	return src, strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../")
 }
 
 func readRequiredProviders(b *hcl.Block, reqs map[string]*Requirement) error {

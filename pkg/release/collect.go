@@ -65,8 +65,36 @@ func Collect(paths []string) (*Release, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no release files given: name a directory of zips, some zips, or a SHA256SUMS file")
 	}
-	var zips []string
-	var sumsPath string
+	zips, sumsPath, err := gatherFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	var sums Sums
+	if sumsPath != "" {
+		if sums, zips, err = readSums(sumsPath, zips); err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(zips)
+	rel, err := artifactsOf(zips)
+	if err != nil {
+		return nil, err
+	}
+	rel.SumsPath = sumsPath
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range rel.Artifacts {
+		g.Go(func() error { return checkArtifact(&rel.Artifacts[i], sums) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
+
+// gatherFiles sorts the named paths into zips and at most one SHA256SUMS file; a directory gives
+// its zips and its SHA256SUMS.
+func gatherFiles(paths []string) (zips []string, sumsPath string, err error) {
 	setSums := func(p string) error {
 		if sumsPath != "" && sumsPath != p {
 			return fmt.Errorf("two SHA256SUMS files: %s and %s (give one)", sumsPath, p)
@@ -77,13 +105,13 @@ func Collect(paths []string) (*Release, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("release file %s: %w", p, errors.Unwrap(err))
+			return nil, "", fmt.Errorf("release file %s: %w", p, errors.Unwrap(err))
 		}
 		switch {
 		case st.IsDir():
 			entries, err := os.ReadDir(p)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			n := 0
 			for _, e := range entries {
@@ -94,47 +122,53 @@ func Collect(paths []string) (*Release, error) {
 					n++
 				case e.Type().IsRegular() && strings.HasSuffix(name, "_SHA256SUMS"):
 					if err := setSums(filepath.Join(p, name)); err != nil {
-						return nil, err
+						return nil, "", err
 					}
 				}
 			}
 			if n == 0 {
-				return nil, fmt.Errorf("directory %s holds no .zip files: build the release first (oprov package)", p)
+				return nil, "", fmt.Errorf("directory %s holds no .zip files: build the release first (oprov package)", p)
 			}
 		case strings.HasSuffix(p, "SHA256SUMS"):
 			if err := setSums(p); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		default:
 			zips = append(zips, p)
 		}
 	}
-	var sums Sums
-	if sumsPath != "" {
-		f, err := os.Open(sumsPath)
-		if err != nil {
-			return nil, err
-		}
-		sums, err = ParseSums(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sumsPath, err)
-		}
-		if len(zips) == 0 { // only the SHA256SUMS file was named: take the zips it lists
-			dir := filepath.Dir(sumsPath)
-			for name := range sums {
-				if strings.HasSuffix(name, ".zip") {
-					zips = append(zips, filepath.Join(dir, name))
-				}
-			}
-			if len(zips) == 0 {
-				return nil, fmt.Errorf("%s lists no .zip files", sumsPath)
-			}
+	return zips, sumsPath, nil
+}
+
+// readSums parses a SHA256SUMS file; when no zip was named, the zips it lists (beside it) are.
+func readSums(sumsPath string, zips []string) (Sums, []string, error) {
+	f, err := os.Open(sumsPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	sums, err := ParseSums(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", sumsPath, err)
+	}
+	if len(zips) > 0 {
+		return sums, zips, nil
+	}
+	dir := filepath.Dir(sumsPath)
+	for name := range sums {
+		if strings.HasSuffix(name, ".zip") {
+			zips = append(zips, filepath.Join(dir, name))
 		}
 	}
-	sort.Strings(zips)
+	if len(zips) == 0 {
+		return nil, nil, fmt.Errorf("%s lists no .zip files", sumsPath)
+	}
+	return sums, zips, nil
+}
 
-	rel := &Release{SumsPath: sumsPath}
+// artifactsOf names each zip, checking they are one provider, one version, one zip per platform.
+func artifactsOf(zips []string) (*Release, error) {
+	rel := &Release{}
 	arts := make([]Artifact, len(zips))
 	for i, z := range zips {
 		name, err := ParseFilename(filepath.Base(z))
@@ -160,15 +194,6 @@ func Collect(paths []string) (*Release, error) {
 		if arts[i].Name.Platform == arts[i-1].Name.Platform {
 			return nil, fmt.Errorf("two zips for platform %s: %s and %s (keep one)", arts[i].Name.Platform, arts[i-1].Path, arts[i].Path)
 		}
-	}
-
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range arts {
-		g.Go(func() error { return checkArtifact(&arts[i], sums) })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
 	}
 	rel.Artifacts = arts
 	return rel, nil
