@@ -48,7 +48,6 @@ type Options struct {
 	// the origin lists for each download are used.
 	TrustedKeys openpgp.EntityList
 	Progress    oci.Progress
-	Log         io.Writer
 	// TempDir holds downloads while they are checked (default: the system's).
 	TempDir string
 }
