@@ -12,6 +12,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testca"
 	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -32,9 +33,10 @@ func isolateCredentials(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("APPDATA", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("TF_CLI_CONFIG_FILE", "")
 	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TF_TOKEN_") {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, tfcreds.EnvPrefix) {
 			t.Setenv(name, "")
 		}
 	}

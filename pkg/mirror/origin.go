@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
@@ -29,6 +30,9 @@ type Origin struct {
 	client   *http.Client
 	retry    retryPolicy
 	answered sync.Map // hosts that answered in this run: a refusal from them may pass
+	authHost string   // Host as credentials name it (see tfcreds.Normalize)
+	token    *tfcreds.Token
+	credsErr error // why the CLI configuration could not be read, if it could not
 }
 
 // OriginVersion is one version an origin offers.
@@ -67,8 +71,10 @@ func (d *Download) Resolve(ref string) (string, error) {
 }
 
 // NewOrigin discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
-// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile). Every GET is retried
-// on failures that may pass (see get).
+// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
+// if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
+// blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
+// Every GET is retried on failures that may pass (see get).
 func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, error) {
 	tlsConfig, err := oci.TLSConfig(opts.CAFile)
 	if err != nil {
@@ -77,7 +83,14 @@ func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, err
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
 	tr.ResponseHeaderTimeout = responseHeaderTimeout
-	o := &Origin{Host: host, client: &http.Client{Transport: tr, Timeout: 10 * time.Minute}, retry: defaultRetry}
+	o := &Origin{Host: host, retry: defaultRetry}
+	o.authHost, _ = tfcreds.Normalize(host)
+	o.token, o.credsErr = tfcreds.Lookup(host)
+	var rt http.RoundTripper = tr
+	if o.token != nil {
+		rt = &bearerTransport{next: tr, host: o.authHost, token: o.token.Value}
+	}
+	o.client = &http.Client{Transport: rt, Timeout: 10 * time.Minute}
 	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
 	var doc map[string]any
 	if err := o.getJSON(ctx, disco, &doc); err != nil {
@@ -156,11 +169,55 @@ func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) 
 // statusError explains an answer other than 200, marking those worth another try.
 func (o *Origin) statusError(u *url.URL, resp *http.Response) error {
 	err := fmt.Errorf("GET %s: %s", u, resp.Status)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return o.authError(err, resp.Request.URL.Host)
+	}
 	if retryableStatus(resp.StatusCode) {
 		after, ok := retryAfter(resp.Header, time.Now())
 		return &transientError{err: err, after: after, hasAfter: ok}
 	}
 	return err
+}
+
+// authError explains a 401 or 403 from host (where the request ended up, after redirects): what
+// token was sent, and if none was, how to give one.
+func (o *Origin) authError(err error, host string) error {
+	if h, _ := tfcreds.Normalize(host); h != o.authHost {
+		return fmt.Errorf("%w: %s is not the origin registry %s, so oprov sends it no token", err, host, o.Host)
+	}
+	if o.token != nil {
+		return fmt.Errorf("%w: %s refused the API token from %s (check that it is current and may read this provider)", err, o.Host, o.token.Source)
+	}
+	file := "~/.tofurc"
+	if files := tfcreds.ConfigFiles(); len(files) > 0 {
+		file = files[0]
+	}
+	how := fmt.Sprintf("add credentials %q { token = \"...\" } to your CLI configuration (%s)", o.Host, file)
+	if env := tfcreds.EnvName(o.Host); env != "" {
+		how = "set " + env + ", or " + how
+	}
+	if o.credsErr != nil {
+		how += "; note that the CLI configuration could not be read: " + o.credsErr.Error()
+	}
+	return fmt.Errorf("%w: %s wants an API token: %s", err, o.Host, how)
+}
+
+// bearerTransport sends the origin's token with requests to the origin's own host over https,
+// and with no other: not to another host that a download_url or a redirect points at.
+type bearerTransport struct {
+	next  http.RoundTripper
+	host  string // the origin's, normalized
+	token string
+}
+
+func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "https" {
+		if h, err := tfcreds.Normalize(req.URL.Host); err == nil && h == b.host {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", "Bearer "+b.token)
+		}
+	}
+	return b.next.RoundTrip(req)
 }
 
 func explainHTTP(u *url.URL, err error) error {
