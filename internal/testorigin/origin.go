@@ -54,8 +54,10 @@ type Faults struct {
 	// origin's own host; without it the origin answers 401.
 	Token string
 	// Protocols replaces, per version, the plugin protocols the origin advertises (default
-	// 5.0 and 6.0) in the versions and download answers.
-	Protocols map[string][]string
+	// 5.0 and 6.0) in the versions and download answers; DownloadProtocols, in the download
+	// answers only.
+	Protocols         map[string][]string
+	DownloadProtocols map[string][]string
 	// FilesElsewhere names the files by absolute URLs on a second server with another host name
 	// (127.0.0.1 where the origin is localhost); RedirectFiles keeps the origin's own URLs but
 	// answers them with a redirect there.
@@ -341,7 +343,10 @@ func (o *Origin) route(r *http.Request, isOrigin bool, f Faults) answer {
 	return answer{status: http.StatusNotFound, body: []byte("404 page not found\n")}
 }
 
-func (o *Origin) protocols(f Faults, version string) []string {
+func (o *Origin) protocols(f Faults, version string, download bool) []string {
+	if ps, ok := f.DownloadProtocols[version]; ok && download {
+		return ps
+	}
 	if ps, ok := f.Protocols[version]; ok {
 		return ps
 	}
@@ -358,7 +363,7 @@ func (o *Origin) versionsDoc(f Faults) map[string]any {
 			os, arch, _ := strings.Cut(p, "_")
 			ps = append(ps, map[string]string{"os": os, "arch": arch})
 		}
-		vs = append(vs, map[string]any{"version": v, "protocols": o.protocols(f, v), "platforms": ps})
+		vs = append(vs, map[string]any{"version": v, "protocols": o.protocols(f, v, false), "platforms": ps})
 	}
 	return map[string]any{"versions": vs}
 }
@@ -388,7 +393,7 @@ func (o *Origin) download(rest string, f Faults) (answer, bool) {
 		files = "https://" + o.FilesHost + "/files/"
 	}
 	return answer{status: http.StatusOK, json: map[string]any{
-		"protocols": o.protocols(f, version), "os": parts[2], "arch": parts[3], "filename": name,
+		"protocols": o.protocols(f, version, true), "os": parts[2], "arch": parts[3], "filename": name,
 		"download_url":          files + name,
 		"shasums_url":           files + prefix + "SHA256SUMS",
 		"shasums_signature_url": files + prefix + "SHA256SUMS.sig",

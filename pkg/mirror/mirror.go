@@ -49,6 +49,9 @@ type Options struct {
 	// the origin lists for each download are used.
 	TrustedKeys openpgp.EntityList
 	Progress    oci.Progress
+	// Warn, when set, is told of each version left out of a range because oprov cannot launch
+	// its plugin protocols.
+	Warn func(msg string)
 	// TempDir holds downloads while they are checked (default: the system's).
 	TempDir string
 }
@@ -82,6 +85,24 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 	if err != nil {
 		return nil, err
 	}
+	chosen, err := chooseVersions(all, set, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mirrored
+	for _, v := range chosen {
+		m, err := mirrorVersion(ctx, origin, t, v, opts)
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %w", opts.Address, v.Version, err)
+		}
+		out = append(out, *m)
+	}
+	return out, nil
+}
+
+// chooseVersions picks the versions to mirror, oldest first: those that meet the constraint,
+// less those whose plugin protocols oprov cannot launch (see launchable).
+func chooseVersions(all []OriginVersion, set versions.Set, opts Options) ([]OriginVersion, error) {
 	var chosen []OriginVersion
 	for _, v := range all {
 		pv, err := versions.ParseVersion(v.Version)
@@ -102,15 +123,15 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 		b, _ := versions.ParseVersion(chosen[j].Version)
 		return a.LessThan(b)
 	})
-	var out []Mirrored
-	for _, v := range chosen {
-		m, err := mirrorVersion(ctx, origin, t, v, opts)
-		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", opts.Address, v.Version, err)
-		}
-		out = append(out, *m)
+	warn := opts.Warn
+	if warn != nil {
+		warn = func(msg string) { opts.Warn(opts.Address.String() + ": " + msg) }
 	}
-	return out, nil
+	chosen, err := launchable(chosen, warn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (nothing was pushed)", opts.Address, err)
+	}
+	return chosen, nil
 }
 
 // mirrorVersion mirrors one version: it learns where each platform's package is, checks the
@@ -129,6 +150,9 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 	for i, p := range platforms {
 		if downloads[i], err = origin.Download(ctx, opts.Address.Namespace, opts.Address.Type, v.Version, p); err != nil {
 			return nil, err
+		}
+		if err := checkProtocols(v.Version, downloads[i].Protocols); err != nil {
+			return nil, fmt.Errorf("the %s download answer: %w (nothing was pushed)", p, err)
 		}
 	}
 	signed, err := fetchSignedSums(ctx, origin, downloads, opts.TrustedKeys)
