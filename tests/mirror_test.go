@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/origin"
+	origin "github.com/oprov/oprov/internal/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )

@@ -89,7 +89,7 @@ func runMirror(c *cobra.Command, o *mirrorOptions) error {
 	bar := newProgress(o.io, "mirroring")
 	res, err := mirror.Mirror(ctx, t, mirror.Options{
 		Address: addr, Constraint: o.Constraint, Platforms: platforms, To: to, Registry: o.registry.options(),
-		TrustedKeys: pinned, Progress: bar, Log: o.io.ErrOut,
+		TrustedKeys: pinned, Progress: bar, Warn: func(msg string) { fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", msg) },
 	})
 	bar.Finish()
 	if err != nil {

@@ -22,8 +22,6 @@ import (
 	"github.com/oprov/oprov/pkg/sign"
 )
 
-func ioCopyDiscard(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }
-
 // SaveItem is one repository's versions to save.
 type SaveItem struct {
 	Ref  ociref.Ref // the source repository (its tag, if any, names the version)

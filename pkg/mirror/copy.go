@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -143,7 +144,7 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 			return fmt.Errorf("%s: %w", d.Digest, err)
 		}
 		vr := content.NewVerifyReader(rc, d)
-		_, err = ioCopyDiscard(vr)
+		_, err = io.Copy(io.Discard, vr)
 		rc.Close()
 		if err == nil {
 			err = vr.Verify()

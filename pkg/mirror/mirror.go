@@ -16,6 +16,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/apparentlymart/go-versions/versions"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 
@@ -48,7 +49,9 @@ type Options struct {
 	// the origin lists for each download are used.
 	TrustedKeys openpgp.EntityList
 	Progress    oci.Progress
-	Log         io.Writer
+	// Warn, when set, is told of each version left out of a range because oprov cannot launch
+	// its plugin protocols.
+	Warn func(msg string)
 	// TempDir holds downloads while they are checked (default: the system's).
 	TempDir string
 }
@@ -82,6 +85,24 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 	if err != nil {
 		return nil, err
 	}
+	chosen, err := chooseVersions(all, set, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mirrored
+	for _, v := range chosen {
+		m, err := mirrorVersion(ctx, origin, t, v, opts)
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %w", opts.Address, v.Version, err)
+		}
+		out = append(out, *m)
+	}
+	return out, nil
+}
+
+// chooseVersions picks the versions to mirror, oldest first: those that meet the constraint,
+// less those whose plugin protocols oprov cannot launch (see launchable).
+func chooseVersions(all []OriginVersion, set versions.Set, opts Options) ([]OriginVersion, error) {
 	var chosen []OriginVersion
 	for _, v := range all {
 		pv, err := versions.ParseVersion(v.Version)
@@ -102,26 +123,85 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 		b, _ := versions.ParseVersion(chosen[j].Version)
 		return a.LessThan(b)
 	})
-	var out []Mirrored
-	for _, v := range chosen {
-		m, err := mirrorVersion(ctx, origin, t, v, opts)
-		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", opts.Address, v.Version, err)
-		}
-		out = append(out, *m)
+	warn := opts.Warn
+	if warn != nil {
+		warn = func(msg string) { opts.Warn(opts.Address.String() + ": " + msg) }
 	}
-	return out, nil
+	chosen, err := launchable(chosen, warn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (nothing was pushed)", opts.Address, err)
+	}
+	return chosen, nil
 }
 
+// mirrorVersion mirrors one version: it learns where each platform's package is, checks the
+// signed SHA256SUMS, skips the version if the destination already holds exactly these zips,
+// downloads and checks every zip, and pushes them with the origin's provenance attached.
 func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVersion, opts Options) (*Mirrored, error) {
+	platforms, err := selectPlatforms(v, opts.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := manifest.VersionToTag(v.Version)
+	if err != nil {
+		return nil, err
+	}
+	downloads := make([]*Download, len(platforms))
+	for i, p := range platforms {
+		if downloads[i], err = origin.Download(ctx, opts.Address.Namespace, opts.Address.Type, v.Version, p); err != nil {
+			return nil, err
+		}
+		if err := checkProtocols(v.Version, downloads[i].Protocols); err != nil {
+			return nil, fmt.Errorf("the %s download answer: %w (nothing was pushed)", p, err)
+		}
+	}
+	signed, err := fetchSignedSums(ctx, origin, downloads, opts.TrustedKeys)
+	if err != nil {
+		return nil, err
+	}
+	res := &Mirrored{Version: v.Version, Tag: tag, Platforms: len(platforms), KeyID: signed.keyID}
+	ref := opts.To.WithReference(tag)
+	if ok, digest, err := alreadyMirrored(ctx, t, ref, downloads, signed.sums); err != nil {
+		return nil, err
+	} else if ok {
+		res.Skipped, res.IndexDigest = true, digest
+		return res, nil
+	}
+	dir, err := os.MkdirTemp(opts.TempDir, "oprov-mirror-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	paths, err := downloadZips(ctx, origin, downloads, signed.sums, dir, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := release.Collect(paths)
+	if err != nil {
+		return nil, err
+	}
+	pushed, err := oci.PushRelease(ctx, t, rel, tag, oci.PushOptions{Progress: opts.Progress})
+	if err != nil {
+		return nil, oci.Explain("mirror", ref, err)
+	}
+	res.IndexDigest, res.Uploaded = pushed.Index.Digest.String(), pushed.Uploaded
+	if err := attachProvenance(ctx, t, pushed.Index, v.Version, signed, opts.Address); err != nil {
+		return nil, oci.Explain("mirror", ref, err)
+	}
+	return res, nil
+}
+
+// selectPlatforms picks the platforms to mirror: those asked for, each of which the origin must
+// offer, or else every one it offers.
+func selectPlatforms(v OriginVersion, want []manifest.Platform) ([]manifest.Platform, error) {
 	platforms := v.Platforms
-	if len(opts.Platforms) > 0 {
+	if len(want) > 0 {
 		offered := map[manifest.Platform]bool{}
 		for _, p := range v.Platforms {
 			offered[p] = true
 		}
 		platforms = nil
-		for _, p := range opts.Platforms {
+		for _, p := range want {
 			if !offered[p] {
 				return nil, fmt.Errorf("the origin offers no %s package", p)
 			}
@@ -129,32 +209,23 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 		}
 	}
 	manifest.SortPlatforms(platforms)
-	tag, err := manifest.VersionToTag(v.Version)
-	if err != nil {
-		return nil, err
-	}
+	return platforms, nil
+}
 
-	// Where each platform's package is, and how the release is signed.
-	downloads := make([]*Download, len(platforms))
-	for i, p := range platforms {
-		if downloads[i], err = origin.Download(ctx, opts.Address.Namespace, opts.Address.Type, v.Version, p); err != nil {
-			return nil, err
-		}
-	}
-	sumsURL, err := downloads[0].Resolve(downloads[0].SHASumsURL)
+// signedSums is a release's SHA256SUMS after its signature was checked.
+type signedSums struct {
+	sums        release.Sums
+	data, sig   []byte // SHA256SUMS and its detached signature, as served
+	armoredKeys []byte // the keys the origin lists, kept as provenance
+	keyID       string // the key that signed
+}
+
+// fetchSignedSums fetches the release's SHA256SUMS and signature (one pair for all platforms),
+// checks the signature, and checks that SHA256SUMS agrees with the shasum of every download.
+func fetchSignedSums(ctx context.Context, origin *Origin, downloads []*Download, pinned openpgp.EntityList) (*signedSums, error) {
+	sumsURL, sigURL, err := sumsURLs(downloads)
 	if err != nil {
 		return nil, err
-	}
-	sigURL, err := downloads[0].Resolve(downloads[0].SHASumsSignatureURL)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range downloads[1:] {
-		u1, _ := d.Resolve(d.SHASumsURL)
-		u2, _ := d.Resolve(d.SHASumsSignatureURL)
-		if u1 != sumsURL || u2 != sigURL {
-			return nil, fmt.Errorf("the origin names different SHA256SUMS files for %s_%s and %s_%s", downloads[0].OS, downloads[0].Arch, d.OS, d.Arch)
-		}
 	}
 	var sumsBuf, sigBuf bytes.Buffer
 	if _, err := origin.Fetch(ctx, sumsURL, &sumsBuf, 1<<20); err != nil {
@@ -163,28 +234,27 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 	if _, err := origin.Fetch(ctx, sigURL, &sigBuf, 64<<10); err != nil {
 		return nil, err
 	}
-	keyring, armoredKeys, err := signingKeys(downloads, opts.TrustedKeys)
+	keyring, armoredKeys, err := signingKeys(downloads, pinned)
 	if err != nil {
 		return nil, err
 	}
 	signer, err := openpgp.CheckDetachedSignature(keyring, bytes.NewReader(sumsBuf.Bytes()), bytes.NewReader(sigBuf.Bytes()), nil)
 	if err != nil {
-		return nil, fmt.Errorf("the SHA256SUMS signature does not verify with the %s: %v (nothing was pushed)", keyringName(opts.TrustedKeys), err)
+		return nil, fmt.Errorf("the SHA256SUMS signature does not verify with the %s: %v (nothing was pushed)", keyringName(pinned), err)
 	}
-	keyID := fmt.Sprintf("%016X", signer.PrimaryKey.KeyId)
+	s := &signedSums{data: sumsBuf.Bytes(), sig: sigBuf.Bytes(), armoredKeys: armoredKeys, keyID: fmt.Sprintf("%016X", signer.PrimaryKey.KeyId)}
 	for _, d := range downloads {
 		for _, k := range d.SigningKeys.GPGPublicKeys {
-			if k.KeyID != "" && !strings.EqualFold(k.KeyID, keyID) && !hasKeyID(keyring, k.KeyID) {
-				return nil, fmt.Errorf("the origin names signing key %s, but SHA256SUMS was signed by %s (nothing was pushed)", k.KeyID, keyID)
+			if k.KeyID != "" && !strings.EqualFold(k.KeyID, s.keyID) && !hasKeyID(keyring, k.KeyID) {
+				return nil, fmt.Errorf("the origin names signing key %s, but SHA256SUMS was signed by %s (nothing was pushed)", k.KeyID, s.keyID)
 			}
 		}
 	}
-	sums, err := release.ParseSums(bytes.NewReader(sumsBuf.Bytes()))
-	if err != nil {
+	if s.sums, err = release.ParseSums(bytes.NewReader(s.data)); err != nil {
 		return nil, fmt.Errorf("SHA256SUMS: %w", err)
 	}
 	for _, d := range downloads {
-		want, ok := sums[d.Filename]
+		want, ok := s.sums[d.Filename]
 		if !ok {
 			return nil, fmt.Errorf("SHA256SUMS does not list %s (nothing was pushed)", d.Filename)
 		}
@@ -192,22 +262,32 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 			return nil, fmt.Errorf("the origin's shasum for %s (%s) disagrees with its signed SHA256SUMS (%s) (nothing was pushed)", d.Filename, d.SHASum, want)
 		}
 	}
+	return s, nil
+}
 
-	res := &Mirrored{Version: v.Version, Tag: tag, Platforms: len(platforms), KeyID: keyID}
-	ref := opts.To.WithReference(tag)
-	if ok, digest, err := alreadyMirrored(ctx, t, ref, downloads, sums); err != nil {
-		return nil, err
-	} else if ok {
-		res.Skipped, res.IndexDigest = true, digest
-		return res, nil
-	}
-
-	// Download every zip, checking it against the signed SHA256SUMS as it streams in.
-	dir, err := os.MkdirTemp(opts.TempDir, "oprov-mirror-")
+// sumsURLs gives the SHA256SUMS and signature URLs, which every platform's answer must share.
+func sumsURLs(downloads []*Download) (string, string, error) {
+	sumsURL, err := downloads[0].Resolve(downloads[0].SHASumsURL)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	defer os.RemoveAll(dir)
+	sigURL, err := downloads[0].Resolve(downloads[0].SHASumsSignatureURL)
+	if err != nil {
+		return "", "", err
+	}
+	for _, d := range downloads[1:] {
+		u1, _ := d.Resolve(d.SHASumsURL)
+		u2, _ := d.Resolve(d.SHASumsSignatureURL)
+		if u1 != sumsURL || u2 != sigURL {
+			return "", "", fmt.Errorf("the origin names different SHA256SUMS files for %s_%s and %s_%s", downloads[0].OS, downloads[0].Arch, d.OS, d.Arch)
+		}
+	}
+	return sumsURL, sigURL, nil
+}
+
+// downloadZips downloads every zip into dir, checking each against the signed SHA256SUMS as it
+// streams in, and gives their paths.
+func downloadZips(ctx context.Context, origin *Origin, downloads []*Download, sums release.Sums, dir string, progress oci.Progress) ([]string, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
 	paths := make([]string, len(downloads))
@@ -224,8 +304,8 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 			return release.WriteFileAtomic(paths[i], func(w io.Writer) error {
 				h := sha256.New()
 				var dst io.Writer = io.MultiWriter(w, h)
-				if opts.Progress != nil {
-					dst = &progressWriter{w: dst, p: opts.Progress}
+				if progress != nil {
+					dst = &progressWriter{w: dst, p: progress}
 				}
 				if _, err := origin.Fetch(gctx, u, dst, 4<<30); err != nil {
 					return err
@@ -240,26 +320,22 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rel, err := release.Collect(paths)
+	return paths, nil
+}
+
+// attachProvenance attaches the origin's signed SHA256SUMS, its signature and the signing keys
+// to the mirrored index as a referrer, so the provenance travels with it.
+func attachProvenance(ctx context.Context, t oci.Target, index ocispec.Descriptor, version string, s *signedSums, addr oci.ProviderAddress) error {
+	sumsName := release.SumsName(addr.Type, version)
+	_, err := oci.Attach(ctx, t, index, ArtifactTypeChecksums, []oci.AttachFile{
+		{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
+		{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
+		{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
+	}, map[string]string{AnnotationOrigin: "https://" + addr.Hostname + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("attaching SHA256SUMS: %w", err)
 	}
-	pushed, err := oci.PushRelease(ctx, t, rel, tag, oci.PushOptions{Progress: opts.Progress})
-	if err != nil {
-		return nil, oci.Explain("mirror", ref, err)
-	}
-	res.IndexDigest, res.Uploaded = pushed.Index.Digest.String(), pushed.Uploaded
-	// The origin's provenance travels with the index as a referrer.
-	sumsName := release.SumsName(opts.Address.Type, v.Version)
-	_, err = oci.Attach(ctx, t, pushed.Index, ArtifactTypeChecksums, []oci.AttachFile{
-		{Name: sumsName, MediaType: mediaTypeSums, Data: sumsBuf.Bytes()},
-		{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: sigBuf.Bytes()},
-		{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: armoredKeys},
-	}, map[string]string{AnnotationOrigin: "https://" + opts.Address.Hostname + "/" + opts.Address.Namespace + "/" + opts.Address.Type, AnnotationGPGKeyID: keyID})
-	if err != nil {
-		return nil, oci.Explain("mirror", ref, fmt.Errorf("attaching SHA256SUMS: %w", err))
-	}
-	return res, nil
+	return nil
 }
 
 // signingKeys builds the keyring to check SHA256SUMS with: the pinned keys when given, else the

@@ -14,17 +14,25 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // Origin is a client of one origin registry's Provider Registry Protocol v1 (format.md §4).
 type Origin struct {
-	Host   string
-	base   *url.URL // the providers.v1 base
-	client *http.Client
+	Host     string
+	base     *url.URL // the providers.v1 base
+	client   *http.Client
+	retry    retryPolicy
+	answered sync.Map // hosts that answered in this run: a refusal from them may pass
+	authHost string   // Host as credentials name it (see tfcreds.Normalize)
+	token    *tfcreds.Token
+	credsErr error // why the CLI configuration could not be read, if it could not
 }
 
 // OriginVersion is one version an origin offers.
@@ -63,7 +71,10 @@ func (d *Download) Resolve(ref string) (string, error) {
 }
 
 // NewOrigin discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
-// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile).
+// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
+// if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
+// blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
+// Every GET is retried on failures that may pass (see get).
 func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, error) {
 	tlsConfig, err := oci.TLSConfig(opts.CAFile)
 	if err != nil {
@@ -71,7 +82,15 @@ func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	o := &Origin{Host: host, client: &http.Client{Transport: tr, Timeout: 10 * time.Minute}}
+	tr.ResponseHeaderTimeout = responseHeaderTimeout
+	o := &Origin{Host: host, retry: defaultRetry}
+	o.authHost, _ = tfcreds.Normalize(host)
+	o.token, o.credsErr = tfcreds.Lookup(host)
+	var rt http.RoundTripper = tr
+	if o.token != nil {
+		rt = &bearerTransport{next: tr, host: o.authHost, token: o.token.Value}
+	}
+	o.client = &http.Client{Transport: rt, Timeout: 10 * time.Minute}
 	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
 	var doc map[string]any
 	if err := o.getJSON(ctx, disco, &doc); err != nil {
@@ -92,24 +111,113 @@ func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, err
 	return o, nil
 }
 
+// maxJSON bounds an answer of the protocol's JSON API.
+const maxJSON = 16 << 20
+
 func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	var data []byte
+	err := o.get(ctx, u, func(body io.Reader) (int64, error) {
+		var err error
+		data, err = io.ReadAll(io.LimitReader(body, maxJSON+1))
+		return 0, err // nothing is passed on until the whole answer is in
+	})
 	if err != nil {
 		return err
 	}
-	req.Header.Set("User-Agent", oci.UserAgent)
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return explainHTTP(u, err)
+	if len(data) > maxJSON {
+		return fmt.Errorf("GET %s: the answer is larger than %d bytes", u, maxJSON)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("GET %s: the answer is not valid JSON: %w", u, err)
 	}
 	return nil
+}
+
+// get GETs u and hands the body of a 200 answer to read, which says how many bytes it passed on.
+// A failure that may pass (429, most 5xx, a reset, cut or timed-out connection, a refusal by a
+// host that answered before) is tried again after a backoff, or after what Retry-After asks, as
+// far as o.retry allows; but not once read has passed bytes on, which cannot be taken back.
+func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) (int64, error)) error {
+	return o.retry.retrying(ctx, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", oci.UserAgent)
+		resp, err := o.client.Do(req)
+		if err != nil {
+			_, before := o.answered.Load(u.Host)
+			if transientNetError(ctx, err, before) {
+				return &transientError{err: explainHTTP(u, err)}
+			}
+			return explainHTTP(u, err)
+		}
+		defer resp.Body.Close()
+		o.answered.Store(u.Host, true)
+		if resp.StatusCode != http.StatusOK {
+			return o.statusError(u, resp)
+		}
+		body := &netReader{r: resp.Body}
+		n, err := read(body)
+		if err != nil && body.err != nil && n == 0 && transientNetError(ctx, body.err, true) {
+			return &transientError{err: fmt.Errorf("GET %s: reading the answer: %w", u, body.err)}
+		}
+		return err
+	})
+}
+
+// statusError explains an answer other than 200, marking those worth another try.
+func (o *Origin) statusError(u *url.URL, resp *http.Response) error {
+	err := fmt.Errorf("GET %s: %s", u, resp.Status)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return o.authError(err, resp.Request.URL.Host)
+	}
+	if retryableStatus(resp.StatusCode) {
+		after, ok := retryAfter(resp.Header, time.Now())
+		return &transientError{err: err, after: after, hasAfter: ok}
+	}
+	return err
+}
+
+// authError explains a 401 or 403 from host (where the request ended up, after redirects): what
+// token was sent, and if none was, how to give one.
+func (o *Origin) authError(err error, host string) error {
+	if h, _ := tfcreds.Normalize(host); h != o.authHost {
+		return fmt.Errorf("%w: %s is not the origin registry %s, so oprov sends it no token", err, host, o.Host)
+	}
+	if o.token != nil {
+		return fmt.Errorf("%w: %s refused the API token from %s (check that it is current and may read this provider)", err, o.Host, o.token.Source)
+	}
+	file := "~/.tofurc"
+	if files := tfcreds.ConfigFiles(); len(files) > 0 {
+		file = files[0]
+	}
+	how := fmt.Sprintf("add credentials %q { token = \"...\" } to your CLI configuration (%s)", o.Host, file)
+	if env := tfcreds.EnvName(o.Host); env != "" {
+		how = "set " + env + ", or " + how
+	}
+	if o.credsErr != nil {
+		how += "; note that the CLI configuration could not be read: " + o.credsErr.Error()
+	}
+	return fmt.Errorf("%w: %s wants an API token: %s", err, o.Host, how)
+}
+
+// bearerTransport sends the origin's token with requests to the origin's own host over https,
+// and with no other: not to another host that a download_url or a redirect points at.
+type bearerTransport struct {
+	next  http.RoundTripper
+	host  string // the origin's, normalized
+	token string
+}
+
+func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "https" {
+		if h, err := tfcreds.Normalize(req.URL.Host); err == nil && h == b.host {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", "Bearer "+b.token)
+		}
+	}
+	return b.next.RoundTrip(req)
 }
 
 func explainHTTP(u *url.URL, err error) error {
@@ -162,28 +270,28 @@ func (o *Origin) Download(ctx context.Context, namespace, typ, version string, p
 	return d, nil
 }
 
-// Fetch streams a URL's body into w, at most max bytes.
+// Fetch streams a URL's body into w, at most max bytes. Failures before the first byte reaches w
+// are retried like every GET; after that the error is returned, so w never gets a byte twice.
 func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("GET %s: %w", rawURL, err)
 	}
-	req.Header.Set("User-Agent", oci.UserAgent)
-	u, _ := url.Parse(rawURL)
 	if u.Scheme != "https" && !(u.Scheme == "http" && (oci.Ref{Registry: u.Host}).IsLoopback()) {
 		return 0, fmt.Errorf("GET %s: only https URLs are fetched", rawURL)
 	}
-	resp, err := o.client.Do(req)
+	var n int64
+	err = o.get(ctx, u, func(body io.Reader) (int64, error) {
+		cw := &release.CountingWriter{W: w}
+		_, err := io.Copy(cw, io.LimitReader(body, max+1))
+		n = cw.N
+		if err != nil {
+			return cw.N, fmt.Errorf("GET %s: %w", rawURL, err)
+		}
+		return cw.N, nil
+	})
 	if err != nil {
-		return 0, explainHTTP(u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", rawURL, resp.Status)
-	}
-	n, err := io.Copy(w, io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return n, fmt.Errorf("GET %s: %w", rawURL, err)
+		return n, err
 	}
 	if n > max {
 		return n, fmt.Errorf("GET %s: more than %d bytes", rawURL, max)
