@@ -110,7 +110,7 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 		}
 		res.Tags = append(res.Tags, tag)
 		// cosign v2's signatures live under a tag of their own.
-		sigTag := string(desc.Digest.Algorithm()) + "-" + desc.Digest.Encoded() + ".sig"
+		sigTag := manifest.CosignSignatureTag(desc.Digest)
 		sig, err := src.Resolve(ctx, sigTag)
 		switch {
 		case errors.Is(err, errdef.ErrNotFound):
