@@ -2,16 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 // registryFlags are the network flags every command that talks to a registry takes.
@@ -165,4 +169,30 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("1 %s", word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// passwordFunc reads COSIGN_PASSWORD, or prompts on a terminal.
+func passwordFunc(ios *IOStreams) sign.PassFunc {
+	var prompt sign.PassFunc
+	if ios.InTTY {
+		prompt = func(confirm bool) ([]byte, error) {
+			fmt.Fprint(ios.ErrOut, "Password for the key: ")
+			pw, err := term.ReadPassword(int(os.Stdin.Fd()))
+			fmt.Fprintln(ios.ErrOut)
+			if err != nil || !confirm {
+				return pw, err
+			}
+			fmt.Fprint(ios.ErrOut, "Again: ")
+			again, err := term.ReadPassword(int(os.Stdin.Fd()))
+			fmt.Fprintln(ios.ErrOut)
+			if err != nil {
+				return nil, err
+			}
+			if string(again) != string(pw) {
+				return nil, errors.New("the passwords do not match")
+			}
+			return pw, nil
+		}
+	}
+	return sign.EnvPassword(prompt)
 }

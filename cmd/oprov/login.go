@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,33 +86,4 @@ func runLogin(c *cobra.Command, o *loginOptions) error {
 	}
 	fmt.Fprintf(o.io.Out, "Logged in to %s as %s\n", o.Host, o.Username)
 	return nil
-}
-
-type logoutOptions struct {
-	io       *IOStreams
-	Host     string
-	registry registryFlags
-}
-
-func newLogoutCmd(ios *IOStreams) *cobra.Command {
-	o := &logoutOptions{io: ios}
-	c := &cobra.Command{
-		Use:   "logout HOST",
-		Short: "Remove a registry's stored credentials",
-		Args:  argsRange(1, 1, "one registry host"),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Host = args[0]
-			store, err := oci.CredentialStore(o.registry.RegistryConfig)
-			if err != nil {
-				return err
-			}
-			if err := credentials.Logout(c.Context(), store, o.Host); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("logout %s: %w", o.Host, err)
-			}
-			fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)
-			return nil
-		},
-	}
-	c.Flags().StringVar(&o.registry.RegistryConfig, "registry-config", "", "docker-style credentials file (default: docker's config.json)")
-	return c
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -84,57 +81,4 @@ func printSigned(ios *IOStreams, out outputFlag, ref oci.Ref, res *sign.SignResu
 	}
 	fmt.Fprintf(ios.Out, "Signed %s (%s) as a %s signature: %s\n", ref, res.Subject, res.Form, res.Signature)
 	return nil
-}
-
-// passwordFunc reads COSIGN_PASSWORD, or prompts on a terminal.
-func passwordFunc(ios *IOStreams) sign.PassFunc {
-	var prompt sign.PassFunc
-	if ios.InTTY {
-		prompt = func(confirm bool) ([]byte, error) {
-			fmt.Fprint(ios.ErrOut, "Password for the key: ")
-			pw, err := term.ReadPassword(int(os.Stdin.Fd()))
-			fmt.Fprintln(ios.ErrOut)
-			if err != nil || !confirm {
-				return pw, err
-			}
-			fmt.Fprint(ios.ErrOut, "Again: ")
-			again, err := term.ReadPassword(int(os.Stdin.Fd()))
-			fmt.Fprintln(ios.ErrOut)
-			if err != nil {
-				return nil, err
-			}
-			if string(again) != string(pw) {
-				return nil, errors.New("the passwords do not match")
-			}
-			return pw, nil
-		}
-	}
-	return sign.EnvPassword(prompt)
-}
-
-type keygenOptions struct {
-	io     *IOStreams
-	Prefix string
-}
-
-func newKeygenCmd(ios *IOStreams) *cobra.Command {
-	o := &keygenOptions{io: ios}
-	c := &cobra.Command{
-		Use:   "keygen",
-		Short: "Write a signing key pair that cosign can use",
-		Long: `Write PREFIX.key (an encrypted sigstore private key; password from COSIGN_PASSWORD or a
-prompt) and PREFIX.pub (PEM), the same files 'cosign generate-key-pair' writes. Existing files
-are never overwritten.`,
-		Args: argsRange(0, 0, "no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			key, pub, err := sign.GenerateKeyPair(o.Prefix, passwordFunc(o.io))
-			if err != nil {
-				return fmt.Errorf("keygen: %w", err)
-			}
-			fmt.Fprintf(o.io.Out, "Private key written to %s\nPublic key written to %s\n", key, pub)
-			return nil
-		},
-	}
-	c.Flags().StringVar(&o.Prefix, "output-key-prefix", "cosign", "write PREFIX.key and PREFIX.pub")
-	return c
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+type discoverOptions struct {
+	io       *IOStreams
+	Ref      string
+	Depth    int
+	registry registryFlags
+	output   outputFlag
+}
+
+func newDiscoverCmd(ios *IOStreams) *cobra.Command {
+	o := &discoverOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "discover REPO:VERSION",
+		Short: "List what refers to a provider version: signatures, SBOMs, provenance",
+		Args:  argsRange(1, 1, "one reference: REPO:VERSION"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Ref = args[0]
+			return runDiscover(c, o)
+		},
+	}
+	c.Flags().IntVar(&o.Depth, "depth", 2, "how many levels of referrers to follow")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runDiscover(c *cobra.Command, o *discoverOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	ref, err := parseVersionRef("discover", o.Ref)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	t, err := oci.Open(ctx, ref, o.registry.options(), false)
+	if err != nil {
+		return oci.Explain("discover", ref, err)
+	}
+	subject, err := t.Resolve(ctx, ref.Reference)
+	if err != nil {
+		return oci.Explain("discover", ref, err)
+	}
+	refs, err := oci.Discover(ctx, t, subject, o.Depth)
+	if err != nil {
+		return oci.Explain("discover", ref, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			Subject   string         `json:"subject"`
+			Referrers []oci.Referrer `json:"referrers"`
+		}{subject.Digest.String(), append([]oci.Referrer{}, refs...)})
+	}
+	fmt.Fprintf(o.io.Out, "%s (%s)\n", ref, subject.Digest)
+	var show func([]oci.Referrer, string)
+	show = func(rs []oci.Referrer, indent string) {
+		for _, r := range rs {
+			where := ""
+			if r.Tag != "" {
+				where = " tag " + r.Tag
+			}
+			fmt.Fprintf(o.io.Out, "%s└ %s %s%s", indent, r.ArtifactType, r.Digest, where)
+			if len(r.Files) > 0 {
+				fmt.Fprintf(o.io.Out, " [%s]", strings.Join(r.Files, ", "))
+			}
+			fmt.Fprintln(o.io.Out)
+			show(r.Referrers, indent+"  ")
+		}
+	}
+	show(refs, "  ")
+	return nil
+}

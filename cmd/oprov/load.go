@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/mirror"
+)
+
+type loadOptions struct {
+	io       *IOStreams
+	File     string
+	To       string
+	Keys     []string
+	Policy   string
+	registry registryFlags
+	output   outputFlag
+}
+
+func newLoadCmd(ios *IOStreams) *cobra.Command {
+	o := &loadOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "load FILE.tar --to HOST[/PREFIX]",
+		Short: "Push a tarball written by 'oprov save' into a registry",
+		Long: `Recreate each repository of a tarball below HOST[/PREFIX], with its referrers and cosign
+signatures. Before anything is pushed, every blob is checked against its digest and, with
+--policy or --key, every version's signature is verified: a damaged or unsigned tarball pushes
+nothing.`,
+		Args: argsRange(1, 1, "one tarball"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.File = args[0]
+			return runLoad(c, o)
+		},
+	}
+	c.Flags().StringVar(&o.To, "to", "", "registry (and path prefix) to load into (required)")
+	c.Flags().StringSliceVar(&o.Keys, "key", nil, "require signatures by this public key (repeatable)")
+	c.Flags().StringVar(&o.Policy, "policy", "", "require signatures under this trust policy")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+func runLoad(c *cobra.Command, o *loadOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if o.To == "" {
+		return usageErrorf("load: --to HOST[/PREFIX] is required")
+	}
+	policy, err := policyFromFlags(o.Keys, o.Policy)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	b, err := mirror.OpenBundle(ctx, o.File)
+	if err != nil {
+		return fmt.Errorf("load: %w (nothing was pushed)", err)
+	}
+	bar := newProgress(o.io, "loading")
+	res, err := mirror.Load(ctx, b, mirror.LoadOptions{To: o.To, Registry: o.registry.options(), Policy: policy, Copy: mirror.CopyOptions{Progress: bar}, Log: o.io.ErrOut})
+	bar.Finish()
+	if err != nil {
+		return fmt.Errorf("load %s: %w", o.File, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, res)
+	}
+	for _, l := range res {
+		fmt.Fprintf(o.io.Out, "Loaded %s into %s: %d uploaded, %d already there\n", strings.Join(l.Result.Tags, ", "), l.Repository, l.Result.Uploaded, l.Result.Skipped)
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/mirror"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+type saveOptions struct {
+	io       *IOStreams
+	Refs     []string
+	Out      string
+	registry registryFlags
+	output   outputFlag
+}
+
+func newSaveCmd(ios *IOStreams) *cobra.Command {
+	o := &saveOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "save REF... -o FILE.tar",
+		Short: "Write provider versions, with their signatures, into one OCI-layout tarball",
+		Long: `Write the named versions (REPO:VERSION, or REPO for every version) with their referrers and
+cosign signatures into one OCI image-layout tarball, to carry across an air gap. Inside it each
+tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.`,
+		Args: argsRange(1, -1, "one or more references"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Refs = args
+			return runSave(c, o)
+		},
+	}
+	c.Flags().StringVarP(&o.Out, "out", "o", "", "the tarball to write (required)")
+	o.registry.register(c)
+	o.output.register(c, false)
+	return c
+}
+
+func runSave(c *cobra.Command, o *saveOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if o.Out == "" {
+		return usageErrorf("save: -o FILE.tar is required")
+	}
+	ctx := c.Context()
+	var items []mirror.SaveItem
+	for _, s := range o.Refs {
+		ref, err := parseRef(s)
+		if err != nil {
+			return err
+		}
+		t, err := oci.Open(ctx, ref.WithReference(""), o.registry.options(), false)
+		if err != nil {
+			return oci.Explain("save", ref, err)
+		}
+		tags, err := mirror.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
+		if err != nil {
+			return oci.Explain("save", ref, err)
+		}
+		items = append(items, mirror.SaveItem{Ref: ref, Src: t, Tags: tags})
+	}
+	bar := newProgress(o.io, "saving")
+	res, err := mirror.Save(ctx, items, o.Out, mirror.CopyOptions{Progress: bar})
+	bar.Finish()
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			File string   `json:"file"`
+			Tags []string `json:"tags"`
+		}{o.Out, res.Tags})
+	}
+	st, _ := os.Stat(o.Out)
+	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s)\n", strings.Join(res.Tags, ", "), o.Out, humanBytes(st.Size()))
+	return nil
+}
