@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func newAttachCmd(ios *IOStreams) *cobra.Command {
 		Args:    argsRange(2, 2, "a reference and a file"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref, o.File = args[0], args[1]
-			return runAttach(c, o)
+			return runAttach(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.ArtifactType, "artifact-type", "", "the referrer's artifact type (required)")
@@ -38,7 +39,7 @@ func newAttachCmd(ios *IOStreams) *cobra.Command {
 	return c
 }
 
-func runAttach(c *cobra.Command, o *attachOptions) error {
+func runAttach(ctx context.Context, o *attachOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -52,7 +53,6 @@ func runAttach(c *cobra.Command, o *attachOptions) error {
 	if _, err := os.Stat(o.File); err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
-	ctx := c.Context()
 	t, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("attach", ref, err)

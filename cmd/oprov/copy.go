@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -35,7 +36,7 @@ copy cut short resumes where it stopped; each tag moves once its whole graph is 
 		Args: argsRange(2, 2, "a source and a destination"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Src, o.Dst = args[0], args[1]
-			return runCopy(c, o)
+			return runCopy(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Constraint, "version", "", "copy the versions meeting this constraint")
@@ -46,7 +47,7 @@ copy cut short resumes where it stopped; each tag moves once its whole graph is 
 	return c
 }
 
-func runCopy(c *cobra.Command, o *copyOptions) error {
+func runCopy(ctx context.Context, o *copyOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -70,7 +71,6 @@ func runCopy(c *cobra.Command, o *copyOptions) error {
 	if dst.Reference != "" {
 		return usageErrorf("copy: the destination is a repository; the versions keep their tags")
 	}
-	ctx := c.Context()
 	st, err := oci.Open(ctx, src.WithReference(""), o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("copy", src, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -25,7 +26,7 @@ func newDiscoverCmd(ios *IOStreams) *cobra.Command {
 		Args:  argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
-			return runDiscover(c, o)
+			return runDiscover(c.Context(), o)
 		},
 	}
 	c.Flags().IntVar(&o.Depth, "depth", 2, "how many levels of referrers to follow")
@@ -34,7 +35,7 @@ func newDiscoverCmd(ios *IOStreams) *cobra.Command {
 	return c
 }
 
-func runDiscover(c *cobra.Command, o *discoverOptions) error {
+func runDiscover(ctx context.Context, o *discoverOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -42,7 +43,6 @@ func runDiscover(c *cobra.Command, o *discoverOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
 	t, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("discover", ref, err)

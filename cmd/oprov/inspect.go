@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,7 @@ and zip digests and sizes.`,
 		Args: argsRange(1, 1, "one reference: REPO or REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
-			return runInspect(c, o)
+			return runInspect(c.Context(), o)
 		},
 	}
 	o.registry.register(c)
@@ -34,7 +35,7 @@ and zip digests and sizes.`,
 	return c
 }
 
-func runInspect(c *cobra.Command, o *inspectOptions) error {
+func runInspect(ctx context.Context, o *inspectOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -42,7 +43,6 @@ func runInspect(c *cobra.Command, o *inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
 	target, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)

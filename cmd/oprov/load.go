@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -31,7 +32,7 @@ nothing.`,
 		Args: argsRange(1, 1, "one tarball"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
-			return runLoad(c, o)
+			return runLoad(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.To, "to", "", "registry (and path prefix) to load into (required)")
@@ -42,7 +43,7 @@ nothing.`,
 	return c
 }
 
-func runLoad(c *cobra.Command, o *loadOptions) error {
+func runLoad(ctx context.Context, o *loadOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -53,7 +54,6 @@ func runLoad(c *cobra.Command, o *loadOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
 	b, err := mirror.OpenBundle(ctx, o.File)
 	if err != nil {
 		return fmt.Errorf("load: %w (nothing was pushed)", err)

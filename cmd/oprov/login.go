@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +35,7 @@ read them (docker's config.json, or its configured credential helper).`,
 		Args:    argsRange(1, 1, "one registry host"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Host = args[0]
-			return runLogin(c, o)
+			return runLogin(c.Context(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Username, "username", "u", "", "user name")
@@ -43,7 +44,7 @@ read them (docker's config.json, or its configured credential helper).`,
 	return c
 }
 
-func runLogin(c *cobra.Command, o *loginOptions) error {
+func runLogin(ctx context.Context, o *loginOptions) error {
 	var password string
 	switch {
 	case o.PasswordStdin:
@@ -71,7 +72,6 @@ func runLogin(c *cobra.Command, o *loginOptions) error {
 	if o.Username == "" || password == "" {
 		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
 	}
-	ctx := c.Context()
 	reg, err := oci.NewRegistry(ctx, o.Host, o.registry.options())
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -25,17 +26,21 @@ func newLogoutCmd(ios *IOStreams) *cobra.Command {
 		Args:  argsRange(1, 1, "one registry host"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Host = args[0]
-			store, err := oci.CredentialStore(o.registry.RegistryConfig)
-			if err != nil {
-				return err
-			}
-			if err := credentials.Logout(c.Context(), store, o.Host); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("logout %s: %w", o.Host, err)
-			}
-			fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)
-			return nil
+			return runLogout(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.registry.RegistryConfig, "registry-config", "", "docker-style credentials file (default: docker's config.json)")
 	return c
+}
+
+func runLogout(ctx context.Context, o *logoutOptions) error {
+	store, err := oci.CredentialStore(o.registry.RegistryConfig)
+	if err != nil {
+		return err
+	}
+	if err := credentials.Logout(ctx, store, o.Host); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("logout %s: %w", o.Host, err)
+	}
+	fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -37,7 +38,7 @@ resumes where it stopped.`,
 		Args:    argsRange(1, 1, "one provider address: [HOST/]NAMESPACE/TYPE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Address = args[0]
-			return runMirror(c, o)
+			return runMirror(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Constraint, "version", "", "version constraint, such as '~> 3.6' (default: every version)")
@@ -49,7 +50,7 @@ resumes where it stopped.`,
 	return c
 }
 
-func runMirror(c *cobra.Command, o *mirrorOptions) error {
+func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -79,7 +80,6 @@ func runMirror(c *cobra.Command, o *mirrorOptions) error {
 		}
 		pinned = append(pinned, el...)
 	}
-	ctx := c.Context()
 	t, err := oci.Open(ctx, to, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("mirror", to, err)

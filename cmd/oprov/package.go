@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 -o dist
   oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o dist`,
 		Args: argsRange(0, 0, "no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c, o) },
+		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c.Context(), o) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
@@ -53,7 +54,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	return c
 }
 
-func runPackage(c *cobra.Command, o *packageOptions) error {
+func runPackage(ctx context.Context, o *packageOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func runPackage(c *cobra.Command, o *packageOptions) error {
 	}
 	var p *release.Packaged
 	if o.GoDir != "" {
-		p, err = release.PackageGo(c.Context(), o.GoDir, opts)
+		p, err = release.PackageGo(ctx, o.GoDir, opts)
 	} else {
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ name and renamed only once it checks out.`,
 		Args:    argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
-			return runPull(c, o)
+			return runPull(c.Context(), o)
 		},
 	}
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "platforms to pull, OS_ARCH or OS/ARCH (repeatable; default all)")
@@ -39,7 +40,7 @@ name and renamed only once it checks out.`,
 	return c
 }
 
-func runPull(c *cobra.Command, o *pullOptions) error {
+func runPull(ctx context.Context, o *pullOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -51,7 +52,6 @@ func runPull(c *cobra.Command, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
 	target, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("pull", ref, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -46,7 +47,7 @@ oci-layout:DIR. Content already there is not uploaded again, and the tag moves l
 		Args: argsRange(2, -1, "release files and a repository: SRC... REPO"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Sources, o.Repo = args[:len(args)-1], args[len(args)-1]
-			return runPush(c, o)
+			return runPush(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
@@ -59,7 +60,7 @@ oci-layout:DIR. Content already there is not uploaded again, and the tag moves l
 	return c
 }
 
-func runPush(c *cobra.Command, o *pushOptions) error {
+func runPush(ctx context.Context, o *pushOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -108,7 +109,6 @@ func runPush(c *cobra.Command, o *pushOptions) error {
 		addr.Type = rel.Type
 	}
 
-	ctx := c.Context()
 	target, err := oci.Open(ctx, ref, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("push", ref, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under an
 		Args: argsRange(1, -1, "one or more references"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Refs = args
-			return runSave(c, o)
+			return runSave(c.Context(), o)
 		},
 	}
 	c.Flags().StringVarP(&o.Out, "out", "o", "", "the tarball to write (required)")
@@ -39,14 +40,13 @@ tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under an
 	return c
 }
 
-func runSave(c *cobra.Command, o *saveOptions) error {
+func runSave(ctx context.Context, o *saveOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
 	if o.Out == "" {
 		return usageErrorf("save: -o FILE.tar is required")
 	}
-	ctx := c.Context()
 	var items []mirror.SaveItem
 	for _, s := range o.Refs {
 		ref, err := parseRef(s)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,7 @@ read by 'cosign verify' and 'oprov verify'.`,
 		Args:    argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
-			return runSign(c, o)
+			return runSign(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key file (required)")
@@ -44,7 +45,7 @@ read by 'cosign verify' and 'oprov verify'.`,
 	return c
 }
 
-func runSign(c *cobra.Command, o *signOptions) error {
+func runSign(ctx context.Context, o *signOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -59,7 +60,6 @@ func runSign(c *cobra.Command, o *signOptions) error {
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
-	ctx := c.Context()
 	target, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("sign", ref, err)

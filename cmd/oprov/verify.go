@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
-			return runVerify(c, o)
+			return runVerify(c.Context(), o)
 		},
 	}
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "trusted public key file (repeatable)")
@@ -54,7 +55,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 	return c
 }
 
-func runVerify(c *cobra.Command, o *verifyOptions) error {
+func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -92,7 +93,6 @@ func runVerify(c *cobra.Command, o *verifyOptions) error {
 		addr = a.String()
 	}
 
-	ctx := c.Context()
 	target, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("verify", ref, err)
