@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -52,32 +53,46 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		if err != nil {
 			return oci.Explain("inspect", ref, err)
 		}
-		type versionJSON struct {
-			Version string `json:"version"`
-			Tag     string `json:"tag"`
-		}
-		out := struct {
-			Repository string        `json:"repository"`
-			Versions   []versionJSON `json:"versions"`
-		}{Repository: ref.String(), Versions: []versionJSON{}}
-		for _, v := range versions {
-			out.Versions = append(out.Versions, versionJSON{v.Version.String(), v.Tag})
-		}
-		if o.output.JSON() {
-			return writeJSON(o.io.Out, out)
-		}
-		if len(versions) == 0 {
-			fmt.Fprintf(o.io.Out, "%s has no version tags\n", ref)
-		}
-		for _, v := range out.Versions {
-			fmt.Fprintln(o.io.Out, v.Version)
-		}
-		return nil
+		return printVersions(o, ref, versions)
 	}
 	v, err := oci.ResolveVersion(ctx, target, ref)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
+	platforms, err := oci.FetchPlatforms(ctx, target, v)
+	if err != nil {
+		return oci.Explain("inspect", ref, err)
+	}
+	return printVersion(o, ref, v, platforms)
+}
+
+// printVersions lists a repository's versions, highest first.
+func printVersions(o *inspectOptions, ref oci.Ref, versions []manifest.TaggedVersion) error {
+	type versionJSON struct {
+		Version string `json:"version"`
+		Tag     string `json:"tag"`
+	}
+	out := struct {
+		Repository string        `json:"repository"`
+		Versions   []versionJSON `json:"versions"`
+	}{Repository: ref.String(), Versions: []versionJSON{}}
+	for _, v := range versions {
+		out.Versions = append(out.Versions, versionJSON{v.Version.String(), v.Tag})
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, out)
+	}
+	if len(versions) == 0 {
+		fmt.Fprintf(o.io.Out, "%s has no version tags\n", ref)
+	}
+	for _, v := range out.Versions {
+		fmt.Fprintln(o.io.Out, v.Version)
+	}
+	return nil
+}
+
+// printVersion shows one version's platforms with their digests and sizes.
+func printVersion(o *inspectOptions, ref oci.Ref, v *oci.Version, platforms []*oci.Platform) error {
 	out := struct {
 		Reference   string         `json:"reference"`
 		Version     string         `json:"version,omitempty"`
@@ -85,11 +100,7 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		Platforms   []platformJSON `json:"platforms"`
 		Others      int            `json:"other_entries"`
 	}{Reference: ref.String(), Version: v.Version, IndexDigest: v.Index.Digest.String(), Others: len(v.Parsed.Others)}
-	for _, e := range v.Parsed.Entries {
-		p, err := oci.FetchPlatform(ctx, target, v, e)
-		if err != nil {
-			return oci.Explain("inspect", ref, err)
-		}
+	for _, p := range platforms {
 		out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), p.Manifest.Digest.String(), p.Zip.Digest.String(), p.Zip.Size, p.Filename})
 	}
 	if o.output.JSON() {

@@ -103,6 +103,20 @@ func (v *Version) CheckPlatform(p *Platform) error {
 	return nil
 }
 
+// FetchPlatforms fetches and parses every platform manifest of a version (digests checked), in
+// the index's order.
+func FetchPlatforms(ctx context.Context, t ReadOnly, v *Version) ([]*Platform, error) {
+	out := make([]*Platform, 0, len(v.Parsed.Entries))
+	for _, e := range v.Parsed.Entries {
+		p, err := FetchPlatform(ctx, t, v, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // zipName picks the release file name for a platform's zip: the layer's title when it follows
 // the convention and names the same platform, otherwise one made from the type and version.
 func zipName(v *Version, p manifest.Platform, title string) string {
