@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"oras.land/oras-go/v2/registry/remote/auth"
-	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -72,17 +70,8 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	if o.Username == "" || password == "" {
 		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
 	}
-	reg, err := oci.NewRegistry(ctx, o.Host, o.registry.options())
-	if err != nil {
+	if err := oci.Login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
 		return err
-	}
-	store, err := oci.CredentialStore(o.registry.RegistryConfig)
-	if err != nil {
-		return err
-	}
-	cred := auth.Credential{Username: o.Username, Password: password}
-	if err := credentials.Login(ctx, store, reg, cred); err != nil {
-		return oci.Explain("login", oci.Ref{Registry: o.Host}, err)
 	}
 	fmt.Fprintf(o.io.Out, "Logged in to %s as %s\n", o.Host, o.Username)
 	return nil

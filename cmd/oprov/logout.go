@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -34,12 +31,8 @@ func newLogoutCmd(ios *IOStreams) *cobra.Command {
 }
 
 func runLogout(ctx context.Context, o *logoutOptions) error {
-	store, err := oci.CredentialStore(o.registry.RegistryConfig)
-	if err != nil {
+	if err := oci.Logout(ctx, o.Host, o.registry.RegistryConfig); err != nil {
 		return err
-	}
-	if err := credentials.Logout(ctx, store, o.Host); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("logout %s: %w", o.Host, err)
 	}
 	fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)
 	return nil
