@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/pkg/mirror"
@@ -72,13 +71,9 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	var pinned openpgp.EntityList
-	for _, k := range o.GPGKeys {
-		el, err := mirror.ReadKeyFile(k)
-		if err != nil {
-			return err
-		}
-		pinned = append(pinned, el...)
+	pinned, err := mirror.ReadKeyFiles(o.GPGKeys)
+	if err != nil {
+		return err
 	}
 	t, err := oci.Open(ctx, to, o.registry.options(), true)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/pkg/mirror"
-	"github.com/oprov/oprov/pkg/oci"
 )
 
 type saveOptions struct {
@@ -53,15 +52,11 @@ func runSave(ctx context.Context, o *saveOptions) error {
 		if err != nil {
 			return err
 		}
-		t, err := oci.Open(ctx, ref.WithReference(""), o.registry.options(), false)
+		it, err := mirror.SaveItemFor(ctx, ref, o.registry.options())
 		if err != nil {
-			return oci.Explain("save", ref, err)
+			return err
 		}
-		tags, err := mirror.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
-		if err != nil {
-			return oci.Explain("save", ref, err)
-		}
-		items = append(items, mirror.SaveItem{Ref: ref, Src: t, Tags: tags})
+		items = append(items, it)
 	}
 	bar := newProgress(o.io, "saving")
 	res, err := mirror.Save(ctx, items, o.Out, mirror.CopyOptions{Progress: bar})

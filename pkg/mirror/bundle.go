@@ -29,6 +29,21 @@ type SaveItem struct {
 	Tags []string
 }
 
+// SaveItemFor opens a reference's repository and picks what Save is to write of it: the version
+// its tag names, or every version when it names none. Errors are explained for the "save"
+// operation.
+func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (SaveItem, error) {
+	t, err := ociref.Open(ctx, ref.WithReference(""), opts, false)
+	if err != nil {
+		return SaveItem{}, ociref.Explain("save", ref, err)
+	}
+	tags, err := SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
+	if err != nil {
+		return SaveItem{}, ociref.Explain("save", ref, err)
+	}
+	return SaveItem{Ref: ref, Src: t, Tags: tags}, nil
+}
+
 // Save writes one OCI image-layout tarball holding the given versions with their referrers and
 // cosign signatures. Inside it, each tag is named REPOSITORY:TAG (the repository path without the
 // registry host), so Load can recreate the repositories under another registry. The tarball is

@@ -401,6 +401,19 @@ func ReadKeyFile(path string) (openpgp.EntityList, error) {
 	return el, nil
 }
 
+// ReadKeyFiles reads several files of armored OpenPGP public keys into one list, in order.
+func ReadKeyFiles(paths []string) (openpgp.EntityList, error) {
+	var out openpgp.EntityList
+	for _, p := range paths {
+		el, err := ReadKeyFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, el...)
+	}
+	return out, nil
+}
+
 // alreadyMirrored reports whether ref already holds exactly these zips.
 func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads []*Download, sums release.Sums) (bool, string, error) {
 	v, err := oci.ResolveVersion(ctx, t, ref)
