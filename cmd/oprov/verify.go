@@ -77,12 +77,8 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 	}
-	for _, k := range o.Keys {
-		pk, err := sign.LoadPublicKey(k)
-		if err != nil {
-			return err
-		}
-		opts.Keys = append(opts.Keys, pk)
+	if opts.Keys, err = sign.LoadPublicKeys(o.Keys); err != nil {
+		return err
 	}
 	addr := ""
 	if o.Address != "" {
@@ -92,20 +88,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 		addr = a.String()
 	}
-
 	target, err := oci.Open(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("verify", ref, err)
 	}
 	bar := newProgress(o.io, "verifying")
-	var d *sign.Decision
-	if policy != nil {
-		d, err = policy.VerifyWithPolicy(ctx, target, ref, addr, withProgress(opts, bar))
-	} else {
-		var res *sign.Result
-		res, err = sign.Verify(ctx, target, ref, withProgress(opts, bar))
-		d = &sign.Decision{Mode: sign.ModeEnforce, Result: res}
-	}
+	opts.Progress = bar
+	d, err := sign.Decide(ctx, target, ref, policy, addr, opts)
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("verify", ref, err)
@@ -113,6 +102,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if d.Warning != nil {
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
+	return printVerified(o, ref, d)
+}
+
+func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
 	if o.output.JSON() {
 		out := struct {
 			Verified bool         `json:"verified"`
@@ -142,9 +135,4 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		fmt.Fprintf(o.io.Out, "  %-14s %s\n", p.Platform, what)
 	}
 	return nil
-}
-
-func withProgress(o sign.VerifyOptions, p oci.Progress) sign.VerifyOptions {
-	o.Progress = p
-	return o
 }

@@ -180,6 +180,20 @@ type Decision struct {
 	Warning error   // set when verification failed, or no rule applied, and the mode is warn
 }
 
+// Decide verifies the version ref names under the policy when there is one (see VerifyWithPolicy),
+// and otherwise with opts.Keys in enforce mode, so that callers which take either trusted keys or
+// a policy get a Decision both ways.
+func Decide(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy, provider string, opts VerifyOptions) (*Decision, error) {
+	if p != nil {
+		return p.VerifyWithPolicy(ctx, t, ref, provider, opts)
+	}
+	res, err := Verify(ctx, t, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Decision{Mode: ModeEnforce, Result: res}, nil
+}
+
 // VerifyWithPolicy resolves ref once and checks what it resolved to (Check).
 func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
 	v, err := oci.ResolveVersion(ctx, t, ref)
