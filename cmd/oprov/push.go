@@ -87,23 +87,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
-	tag, err := manifest.VersionToTag(rel.Version)
-	if err != nil {
-		return fmt.Errorf("push: %w", err)
+	if ref, err = versionTagged(ref, rel); err != nil {
+		return err
 	}
-	if ref.Reference != "" {
-		if ref.IsDigest() {
-			return usageErrorf("push %s: push to a tag, not a digest (the tag is the version, %s)", ref, tag)
-		}
-		v, err := manifest.TagToVersion(ref.Reference)
-		if err != nil {
-			return fmt.Errorf("push %s: %w; the tag must be the release's version (%s), so leave it off", ref, err, tag)
-		}
-		if v != rel.Version {
-			return fmt.Errorf("push %s: the tag says version %s but the zips are version %s (leave the tag off, or push the matching release)", ref, v, rel.Version)
-		}
-	}
-	ref = ref.WithReference(tag)
 	if o.Address == "" {
 		addr = oci.GuessProviderAddress(ref)
 		addr.Type = rel.Type
@@ -119,7 +105,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	}
 	bar := newProgress(o.io, "pushing")
 	var res pushed
-	res.PushResult, err = oci.PushRelease(ctx, target, rel, tag, oci.PushOptions{
+	res.PushResult, err = oci.PushRelease(ctx, target, rel, ref.Reference, oci.PushOptions{
 		Concurrency: o.Concurrency, Progress: bar, Index: manifest.IndexOptions{Created: created},
 	})
 	bar.Finish()
@@ -132,6 +118,28 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		}
 	}
 	return printPushed(o, ref, rel, addr, res)
+}
+
+// versionTagged gives the repository tagged with the release's version. A tag the user gave must
+// already be that version: the tag is how OpenTofu finds a version, so it cannot be anything else.
+func versionTagged(ref oci.Ref, rel *release.Release) (oci.Ref, error) {
+	tag, err := manifest.VersionToTag(rel.Version)
+	if err != nil {
+		return oci.Ref{}, fmt.Errorf("push: %w", err)
+	}
+	if ref.Reference != "" {
+		if ref.IsDigest() {
+			return oci.Ref{}, usageErrorf("push %s: push to a tag, not a digest (the tag is the version, %s)", ref, tag)
+		}
+		v, err := manifest.TagToVersion(ref.Reference)
+		if err != nil {
+			return oci.Ref{}, fmt.Errorf("push %s: %w; the tag must be the release's version (%s), so leave it off", ref, err, tag)
+		}
+		if v != rel.Version {
+			return oci.Ref{}, fmt.Errorf("push %s: the tag says version %s but the zips are version %s (leave the tag off, or push the matching release)", ref, v, rel.Version)
+		}
+	}
+	return ref.WithReference(tag), nil
 }
 
 // sourceDateEpoch gives SOURCE_DATE_EPOCH as an RFC 3339 time for the index's created annotation,
