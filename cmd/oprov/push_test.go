@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPushInspectPullLayout(t *testing.T) {
+	ctx := context.Background()
+	dist := packageHello(t)
+	dir := filepath.Join(t.TempDir(), "hello")
+	repo := "oci-layout:" + dir
+
+	ios, out, _ := testIO()
+	push := &pushOptions{io: ios, Sources: []string{dist}, Repo: repo, Concurrency: 2, output: textOut}
+	if err := runPush(ctx, push); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"Pushed hello 1.0.0 (2 platforms) to " + repo + ":1.0.0\n", "\nDigest: sha256:", "already there.\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("push output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "oci_mirror") || strings.Contains(text, "CLI configuration") {
+		t.Errorf("a layout has no CLI configuration to print:\n%s", text)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		t.Fatalf("the push wrote no OCI layout: %v", err)
+	}
+
+	// Pushing the same release again uploads nothing and gives the same digest.
+	ios, out, _ = testIO()
+	push = &pushOptions{io: ios, Sources: []string{dist}, Repo: repo + ":1.0.0", Concurrency: 2, output: jsonOut}
+	if err := runPush(ctx, push); err != nil {
+		t.Fatal(err)
+	}
+	var pushed struct {
+		Reference   string `json:"reference"`
+		Tag         string `json:"tag"`
+		IndexDigest string `json:"index_digest"`
+		Uploaded    int    `json:"uploaded"`
+		Platforms   []struct {
+			Platform string `json:"platform"`
+			Zip      string `json:"zip_digest"`
+		} `json:"platforms"`
+	}
+	decodeJSON(t, out, &pushed)
+	if pushed.Uploaded != 0 || pushed.Tag != "1.0.0" || len(pushed.Platforms) != 2 || !strings.Contains(text, pushed.IndexDigest) {
+		t.Errorf("second push: %+v", pushed)
+	}
+
+	ios, out, _ = testIO()
+	if err := runInspect(ctx, &inspectOptions{io: ios, Ref: repo, output: textOut}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "1.0.0\n" {
+		t.Errorf("inspect %s: %q, want the one version", repo, out)
+	}
+
+	ios, out, _ = testIO()
+	if err := runInspect(ctx, &inspectOptions{io: ios, Ref: repo + ":1.0.0", output: jsonOut}); err != nil {
+		t.Fatal(err)
+	}
+	var inspected struct {
+		Version     string `json:"version"`
+		IndexDigest string `json:"index_digest"`
+		Platforms   []struct {
+			Platform string `json:"platform"`
+			Zip      string `json:"zip_digest"`
+			Filename string `json:"filename"`
+		} `json:"platforms"`
+	}
+	decodeJSON(t, out, &inspected)
+	if inspected.Version != "1.0.0" || inspected.IndexDigest != pushed.IndexDigest || len(inspected.Platforms) != 2 {
+		t.Fatalf("inspect: %+v", inspected)
+	}
+	for i, p := range inspected.Platforms {
+		if p.Platform != pushed.Platforms[i].Platform || p.Zip != pushed.Platforms[i].Zip {
+			t.Errorf("inspect platform %d = %+v, push said %+v", i, p, pushed.Platforms[i])
+		}
+		if p.Filename != "terraform-provider-hello_1.0.0_"+p.Platform+".zip" {
+			t.Errorf("inspect filename %q", p.Filename)
+		}
+	}
+
+	pulled := t.TempDir()
+	ios, out, _ = testIO()
+	pull := &pullOptions{io: ios, Ref: repo + ":1.0.0", Platforms: []string{"linux_amd64"}, OutDir: pulled, output: textOut}
+	if err := runPull(ctx, pull); err != nil {
+		t.Fatal(err)
+	}
+	zip := "terraform-provider-hello_1.0.0_linux_amd64.zip"
+	wantOut := "Pulled " + repo + ":1.0.0 (" + pushed.IndexDigest + ")\n  linux_amd64    " + filepath.Join(pulled, zip) + "\n"
+	if out.String() != wantOut {
+		t.Errorf("pull output %q, want %q", out, wantOut)
+	}
+	got, err := os.ReadFile(filepath.Join(pulled, zip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := os.ReadFile(filepath.Join(dist, zip))
+	if !bytes.Equal(got, orig) {
+		t.Error("the pulled zip differs from the pushed one")
+	}
+	if _, err := os.Stat(filepath.Join(pulled, "terraform-provider-hello_1.0.0_darwin_arm64.zip")); err == nil {
+		t.Error("pull --platform linux_amd64 also wrote darwin_arm64")
+	}
+}
+
+func TestPushTagMustBeTheVersion(t *testing.T) {
+	ctx := context.Background()
+	dist := packageHello(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	ios, _, _ := testIO()
+	o := &pushOptions{io: ios, Sources: []string{dist}, Repo: "oci-layout:" + dir + ":2.0.0", output: textOut}
+	wantErrorContaining(t, runPush(ctx, o), "the tag says version 2.0.0 but the zips are version 1.0.0")
+	o.Repo = "oci-layout:" + dir + ":latest"
+	wantErrorContaining(t, runPush(ctx, o), "the tag must be the release's version (1.0.0)")
+	o.Repo = "oci-layout:" + dir + "@sha256:" + strings.Repeat("0", 64)
+	wantUsageError(t, runPush(ctx, o), "push to a tag, not a digest (the tag is the version, 1.0.0)")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused push created the layout: %v", err)
+	}
+}
+
+func TestPushErrors(t *testing.T) {
+	ctx := context.Background()
+	ios, _, _ := testIO()
+	layout := "oci-layout:" + t.TempDir()
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Sign: true, output: textOut}), "--sign and --key go together")
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Address: "x", output: textOut}), "--address")
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: "nohost", output: textOut}), "HOST[:PORT]/PATH")
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{"yaml"}}), `output format "yaml"`)
+
+	// A wrong key password stops the push before anything is read or written.
+	key, _ := keyPair(t, "k")
+	t.Setenv("COSIGN_PASSWORD", "wrong")
+	dir := filepath.Join(t.TempDir(), "never")
+	err := runPush(ctx, &pushOptions{io: ios, Sources: []string{"no-such-dist"}, Repo: "oci-layout:" + dir, Sign: true, Key: key, output: textOut})
+	wantErrorContaining(t, err, "cannot decrypt it (wrong COSIGN_PASSWORD?)")
+	if strings.Contains(err.Error(), "no-such-dist") {
+		t.Errorf("the release was read before the key: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a push with a bad key created the layout: %v", err)
+	}
+}
+
+func TestPushAndSign(t *testing.T) {
+	ctx := context.Background()
+	key, pub := keyPair(t, "k")
+	dist := packageHello(t)
+	repo := "oci-layout:" + filepath.Join(t.TempDir(), "hello")
+	ios, out, _ := testIO()
+	o := &pushOptions{io: ios, Sources: []string{dist}, Repo: repo, Sign: true, Key: key, output: textOut}
+	if err := runPush(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\nSigned: sha256:") || !strings.Contains(out.String(), "(bundle)\n") {
+		t.Errorf("push --sign output:\n%s", out)
+	}
+	ios, out, _ = testIO()
+	v := &verifyOptions{io: ios, Ref: repo + ":1.0.0", Keys: []string{pub}, output: textOut}
+	if err := runVerify(ctx, v); err != nil {
+		t.Fatalf("verify after push --sign: %v", err)
+	}
+	if !strings.HasPrefix(out.String(), "Verified "+repo+":1.0.0 (sha256:") {
+		t.Errorf("verify output:\n%s", out)
+	}
+}
+
+func TestInspectErrors(t *testing.T) {
+	ctx := context.Background()
+	ios, _, _ := testIO()
+	wantErrorContaining(t, runInspect(ctx, &inspectOptions{io: ios, Ref: "oci-layout:" + filepath.Join(t.TempDir(), "missing"), output: textOut}), "not an OCI image layout")
+	repo, _ := pushedLayout(t)
+	wantErrorContaining(t, runInspect(ctx, &inspectOptions{io: ios, Ref: repo + ":9.9.9", output: textOut}), "9.9.9 not found in "+repo)
+	wantUsageError(t, runPull(ctx, &pullOptions{io: ios, Ref: repo, output: textOut}), "name a version")
+	err := runPull(ctx, &pullOptions{io: ios, Ref: repo + ":1.0.0", Platforms: []string{"windows_amd64"}, OutDir: t.TempDir(), output: textOut})
+	wantErrorContaining(t, err, "has no windows_amd64 package")
+}
+
+func TestSourceDateEpoch(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if s, err := sourceDateEpoch(); s != "" || err != nil {
+		t.Errorf("unset: %q %v", s, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	if s, err := sourceDateEpoch(); s != "2023-11-14T22:13:20Z" || err != nil {
+		t.Errorf("1700000000: %q %v", s, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
+	if _, err := sourceDateEpoch(); err == nil {
+		t.Error("a non-number was accepted")
+	}
+}
