@@ -26,6 +26,16 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"push", "dist", "nohost"},
 		{"login", "example.com"},
 		{"package", "--go", ".", "--version", "1.0.0", "--platform", "linux"},
+		{"keygen", "extra"},
+		{"sign", "oci-layout:x:1.0.0"},
+		{"verify", "oci-layout:x:1.0.0"},
+		{"copy", "oci-layout:x", "oci-layout:y"},
+		{"save", "oci-layout:x"},
+		{"load", "x.tar"},
+		{"attach", "oci-layout:x:1.0.0", "sbom.json"},
+		{"discover", "oci-layout:x"},
+		{"mirror", "hashicorp/random"},
+		{"inspect", "a/b", "c/d"},
 	} {
 		_, stderr, code := runCLI(t, args...)
 		if code != exitUsage {
