@@ -139,7 +139,8 @@ publishes natively through an oci_mirror block.`,
 	return root
 }
 
-// exactArgs is cobra.ExactArgs with a usage error and a message that says what is wanted.
+// argsRange is cobra.RangeArgs (max < 0: no maximum) with a usage error and a message that says
+// what is wanted.
 func argsRange(min, max int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < min || (max >= 0 && len(args) > max) {
