@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,15 +143,11 @@ func versionTagged(ref oci.Ref, rel *release.Release) (oci.Ref, error) {
 // sourceDateEpoch gives SOURCE_DATE_EPOCH as an RFC 3339 time for the index's created annotation,
 // or "" when it is not set: the index never records the wall clock.
 func sourceDateEpoch() (string, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return "", nil
+	t, ok, err := release.SourceDateEpoch()
+	if err != nil || !ok {
+		return "", err
 	}
-	sec, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return "", fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
-	}
-	return time.Unix(sec, 0).UTC().Format(time.RFC3339), nil
+	return t.Format(time.RFC3339), nil
 }
 
 type platformJSON struct {

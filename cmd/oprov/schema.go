@@ -133,14 +133,11 @@ func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
 	case policyFile != "":
 		return sign.LoadPolicy(policyFile)
 	case len(keys) > 0:
-		rule := &sign.Rule{Name: "--key", Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}}
-		for _, k := range keys {
-			pk, err := sign.LoadPublicKey(k)
-			if err != nil {
-				return nil, err
-			}
-			rule.Keys = append(rule.Keys, pk)
+		pks, err := sign.LoadPublicKeys(keys)
+		if err != nil {
+			return nil, err
 		}
+		rule := &sign.Rule{Name: "--key", Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}, Keys: pks}
 		return &sign.Policy{Path: "--key", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
 	}
 	return nil, nil
