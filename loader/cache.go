@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -213,7 +214,7 @@ func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
 
 // MirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
 // for one platform. The same bytes published under two names get two roots.
-func (c *Cache) MirrorRoot(zip digest.Digest, addr oci.ProviderAddress, version string, p manifest.Platform) string {
+func (c *Cache) MirrorRoot(zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) string {
 	key := sha256.Sum256([]byte(addr.String() + "\x00" + version + "\x00" + p.String()))
 	return filepath.Join(c.Dir, "mirror", zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
 }
@@ -221,7 +222,7 @@ func (c *Cache) MirrorRoot(zip digest.Digest, addr oci.ProviderAddress, version 
 // EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
 // exists already, and returns the root. The whole root is built under tmp/ and renamed into
 // place, so it is either complete or absent.
-func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr oci.ProviderAddress, version string, p manifest.Platform) (string, error) {
+func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
 	root := c.MirrorRoot(zip, addr, version, p)
 	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil

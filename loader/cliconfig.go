@@ -9,9 +9,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/oprov/oprov/pkg/oci"
 )
 
 // UserCLIConfig finds the CLI configuration the user's own tofu (or terraform) would read:
@@ -168,7 +167,7 @@ func renderMethod(m *hclsyntax.Block, managed []string) (string, string, error) 
 			}
 			fmt.Fprintf(&b, "    %q = %s\n", n, hclString(attrs[n].AsString()))
 			for _, a := range managed {
-				if pa, err := oci.ParseProviderAddress(n); err == nil && pa.String() == a {
+				if pa, err := artifact.ParseProviderAddress(n); err == nil && pa.String() == a {
 					note = fmt.Sprintf("your dev_overrides for %s is kept and takes precedence over oprov's install", a)
 				}
 			}

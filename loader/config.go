@@ -16,7 +16,7 @@ import (
 
 	"github.com/oprov/oprov/internal/hcldiag"
 
-	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -33,7 +33,7 @@ type Config struct {
 // SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
 // launches it, and nothing is published or installed.
 type SourceProvider struct {
-	Addr  oci.ProviderAddress
+	Addr  artifact.ProviderAddress
 	Dir   string // absolute path of the Go module
 	Range hcl.Range
 }
@@ -99,7 +99,7 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 	seen := map[string]bool{}
 	for _, pf := range cf.Providers {
 		at := fmt.Sprintf("%s:%d", pf.DeclRange.Filename, pf.DeclRange.Start.Line)
-		addr, err := oci.ParseProviderAddress(pf.Address)
+		addr, err := artifact.ParseProviderAddress(pf.Address)
 		if err != nil {
 			return nil, fmt.Errorf("%s: provider: %w", at, err)
 		}
@@ -197,7 +197,7 @@ func checkTemplate(t string, expr hcl.Expression) error {
 			return fmt.Errorf("repository_template %q uses ${%s}; only ${hostname}, ${namespace} and ${type} are known", t, v)
 		}
 	}
-	v, err := evalTemplate(expr, oci.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
+	v, err := evalTemplate(expr, artifact.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func checkTemplate(t string, expr hcl.Expression) error {
 	return nil
 }
 
-func evalTemplate(expr hcl.Expression, addr oci.ProviderAddress) (string, error) {
+func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, error) {
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
 		"hostname": cty.StringVal(addr.Hostname), "namespace": cty.StringVal(addr.Namespace), "type": cty.StringVal(addr.Type),
 	}}
@@ -222,7 +222,7 @@ func evalTemplate(expr hcl.Expression, addr oci.ProviderAddress) (string, error)
 }
 
 // Repository fills the template in for a provider.
-func (m *Mirror) Repository(addr oci.ProviderAddress) string {
+func (m *Mirror) Repository(addr artifact.ProviderAddress) string {
 	v, err := evalTemplate(m.template, addr)
 	if err != nil { // checked when parsed: cannot fail for a valid address
 		panic(err)
@@ -231,7 +231,7 @@ func (m *Mirror) Repository(addr oci.ProviderAddress) string {
 }
 
 // Matches reports whether the block's include and exclude patterns select addr.
-func (m *Mirror) Matches(addr oci.ProviderAddress) bool {
+func (m *Mirror) Matches(addr artifact.ProviderAddress) bool {
 	in := false
 	for _, p := range m.Include {
 		if p.Match(addr) {
@@ -251,7 +251,7 @@ func (m *Mirror) Matches(addr oci.ProviderAddress) bool {
 }
 
 // SourceFor gives the provider block that keeps addr as source, or nil.
-func (c *Config) SourceFor(addr oci.ProviderAddress) *SourceProvider {
+func (c *Config) SourceFor(addr artifact.ProviderAddress) *SourceProvider {
 	for _, s := range c.Sources {
 		if s.Addr == addr {
 			return s
@@ -261,7 +261,7 @@ func (c *Config) SourceFor(addr oci.ProviderAddress) *SourceProvider {
 }
 
 // MirrorFor gives the first oci_mirror block that selects addr, or nil.
-func (c *Config) MirrorFor(addr oci.ProviderAddress) *Mirror {
+func (c *Config) MirrorFor(addr artifact.ProviderAddress) *Mirror {
 	for _, m := range c.Mirrors {
 		if m.Matches(addr) {
 			return m
@@ -279,7 +279,7 @@ func ParsePattern(s string) (Pattern, error) {
 	parts := strings.Split(strings.ToLower(s), "/")
 	switch len(parts) {
 	case 2:
-		parts = append([]string{oci.DefaultProviderHost}, parts...)
+		parts = append([]string{artifact.DefaultProviderHost}, parts...)
 	case 3:
 	default:
 		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
@@ -300,7 +300,7 @@ func ParsePattern(s string) (Pattern, error) {
 }
 
 // Match reports whether the pattern covers addr.
-func (p Pattern) Match(addr oci.ProviderAddress) bool {
+func (p Pattern) Match(addr artifact.ProviderAddress) bool {
 	m := func(pat, s string) bool { return pat == "*" || pat == s }
 	return m(p.Hostname, addr.Hostname) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
 }

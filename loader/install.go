@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -200,14 +201,14 @@ func (u unknownDir) err() error {
 	return fmt.Errorf("%s:%d: provider %q: %s is not a provider source directory oprov can build (want one of: %s)", u.sp.Range.Filename, u.sp.Range.Start.Line, u.sp.Addr, u.sp.Dir, strings.Join(kinds, ", "))
 }
 
-func (u unknownDir) Dir() string                           { return u.sp.Dir }
-func (u unknownDir) ForDisplay(oci.ProviderAddress) string { return u.sp.Dir }
-func (u unknownDir) AvailableVersions(context.Context, oci.ProviderAddress) (versions.List, error) {
+func (u unknownDir) Dir() string                                { return u.sp.Dir }
+func (u unknownDir) ForDisplay(artifact.ProviderAddress) string { return u.sp.Dir }
+func (u unknownDir) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
 	return nil, u.err()
 }
-func (u unknownDir) Platforms(context.Context, oci.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+func (u unknownDir) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
 	return nil, u.err()
 }
-func (u unknownDir) PackageFor(context.Context, oci.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
+func (u unknownDir) PackageFor(context.Context, artifact.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
 	return nil, u.err()
 }

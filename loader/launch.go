@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
@@ -15,7 +16,7 @@ import (
 )
 
 // PackageDir is where a mirror root holds a provider's unpacked package.
-func PackageDir(root string, addr oci.ProviderAddress, version string, p manifest.Platform) string {
+func PackageDir(root string, addr artifact.ProviderAddress, version string, p manifest.Platform) string {
 	return filepath.Join(root, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
 }
 
@@ -38,9 +39,9 @@ func FindExecutable(pkgDir, typ string) (string, error) {
 // same source and checks as an install: resolved once, the signature per the policy (when one is
 // given) over exactly that digest, this machine's zip checked into the cache, and unpacked
 // safely. It returns the executable.
-func FetchRef(ctx context.Context, ref oci.Ref, addr oci.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
+func FetchRef(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
 	newSession(&opts)
-	src := newOCISource(&opts, policy, func(oci.ProviderAddress) (oci.Ref, error) { return ref, nil })
+	src := newOCISource(&opts, policy, func(artifact.ProviderAddress) (oci.Ref, error) { return ref, nil })
 	rv, err := src.resolve(ctx, ref, addr)
 	if err != nil {
 		return "", err
@@ -80,7 +81,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			return nil, err
 		}
 		for _, in := range res.Installed {
-			addr, err := oci.ParseProviderAddress(in.Addr)
+			addr, err := artifact.ParseProviderAddress(in.Addr)
 			if err != nil {
 				return nil, err
 			}

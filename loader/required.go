@@ -12,13 +12,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
-	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/artifact"
 )
 
 // Requirement is what a configuration asks of one provider: all the version constraints given
 // for it across the root module and its local modules.
 type Requirement struct {
-	Addr        oci.ProviderAddress
+	Addr        artifact.ProviderAddress
 	Constraints []string    // each as written; all must hold
 	Where       []hcl.Range // where each was declared
 }
@@ -214,7 +214,7 @@ func readRequiredProviders(b *hcl.Block, reqs map[string]*Requirement) error {
 		if source == "" {
 			source = "hashicorp/" + name
 		}
-		addr, err := oci.ParseProviderAddress(source)
+		addr, err := artifact.ParseProviderAddress(source)
 		if err != nil {
 			return fmt.Errorf("%s: required_providers %s: %w", at, name, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -20,14 +21,14 @@ import (
 // file and its registration (registerLocalKind for a source directory, or a block in config.go).
 type Source interface {
 	// AvailableVersions lists the versions of addr the source offers.
-	AvailableVersions(ctx context.Context, addr oci.ProviderAddress) (versions.List, error)
+	AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error)
 	// Platforms lists the platforms a version has packages for.
-	Platforms(ctx context.Context, addr oci.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
+	Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
 	// PackageFor says where one platform's package of a version is, and how it was authenticated.
 	// It resolves whatever names the version once per command and works by digest afterwards.
-	PackageFor(ctx context.Context, addr oci.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
+	PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
 	// ForDisplay names where addr comes from, for messages.
-	ForDisplay(addr oci.ProviderAddress) string
+	ForDisplay(addr artifact.ProviderAddress) string
 }
 
 // LocalSource is a Source kept beside the configuration: its packages are executables built on
@@ -40,7 +41,7 @@ type LocalSource interface {
 // Package is one platform's package of a provider version. Exactly one of Fetch and Executable is
 // set: a zip to be cached and unpacked, or an executable ready to launch.
 type Package struct {
-	Addr     oci.ProviderAddress
+	Addr     artifact.ProviderAddress
 	Version  string
 	Platform manifest.Platform
 	Filename string

@@ -17,7 +17,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/release"
 )
 
@@ -41,18 +41,18 @@ type goDirSource struct {
 	opts *Options
 }
 
-func (s *goDirSource) Dir() string                           { return s.sp.Dir }
-func (s *goDirSource) ForDisplay(oci.ProviderAddress) string { return s.sp.Dir }
+func (s *goDirSource) Dir() string                                { return s.sp.Dir }
+func (s *goDirSource) ForDisplay(artifact.ProviderAddress) string { return s.sp.Dir }
 
-func (s *goDirSource) AvailableVersions(context.Context, oci.ProviderAddress) (versions.List, error) {
+func (s *goDirSource) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
 	return versions.List{devVersion}, nil
 }
 
-func (s *goDirSource) Platforms(context.Context, oci.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+func (s *goDirSource) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
 	return []manifest.Platform{hostPlatform()}, nil
 }
 
-func (s *goDirSource) PackageFor(ctx context.Context, addr oci.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *goDirSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
 	if platform != hostPlatform() {
 		return nil, fmt.Errorf("%s is kept as source in %s: it is built for this machine (%s) only, not %s", addr, s.sp.Dir, hostPlatform(), platform)
 	}

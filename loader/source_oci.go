@@ -9,6 +9,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -18,7 +19,7 @@ import (
 // check, the platform manifests, the zips, the lock and the cache all work from that digest, so a
 // registry that answers two requests for one tag differently cannot get unverified bytes in.
 type ociSource struct {
-	repoFor func(oci.ProviderAddress) (oci.Ref, error)
+	repoFor func(artifact.ProviderAddress) (oci.Ref, error)
 	policy  *sign.Policy // nil: no signature required
 	opts    *Options
 
@@ -27,13 +28,13 @@ type ociSource struct {
 	resolved map[string]*resolvedVersion // by repository@reference
 }
 
-func newOCISource(opts *Options, policy *sign.Policy, repoFor func(oci.ProviderAddress) (oci.Ref, error)) *ociSource {
+func newOCISource(opts *Options, policy *sign.Policy, repoFor func(artifact.ProviderAddress) (oci.Ref, error)) *ociSource {
 	return &ociSource{repoFor: repoFor, policy: policy, opts: opts, targets: map[string]oci.Target{}, resolved: map[string]*resolvedVersion{}}
 }
 
 // mirrorSource is the source of an oci_mirror block.
 func mirrorSource(m *Mirror, opts *Options) *ociSource {
-	return newOCISource(opts, m.Policy, func(addr oci.ProviderAddress) (oci.Ref, error) {
+	return newOCISource(opts, m.Policy, func(addr artifact.ProviderAddress) (oci.Ref, error) {
 		repo := m.Repository(addr)
 		ref, err := oci.ParseRef(repo)
 		if err != nil {
@@ -43,7 +44,7 @@ func mirrorSource(m *Mirror, opts *Options) *ociSource {
 	})
 }
 
-func (s *ociSource) ForDisplay(addr oci.ProviderAddress) string {
+func (s *ociSource) ForDisplay(addr artifact.ProviderAddress) string {
 	if ref, err := s.repoFor(addr); err == nil {
 		return ref.Repo()
 	}
@@ -65,7 +66,7 @@ func (s *ociSource) target(ctx context.Context, ref oci.Ref) (oci.Target, error)
 	return t, nil
 }
 
-func (s *ociSource) AvailableVersions(ctx context.Context, addr oci.ProviderAddress) (versions.List, error) {
+func (s *ociSource) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (s *ociSource) AvailableVersions(ctx context.Context, addr oci.ProviderAddr
 	if err != nil {
 		return nil, err
 	}
-	tagged, err := oci.ListVersions(ctx, t)
+	tagged, err := artifact.ListVersions(ctx, t)
 	if err != nil {
 		return nil, oci.Explain("list versions of "+addr.String(), repo, err)
 	}
@@ -85,7 +86,7 @@ func (s *ociSource) AvailableVersions(ctx context.Context, addr oci.ProviderAddr
 	return list, nil
 }
 
-func (s *ociSource) Platforms(ctx context.Context, addr oci.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+func (s *ociSource) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
 	rv, err := s.resolveVersion(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func (s *ociSource) Platforms(ctx context.Context, addr oci.ProviderAddress, ver
 	return rv.v.Parsed.Platforms(), nil
 }
 
-func (s *ociSource) PackageFor(ctx context.Context, addr oci.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *ociSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (s *ociSource) PackageFor(ctx context.Context, addr oci.ProviderAddress, ve
 }
 
 // resolveVersion resolves a version's tag, once per command.
-func (s *ociSource) resolveVersion(ctx context.Context, addr oci.ProviderAddress, version versions.Version) (*resolvedVersion, error) {
+func (s *ociSource) resolveVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*resolvedVersion, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return nil, err
@@ -131,11 +132,11 @@ func (s *ociSource) resolveVersion(ctx context.Context, addr oci.ProviderAddress
 
 // resolve fetches the index a tag or digest names (one request), checks its signature per the
 // policy against exactly that digest, and remembers the outcome for the rest of the command.
-func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr oci.ProviderAddress) (*resolvedVersion, error) {
+func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress) (*resolvedVersion, error) {
 	s.mu.Lock()
 	rv, ok := s.resolved[ref.String()]
 	if !ok {
-		rv = &resolvedVersion{src: s, ref: ref, platforms: map[manifest.Platform]*oci.Platform{}}
+		rv = &resolvedVersion{src: s, ref: ref, platforms: map[manifest.Platform]*artifact.Platform{}}
 		s.resolved[ref.String()] = rv
 	}
 	s.mu.Unlock()
@@ -148,7 +149,7 @@ func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr oci.ProviderA
 
 // trusted reports whether cached metadata may stand in for the registry under the policy: it
 // records a verification by a key the policy trusts for this provider now.
-func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr oci.ProviderAddress) bool {
+func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr artifact.ProviderAddress) bool {
 	if meta == nil {
 		return false
 	}
@@ -173,8 +174,8 @@ func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr oci.ProviderAd
 }
 
 // cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
-func (s *ociSource) cachedPackage(addr oci.ProviderAddress, repo oci.Ref, meta *VersionMeta, platform manifest.Platform, pm *PlatformMeta) *Package {
-	zp := &oci.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
+func (s *ociSource) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *VersionMeta, platform manifest.Platform, pm *PlatformMeta) *Package {
+	zp := &artifact.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
 	pkg := &Package{
 		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
 		Auth:      Authentication{Method: "cosign", Subject: meta.Index, Keys: meta.VerifiedKeys},
@@ -184,7 +185,7 @@ func (s *ociSource) cachedPackage(addr oci.ProviderAddress, repo oci.Ref, meta *
 			if err != nil {
 				return err
 			}
-			return oci.FetchZip(ctx, t, zp, w, progress)
+			return artifact.FetchZip(ctx, t, zp, w, progress)
 		},
 		RecordH1: func(h1 string) error {
 			pm.H1 = h1
@@ -206,21 +207,21 @@ type resolvedVersion struct {
 	err  error
 
 	t    oci.Target
-	v    *oci.Version
+	v    *artifact.Version
 	auth Authentication
 
 	mu        sync.Mutex
-	platforms map[manifest.Platform]*oci.Platform
+	platforms map[manifest.Platform]*artifact.Platform
 	meta      *VersionMeta // nil for a version named by digest: nothing to cache it under
 }
 
-func (rv *resolvedVersion) load(ctx context.Context, addr oci.ProviderAddress) error {
+func (rv *resolvedVersion) load(ctx context.Context, addr artifact.ProviderAddress) error {
 	s := rv.src
 	t, err := s.target(ctx, rv.ref)
 	if err != nil {
 		return err
 	}
-	v, err := oci.ResolveVersion(ctx, t, rv.ref)
+	v, err := artifact.ResolveVersion(ctx, t, rv.ref)
 	if err != nil {
 		return oci.Explain("resolve "+addr.String(), rv.ref, err)
 	}
@@ -264,7 +265,7 @@ func (rv *resolvedVersion) load(ctx context.Context, addr oci.ProviderAddress) e
 }
 
 // keyHints gives the sigstore hints of the keys (by name) of the rule that verified a version.
-func keyHints(p *sign.Policy, ref oci.Ref, addr oci.ProviderAddress, names []string) []string {
+func keyHints(p *sign.Policy, ref oci.Ref, addr artifact.ProviderAddress, names []string) []string {
 	r := p.Match(ref.Repo(), addr.String())
 	if r == nil {
 		return nil
@@ -281,7 +282,7 @@ func keyHints(p *sign.Policy, ref oci.Ref, addr oci.ProviderAddress, names []str
 }
 
 // platform fetches one platform's manifest by the digest the verified index names, once.
-func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform) (*oci.Platform, error) {
+func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform) (*artifact.Platform, error) {
 	rv.mu.Lock()
 	p, ok := rv.platforms[want]
 	rv.mu.Unlock()
@@ -292,7 +293,7 @@ func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform)
 	if !found {
 		return nil, fmt.Errorf("%s has no package for %s (it has %s)", rv.ref, want, platformList(rv.v.Parsed.Platforms()))
 	}
-	p, err := oci.FetchPlatform(ctx, rv.t, rv.v, e)
+	p, err := artifact.FetchPlatform(ctx, rv.t, rv.v, e)
 	if err == nil {
 		err = rv.v.CheckPlatform(p)
 	}
@@ -315,7 +316,7 @@ func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform)
 	return p, nil
 }
 
-func (rv *resolvedVersion) packageFor(ctx context.Context, addr oci.ProviderAddress, platform manifest.Platform) (*Package, error) {
+func (rv *resolvedVersion) packageFor(ctx context.Context, addr artifact.ProviderAddress, platform manifest.Platform) (*Package, error) {
 	p, err := rv.platform(ctx, platform)
 	if err != nil {
 		return nil, err
@@ -323,7 +324,7 @@ func (rv *resolvedVersion) packageFor(ctx context.Context, addr oci.ProviderAddr
 	pkg := &Package{
 		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, Auth: rv.auth,
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
-			return oci.FetchZip(ctx, rv.t, p, w, progress)
+			return artifact.FetchZip(ctx, rv.t, p, w, progress)
 		},
 	}
 	if rv.meta != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
 )
 
 type attachOptions struct {
@@ -65,7 +66,7 @@ func runAttach(ctx context.Context, o *attachOptions) error {
 	if mt == "" {
 		mt = o.ArtifactType
 	}
-	d, err := oci.Attach(ctx, t, subject, o.ArtifactType, []oci.AttachFile{{Name: baseName(o.File), MediaType: mt, Path: o.File}}, nil)
+	d, err := referrers.Attach(ctx, t, subject, o.ArtifactType, []referrers.AttachFile{{Name: baseName(o.File), MediaType: mt, Path: o.File}}, nil)
 	if err != nil {
 		return oci.Explain("attach", ref, err)
 	}

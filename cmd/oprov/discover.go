@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
 )
 
 type discoverOptions struct {
@@ -51,19 +52,19 @@ func runDiscover(ctx context.Context, o *discoverOptions) error {
 	if err != nil {
 		return oci.Explain("discover", ref, err)
 	}
-	refs, err := oci.Discover(ctx, t, subject, o.Depth)
+	refs, err := referrers.Discover(ctx, t, subject, o.Depth)
 	if err != nil {
 		return oci.Explain("discover", ref, err)
 	}
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, struct {
-			Subject   string         `json:"subject"`
-			Referrers []oci.Referrer `json:"referrers"`
-		}{subject.Digest.String(), append([]oci.Referrer{}, refs...)})
+			Subject   string               `json:"subject"`
+			Referrers []referrers.Referrer `json:"referrers"`
+		}{subject.Digest.String(), append([]referrers.Referrer{}, refs...)})
 	}
 	fmt.Fprintf(o.io.Out, "%s (%s)\n", ref, subject.Digest)
-	var show func([]oci.Referrer, string)
-	show = func(rs []oci.Referrer, indent string) {
+	var show func([]referrers.Referrer, string)
+	show = func(rs []referrers.Referrer, indent string) {
 		for _, r := range rs {
 			where := ""
 			if r.Tag != "" {

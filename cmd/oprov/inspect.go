@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -49,17 +50,17 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		return oci.Explain("inspect", ref, err)
 	}
 	if ref.Reference == "" {
-		versions, err := oci.ListVersions(ctx, target)
+		versions, err := artifact.ListVersions(ctx, target)
 		if err != nil {
 			return oci.Explain("inspect", ref, err)
 		}
 		return printVersions(o, ref, versions)
 	}
-	v, err := oci.ResolveVersion(ctx, target, ref)
+	v, err := artifact.ResolveVersion(ctx, target, ref)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
-	platforms, err := oci.FetchPlatforms(ctx, target, v)
+	platforms, err := artifact.FetchPlatforms(ctx, target, v)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
@@ -92,7 +93,7 @@ func printVersions(o *inspectOptions, ref oci.Ref, versions []manifest.TaggedVer
 }
 
 // printVersion shows one version's platforms with their digests and sizes.
-func printVersion(o *inspectOptions, ref oci.Ref, v *oci.Version, platforms []*oci.Platform) error {
+func printVersion(o *inspectOptions, ref oci.Ref, v *artifact.Version, platforms []*artifact.Platform) error {
 	out := struct {
 		Reference   string         `json:"reference"`
 		Version     string         `json:"version,omitempty"`

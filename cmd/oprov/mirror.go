@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -53,7 +54,7 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	addr, err := oci.ParseProviderAddress(o.Address)
+	addr, err := artifact.ParseProviderAddress(o.Address)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

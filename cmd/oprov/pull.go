@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -57,17 +58,17 @@ func runPull(ctx context.Context, o *pullOptions) error {
 		return oci.Explain("pull", ref, err)
 	}
 	bar := newProgress(o.io, "pulling")
-	res, err := oci.Pull(ctx, target, ref, oci.PullOptions{Platforms: platforms, OutDir: o.OutDir, Progress: bar, WriteSums: true})
+	res, err := artifact.Pull(ctx, target, ref, artifact.PullOptions{Platforms: platforms, OutDir: o.OutDir, Progress: bar, WriteSums: true})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("pull", ref, err)
 	}
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, struct {
-			Reference   string           `json:"reference"`
-			IndexDigest string           `json:"index_digest"`
-			Files       []oci.PulledFile `json:"files"`
-			SHA256SUMS  string           `json:"sha256sums,omitempty"`
+			Reference   string                `json:"reference"`
+			IndexDigest string                `json:"index_digest"`
+			Files       []artifact.PulledFile `json:"files"`
+			SHA256SUMS  string                `json:"sha256sums,omitempty"`
 		}{ref.String(), res.Version.Index.Digest.String(), res.Files, res.Sums})
 	}
 	fmt.Fprintf(o.io.Out, "Pulled %s (%s)\n", ref, res.Version.Index.Digest)

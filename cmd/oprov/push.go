@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
@@ -66,9 +67,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return err
 	}
-	var addr oci.ProviderAddress
+	var addr artifact.ProviderAddress
 	if o.Address != "" {
-		if addr, err = oci.ParseProviderAddress(o.Address); err != nil {
+		if addr, err = artifact.ParseProviderAddress(o.Address); err != nil {
 			return usageErrorf("--address: %v", err)
 		}
 	}
@@ -89,7 +90,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		return err
 	}
 	if o.Address == "" {
-		addr = oci.GuessProviderAddress(ref)
+		addr = artifact.GuessProviderAddress(ref)
 		addr.Type = rel.Type
 	}
 
@@ -103,7 +104,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	}
 	bar := newProgress(o.io, "pushing")
 	var res pushed
-	res.PushResult, err = oci.PushRelease(ctx, target, rel, ref.Reference, oci.PushOptions{
+	res.PushResult, err = artifact.PushRelease(ctx, target, rel, ref.Reference, artifact.PushOptions{
 		Concurrency: o.Concurrency, Progress: bar, Index: manifest.IndexOptions{Created: created},
 	})
 	bar.Finish()
@@ -159,14 +160,14 @@ type platformJSON struct {
 }
 
 type pushed struct {
-	*oci.PushResult
+	*artifact.PushResult
 	Signed *sign.SignResult
 }
 
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr oci.ProviderAddress, res pushed) error {
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res pushed) error {
 	tofurc := ""
 	if !ref.IsLayout() {
-		tofurc = oci.MirrorConfig(ref, addr)
+		tofurc = artifact.MirrorConfig(ref, addr)
 	}
 	if o.output.JSON() {
 		out := struct {

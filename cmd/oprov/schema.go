@@ -14,7 +14,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/oprov/oprov/loader"
-	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
@@ -64,14 +64,14 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 		return err
 	}
 	var exe string
-	var addr oci.ProviderAddress
+	var addr artifact.ProviderAddress
 	if st, err := os.Stat(o.Target); err == nil && !st.IsDir() {
 		exe = o.Target
 		typ, ok := release.TypeFromName(strings.SplitN(strings.TrimSuffix(filepath.Base(exe), ".exe"), "_", 2)[0])
 		if !ok {
 			typ = "unknown"
 		}
-		addr = oci.ProviderAddress{Hostname: oci.DefaultProviderHost, Namespace: "local", Type: typ}
+		addr = artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
 	} else {
 		ref, err := parseRef(o.Target)
 		if err != nil {
@@ -80,9 +80,9 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 		if ref.Reference == "" {
 			return usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
 		}
-		addr = oci.GuessProviderAddress(ref)
+		addr = artifact.GuessProviderAddress(ref)
 		if o.Address != "" {
-			if addr, err = oci.ParseProviderAddress(o.Address); err != nil {
+			if addr, err = artifact.ParseProviderAddress(o.Address); err != nil {
 				return usageErrorf("--address: %v", err)
 			}
 		}
@@ -99,7 +99,7 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 		}
 	}
 	if o.Address != "" {
-		a, err := oci.ParseProviderAddress(o.Address)
+		a, err := artifact.ParseProviderAddress(o.Address)
 		if err != nil {
 			return usageErrorf("--address: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -64,7 +65,7 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	v, err := oci.ResolveVersion(ctx, target, ref)
+	v, err := artifact.ResolveVersion(ctx, target, ref)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -47,7 +48,7 @@ func SelectTags(ctx context.Context, src Source, version, constraint string, all
 	if version != "" {
 		return []string{version}, nil
 	}
-	vs, err := oci.ListVersions(ctx, src)
+	vs, err := artifact.ListVersions(ctx, src)
 	if err != nil {
 		return nil, err
 	}

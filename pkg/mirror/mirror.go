@@ -21,7 +21,9 @@ import (
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 )
 
@@ -40,9 +42,9 @@ const (
 
 // Options say what to mirror where.
 type Options struct {
-	Address    oci.ProviderAddress // on the origin
-	Constraint string              // versions to mirror ("" for all)
-	Platforms  []manifest.Platform // empty for every platform the origin offers
+	Address    artifact.ProviderAddress // on the origin
+	Constraint string                   // versions to mirror ("" for all)
+	Platforms  []manifest.Platform      // empty for every platform the origin offers
 	To         oci.Ref
 	Registry   oci.Options // TLS policy for the origin and the destination
 	// TrustedKeys, when set, pins the OpenPGP keys allowed to sign SHA256SUMS; otherwise the keys
@@ -180,7 +182,7 @@ func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVe
 	if err != nil {
 		return nil, err
 	}
-	pushed, err := oci.PushRelease(ctx, t, rel, tag, oci.PushOptions{Progress: opts.Progress})
+	pushed, err := artifact.PushRelease(ctx, t, rel, tag, artifact.PushOptions{Progress: opts.Progress})
 	if err != nil {
 		return nil, oci.Explain("mirror", ref, err)
 	}
@@ -325,9 +327,9 @@ func downloadZips(ctx context.Context, origin *Origin, downloads []*Download, su
 
 // attachProvenance attaches the origin's signed SHA256SUMS, its signature and the signing keys
 // to the mirrored index as a referrer, so the provenance travels with it.
-func attachProvenance(ctx context.Context, t oci.Target, index ocispec.Descriptor, version string, s *signedSums, addr oci.ProviderAddress) error {
+func attachProvenance(ctx context.Context, t oci.Target, index ocispec.Descriptor, version string, s *signedSums, addr artifact.ProviderAddress) error {
 	sumsName := release.SumsName(addr.Type, version)
-	_, err := oci.Attach(ctx, t, index, ArtifactTypeChecksums, []oci.AttachFile{
+	_, err := referrers.Attach(ctx, t, index, ArtifactTypeChecksums, []referrers.AttachFile{
 		{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
 		{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
 		{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
@@ -416,7 +418,7 @@ func ReadKeyFiles(paths []string) (openpgp.EntityList, error) {
 
 // alreadyMirrored reports whether ref already holds exactly these zips.
 func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads []*Download, sums release.Sums) (bool, string, error) {
-	v, err := oci.ResolveVersion(ctx, t, ref)
+	v, err := artifact.ResolveVersion(ctx, t, ref)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return false, "", nil
 	}
@@ -428,7 +430,7 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads [
 		if !ok {
 			return false, "", nil
 		}
-		p, err := oci.FetchPlatform(ctx, t, v, e)
+		p, err := artifact.FetchPlatform(ctx, t, v, e)
 		if err != nil {
 			return false, "", err
 		}

@@ -14,7 +14,9 @@ import (
 	"github.com/oprov/oprov/internal/testorigin"
 	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
 )
 
 // testOrigin serves acme/hello 1.0.0 for linux_amd64 and darwin_arm64 from a fake release, with
@@ -54,7 +56,7 @@ func layout(t *testing.T) (oci.Target, oci.Ref) {
 }
 
 func mirrorOptions(org *testorigin.Origin, ca *testca.CA, to oci.Ref) Options {
-	addr, err := oci.ParseProviderAddress(org.Address())
+	addr, err := artifact.ParseProviderAddress(org.Address())
 	if err != nil {
 		panic(err)
 	}
@@ -74,7 +76,7 @@ func TestMirrorIntoLayout(t *testing.T) {
 	if len(res) != 1 || res[0].Version != "1.0.0" || res[0].Skipped || res[0].Uploaded == 0 || res[0].Platforms != 2 || res[0].KeyID != testorigin.KeyID(org.Key) {
 		t.Fatalf("mirror: %+v", res)
 	}
-	v, err := oci.ResolveVersion(ctx, target, to.WithReference("1.0.0"))
+	v, err := artifact.ResolveVersion(ctx, target, to.WithReference("1.0.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestMirrorIntoLayout(t *testing.T) {
 			t.Errorf("the mirrored index has no %s", p)
 		}
 	}
-	refs, err := oci.Discover(ctx, target, v.Index, 1)
+	refs, err := referrers.Discover(ctx, target, v.Index, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestMirrorRefuses(t *testing.T) {
 // assertEmpty fails unless the layout holds no tag and no blob.
 func assertEmpty(t *testing.T, target oci.Target, to oci.Ref) {
 	t.Helper()
-	tags, err := oci.ListVersions(context.Background(), target)
+	tags, err := artifact.ListVersions(context.Background(), target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package oci opens the places a provider artifact lives: a repository in an OCI registry or an
 // OCI image layout on disk, both as oras-go targets. It owns the network policy (TLS verified,
 // extra CAs, plain HTTP only when asked or for loopback), credentials from docker-style config
-// files and helpers, retries, and the errors that tell a user what to do. It also pushes and pulls
-// whole provider versions in OpenTofu's format.
+// files and helpers, retries, and the errors that tell a user what to do; and the small transfer
+// steps every writer shares (push if missing, progress). What is stored there is other packages'
+// business: pkg/artifact for provider releases, pkg/referrers for what refers to them.
 package oci
 
 import (

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oprov/oprov/internal/hcldiag"
 
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -196,7 +197,7 @@ func Decide(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy, provide
 
 // VerifyWithPolicy resolves ref once and checks what it resolved to (Check).
 func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
-	v, err := oci.ResolveVersion(ctx, t, ref)
+	v, err := artifact.ResolveVersion(ctx, t, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.R
 // VerifyVersion: nothing is resolved by tag again). provider is the provider's address when
 // known. In warn mode a failure is returned as the decision's Warning; in enforce mode it is the
 // error.
-func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Version, provider string, opts VerifyOptions) (*Decision, error) {
+func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, provider string, opts VerifyOptions) (*Decision, error) {
 	repo := ref.Repo()
 	r := p.Match(repo, provider)
 	if r == nil {

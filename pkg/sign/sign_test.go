@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -33,7 +34,7 @@ func pushVersion(t *testing.T, target oci.Target, dir, version, content string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.PushRelease(context.Background(), target, p.Release, version, oci.PushOptions{}); err != nil {
+	if _, err := artifact.PushRelease(context.Background(), target, p.Release, version, artifact.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return oci.Ref{Layout: dir, Reference: version}
@@ -70,7 +71,7 @@ func TestSignAndVerifyBothForms(t *testing.T) {
 		if _, err := Verify(ctx, target, ref, VerifyOptions{Keys: []PublicKey{pub}}); err == nil || !strings.Contains(err.Error(), "not signed") {
 			t.Fatalf("unsigned version: err = %v", err)
 		}
-		v, _ := oci.ResolveVersion(ctx, target, ref)
+		v, _ := artifact.ResolveVersion(ctx, target, ref)
 		res, err := Sign(ctx, target, ref, v.Index, signer, SignOptions{Legacy: legacy})
 		if err != nil {
 			t.Fatal(err)
@@ -100,8 +101,8 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	dir := t.TempDir()
 	target, ref1 := layoutWithVersion(t, dir, "1.0.0", "v1")
 	ref2 := pushVersion(t, target, dir, "2.0.0", "v2")
-	v1, _ := oci.ResolveVersion(ctx, target, ref1)
-	v2, _ := oci.ResolveVersion(ctx, target, ref2)
+	v1, _ := artifact.ResolveVersion(ctx, target, ref1)
+	v2, _ := artifact.ResolveVersion(ctx, target, ref2)
 	res, err := Sign(ctx, target, ref1, v1.Index, signer, SignOptions{Legacy: true})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestVerifyRefusesMovedTag(t *testing.T) {
 	dir := t.TempDir()
 	target, ref1 := layoutWithVersion(t, dir, "1.0.0", "v1")
 	ref2 := pushVersion(t, target, dir, "2.0.0", "v2")
-	v1, _ := oci.ResolveVersion(ctx, target, ref1)
+	v1, _ := artifact.ResolveVersion(ctx, target, ref1)
 	if _, err := Sign(ctx, target, ref1, v1.Index, signer, SignOptions{}); err != nil {
 		t.Fatal(err)
 	}

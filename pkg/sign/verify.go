@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -98,7 +99,7 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 	if len(opts.Keys) == 0 {
 		return nil, &Error{Ref: ref, Reason: "no trusted keys given (pass --key or --policy)"}
 	}
-	v, err := oci.ResolveVersion(ctx, t, ref)
+	v, err := artifact.ResolveVersion(ctx, t, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 // tag again, so a registry that answers two requests for the same tag differently cannot make it
 // vouch for bytes it did not check. ref names the version in messages. Zips are fetched only once
 // a good signature is found: an unsigned release costs a few small requests, not its size.
-func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Version, opts VerifyOptions) (*Result, error) {
+func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, opts VerifyOptions) (*Result, error) {
 	fail := func(format string, args ...any) error {
 		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -125,7 +126,7 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Vers
 	var (
 		sigs              []Signature
 		sigErr            error
-		platforms         []*oci.Platform
+		platforms         []*artifact.Platform
 		chainErr          error
 		wg                sync.WaitGroup
 		skipPlatformCheck = opts.SignaturesOnly
@@ -162,7 +163,7 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *oci.Vers
 // checkSignatures finds the signatures stored for v's index and keeps those a trusted key made
 // over exactly that digest; the index must also be the version the tag claimed, or a tag moved
 // onto another validly signed version would pass.
-func checkSignatures(ctx context.Context, t oci.ReadOnly, v *oci.Version, keys []PublicKey, fail func(string, ...any) error) ([]Signature, error) {
+func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, keys []PublicKey, fail func(string, ...any) error) ([]Signature, error) {
 	cands, err := findSignatures(ctx, t, v.Index)
 	if err != nil {
 		return nil, err
@@ -206,13 +207,13 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *oci.Version, keys [
 
 // fetchPlatforms fetches every platform's manifest of v (digests checked), a few at a time, and
 // checks that each is the version the tag names.
-func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *oci.Version) ([]*oci.Platform, error) {
-	out := make([]*oci.Platform, len(v.Parsed.Entries))
+func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *artifact.Version) ([]*artifact.Platform, error) {
+	out := make([]*artifact.Platform, len(v.Parsed.Entries))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
 	for i, e := range v.Parsed.Entries {
 		g.Go(func() error {
-			p, err := oci.FetchPlatform(gctx, t, v, e)
+			p, err := artifact.FetchPlatform(gctx, t, v, e)
 			if err == nil {
 				err = v.CheckPlatform(p)
 			}
@@ -227,7 +228,7 @@ func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *oci.Version) ([]*oci
 }
 
 // checkZips fetches the selected platforms' zips, checked against their digests.
-func checkZips(ctx context.Context, t oci.ReadOnly, v *oci.Version, platforms []*oci.Platform, opts VerifyOptions) ([]Checked, error) {
+func checkZips(ctx context.Context, t oci.ReadOnly, v *artifact.Version, platforms []*artifact.Platform, opts VerifyOptions) ([]Checked, error) {
 	fetch := map[manifest.Platform]bool{}
 	if !opts.AllZips && len(opts.Zips) > 0 {
 		selected, err := v.Select(opts.Zips)
@@ -250,7 +251,7 @@ func checkZips(ctx context.Context, t oci.ReadOnly, v *oci.Version, platforms []
 			continue
 		}
 		g.Go(func() error {
-			if err := oci.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
+			if err := artifact.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
 				return &Error{Reason: err.Error()}
 			}
 			out[i].Fetched = true

@@ -1,8 +1,10 @@
-package oci
+package artifact
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // DefaultProviderHost is the host a short provider address (NAMESPACE/TYPE) means to OpenTofu.
@@ -35,7 +37,7 @@ func ParseProviderAddress(s string) (ProviderAddress, error) {
 
 // GuessProviderAddress guesses a provider's address from the repository it lives in: the last
 // two path elements are NAMESPACE/TYPE on OpenTofu's default registry host.
-func GuessProviderAddress(ref Ref) ProviderAddress {
+func GuessProviderAddress(ref oci.Ref) ProviderAddress {
 	parts := strings.Split(ref.Repository, "/")
 	a := ProviderAddress{Hostname: DefaultProviderHost, Namespace: "local", Type: TypeFromRepository(ref)}
 	if len(parts) >= 2 {
@@ -47,7 +49,7 @@ func GuessProviderAddress(ref Ref) ProviderAddress {
 // RepositoryTemplate gives an oci_mirror repository_template that maps addr to ref's repository,
 // using ${namespace} and ${type} where the repository path ends in them, so that the same block
 // serves sibling providers.
-func RepositoryTemplate(ref Ref, addr ProviderAddress) string {
+func RepositoryTemplate(ref oci.Ref, addr ProviderAddress) string {
 	repo := ref.Repository
 	switch {
 	case strings.HasSuffix(repo, "/"+addr.Namespace+"/"+addr.Type):
@@ -60,7 +62,7 @@ func RepositoryTemplate(ref Ref, addr ProviderAddress) string {
 
 // MirrorConfig renders the CLI-configuration block with which OpenTofu (>= 1.10) installs addr
 // from ref's repository and everything else directly.
-func MirrorConfig(ref Ref, addr ProviderAddress) string {
+func MirrorConfig(ref oci.Ref, addr ProviderAddress) string {
 	return fmt.Sprintf(`provider_installation {
   oci_mirror {
     repository_template = %q

@@ -1,4 +1,7 @@
-package oci
+// Package referrers attaches artifacts to a manifest as OCI 1.1 referrers (with the referrers-tag
+// fallback oras-go keeps for registries without the API) and discovers what refers to one,
+// cosign's .sig tag included.
+package referrers
 
 import (
 	"context"
@@ -17,6 +20,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // AttachFile is one file to attach as a layer of a referrer.
@@ -31,7 +35,7 @@ type AttachFile struct {
 // empty config and one layer per file, and subject as its subject. The manifest carries no
 // timestamp, so attaching the same files again stores nothing new. On registries without the
 // referrers API, oras-go keeps the OCI referrers tag up to date.
-func Attach(ctx context.Context, t Target, subject ocispec.Descriptor, artifactType string, files []AttachFile, annotations map[string]string) (ocispec.Descriptor, error) {
+func Attach(ctx context.Context, t oci.Target, subject ocispec.Descriptor, artifactType string, files []AttachFile, annotations map[string]string) (ocispec.Descriptor, error) {
 	if artifactType == "" {
 		return ocispec.Descriptor{}, errors.New("attach: an artifact type is required")
 	}
@@ -41,13 +45,13 @@ func Attach(ctx context.Context, t Target, subject ocispec.Descriptor, artifactT
 		if err != nil {
 			return ocispec.Descriptor{}, err
 		}
-		if _, err := PushIfMissing(ctx, t, desc, open, nil); err != nil {
+		if _, err := oci.PushIfMissing(ctx, t, desc, open, nil); err != nil {
 			return ocispec.Descriptor{}, fmt.Errorf("attach %s: %w", f.Name, err)
 		}
 		layers = append(layers, desc)
 	}
 	empty := ocispec.DescriptorEmptyJSON
-	if err := PushBytes(ctx, t, empty, empty.Data); err != nil {
+	if err := oci.PushBytes(ctx, t, empty, empty.Data); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	m := ocispec.Manifest{
@@ -64,7 +68,7 @@ func Attach(ctx context.Context, t Target, subject ocispec.Descriptor, artifactT
 		return ocispec.Descriptor{}, err
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: artifactType, Digest: digest.FromBytes(data), Size: int64(len(data))}
-	if err := PushBytes(ctx, t, desc, data); err != nil {
+	if err := oci.PushBytes(ctx, t, desc, data); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	return desc, nil
@@ -92,7 +96,7 @@ func fileBlob(f AttachFile) (ocispec.Descriptor, func() (io.ReadCloser, error), 
 		open = func() (io.ReadCloser, error) { return os.Open(f.Path) }
 	} else {
 		desc = ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(f.Data), Size: int64(len(f.Data))}
-		open = bytesOpener(f.Data)
+		open = oci.BytesOpener(f.Data)
 	}
 	if f.Name != "" {
 		desc.Annotations = map[string]string{ocispec.AnnotationTitle: f.Name}
@@ -113,7 +117,7 @@ type Referrer struct {
 // Discover lists what refers to subject: OCI referrers (and their referrers, to the given
 // depth) and cosign's legacy sha256-<hex>.sig tag. Each manifest is read for its artifact type,
 // because cosign's entries in the referrers-tag fallback index carry their config's type.
-func Discover(ctx context.Context, t ReadOnly, subject ocispec.Descriptor, depth int) ([]Referrer, error) {
+func Discover(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor, depth int) ([]Referrer, error) {
 	refs, err := registry.Referrers(ctx, t, subject, "")
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) && !errors.Is(err, errdef.ErrUnsupported) {
 		return nil, err
@@ -149,7 +153,7 @@ func Discover(ctx context.Context, t ReadOnly, subject ocispec.Descriptor, depth
 	return out, nil
 }
 
-func describe(ctx context.Context, t ReadOnly, d ocispec.Descriptor) (Referrer, error) {
+func describe(ctx context.Context, t oci.ReadOnly, d ocispec.Descriptor) (Referrer, error) {
 	r := Referrer{Digest: d.Digest, ArtifactType: d.ArtifactType, Size: d.Size}
 	if d.MediaType != ocispec.MediaTypeImageManifest || d.Size > 4<<20 {
 		return r, nil

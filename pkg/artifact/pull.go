@@ -1,4 +1,8 @@
-package oci
+// Package artifact moves provider releases in OpenTofu's OCI format (format.md §1) between a
+// release on disk and a repository: push a release as one version (zips, platform manifests,
+// index, tag), resolve a version tag to its index, fetch platform manifests and zips by digest,
+// pull, and list versions. Provider addresses are OpenTofu's own (registry-address).
+package artifact
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
 
@@ -37,7 +42,7 @@ type Platform struct {
 
 // ResolveVersion resolves a version tag (or a digest) to its index, fetches the index with its
 // digest checked, and parses it strictly.
-func ResolveVersion(ctx context.Context, t ReadOnly, ref Ref) (*Version, error) {
+func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*Version, error) {
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
@@ -66,7 +71,7 @@ func ResolveVersion(ctx context.Context, t ReadOnly, ref Ref) (*Version, error) 
 
 // TypeFromRepository guesses the provider type from a repository's last path element, with any
 // terraform-provider- prefix removed.
-func TypeFromRepository(ref Ref) string {
+func TypeFromRepository(ref oci.Ref) string {
 	name := ref.Repository
 	if ref.IsLayout() {
 		name = filepath.ToSlash(filepath.Clean(ref.Layout))
@@ -79,7 +84,7 @@ func TypeFromRepository(ref Ref) string {
 }
 
 // FetchPlatform fetches and parses one platform's manifest (digest checked).
-func FetchPlatform(ctx context.Context, t ReadOnly, v *Version, e manifest.Entry) (*Platform, error) {
+func FetchPlatform(ctx context.Context, t oci.ReadOnly, v *Version, e manifest.Entry) (*Platform, error) {
 	data, err := content.FetchAll(ctx, t, e.Descriptor)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s manifest %s: %w", e.Platform, e.Descriptor.Digest, err)
@@ -105,7 +110,7 @@ func (v *Version) CheckPlatform(p *Platform) error {
 
 // FetchPlatforms fetches and parses every platform manifest of a version (digests checked), in
 // the index's order.
-func FetchPlatforms(ctx context.Context, t ReadOnly, v *Version) ([]*Platform, error) {
+func FetchPlatforms(ctx context.Context, t oci.ReadOnly, v *Version) ([]*Platform, error) {
 	out := make([]*Platform, 0, len(v.Parsed.Entries))
 	for _, e := range v.Parsed.Entries {
 		p, err := FetchPlatform(ctx, t, v, e)
@@ -148,7 +153,7 @@ func (v *Version) Select(want []manifest.Platform) ([]manifest.Entry, error) {
 }
 
 // FetchZip streams a platform's zip into w, checking its digest and size on the way.
-func FetchZip(ctx context.Context, t ReadOnly, p *Platform, w io.Writer, progress Progress) error {
+func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, progress oci.Progress) error {
 	rc, err := t.Fetch(ctx, p.Zip)
 	if err != nil {
 		return fmt.Errorf("fetching %s: %w", p.Filename, err)
@@ -157,7 +162,7 @@ func FetchZip(ctx context.Context, t ReadOnly, p *Platform, w io.Writer, progres
 	var r io.Reader = rc
 	if progress != nil {
 		progress.Plan(p.Zip.Size)
-		r = &progressReader{r: rc, p: progress}
+		r = oci.ProgressReader(rc, progress)
 	}
 	vr := content.NewVerifyReader(r, p.Zip)
 	if _, err := io.Copy(w, vr); err != nil {
@@ -173,7 +178,7 @@ func FetchZip(ctx context.Context, t ReadOnly, p *Platform, w io.Writer, progres
 type PullOptions struct {
 	Platforms []manifest.Platform
 	OutDir    string
-	Progress  Progress
+	Progress  oci.Progress
 	// WriteSums writes a SHA256SUMS file for the pulled zips beside them.
 	WriteSums bool
 }
@@ -195,7 +200,7 @@ type PulledFile struct {
 
 // Pull downloads a version's zips under their release names, each written under a temporary name
 // and renamed once its digest checks out.
-func Pull(ctx context.Context, t Target, ref Ref, opts PullOptions) (*PullResult, error) {
+func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*PullResult, error) {
 	v, err := ResolveVersion(ctx, t, ref)
 	if err != nil {
 		return nil, err
@@ -233,7 +238,7 @@ func Pull(ctx context.Context, t Target, ref Ref, opts PullOptions) (*PullResult
 }
 
 // ListVersions lists the tags of a repository that name versions, highest first.
-func ListVersions(ctx context.Context, t ReadOnly) ([]manifest.TaggedVersion, error) {
+func ListVersions(ctx context.Context, t oci.ReadOnly) ([]manifest.TaggedVersion, error) {
 	tags, err := registry.Tags(ctx, t)
 	if err != nil {
 		return nil, err
@@ -243,7 +248,7 @@ func ListVersions(ctx context.Context, t ReadOnly) ([]manifest.TaggedVersion, er
 
 // fetchManifestByReference resolves a tag or digest and fetches what it names, in one request
 // where the target allows it, checking size and digest.
-func fetchManifestByReference(ctx context.Context, t ReadOnly, reference string) (ocispec.Descriptor, []byte, error) {
+func fetchManifestByReference(ctx context.Context, t oci.ReadOnly, reference string) (ocispec.Descriptor, []byte, error) {
 	if rf, ok := t.(registry.ReferenceFetcher); ok {
 		desc, rc, err := rf.FetchReference(ctx, reference)
 		if err != nil {

@@ -1,4 +1,4 @@
-package oci
+package artifact
 
 import (
 	"bytes"
@@ -15,24 +15,14 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 )
-
-// DefaultConcurrency is how many blobs move at once.
-const DefaultConcurrency = 4
-
-// Progress hears about long transfers. All methods may be called from several goroutines.
-type Progress interface {
-	// Plan adds bytes that are going to move.
-	Plan(n int64)
-	// Advance records bytes that moved.
-	Advance(n int64)
-}
 
 // PushOptions tunes a push.
 type PushOptions struct {
 	Concurrency int
-	Progress    Progress
+	Progress    oci.Progress
 	Index       manifest.IndexOptions
 }
 
@@ -50,7 +40,7 @@ type PushResult struct {
 // PushRelease publishes a checked release to a target as one version: the zips and the config
 // blob first, then the platform manifests, and the index last, under tag. Content already in the
 // target is not uploaded again. Until the index is tagged, nothing a client resolves has changed.
-func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string, opts PushOptions) (*PushResult, error) {
+func PushRelease(ctx context.Context, t oci.Target, rel *release.Release, tag string, opts PushOptions) (*PushResult, error) {
 	// The index records its version, so a signature over it also says which version it signed.
 	idxOpts := opts.Index
 	idxOpts.Annotations = map[string]string{ocispec.AnnotationVersion: rel.Version}
@@ -62,19 +52,19 @@ func PushRelease(ctx context.Context, t Target, rel *release.Release, tag string
 		return nil, err
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
+		opts.Concurrency = oci.DefaultConcurrency
 	}
 	res := &PushResult{Index: built.Index.Descriptor, Tag: tag, Built: built}
 	c := &pushCounter{t: t, progress: opts.Progress}
 	// Blobs (the shared empty config and every zip), then the platform manifests once every blob
 	// they name is there.
-	blobs := []pushItem{{manifest.EmptyConfig, bytesOpener(manifest.EmptyConfigData)}}
+	blobs := []pushItem{{manifest.EmptyConfig, oci.BytesOpener(manifest.EmptyConfigData)}}
 	for _, a := range rel.Artifacts {
 		blobs = append(blobs, pushItem{a.Package().LayerDescriptor(), fileOpener(a.Path, a.Package().LayerDescriptor().Size)})
 	}
 	var manifests []pushItem
 	for _, m := range built.Manifests {
-		manifests = append(manifests, pushItem{m.Descriptor, bytesOpener(m.Data)})
+		manifests = append(manifests, pushItem{m.Descriptor, oci.BytesOpener(m.Data)})
 	}
 	for _, batch := range [][]pushItem{blobs, manifests} {
 		if err := c.pushAll(ctx, batch, opts.Concurrency); err != nil {
@@ -107,8 +97,8 @@ type pushItem struct {
 
 // pushCounter pushes content a few at a time, counting what it uploaded and skipped.
 type pushCounter struct {
-	t                 Target
-	progress          Progress
+	t                 oci.Target
+	progress          oci.Progress
 	uploaded, skipped atomic.Int64
 	bytes             atomic.Int64
 }
@@ -118,7 +108,7 @@ func (c *pushCounter) pushAll(ctx context.Context, items []pushItem, concurrency
 	g.SetLimit(concurrency)
 	for _, it := range items {
 		g.Go(func() error {
-			pushed, err := PushIfMissing(gctx, c.t, it.desc, it.open, c.progress)
+			pushed, err := oci.PushIfMissing(gctx, c.t, it.desc, it.open, c.progress)
 			switch {
 			case err != nil:
 				return err
@@ -132,10 +122,6 @@ func (c *pushCounter) pushAll(ctx context.Context, items []pushItem, concurrency
 		})
 	}
 	return g.Wait()
-}
-
-func bytesOpener(b []byte) func() (io.ReadCloser, error) {
-	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 }
 
 // fileOpener opens a checked file for upload. A file changed since it was checked would be
@@ -154,37 +140,8 @@ func fileOpener(path string, size int64) func() (io.ReadCloser, error) {
 	}
 }
 
-// PushIfMissing uploads one piece of content unless the target has it already, and reports
-// whether it uploaded. progress, when set, hears about the bytes.
-func PushIfMissing(ctx context.Context, t Target, desc ocispec.Descriptor, open func() (io.ReadCloser, error), progress Progress) (bool, error) {
-	ok, err := t.Exists(ctx, desc)
-	if err != nil || ok {
-		return false, err
-	}
-	rc, err := open()
-	if err != nil {
-		return false, err
-	}
-	defer rc.Close()
-	var r io.Reader = rc
-	if progress != nil {
-		progress.Plan(desc.Size)
-		r = &progressReader{r: rc, p: progress}
-	}
-	if err := t.Push(ctx, desc, r); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return false, err
-	}
-	return true, nil
-}
-
-// PushBytes stores a small piece of content unless the target has it already.
-func PushBytes(ctx context.Context, t Target, desc ocispec.Descriptor, data []byte) error {
-	_, err := PushIfMissing(ctx, t, desc, bytesOpener(data), nil)
-	return err
-}
-
 // pushTagged stores a manifest and points tag at it, in one request where the target allows.
-func pushTagged(ctx context.Context, t Target, b manifest.Blob, tag string) error {
+func pushTagged(ctx context.Context, t oci.Target, b manifest.Blob, tag string) error {
 	if rp, ok := t.(registry.ReferencePusher); ok {
 		return rp.PushReference(ctx, b.Descriptor, bytes.NewReader(b.Data), tag)
 	}
@@ -198,17 +155,4 @@ func pushTagged(ctx context.Context, t Target, b manifest.Blob, tag string) erro
 		}
 	}
 	return t.Tag(ctx, b.Descriptor, tag)
-}
-
-type progressReader struct {
-	r io.Reader
-	p Progress
-}
-
-func (pr *progressReader) Read(b []byte) (int, error) {
-	n, err := pr.r.Read(b)
-	if n > 0 {
-		pr.p.Advance(int64(n))
-	}
-	return n, err
 }
