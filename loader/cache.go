@@ -240,7 +240,7 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	pkg := filepath.Join(tmp, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
+	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
 		return "", err
 	}

@@ -209,7 +209,7 @@ func checkTemplate(t string, expr hcl.Expression) error {
 
 func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, error) {
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
-		"hostname": cty.StringVal(addr.Hostname), "namespace": cty.StringVal(addr.Namespace), "type": cty.StringVal(addr.Type),
+		"hostname": cty.StringVal(addr.Hostname.String()), "namespace": cty.StringVal(addr.Namespace), "type": cty.StringVal(addr.Type),
 	}}
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
@@ -279,7 +279,7 @@ func ParsePattern(s string) (Pattern, error) {
 	parts := strings.Split(strings.ToLower(s), "/")
 	switch len(parts) {
 	case 2:
-		parts = append([]string{artifact.DefaultProviderHost}, parts...)
+		parts = append([]string{artifact.DefaultProviderHost.String()}, parts...)
 	case 3:
 	default:
 		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
@@ -302,7 +302,7 @@ func ParsePattern(s string) (Pattern, error) {
 // Match reports whether the pattern covers addr.
 func (p Pattern) Match(addr artifact.ProviderAddress) bool {
 	m := func(pat, s string) bool { return pat == "*" || pat == s }
-	return m(p.Hostname, addr.Hostname) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
+	return m(p.Hostname, addr.Hostname.String()) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
 }
 
 func (p Pattern) String() string { return p.Hostname + "/" + p.Namespace + "/" + p.Type }

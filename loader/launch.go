@@ -17,7 +17,7 @@ import (
 
 // PackageDir is where a mirror root holds a provider's unpacked package.
 func PackageDir(root string, addr artifact.ProviderAddress, version string, p manifest.Platform) string {
-	return filepath.Join(root, addr.Hostname, addr.Namespace, addr.Type, version, p.String())
+	return filepath.Join(root, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 }
 
 // FindExecutable finds a provider's executable in its unpacked package: the file whose name

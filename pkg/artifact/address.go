@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	tfaddr "github.com/opentofu/registry-address"
+
 	"fmt"
 	"strings"
 
@@ -8,31 +10,23 @@ import (
 )
 
 // DefaultProviderHost is the host a short provider address (NAMESPACE/TYPE) means to OpenTofu.
-const DefaultProviderHost = "registry.opentofu.org"
+const DefaultProviderHost = tfaddr.DefaultProviderRegistryHost
 
-// ProviderAddress is a provider source address: HOSTNAME/NAMESPACE/TYPE.
-type ProviderAddress struct {
-	Hostname, Namespace, Type string
-}
+// ProviderAddress is a provider source address, HOSTNAME/NAMESPACE/TYPE, as OpenTofu's own
+// registry-address library parses and normalises it.
+type ProviderAddress = tfaddr.Provider
 
-func (a ProviderAddress) String() string { return a.Hostname + "/" + a.Namespace + "/" + a.Type }
-
-// ParseProviderAddress parses [HOSTNAME/]NAMESPACE/TYPE, lower-casing it as OpenTofu does.
+// ParseProviderAddress parses [HOSTNAME/]NAMESPACE/TYPE with OpenTofu's parser (so it accepts and
+// normalises exactly what OpenTofu does), rewording its error to say what is wanted.
 func ParseProviderAddress(s string) (ProviderAddress, error) {
-	parts := strings.Split(strings.ToLower(s), "/")
-	switch len(parts) {
-	case 2:
-		parts = append([]string{DefaultProviderHost}, parts...)
-	case 3:
-	default:
-		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE", s)
+	a, err := tfaddr.ParseProviderSource(s)
+	if err != nil {
+		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (%v)", s, err)
 	}
-	for _, p := range parts {
-		if p == "" || strings.ContainsAny(p, " \t*") {
-			return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE", s)
-		}
+	if a.Namespace == tfaddr.UnknownProviderNamespace { // a bare TYPE: OpenTofu guesses its namespace; oprov does not
+		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (a namespace is needed)", s)
 	}
-	return ProviderAddress{Hostname: parts[0], Namespace: parts[1], Type: parts[2]}, nil
+	return a, nil
 }
 
 // GuessProviderAddress guesses a provider's address from the repository it lives in: the last

@@ -32,3 +32,17 @@ func TestMirrorConfig(t *testing.T) {
 }
 
 // A registry that answers 503 twice is retried until it answers.
+
+// Addresses are OpenTofu's: normalised by its parser, and refused where it refuses them, or where
+// it would have to guess a namespace.
+func TestParseProviderAddress(t *testing.T) {
+	a, err := ParseProviderAddress("Example.com/Acme/Hello")
+	if err != nil || a.String() != "example.com/acme/hello" {
+		t.Errorf("got %v, %v", a, err)
+	}
+	for _, bad := range []string{"x", "a/b/c/d", "acme/*", "", "acme/-hello"} {
+		if _, err := ParseProviderAddress(bad); err == nil || !strings.Contains(err.Error(), "NAMESPACE/TYPE") {
+			t.Errorf("%q: want an error that says what is wanted, got %v", bad, err)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 	if err != nil {
 		return nil, err
 	}
-	origin, err := NewOrigin(ctx, opts.Address.Hostname, opts.Registry)
+	origin, err := NewOrigin(ctx, opts.Address.Hostname.String(), opts.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func attachProvenance(ctx context.Context, t oci.Target, index ocispec.Descripto
 		{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
 		{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
 		{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
-	}, map[string]string{AnnotationOrigin: "https://" + addr.Hostname + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID})
+	}, map[string]string{AnnotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID})
 	if err != nil {
 		return fmt.Errorf("attaching SHA256SUMS: %w", err)
 	}
