@@ -95,11 +95,7 @@ func (s *ociSource) Platforms(ctx context.Context, addr artifact.ProviderAddress
 }
 
 func (s *ociSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
-	repo, err := s.repoFor(addr)
-	if err != nil {
-		return nil, err
-	}
-	tag, err := manifest.VersionToTag(version.String())
+	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
 	}
@@ -119,15 +115,21 @@ func (s *ociSource) PackageFor(ctx context.Context, addr artifact.ProviderAddres
 
 // resolveVersion resolves a version's tag, once per command.
 func (s *ociSource) resolveVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*resolvedVersion, error) {
-	repo, err := s.repoFor(addr)
-	if err != nil {
-		return nil, err
-	}
-	tag, err := manifest.VersionToTag(version.String())
+	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
 	}
 	return s.resolve(ctx, repo.WithReference(tag), addr)
+}
+
+// versionRef gives the repository of addr and the tag of version in it.
+func (s *ociSource) versionRef(addr artifact.ProviderAddress, version versions.Version) (oci.Ref, string, error) {
+	repo, err := s.repoFor(addr)
+	if err != nil {
+		return oci.Ref{}, "", err
+	}
+	tag, err := manifest.VersionToTag(version.String())
+	return repo, tag, err
 }
 
 // resolve fetches the index a tag or digest names (one request), checks its signature per the

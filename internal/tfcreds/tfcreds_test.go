@@ -5,24 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// isolate gives the test an empty home and no token variables or CLI configuration of the
-// machine's.
-func isolate(t *testing.T) string {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("APPDATA", home)
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("TF_CLI_CONFIG_FILE", "")
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, EnvPrefix) {
-			t.Setenv(name, "")
-		}
-	}
-	return home
-}
+	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
+)
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -78,7 +63,7 @@ func TestNormalize(t *testing.T) {
 
 // TestLookupEnv: TF_TOKEN_ variables in every spelling OpenTofu reads, and ahead of the files.
 func TestLookupEnv(t *testing.T) {
-	home := isolate(t)
+	home := tfcredstest.Isolate(t, EnvPrefix)
 	write(t, filepath.Join(home, ".tofurc"), `credentials "my-registry.example.com" { token = "from-file" }`)
 	t.Setenv("TF_TOKEN_my__registry_example_com", "from-env")
 	t.Setenv("TF_TOKEN_APP_TERRAFORM_IO", "upper")
@@ -103,7 +88,7 @@ func TestLookupEnv(t *testing.T) {
 // TestLookupFiles: credentials blocks in TF_CLI_CONFIG_FILE, ~/.tofurc before ~/.terraformrc,
 // and credentials.tfrc.json; a broken file is reported without hiding a token found elsewhere.
 func TestLookupFiles(t *testing.T) {
-	home := isolate(t)
+	home := tfcredstest.Isolate(t, EnvPrefix)
 	write(t, filepath.Join(home, ".terraformrc"), `credentials "a.example" { token = "terraformrc" }`)
 	write(t, filepath.Join(home, ".tofurc"), `
 plugin_cache_dir = "/tmp/cache"

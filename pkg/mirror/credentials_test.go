@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/tfcreds"
+	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
 )
 
 // useCLIConfig points TF_CLI_CONFIG_FILE at a new file with this content.
@@ -108,7 +110,7 @@ func TestAuthErrors(t *testing.T) {
 // TestAuthErrorNamesTheVariable: for a host without a port, the error names its TF_TOKEN_
 // variable (dashes doubled, dots as underscores) as well as the credentials block.
 func TestAuthErrorNamesTheVariable(t *testing.T) {
-	isolateCredentials(t)
+	tfcredstest.Isolate(t, tfcreds.EnvPrefix)
 	o := &Origin{Host: "my-registry.example.com", authHost: "my-registry.example.com"}
 	err := o.authError(errors.New("GET https://my-registry.example.com/v1/providers/a/b/versions: 401 Unauthorized"), "my-registry.example.com")
 	if !strings.Contains(err.Error(), `my-registry.example.com wants an API token: set TF_TOKEN_my__registry_example_com, or add credentials "my-registry.example.com" { token = "..." }`) {

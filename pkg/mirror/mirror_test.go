@@ -3,7 +3,6 @@ package mirror
 import (
 	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/oprov/oprov/internal/testca"
 	"github.com/oprov/oprov/internal/testorigin"
 	"github.com/oprov/oprov/internal/tfcreds"
+	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
@@ -23,25 +23,10 @@ import (
 // no token in the environment or CLI configuration that could leak in from the machine.
 func testOrigin(t *testing.T) (*testorigin.Origin, *testca.CA) {
 	t.Helper()
-	isolateCredentials(t)
+	tfcredstest.Isolate(t, tfcreds.EnvPrefix)
 	ca := testca.NewCA(t, t.TempDir())
 	org := testorigin.Start(t, ca, testorigin.FakeRelease(t, "hello", "1.0.0", "linux_amd64", "darwin_arm64"), "acme", "hello", "1.0.0")
 	return org, ca
-}
-
-// isolateCredentials hides the machine's TF_TOKEN_* variables and CLI configuration.
-func isolateCredentials(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("APPDATA", home)
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("TF_CLI_CONFIG_FILE", "")
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, tfcreds.EnvPrefix) {
-			t.Setenv(name, "")
-		}
-	}
 }
 
 // layout opens a fresh OCI layout to mirror into.
