@@ -17,7 +17,9 @@ import (
 	"github.com/oprov/oprov/internal/hcldiag"
 
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // FileName is the loader's file beside the configuration.
@@ -219,6 +221,21 @@ func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, e
 		return "", fmt.Errorf("repository_template must be a string")
 	}
 	return v.AsString(), nil
+}
+
+// RepositoryRef fills the template in for a provider and parses it as a repository reference.
+func (m *Mirror) RepositoryRef(addr artifact.ProviderAddress) (oci.Ref, error) {
+	repo := m.Repository(addr)
+	ref, err := oci.ParseRef(repo)
+	if err != nil {
+		return oci.Ref{}, fmt.Errorf("%s:%d: repository_template gives %q for %s: %w", m.Range.Filename, m.Range.Start.Line, repo, addr, err)
+	}
+	return ref, nil
+}
+
+// LocalDir is the provider block as a source directory.
+func (sp *SourceProvider) LocalDir() source.LocalDir {
+	return source.LocalDir{Addr: sp.Addr, Dir: sp.Dir, At: fmt.Sprintf("%s:%d", sp.Range.Filename, sp.Range.Start.Line)}
 }
 
 // Repository fills the template in for a provider.

@@ -1,26 +1,24 @@
 package loader
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/apparentlymart/go-versions/versions"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // Options tune locking and installing.
 type Options struct {
-	Cache    *Cache
+	Cache    *cache.Cache
 	Registry oci.Options
 	// Platforms lists the platforms to lock; empty means every platform a version publishes.
 	Platforms []manifest.Platform
@@ -100,7 +98,7 @@ func Open(dir string) (*Project, error) {
 		case sp != nil:
 			p.Local = append(p.Local, &Provider{Req: r, Kept: sp})
 		case m != nil:
-			if _, err := mirrorSource(m, nil).repoFor(r.Addr); err != nil {
+			if _, err := m.RepositoryRef(r.Addr); err != nil {
 				return nil, err
 			}
 			p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m})
@@ -123,27 +121,23 @@ func Open(dir string) (*Project, error) {
 // and keeps its registry connections for the whole command.
 type session struct {
 	opts    *Options
-	mirrors map[*Mirror]*ociSource
+	env     *source.Env
+	mirrors map[*Mirror]*source.OCI
 }
 
 func newSession(opts *Options) *session {
-	if opts.network == nil {
-		opts.network = new(atomic.Bool)
-	}
-	return &session{opts: opts, mirrors: map[*Mirror]*ociSource{}}
+	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
+	return &session{opts: opts, env: env, mirrors: map[*Mirror]*source.OCI{}}
 }
 
 // source gives the Source that manages a provider.
-func (s *session) source(pv *Provider) Source {
+func (s *session) source(pv *Provider) source.Source {
 	if pv.Kept != nil {
-		if ls, ok := openLocal(pv.Kept, s.opts); ok {
-			return ls
-		}
-		return unknownDir{pv.Kept}
+		return source.OpenLocal(pv.Kept.LocalDir(), s.env)
 	}
 	src := s.mirrors[pv.Mirror]
 	if src == nil {
-		src = mirrorSource(pv.Mirror, s.opts)
+		src = source.NewOCI(s.env, pv.Mirror.Policy, pv.Mirror.RepositoryRef)
 		s.mirrors[pv.Mirror] = src
 	}
 	return src
@@ -158,19 +152,11 @@ func allowed(req *Requirement) (versions.Set, error) {
 	return set, nil
 }
 
-func platformList(ps []manifest.Platform) string {
-	var s []string
-	for _, p := range ps {
-		s = append(s, p.String())
-	}
-	return strings.Join(s, ", ")
-}
-
 // ErrLockMismatch marks a registry or cache whose content disagrees with the lock file.
 var ErrLockMismatch = errors.New("does not match the lock file")
 
 // checkAgainstLock refuses a package the lock does not record.
-func checkAgainstLock(e *LockEntry, pkg *Package) error {
+func checkAgainstLock(e *LockEntry, pkg *source.Package) error {
 	zh := zhOf(pkg)
 	if e.HasScheme("zh:") && !e.Has(zh) {
 		return fmt.Errorf("%s %s: the registry's %s zip (%s) %w: the tag was moved or the release republished since it was locked, so nothing was installed (if the new release is expected, run 'oprov lock --upgrade' and review the change)",
@@ -183,32 +169,4 @@ func checkAgainstLock(e *LockEntry, pkg *Package) error {
 		return fmt.Errorf("%s %s: the lock file records no zh: or h1: hash to check the package against (run 'oprov lock')", pkg.Addr, e.Version)
 	}
 	return nil
-}
-
-// zipDescriptor rebuilds a cached platform's zip descriptor.
-func zipDescriptor(pm *PlatformMeta) ocispec.Descriptor {
-	return ocispec.Descriptor{MediaType: manifest.MediaTypeZip, Digest: pm.Zip, Size: pm.Size}
-}
-
-// unknownDir is a provider block whose source directory no registered kind recognises.
-type unknownDir struct{ sp *SourceProvider }
-
-func (u unknownDir) err() error {
-	var kinds []string
-	for _, k := range localKinds {
-		kinds = append(kinds, k.name)
-	}
-	return fmt.Errorf("%s:%d: provider %q: %s is not a provider source directory oprov can build (want one of: %s)", u.sp.Range.Filename, u.sp.Range.Start.Line, u.sp.Addr, u.sp.Dir, strings.Join(kinds, ", "))
-}
-
-func (u unknownDir) Dir() string                                { return u.sp.Dir }
-func (u unknownDir) ForDisplay(artifact.ProviderAddress) string { return u.sp.Dir }
-func (u unknownDir) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
-	return nil, u.err()
-}
-func (u unknownDir) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
-	return nil, u.err()
-}
-func (u unknownDir) PackageFor(context.Context, artifact.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
-	return nil, u.err()
 }

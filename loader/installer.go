@@ -7,17 +7,18 @@ import (
 	"os"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // Installed is one provider made ready for OpenTofu.
 type Installed struct {
-	Addr       string         `json:"address"`
-	Version    string         `json:"version"`
-	Platform   string         `json:"platform"`
-	Zip        string         `json:"zip_digest"`
-	MirrorRoot string         `json:"mirror"`
-	FromCache  bool           `json:"from_cache"` // nothing was downloaded for it
-	Auth       Authentication `json:"authentication"`
+	Addr       string                `json:"address"`
+	Version    string                `json:"version"`
+	Platform   string                `json:"platform"`
+	Zip        string                `json:"zip_digest"`
+	MirrorRoot string                `json:"mirror"`
+	FromCache  bool                  `json:"from_cache"` // nothing was downloaded for it
+	Auth       source.Authentication `json:"authentication"`
 }
 
 // InstallResult is what Install did.
@@ -56,7 +57,7 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 		lockedNow[pv.Addr()] = true
 	}
 	// Check every provider against the lock before anything is unpacked.
-	pkgs := make([]*Package, len(p.Managed))
+	pkgs := make([]*source.Package, len(p.Managed))
 	for i, pv := range p.Managed {
 		pkg, err := p.lockedPackage(ctx, s, pv)
 		if err != nil {
@@ -75,7 +76,7 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 	if err := p.Lock.Write(); err != nil {
 		return nil, err
 	}
-	res.Network = s.opts.network.Load()
+	res.Network = s.env.Network.Load()
 	return res, nil
 }
 
@@ -95,7 +96,7 @@ func (p *Project) lockCovers(pv *Provider) bool {
 
 // lockedPackage asks pv's source for this machine's package of the locked version and checks it
 // against the lock. An answer from cached metadata that disagrees is asked again of the origin.
-func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*Package, error) {
+func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*source.Package, error) {
 	e := p.Lock.Entries[pv.Addr()]
 	v, err := manifest.ParseVersion(e.Version)
 	if err != nil {
@@ -105,7 +106,7 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 	pkg, err := src.PackageFor(ctx, pv.Req.Addr, v, s.opts.host())
 	if err == nil {
 		if err = checkAgainstLock(e, pkg); err != nil && pkg.FromCache && errors.Is(err, ErrLockMismatch) {
-			pkg, err = src.PackageFor(withoutCache(ctx), pv.Req.Addr, v, s.opts.host())
+			pkg, err = src.PackageFor(source.WithoutCache(ctx), pv.Req.Addr, v, s.opts.host())
 			if err == nil {
 				err = checkAgainstLock(e, pkg)
 			}
@@ -119,7 +120,7 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 
 // materialize makes a zip package ready to run: fetched into the cache (unless there), checked
 // against the lock entry (when given), and unpacked safely as a filesystem mirror.
-func (o *Options) materialize(ctx context.Context, pkg *Package, e *LockEntry) (*Installed, error) {
+func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockEntry) (*Installed, error) {
 	in := &Installed{Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(), Auth: pkg.Auth, FromCache: pkg.FromCache}
 	in.MirrorRoot = o.Cache.MirrorRoot(pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform)
 	// Already unpacked: tofu checks the unpacked package against the lock's h1: hash whenever
@@ -127,9 +128,9 @@ func (o *Options) materialize(ctx context.Context, pkg *Package, e *LockEntry) (
 	if dirExists(in.MirrorRoot) {
 		return in, nil
 	}
-	var check func(*Package) error
+	var check func(*source.Package) error
 	if e != nil {
-		check = func(pkg *Package) error { return checkAgainstLock(e, pkg) }
+		check = func(pkg *source.Package) error { return checkAgainstLock(e, pkg) }
 	}
 	fetched, err := o.ensureZip(ctx, pkg, check)
 	if err != nil {

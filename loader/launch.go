@@ -13,6 +13,7 @@ import (
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // PackageDir is where a mirror root holds a provider's unpacked package.
@@ -40,13 +41,13 @@ func FindExecutable(pkgDir, typ string) (string, error) {
 // given) over exactly that digest, this machine's zip checked into the cache, and unpacked
 // safely. It returns the executable.
 func FetchRef(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
-	newSession(&opts)
-	src := newOCISource(&opts, policy, func(artifact.ProviderAddress) (oci.Ref, error) { return ref, nil })
-	rv, err := src.resolve(ctx, ref, addr)
+	s := newSession(&opts)
+	src := source.NewOCI(s.env, policy, func(artifact.ProviderAddress) (oci.Ref, error) { return ref, nil })
+	rv, err := src.Resolve(ctx, ref, addr)
 	if err != nil {
 		return "", err
 	}
-	pkg, err := rv.packageFor(ctx, addr, opts.host())
+	pkg, err := rv.PackageFor(ctx, addr, opts.host())
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +97,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 	s := newSession(&opts)
 	for _, pv := range p.Local {
 		src := s.source(pv)
-		pkg, err := src.PackageFor(ctx, pv.Req.Addr, devVersion, s.opts.host())
+		pkg, err := src.PackageFor(ctx, pv.Req.Addr, source.Dev, s.opts.host())
 		if err != nil {
 			return nil, err
 		}

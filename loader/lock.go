@@ -12,6 +12,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // LockChange says what locking did to one provider.
@@ -45,7 +46,7 @@ func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, erro
 // unless upgrading) and records the hashes of every platform's package. It asks the source, not
 // the cache: a lock records what the registry serves now.
 func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockChange, error) {
-	ctx = withoutCache(ctx)
+	ctx = source.WithoutCache(ctx)
 	src := s.source(pv)
 	chosen, err := p.chooseVersion(ctx, s, src, pv)
 	if err != nil {
@@ -57,7 +58,7 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 			return nil, err
 		}
 	}
-	pkgs := make([]*Package, len(platforms))
+	pkgs := make([]*source.Package, len(platforms))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
 	for i, pl := range platforms {
@@ -91,11 +92,11 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 	return c, nil
 }
 
-func zhOf(pkg *Package) string { return release.ZH(pkg.Zip.Encoded()) }
+func zhOf(pkg *source.Package) string { return release.ZH(pkg.Zip.Encoded()) }
 
 // chooseVersion keeps the locked version while it meets the constraints and is still offered,
 // unless upgrading, and otherwise picks the newest version that meets them.
-func (p *Project) chooseVersion(ctx context.Context, s *session, src Source, pv *Provider) (versions.Version, error) {
+func (p *Project) chooseVersion(ctx context.Context, s *session, src source.Source, pv *Provider) (versions.Version, error) {
 	set, err := allowed(pv.Req)
 	if err != nil {
 		return versions.Unspecified, err
@@ -135,7 +136,7 @@ func hasVersion(list versions.List, v versions.Version) bool {
 // cache on disk can be tampered with), a missing one is fetched against its digest. When the
 // package's h1: was not known, it is computed from the zip, checked with check (when given), and
 // told to the source. It reports whether anything was downloaded.
-func (o *Options) ensureZip(ctx context.Context, pkg *Package, check func(*Package) error) (bool, error) {
+func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func(*source.Package) error) (bool, error) {
 	c := o.Cache
 	fetched := false
 	if c.HasBlob(pkg.Zip) {

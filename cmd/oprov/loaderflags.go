@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/cache"
 )
 
 // loaderFlags are shared by the commands that work on a configuration directory.
@@ -33,14 +34,14 @@ func (f *loaderFlags) open(ios *IOStreams) (*loader.Project, loader.Options, err
 }
 
 // openCache opens the cache directory, or the default one for "".
-func openCache(dir string) (*loader.Cache, error) {
+func openCache(dir string) (*cache.Cache, error) {
 	if dir == "" {
 		var err error
-		if dir, err = loader.DefaultCacheDir(); err != nil {
+		if dir, err = cache.DefaultDir(); err != nil {
 			return nil, err
 		}
 	}
-	return loader.OpenCache(dir)
+	return cache.Open(dir)
 }
 
 func (s *IOStreams) streams() loader.Streams {

@@ -1,4 +1,4 @@
-package loader
+package source
 
 import (
 	"context"
@@ -18,45 +18,47 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/release"
 )
 
 func init() {
-	registerLocalKind(localKind{
-		name:   "Go module",
-		detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
-		open:   func(sp *SourceProvider, opts *Options) LocalSource { return &goDirSource{sp: sp, opts: opts} },
+	RegisterLocalKind(LocalKind{
+		Name:   "Go module",
+		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
+		Open:   func(d LocalDir, env *Env) LocalSource { return &goDirSource{d: d, env: env} },
 	})
 }
 
 // DevVersion is the version a provider kept as source is built and reported as.
 const DevVersion = "0.0.0-dev"
 
-var devVersion = versions.MustParseVersion(DevVersion)
+// Dev is DevVersion parsed.
+var Dev = versions.MustParseVersion(DevVersion)
 
 // goDirSource is a provider kept as Go source beside the configuration: it offers one version,
 // built for this machine on demand and cached by a hash of the source tree.
 type goDirSource struct {
-	sp   *SourceProvider
-	opts *Options
+	d   LocalDir
+	env *Env
 }
 
-func (s *goDirSource) Dir() string                                { return s.sp.Dir }
-func (s *goDirSource) ForDisplay(artifact.ProviderAddress) string { return s.sp.Dir }
+func (s *goDirSource) Dir() string                                { return s.d.Dir }
+func (s *goDirSource) ForDisplay(artifact.ProviderAddress) string { return s.d.Dir }
 
 func (s *goDirSource) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
-	return versions.List{devVersion}, nil
+	return versions.List{Dev}, nil
 }
 
 func (s *goDirSource) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
-	return []manifest.Platform{hostPlatform()}, nil
+	return []manifest.Platform{Host()}, nil
 }
 
 func (s *goDirSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
-	if platform != hostPlatform() {
-		return nil, fmt.Errorf("%s is kept as source in %s: it is built for this machine (%s) only, not %s", addr, s.sp.Dir, hostPlatform(), platform)
+	if platform != Host() {
+		return nil, fmt.Errorf("%s is kept as source in %s: it is built for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
 	}
-	b, err := s.opts.Cache.Build(ctx, s.sp)
+	b, err := BuildGo(ctx, s.env.Cache, s.d)
 	if err != nil {
 		return nil, err
 	}
@@ -75,14 +77,14 @@ type Built struct {
 	Rebuilt    bool   `json:"rebuilt"`
 }
 
-// Build compiles a source provider for this machine, unless the cache already holds a build of
+// BuildGo compiles a Go provider kept as source for this machine, unless the cache already holds a build of
 // the same source tree (every file's name and content), Go version and platform.
-func (c *Cache) Build(ctx context.Context, s *SourceProvider) (*Built, error) {
+func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
 	if err != nil {
 		return nil, errors.New("building a source provider needs the go toolchain on PATH")
 	}
-	host := hostPlatform()
+	host := Host()
 	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String())
 	if err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func (c *Cache) Build(ctx context.Context, s *SourceProvider) (*Built, error) {
 	if fileExists(exe) {
 		return out, nil
 	}
-	unlock, err := c.lock(ctx, "build-"+key)
+	unlock, err := c.Lock(ctx, "build-"+key)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +107,7 @@ func (c *Cache) Build(ctx context.Context, s *SourceProvider) (*Built, error) {
 	if fileExists(exe) {
 		return out, nil
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "build-")
+	tmp, err := os.MkdirTemp(c.TmpDir(), "build-")
 	if err != nil {
 		return nil, err
 	}

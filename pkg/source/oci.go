@@ -1,4 +1,4 @@
-package loader
+package source
 
 import (
 	"context"
@@ -6,67 +6,58 @@ import (
 	"io"
 	"sync"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
-// ociSource is an OCI repository per provider (an oci_mirror block, or one reference given on the
+// OCI is an OCI repository per provider (an oci_mirror block, or one reference given on the
 // command line). A version's tag is resolved to its index digest once per command; the signature
 // check, the platform manifests, the zips, the lock and the cache all work from that digest, so a
 // registry that answers two requests for one tag differently cannot get unverified bytes in.
-type ociSource struct {
+type OCI struct {
 	repoFor func(artifact.ProviderAddress) (oci.Ref, error)
 	policy  *sign.Policy // nil: no signature required
-	opts    *Options
+	env     *Env
 
 	mu       sync.Mutex
 	targets  map[string]oci.Target
-	resolved map[string]*resolvedVersion // by repository@reference
+	resolved map[string]*Resolved // by repository@reference
 }
 
-func newOCISource(opts *Options, policy *sign.Policy, repoFor func(artifact.ProviderAddress) (oci.Ref, error)) *ociSource {
-	return &ociSource{repoFor: repoFor, policy: policy, opts: opts, targets: map[string]oci.Target{}, resolved: map[string]*resolvedVersion{}}
+func NewOCI(env *Env, policy *sign.Policy, repoFor func(artifact.ProviderAddress) (oci.Ref, error)) *OCI {
+	return &OCI{repoFor: repoFor, policy: policy, env: env, targets: map[string]oci.Target{}, resolved: map[string]*Resolved{}}
 }
 
-// mirrorSource is the source of an oci_mirror block.
-func mirrorSource(m *Mirror, opts *Options) *ociSource {
-	return newOCISource(opts, m.Policy, func(addr artifact.ProviderAddress) (oci.Ref, error) {
-		repo := m.Repository(addr)
-		ref, err := oci.ParseRef(repo)
-		if err != nil {
-			return oci.Ref{}, fmt.Errorf("%s:%d: repository_template gives %q for %s: %w", m.Range.Filename, m.Range.Start.Line, repo, addr, err)
-		}
-		return ref, nil
-	})
-}
-
-func (s *ociSource) ForDisplay(addr artifact.ProviderAddress) string {
+func (s *OCI) ForDisplay(addr artifact.ProviderAddress) string {
 	if ref, err := s.repoFor(addr); err == nil {
 		return ref.Repo()
 	}
 	return addr.String()
 }
 
-func (s *ociSource) target(ctx context.Context, ref oci.Ref) (oci.Target, error) {
+func (s *OCI) target(ctx context.Context, ref oci.Ref) (oci.Target, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.targets[ref.Repo()]; ok {
 		return t, nil
 	}
-	t, err := oci.Open(ctx, ref, s.opts.Registry, false)
+	t, err := oci.Open(ctx, ref, s.env.Registry, false)
 	if err != nil {
 		return nil, oci.Explain("open", ref, err)
 	}
 	s.targets[ref.Repo()] = t
-	s.opts.network.Store(true)
+	s.env.Network.Store(true)
 	return t, nil
 }
 
-func (s *ociSource) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
+func (s *OCI) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return nil, err
@@ -86,7 +77,7 @@ func (s *ociSource) AvailableVersions(ctx context.Context, addr artifact.Provide
 	return list, nil
 }
 
-func (s *ociSource) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+func (s *OCI) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
 	rv, err := s.resolveVersion(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -94,13 +85,13 @@ func (s *ociSource) Platforms(ctx context.Context, addr artifact.ProviderAddress
 	return rv.v.Parsed.Platforms(), nil
 }
 
-func (s *ociSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *OCI) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
 	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
 	}
 	if cacheAllowed(ctx) {
-		if meta, _ := s.opts.Cache.ReadMeta(repo, tag); s.trusted(meta, repo, addr) {
+		if meta, _ := s.env.Cache.ReadMeta(repo, tag); s.trusted(meta, repo, addr) {
 			if pm := meta.Platforms[platform.String()]; pm != nil && pm.Zip != "" && meta.Version == version.String() {
 				return s.cachedPackage(addr, repo, meta, platform, pm), nil
 			}
@@ -110,20 +101,20 @@ func (s *ociSource) PackageFor(ctx context.Context, addr artifact.ProviderAddres
 	if err != nil {
 		return nil, err
 	}
-	return rv.packageFor(ctx, addr, platform)
+	return rv.PackageFor(ctx, addr, platform)
 }
 
 // resolveVersion resolves a version's tag, once per command.
-func (s *ociSource) resolveVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*resolvedVersion, error) {
+func (s *OCI) resolveVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*Resolved, error) {
 	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
 	}
-	return s.resolve(ctx, repo.WithReference(tag), addr)
+	return s.Resolve(ctx, repo.WithReference(tag), addr)
 }
 
 // versionRef gives the repository of addr and the tag of version in it.
-func (s *ociSource) versionRef(addr artifact.ProviderAddress, version versions.Version) (oci.Ref, string, error) {
+func (s *OCI) versionRef(addr artifact.ProviderAddress, version versions.Version) (oci.Ref, string, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return oci.Ref{}, "", err
@@ -132,13 +123,13 @@ func (s *ociSource) versionRef(addr artifact.ProviderAddress, version versions.V
 	return repo, tag, err
 }
 
-// resolve fetches the index a tag or digest names (one request), checks its signature per the
+// Resolve fetches the index a tag or digest names (one request), checks its signature per the
 // policy against exactly that digest, and remembers the outcome for the rest of the command.
-func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress) (*resolvedVersion, error) {
+func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress) (*Resolved, error) {
 	s.mu.Lock()
 	rv, ok := s.resolved[ref.String()]
 	if !ok {
-		rv = &resolvedVersion{src: s, ref: ref, platforms: map[manifest.Platform]*artifact.Platform{}}
+		rv = &Resolved{src: s, ref: ref, platforms: map[manifest.Platform]*artifact.Platform{}}
 		s.resolved[ref.String()] = rv
 	}
 	s.mu.Unlock()
@@ -151,7 +142,7 @@ func (s *ociSource) resolve(ctx context.Context, ref oci.Ref, addr artifact.Prov
 
 // trusted reports whether cached metadata may stand in for the registry under the policy: it
 // records a verification by a key the policy trusts for this provider now.
-func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr artifact.ProviderAddress) bool {
+func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr artifact.ProviderAddress) bool {
 	if meta == nil {
 		return false
 	}
@@ -176,7 +167,7 @@ func (s *ociSource) trusted(meta *VersionMeta, repo oci.Ref, addr artifact.Provi
 }
 
 // cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
-func (s *ociSource) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *VersionMeta, platform manifest.Platform, pm *PlatformMeta) *Package {
+func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta, platform manifest.Platform, pm *cache.PlatformMeta) *Package {
 	zp := &artifact.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
 	pkg := &Package{
 		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
@@ -191,7 +182,7 @@ func (s *ociSource) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, m
 		},
 		RecordH1: func(h1 string) error {
 			pm.H1 = h1
-			return s.opts.Cache.WriteMeta(repo, meta)
+			return s.env.Cache.WriteMeta(repo, meta)
 		},
 	}
 	if len(meta.Verified) == 0 {
@@ -200,10 +191,10 @@ func (s *ociSource) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, m
 	return pkg
 }
 
-// resolvedVersion is one version's index, resolved and verified once, with the platform
+// Resolved is one version's index, resolved and verified once, with the platform
 // manifests fetched so far (each once, by digest).
-type resolvedVersion struct {
-	src  *ociSource
+type Resolved struct {
+	src  *OCI
 	ref  oci.Ref
 	once sync.Once
 	err  error
@@ -214,10 +205,10 @@ type resolvedVersion struct {
 
 	mu        sync.Mutex
 	platforms map[manifest.Platform]*artifact.Platform
-	meta      *VersionMeta // nil for a version named by digest: nothing to cache it under
+	meta      *cache.VersionMeta // nil for a version named by digest: nothing to cache it under
 }
 
-func (rv *resolvedVersion) load(ctx context.Context, addr artifact.ProviderAddress) error {
+func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) error {
 	s := rv.src
 	t, err := s.target(ctx, rv.ref)
 	if err != nil {
@@ -237,7 +228,7 @@ func (rv *resolvedVersion) load(ctx context.Context, addr artifact.ProviderAddre
 		rv.auth.Rule = d.Rule
 		if d.Warning != nil {
 			rv.auth.Warning = d.Warning.Error()
-			s.opts.logf("oprov: warning (policy mode warn): %s %s: %v", addr, v.Version, d.Warning)
+			s.env.logf("oprov: warning (policy mode warn): %s %s: %v", addr, v.Version, d.Warning)
 		}
 		if d.Result != nil {
 			rv.auth.Method = "cosign"
@@ -249,13 +240,13 @@ func (rv *resolvedVersion) load(ctx context.Context, addr artifact.ProviderAddre
 	if rv.ref.IsDigest() {
 		return nil
 	}
-	rv.meta = &VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*PlatformMeta{}, VerifiedKeys: rv.auth.Keys}
+	rv.meta = &cache.VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*cache.PlatformMeta{}, VerifiedKeys: rv.auth.Keys}
 	if d := rv.auth; d.Method == "cosign" {
 		rv.meta.Verified = keyHints(s.policy, rv.ref, addr, d.Keys)
 	}
-	old, _ := s.opts.Cache.ReadMeta(rv.ref, rv.ref.Reference)
+	old, _ := s.env.Cache.ReadMeta(rv.ref, rv.ref.Reference)
 	for _, e := range v.Parsed.Entries {
-		pm := &PlatformMeta{Manifest: e.Descriptor.Digest}
+		pm := &cache.PlatformMeta{Manifest: e.Descriptor.Digest}
 		if old != nil && old.Index == v.Index.Digest {
 			if op := old.Platforms[e.Platform.String()]; op != nil && op.Manifest == pm.Manifest {
 				pm = op // what an earlier command learnt of the same bytes, h1 included
@@ -263,7 +254,7 @@ func (rv *resolvedVersion) load(ctx context.Context, addr artifact.ProviderAddre
 		}
 		rv.meta.Platforms[e.Platform.String()] = pm
 	}
-	return s.opts.Cache.WriteMeta(rv.ref, rv.meta)
+	return s.env.Cache.WriteMeta(rv.ref, rv.meta)
 }
 
 // keyHints gives the sigstore hints of the keys (by name) of the rule that verified a version.
@@ -284,7 +275,7 @@ func keyHints(p *sign.Policy, ref oci.Ref, addr artifact.ProviderAddress, names 
 }
 
 // platform fetches one platform's manifest by the digest the verified index names, once.
-func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform) (*artifact.Platform, error) {
+func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*artifact.Platform, error) {
 	rv.mu.Lock()
 	p, ok := rv.platforms[want]
 	rv.mu.Unlock()
@@ -311,14 +302,15 @@ func (rv *resolvedVersion) platform(ctx context.Context, want manifest.Platform)
 			pm.H1 = ""
 		}
 		pm.Zip, pm.Size, pm.Filename = p.Zip.Digest, p.Zip.Size, p.Filename
-		if err := rv.src.opts.Cache.WriteMeta(rv.ref, rv.meta); err != nil {
+		if err := rv.src.env.Cache.WriteMeta(rv.ref, rv.meta); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
 }
 
-func (rv *resolvedVersion) packageFor(ctx context.Context, addr artifact.ProviderAddress, platform manifest.Platform) (*Package, error) {
+// PackageFor gives one platform's package of the resolved version.
+func (rv *Resolved) PackageFor(ctx context.Context, addr artifact.ProviderAddress, platform manifest.Platform) (*Package, error) {
 	p, err := rv.platform(ctx, platform)
 	if err != nil {
 		return nil, err
@@ -338,8 +330,13 @@ func (rv *resolvedVersion) packageFor(ctx context.Context, addr artifact.Provide
 			rv.mu.Lock()
 			defer rv.mu.Unlock()
 			pm.H1 = h1
-			return rv.src.opts.Cache.WriteMeta(rv.ref, rv.meta)
+			return rv.src.env.Cache.WriteMeta(rv.ref, rv.meta)
 		}
 	}
 	return pkg, nil
+}
+
+// zipDescriptor rebuilds a cached platform's zip descriptor.
+func zipDescriptor(pm *cache.PlatformMeta) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: manifest.MediaTypeZip, Digest: pm.Zip, Size: pm.Size}
 }

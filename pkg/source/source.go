@@ -1,14 +1,24 @@
-package loader
+// Package source is where providers come from: one small notion (list versions, say where a
+// platform's package is and how it was authenticated) with several kinds behind it, modelled on
+// OpenTofu's provider installer. The loader, the serving mirror and the mirroring commands hold
+// Sources and do not care which kind.
+package source
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
 
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -16,9 +26,9 @@ import (
 // of a provider it offers and says, for one version and platform, where the package is and how it
 // was authenticated. The installer, lock, run and schema hold Sources and do not care which kind.
 //
-// Kinds today: an OCI repository (an oci_mirror block, source_oci.go), and a directory of provider
-// source beside the configuration (a provider block, source_godir.go). Adding a kind means one new
-// file and its registration (registerLocalKind for a source directory, or a block in config.go).
+// Kinds: an OCI repository (oci.go), a directory of provider source beside the configuration
+// (godir.go, registered with RegisterLocalKind), and an origin provider registry (pkg/mirror).
+// Adding a kind means one new file and its registration.
 type Source interface {
 	// AvailableVersions lists the versions of addr the source offers.
 	AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error)
@@ -80,32 +90,94 @@ type Authentication struct {
 
 type noCacheKey struct{}
 
-// withoutCache asks sources to go to their origin rather than answer from cached metadata: for a
+// WithoutCache asks sources to go to their origin rather than answer from cached metadata: for a
 // second look when a cached answer disagrees with the lock file.
-func withoutCache(ctx context.Context) context.Context {
+func WithoutCache(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noCacheKey{}, true)
 }
 
 func cacheAllowed(ctx context.Context) bool { return ctx.Value(noCacheKey{}) == nil }
 
-// localKind is a kind of provider source directory: detect says whether a directory is one.
-type localKind struct {
-	name   string
-	detect func(dir string) bool
-	open   func(sp *SourceProvider, opts *Options) LocalSource
+// Env is what a command's sources share: the cache, the registry policy, where warnings go, and
+// a flag set once any source opened a registry.
+type Env struct {
+	Cache    *cache.Cache
+	Registry oci.Options
+	Log      io.Writer
+	Network  atomic.Bool
 }
 
-var localKinds []localKind
+func (e *Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, format+"\n", args...)
+	}
+}
 
-// registerLocalKind adds a kind of source directory; each kind registers itself from its file.
-func registerLocalKind(k localKind) { localKinds = append(localKinds, k) }
+// Host is this machine's platform.
+func Host() manifest.Platform { return manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH} }
 
-// openLocal opens a provider source directory as the first kind that recognises it.
-func openLocal(sp *SourceProvider, opts *Options) (LocalSource, bool) {
+// LocalDir is a directory of provider source named in a configuration.
+type LocalDir struct {
+	Addr artifact.ProviderAddress
+	Dir  string // absolute
+	At   string // FILE:LINE of the declaration, for messages
+}
+
+// LocalKind is a kind of provider source directory: Detect says whether a directory is one.
+type LocalKind struct {
+	Name   string
+	Detect func(dir string) bool
+	Open   func(d LocalDir, env *Env) LocalSource
+}
+
+var localKinds []LocalKind
+
+// RegisterLocalKind adds a kind of source directory; each kind registers itself from its file.
+func RegisterLocalKind(k LocalKind) { localKinds = append(localKinds, k) }
+
+// OpenLocal opens a provider source directory as the first kind that recognises it, or as a
+// source whose every answer says no kind does.
+func OpenLocal(d LocalDir, env *Env) LocalSource {
 	for _, k := range localKinds {
-		if k.detect(sp.Dir) {
-			return k.open(sp, opts), true
+		if k.Detect(d.Dir) {
+			return k.Open(d, env)
 		}
 	}
-	return nil, false
+	return unknownDir{d}
+}
+
+// unknownDir is a source directory no registered kind recognises.
+type unknownDir struct{ d LocalDir }
+
+func (u unknownDir) err() error {
+	var kinds []string
+	for _, k := range localKinds {
+		kinds = append(kinds, k.Name)
+	}
+	return fmt.Errorf("%s: provider %q: %s is not a provider source directory oprov can build (want one of: %s)", u.d.At, u.d.Addr, u.d.Dir, strings.Join(kinds, ", "))
+}
+
+func (u unknownDir) Dir() string                                { return u.d.Dir }
+func (u unknownDir) ForDisplay(artifact.ProviderAddress) string { return u.d.Dir }
+func (u unknownDir) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
+	return nil, u.err()
+}
+func (u unknownDir) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+	return nil, u.err()
+}
+func (u unknownDir) PackageFor(context.Context, artifact.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
+	return nil, u.err()
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func platformList(ps []manifest.Platform) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, ", ")
 }

@@ -1,4 +1,7 @@
-package loader
+// Package cache is oprov's content-addressed store, shared by every project on the machine and by
+// the serving mirror: zips by digest, what each version's index held and who signed it, unpacked
+// packages as filesystem mirrors, and builds of providers kept as source.
+package cache
 
 import (
 	"context"
@@ -35,8 +38,8 @@ type Cache struct {
 	Dir string
 }
 
-// DefaultCacheDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.
-func DefaultCacheDir() (string, error) {
+// DefaultDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.
+func DefaultDir() (string, error) {
 	if d := os.Getenv("OPROV_CACHE_DIR"); d != "" {
 		return d, nil
 	}
@@ -47,9 +50,9 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "oprov"), nil
 }
 
-// OpenCache opens (creating) a cache directory and clears temporary files that processes killed
+// Open opens (creating) a cache directory and clears temporary files that processes killed
 // long ago left behind.
-func OpenCache(dir string) (*Cache, error) {
+func Open(dir string) (*Cache, error) {
 	for _, sub := range []string{"blobs/sha256", "versions", "mirror", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
@@ -69,8 +72,8 @@ func (c *Cache) sweepTmp(age time.Duration) {
 	}
 }
 
-// lock takes an exclusive file lock named name, waiting for other processes.
-func (c *Cache) lock(ctx context.Context, name string) (func(), error) {
+// Lock takes an exclusive file lock named name, waiting for other processes.
+func (c *Cache) Lock(ctx context.Context, name string) (func(), error) {
 	fl := flock.New(filepath.Join(c.Dir, "locks", name+".lock"))
 	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
 	if err != nil {
@@ -102,7 +105,7 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	if c.HasBlob(d) {
 		return dest, nil
 	}
-	unlock, err := c.lock(ctx, "blob-"+d.Encoded())
+	unlock, err := c.Lock(ctx, "blob-"+d.Encoded())
 	if err != nil {
 		return "", err
 	}
@@ -227,7 +230,7 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
 	}
-	unlock, err := c.lock(ctx, "mirror-"+filepath.Base(root))
+	unlock, err := c.Lock(ctx, "mirror-"+filepath.Base(root))
 	if err != nil {
 		return "", err
 	}
@@ -252,3 +255,6 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	}
 	return root, nil
 }
+
+// TmpDir is where work in progress lives until it is renamed into place.
+func (c *Cache) TmpDir() string { return filepath.Join(c.Dir, "tmp") }
