@@ -96,7 +96,8 @@ func (c *Cache) HasBlob(d digest.Digest) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// PutBlob stores a zip, written by fetch and checked against d and size, unless the cache has it.
+// PutBlob stores a zip, written by fetch and checked against d and size (unless size is -1, for
+// unknown), unless the cache has it.
 func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch func(io.Writer) error) (string, error) {
 	if err := d.Validate(); err != nil || d.Algorithm() != digest.SHA256 {
 		return "", fmt.Errorf("cache: unsupported digest %q", d)
@@ -130,7 +131,7 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	if err != nil {
 		return "", err
 	}
-	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || cw.N != size {
+	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || (size >= 0 && cw.N != size) {
 		return "", fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.N, d, size)
 	}
 	if err := os.Chmod(f.Name(), 0o444); err != nil {

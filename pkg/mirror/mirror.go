@@ -3,20 +3,16 @@ package mirror
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/apparentlymart/go-versions/versions"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 
@@ -25,6 +21,7 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // ArtifactTypeChecksums is the artifact type of the referrer that carries an origin release's
@@ -70,32 +67,31 @@ type Mirrored struct {
 }
 
 // Mirror copies the versions of a provider that meet the constraint from its origin registry to
-// an OCI repository. For each version it checks the OpenPGP signature of SHA256SUMS and every zip
-// against SHA256SUMS before pushing anything; versions already mirrored with identical digests
-// are skipped, and a run cut short resumes where it stopped (content already pushed is not sent
-// again).
+// an OCI repository (MirrorFrom with an OriginSource). For each version it checks the OpenPGP
+// signature of SHA256SUMS and every zip against SHA256SUMS before pushing anything; versions
+// already mirrored with identical digests are skipped, and a run cut short resumes where it
+// stopped (content already pushed is not sent again).
 func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error) {
+	return MirrorFrom(ctx, t, NewOriginSource(&opts), opts)
+}
+
+// MirrorFrom copies the versions of opts.Address that meet opts.Constraint from any source into
+// an OCI repository, one version at a time, oldest first, with the source's evidence (an
+// origin's signed SHA256SUMS, say) attached to each copied index.
+func MirrorFrom(ctx context.Context, t oci.Target, src source.Source, opts Options) ([]Mirrored, error) {
 	set, err := manifest.Constraints(opts.Constraint)
 	if err != nil {
 		return nil, err
 	}
-	origin, err := NewOrigin(ctx, opts.Address.Hostname.String(), opts.Registry)
-	if err != nil {
-		return nil, err
-	}
-	all, err := origin.Versions(ctx, opts.Address.Namespace, opts.Address.Type)
-	if err != nil {
-		return nil, err
-	}
-	chosen, err := chooseVersions(all, set, opts)
+	chosen, err := chooseVersions(ctx, src, set, opts)
 	if err != nil {
 		return nil, err
 	}
 	var out []Mirrored
 	for _, v := range chosen {
-		m, err := mirrorVersion(ctx, origin, t, v, opts)
+		m, err := mirrorVersion(ctx, src, t, v, opts)
 		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", opts.Address, v.Version, err)
+			return out, fmt.Errorf("%s %s: %w", opts.Address, v, err)
 		}
 		out = append(out, *m)
 	}
@@ -103,103 +99,114 @@ func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error)
 }
 
 // chooseVersions picks the versions to mirror, oldest first: those that meet the constraint,
-// less those whose plugin protocols oprov cannot launch (see launchable).
-func chooseVersions(all []OriginVersion, set versions.Set, opts Options) ([]OriginVersion, error) {
-	var chosen []OriginVersion
-	for _, v := range all {
-		pv, err := versions.ParseVersion(v.Version)
-		if err != nil || !set.Has(pv) {
-			continue
-		}
-		chosen = append(chosen, v)
+// less those the source screens out (an origin's versions oprov could not launch).
+func chooseVersions(ctx context.Context, src source.Source, set versions.Set, opts Options) (versions.List, error) {
+	all, err := src.AvailableVersions(ctx, opts.Address)
+	if err != nil {
+		return nil, err
 	}
+	chosen := all.Filter(set)
 	if len(chosen) == 0 {
 		var have []string
 		for _, v := range all {
-			have = append(have, v.Version)
+			have = append(have, v.String())
 		}
 		return nil, fmt.Errorf("%s offers no version of %s that meets %q (it has: %s)", opts.Address.Hostname, opts.Address, opts.Constraint, strings.Join(have, ", "))
 	}
-	sort.Slice(chosen, func(i, j int) bool {
-		a, _ := versions.ParseVersion(chosen[i].Version)
-		b, _ := versions.ParseVersion(chosen[j].Version)
-		return a.LessThan(b)
-	})
+	chosen.Sort()
+	sc, ok := src.(source.Screener)
+	if !ok {
+		return chosen, nil
+	}
 	warn := opts.Warn
 	if warn != nil {
 		warn = func(msg string) { opts.Warn(opts.Address.String() + ": " + msg) }
 	}
-	chosen, err := launchable(chosen, warn)
-	if err != nil {
+	if chosen, err = sc.Screen(ctx, opts.Address, chosen, warn); err != nil {
 		return nil, fmt.Errorf("%s: %w (nothing was pushed)", opts.Address, err)
 	}
 	return chosen, nil
 }
 
-// mirrorVersion mirrors one version: it learns where each platform's package is, checks the
-// signed SHA256SUMS, skips the version if the destination already holds exactly these zips,
-// downloads and checks every zip, and pushes them with the origin's provenance attached.
-func mirrorVersion(ctx context.Context, origin *Origin, t oci.Target, v OriginVersion, opts Options) (*Mirrored, error) {
-	platforms, err := selectPlatforms(v, opts.Platforms)
+// mirrorVersion mirrors one version: it asks the source for each platform's package (checking
+// what authenticates them), skips the version if the destination already holds exactly these
+// zips, downloads and checks every zip, and pushes them with the source's evidence attached.
+func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versions.Version, opts Options) (*Mirrored, error) {
+	platforms, err := selectPlatforms(ctx, src, opts.Address, v, opts.Platforms)
 	if err != nil {
 		return nil, err
 	}
-	tag, err := manifest.VersionToTag(v.Version)
+	tag, err := manifest.VersionToTag(v.String())
 	if err != nil {
 		return nil, err
 	}
-	downloads := make([]*Download, len(platforms))
+	pkgs := make([]*source.Package, len(platforms))
 	for i, p := range platforms {
-		if downloads[i], err = origin.Download(ctx, opts.Address.Namespace, opts.Address.Type, v.Version, p); err != nil {
+		if pkgs[i], err = src.PackageFor(ctx, opts.Address, v, p); err != nil {
 			return nil, err
 		}
-		if err := checkProtocols(v.Version, downloads[i].Protocols); err != nil {
-			return nil, fmt.Errorf("the %s download answer: %w (nothing was pushed)", p, err)
-		}
 	}
-	signed, err := fetchSignedSums(ctx, origin, downloads, opts.TrustedKeys)
-	if err != nil {
-		return nil, err
+	res := &Mirrored{Version: v.String(), Tag: tag, Platforms: len(platforms)}
+	if a := pkgs[0].Auth; a.Method == "gpg" && len(a.Keys) > 0 {
+		res.KeyID = a.Keys[0]
 	}
-	res := &Mirrored{Version: v.Version, Tag: tag, Platforms: len(platforms), KeyID: signed.keyID}
 	ref := opts.To.WithReference(tag)
-	if ok, digest, err := alreadyMirrored(ctx, t, ref, downloads, signed.sums); err != nil {
+	if ok, digest, err := alreadyMirrored(ctx, t, ref, pkgs); err != nil {
 		return nil, err
 	} else if ok {
 		res.Skipped, res.IndexDigest = true, digest
 		return res, nil
 	}
+	pushed, err := pushPackages(ctx, t, tag, pkgs, opts)
+	if err != nil {
+		return nil, oci.Explain("mirror", ref, err)
+	}
+	res.IndexDigest, res.Uploaded = pushed.Index.Digest.String(), pushed.Uploaded
+	if ev := pkgs[0].Auth.Evidence; ev != nil {
+		if _, err := referrers.Attach(ctx, t, pushed.Index, ev.ArtifactType, ev.Files, ev.Annotations); err != nil {
+			return nil, oci.Explain("mirror", ref, fmt.Errorf("attaching the source's evidence: %w", err))
+		}
+	}
+	return res, nil
+}
+
+// pushPackages downloads every package into a temporary directory (each checked as it streams
+// in), checks them as a release, and pushes them as one version.
+func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.Package, opts Options) (*artifact.PushResult, error) {
 	dir, err := os.MkdirTemp(opts.TempDir, "oprov-mirror-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	paths, err := downloadZips(ctx, origin, downloads, signed.sums, dir, opts.Progress)
-	if err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(oci.DefaultConcurrency)
+	paths := make([]string, len(pkgs))
+	for i, pkg := range pkgs {
+		paths[i] = filepath.Join(dir, pkg.Filename)
+		g.Go(func() error {
+			return release.WriteFileAtomic(paths[i], func(w io.Writer) error { return pkg.Fetch(gctx, w, opts.Progress) })
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	rel, err := release.Collect(paths)
 	if err != nil {
 		return nil, err
 	}
-	pushed, err := artifact.PushRelease(ctx, t, rel, tag, artifact.PushOptions{Progress: opts.Progress})
-	if err != nil {
-		return nil, oci.Explain("mirror", ref, err)
-	}
-	res.IndexDigest, res.Uploaded = pushed.Index.Digest.String(), pushed.Uploaded
-	if err := attachProvenance(ctx, t, pushed.Index, v.Version, signed, opts.Address); err != nil {
-		return nil, oci.Explain("mirror", ref, err)
-	}
-	return res, nil
+	return artifact.PushRelease(ctx, t, rel, tag, artifact.PushOptions{Progress: opts.Progress})
 }
 
-// selectPlatforms picks the platforms to mirror: those asked for, each of which the origin must
+// selectPlatforms picks the platforms to mirror: those asked for, each of which the source must
 // offer, or else every one it offers.
-func selectPlatforms(v OriginVersion, want []manifest.Platform) ([]manifest.Platform, error) {
-	platforms := v.Platforms
+func selectPlatforms(ctx context.Context, src source.Source, addr artifact.ProviderAddress, v versions.Version, want []manifest.Platform) ([]manifest.Platform, error) {
+	platforms, err := src.Platforms(ctx, addr, v)
+	if err != nil {
+		return nil, err
+	}
 	if len(want) > 0 {
 		offered := map[manifest.Platform]bool{}
-		for _, p := range v.Platforms {
+		for _, p := range platforms {
 			offered[p] = true
 		}
 		platforms = nil
@@ -287,59 +294,6 @@ func sumsURLs(downloads []*Download) (string, string, error) {
 	return sumsURL, sigURL, nil
 }
 
-// downloadZips downloads every zip into dir, checking each against the signed SHA256SUMS as it
-// streams in, and gives their paths.
-func downloadZips(ctx context.Context, origin *Origin, downloads []*Download, sums release.Sums, dir string, progress oci.Progress) ([]string, error) {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(oci.DefaultConcurrency)
-	paths := make([]string, len(downloads))
-	for i, d := range downloads {
-		g.Go(func() error {
-			if _, err := release.ParseFilename(d.Filename); err != nil {
-				return fmt.Errorf("the origin's file name: %w", err)
-			}
-			u, err := d.Resolve(d.DownloadURL)
-			if err != nil {
-				return err
-			}
-			paths[i] = filepath.Join(dir, d.Filename)
-			return release.WriteFileAtomic(paths[i], func(w io.Writer) error {
-				h := sha256.New()
-				var dst io.Writer = io.MultiWriter(w, h)
-				if progress != nil {
-					dst = &progressWriter{w: dst, p: progress}
-				}
-				if _, err := origin.Fetch(gctx, u, dst, 4<<30); err != nil {
-					return err
-				}
-				if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(sums[d.Filename]) {
-					return fmt.Errorf("%s does not match the signed SHA256SUMS: it has sha256 %s, SHA256SUMS says %s (nothing was pushed)", d.Filename, got, sums[d.Filename])
-				}
-				return nil
-			})
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return paths, nil
-}
-
-// attachProvenance attaches the origin's signed SHA256SUMS, its signature and the signing keys
-// to the mirrored index as a referrer, so the provenance travels with it.
-func attachProvenance(ctx context.Context, t oci.Target, index ocispec.Descriptor, version string, s *signedSums, addr artifact.ProviderAddress) error {
-	sumsName := release.SumsName(addr.Type, version)
-	_, err := referrers.Attach(ctx, t, index, ArtifactTypeChecksums, []referrers.AttachFile{
-		{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
-		{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
-		{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
-	}, map[string]string{AnnotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID})
-	if err != nil {
-		return fmt.Errorf("attaching SHA256SUMS: %w", err)
-	}
-	return nil
-}
-
 // signingKeys builds the keyring to check SHA256SUMS with: the pinned keys when given, else the
 // keys the origin lists. It also returns the origin's keys, armored, to keep as provenance.
 func signingKeys(downloads []*Download, pinned openpgp.EntityList) (openpgp.EntityList, []byte, error) {
@@ -417,7 +371,7 @@ func ReadKeyFiles(paths []string) (openpgp.EntityList, error) {
 }
 
 // alreadyMirrored reports whether ref already holds exactly these zips.
-func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads []*Download, sums release.Sums) (bool, string, error) {
+func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*source.Package) (bool, string, error) {
 	v, err := artifact.ResolveVersion(ctx, t, ref)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return false, "", nil
@@ -425,8 +379,8 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads [
 	if err != nil {
 		return false, "", oci.Explain("mirror", ref, err)
 	}
-	for _, d := range downloads {
-		e, ok := v.Parsed.Lookup(manifest.Platform{OS: d.OS, Arch: d.Arch})
+	for _, pkg := range pkgs {
+		e, ok := v.Parsed.Lookup(pkg.Platform)
 		if !ok {
 			return false, "", nil
 		}
@@ -434,8 +388,8 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads [
 		if err != nil {
 			return false, "", err
 		}
-		if !strings.EqualFold(p.Zip.Digest.Encoded(), sums[d.Filename]) {
-			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is sha256:%s): not overwriting it", ref, e.Platform, p.Zip.Digest, sums[d.Filename])
+		if p.Zip.Digest != pkg.Zip {
+			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is %s): not overwriting it", ref, e.Platform, p.Zip.Digest, pkg.Zip)
 		}
 	}
 	return true, v.Index.Digest.String(), nil

@@ -20,6 +20,7 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
 )
 
 // Source is where providers come from, as in OpenTofu's provider installer: it lists the versions
@@ -55,7 +56,8 @@ type Package struct {
 	Version  string
 	Platform manifest.Platform
 	Filename string
-	// Zip and Size identify the zip (its sha256 is the lock file's zh: hash).
+	// Zip and Size identify the zip (its sha256 is the lock file's zh: hash); Size is -1 when the
+	// source does not know it.
 	Zip  digest.Digest
 	Size int64
 	// H1 is the unpacked package's h1: hash when the source knows it without the zip.
@@ -86,6 +88,23 @@ type Authentication struct {
 	Rule string `json:"rule,omitempty"`
 	// Warning is set when a warn-mode rule let an unverified version through.
 	Warning string `json:"warning,omitempty"`
+	// Evidence is what proves the authentication to someone else (an origin's signed
+	// SHA256SUMS, say), for a mirror to attach beside the copy it publishes.
+	Evidence *Evidence `json:"-"`
+}
+
+// Evidence is a set of files to attach as one referrer: its artifact type, files and annotations.
+type Evidence struct {
+	ArtifactType string
+	Files        []referrers.AttachFile
+	Annotations  map[string]string
+}
+
+// Screener is a Source that can leave out versions oprov could not use although they meet the
+// constraints (an origin's versions that speak no plugin protocol oprov launches, say). It warns
+// about each it leaves out, and fails when none is left.
+type Screener interface {
+	Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error)
 }
 
 type noCacheKey struct{}

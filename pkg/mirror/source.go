@@ -1,0 +1,237 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/apparentlymart/go-versions/versions"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/referrers"
+	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/source"
+)
+
+// OriginSource is an origin provider registry (Provider Registry Protocol v1) as a source.Source.
+// A version's packages are authenticated by the OpenPGP signature over its SHA256SUMS, checked
+// once per version with the keys the origin lists (or the pinned ones); each zip is checked
+// against SHA256SUMS as it streams in.
+type OriginSource struct {
+	registry oci.Options
+	opts     *Options
+
+	mu       sync.Mutex
+	origins  map[string]*Origin
+	offered  map[string][]OriginVersion // by address
+	releases map[string]*originRelease  // by address@version
+}
+
+// originRelease is one version's download answers and its checked SHA256SUMS.
+type originRelease struct {
+	once      sync.Once
+	err       error
+	downloads map[manifest.Platform]*Download
+	signed    *signedSums
+	origin    *Origin
+}
+
+// NewOriginSource gives the source for origin registries, with opts' TLS policy, pinned keys and
+// warnings.
+func NewOriginSource(opts *Options) *OriginSource {
+	return &OriginSource{registry: opts.Registry, opts: opts, origins: map[string]*Origin{}, offered: map[string][]OriginVersion{}, releases: map[string]*originRelease{}}
+}
+
+func (s *OriginSource) ForDisplay(addr artifact.ProviderAddress) string {
+	return "https://" + addr.Hostname.String() + " (" + addr.Namespace + "/" + addr.Type + ")"
+}
+
+func (s *OriginSource) origin(ctx context.Context, host string) (*Origin, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.origins[host]; o != nil {
+		return o, nil
+	}
+	o, err := NewOrigin(ctx, host, s.registry)
+	if err != nil {
+		return nil, err
+	}
+	s.origins[host] = o
+	return o, nil
+}
+
+func (s *OriginSource) versionsOf(ctx context.Context, addr artifact.ProviderAddress) ([]OriginVersion, *Origin, error) {
+	o, err := s.origin(ctx, addr.Hostname.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	all, ok := s.offered[addr.String()]
+	s.mu.Unlock()
+	if ok {
+		return all, o, nil
+	}
+	if all, err = o.Versions(ctx, addr.Namespace, addr.Type); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.offered[addr.String()] = all
+	s.mu.Unlock()
+	return all, o, nil
+}
+
+func (s *OriginSource) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
+	all, _, err := s.versionsOf(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	var list versions.List
+	for _, v := range all {
+		if pv, err := versions.ParseVersion(v.Version); err == nil {
+			list = append(list, pv)
+		}
+	}
+	return list, nil
+}
+
+// offeredVersion finds what the origin said of one version.
+func (s *OriginSource) offeredVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (OriginVersion, *Origin, error) {
+	all, o, err := s.versionsOf(ctx, addr)
+	if err != nil {
+		return OriginVersion{}, nil, err
+	}
+	for _, v := range all {
+		if pv, err := versions.ParseVersion(v.Version); err == nil && pv.Same(version) {
+			return v, o, nil
+		}
+	}
+	return OriginVersion{}, nil, fmt.Errorf("%s does not offer %s %s", addr.Hostname, addr, version)
+}
+
+// Screen leaves out the versions whose plugin protocols oprov cannot launch (see launchable).
+func (s *OriginSource) Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error) {
+	var chosen []OriginVersion
+	for _, v := range list {
+		ov, _, err := s.offeredVersion(ctx, addr, v)
+		if err != nil {
+			return nil, err
+		}
+		chosen = append(chosen, ov)
+	}
+	kept, err := launchable(chosen, warn)
+	if err != nil {
+		return nil, err
+	}
+	out := make(versions.List, len(kept))
+	for i, v := range kept {
+		out[i], _ = versions.ParseVersion(v.Version)
+	}
+	return out, nil
+}
+
+func (s *OriginSource) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+	v, _, err := s.offeredVersion(ctx, addr, version)
+	if err != nil {
+		return nil, err
+	}
+	return append([]manifest.Platform(nil), v.Platforms...), nil
+}
+
+// release asks where every platform's package of a version is and checks the signed
+// SHA256SUMS, once per version.
+func (s *OriginSource) release(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*originRelease, error) {
+	key := addr.String() + "@" + version.String()
+	s.mu.Lock()
+	r := s.releases[key]
+	if r == nil {
+		r = &originRelease{}
+		s.releases[key] = r
+	}
+	s.mu.Unlock()
+	r.once.Do(func() { r.err = r.load(ctx, s, addr, version) })
+	return r, r.err
+}
+
+func (r *originRelease) load(ctx context.Context, s *OriginSource, addr artifact.ProviderAddress, version versions.Version) error {
+	v, o, err := s.offeredVersion(ctx, addr, version)
+	if err != nil {
+		return err
+	}
+	r.origin, r.downloads = o, map[manifest.Platform]*Download{}
+	var list []*Download
+	for _, p := range v.Platforms {
+		d, err := o.Download(ctx, addr.Namespace, addr.Type, v.Version, p)
+		if err != nil {
+			return err
+		}
+		if err := checkProtocols(v.Version, d.Protocols); err != nil {
+			return fmt.Errorf("the %s download answer: %w (nothing was pushed)", p, err)
+		}
+		r.downloads[p] = d
+		list = append(list, d)
+	}
+	if len(list) == 0 {
+		return fmt.Errorf("%s %s: the origin lists no platforms", addr, version)
+	}
+	r.signed, err = fetchSignedSums(ctx, o, list, s.opts.TrustedKeys)
+	return err
+}
+
+func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
+	r, err := s.release(ctx, addr, version)
+	if err != nil {
+		return nil, err
+	}
+	d := r.downloads[platform]
+	if d == nil {
+		return nil, fmt.Errorf("the origin offers no %s package", platform)
+	}
+	if _, err := release.ParseFilename(d.Filename); err != nil {
+		return nil, fmt.Errorf("the origin's file name: %w", err)
+	}
+	u, err := d.Resolve(d.DownloadURL)
+	if err != nil {
+		return nil, err
+	}
+	want := strings.ToLower(r.signed.sums[d.Filename])
+	return &source.Package{
+		Addr: addr, Version: version.String(), Platform: platform, Filename: d.Filename,
+		Zip: digest.NewDigestFromEncoded(digest.SHA256, want), Size: -1,
+		Auth: source.Authentication{Method: "gpg", Keys: []string{r.signed.keyID}, Evidence: r.signed.evidence(addr, version.String())},
+		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
+			h := sha256.New()
+			var dst io.Writer = io.MultiWriter(w, h)
+			if progress != nil {
+				dst = &progressWriter{w: dst, p: progress}
+			}
+			if _, err := r.origin.Fetch(ctx, u, dst, 4<<30); err != nil {
+				return err
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != want {
+				return fmt.Errorf("%s does not match the signed SHA256SUMS: it has sha256 %s, SHA256SUMS says %s (nothing was pushed)", d.Filename, got, want)
+			}
+			return nil
+		},
+	}, nil
+}
+
+// evidence is the signed SHA256SUMS, its signature and the signing keys, to attach to a copy.
+func (s *signedSums) evidence(addr artifact.ProviderAddress, version string) *source.Evidence {
+	sumsName := release.SumsName(addr.Type, version)
+	return &source.Evidence{
+		ArtifactType: ArtifactTypeChecksums,
+		Files: []referrers.AttachFile{
+			{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
+			{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
+			{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
+		},
+		Annotations: map[string]string{AnnotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID},
+	}
+}
