@@ -6,6 +6,7 @@ package artifact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,9 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
@@ -246,34 +249,16 @@ func ListVersions(ctx context.Context, t oci.ReadOnly) ([]manifest.TaggedVersion
 	return manifest.VersionTags(tags), nil
 }
 
-// fetchManifestByReference resolves a tag or digest and fetches what it names, in one request
-// where the target allows it, checking size and digest.
+// fetchManifestByReference resolves a tag or digest and fetches what it names (oras-go does it in
+// one request where the target allows), refusing more than a manifest may be and checking the
+// digest of what it read.
 func fetchManifestByReference(ctx context.Context, t oci.ReadOnly, reference string) (ocispec.Descriptor, []byte, error) {
-	if rf, ok := t.(registry.ReferenceFetcher); ok {
-		desc, rc, err := rf.FetchReference(ctx, reference)
-		if err != nil {
-			return ocispec.Descriptor{}, nil, err
-		}
-		defer rc.Close()
-		if desc.Size > manifest.MaxManifestSize {
-			return ocispec.Descriptor{}, nil, fmt.Errorf("%s: manifest is %d bytes, over the %d byte limit", reference, desc.Size, manifest.MaxManifestSize)
-		}
-		data, err := content.ReadAll(rc, desc)
-		if err != nil {
-			return ocispec.Descriptor{}, nil, fmt.Errorf("fetching %s (%s): %w", reference, desc.Digest, err)
-		}
-		return desc, data, nil
+	desc, data, err := oras.FetchBytes(ctx, t, reference, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
+	if errors.Is(err, errdef.ErrSizeExceedsLimit) {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("%s: the manifest is over the %d byte limit (%w)", reference, manifest.MaxManifestSize, err)
 	}
-	desc, err := t.Resolve(ctx, reference)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
-	}
-	if desc.Size > manifest.MaxManifestSize {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("%s: manifest is %d bytes, over the %d byte limit", reference, desc.Size, manifest.MaxManifestSize)
-	}
-	data, err := content.FetchAll(ctx, t, desc)
-	if err != nil {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("fetching %s (%s): %w", reference, desc.Digest, err)
 	}
 	return desc, data, nil
 }

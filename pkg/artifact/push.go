@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
@@ -80,7 +79,7 @@ func PushRelease(ctx context.Context, t oci.Target, rel *release.Release, tag st
 			return nil, err
 		}
 		res.Retagged = true
-		if err := pushTagged(ctx, t, idx, tag); err != nil {
+		if _, err := oras.TagBytes(ctx, t, idx.Descriptor.MediaType, idx.Data, tag); err != nil {
 			return nil, err
 		}
 		c.uploaded.Add(1)
@@ -138,21 +137,4 @@ func fileOpener(path string, size int64) func() (io.ReadCloser, error) {
 		}
 		return f, nil
 	}
-}
-
-// pushTagged stores a manifest and points tag at it, in one request where the target allows.
-func pushTagged(ctx context.Context, t oci.Target, b manifest.Blob, tag string) error {
-	if rp, ok := t.(registry.ReferencePusher); ok {
-		return rp.PushReference(ctx, b.Descriptor, bytes.NewReader(b.Data), tag)
-	}
-	ok, err := t.Exists(ctx, b.Descriptor)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if err := t.Push(ctx, b.Descriptor, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return err
-		}
-	}
-	return t.Tag(ctx, b.Descriptor, tag)
 }
