@@ -13,10 +13,12 @@ import (
 	"time"
 )
 
-// Member is one provider of a launch group: the address tofu knows it by, and how to start it.
+// Member is one provider of a launch group: the address tofu knows it by, how to start it, and
+// optionally the middleware to put between tofu and it (given the running provider).
 type Member struct {
-	Addr    string
-	Options Options
+	Addr       string
+	Options    Options
+	Middleware func(*Provider) (Middleware, error)
 }
 
 // Group is a set of providers launched together and handed to one tofu or terraform run: it
@@ -25,6 +27,7 @@ type Member struct {
 type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
+	Proxies   []*Proxy    // by member: nil where it has no middleware
 }
 
 // StopTimeout bounds how long Stop waits for all providers before giving up on them.
@@ -33,7 +36,7 @@ const StopTimeout = 10 * time.Second
 // StartGroup starts every member at once. If any fails, the ones that started are stopped and the
 // error names the member's address.
 func StartGroup(ctx context.Context, members []Member) (*Group, error) {
-	g := &Group{Members: members, Providers: make([]*Provider, len(members))}
+	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members))}
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -45,6 +48,9 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	}
 	wg.Wait()
 	for i, err := range errs {
+		if err == nil && members[i].Middleware != nil {
+			err = g.proxy(i)
+		}
 		if err != nil {
 			g.Stop()
 			return nil, fmt.Errorf("%s: %w", members[i].Addr, err)
@@ -53,11 +59,26 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	return g, nil
 }
 
+// proxy puts member i's middleware between tofu and it.
+func (g *Group) proxy(i int) error {
+	mw, err := g.Members[i].Middleware(g.Providers[i])
+	if err != nil {
+		return err
+	}
+	g.Proxies[i], err = StartProxy(g.Providers[i], mw)
+	return err
+}
+
 // Stop stops every started provider at once: StopProvider, then go-plugin's shutdown, then a kill
 // of its whole process group after a grace period.
 func (g *Group) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
 	defer cancel()
+	for _, x := range g.Proxies {
+		if x != nil {
+			x.Stop()
+		}
+	}
 	var wg sync.WaitGroup
 	for _, p := range g.Providers {
 		if p != nil {
@@ -72,6 +93,10 @@ func (g *Group) Stop() {
 func (g *Group) ReattachJSON() ([]byte, error) {
 	m := map[string]Reattach{}
 	for i, p := range g.Providers {
+		if x := g.Proxies[i]; x != nil {
+			m[g.Members[i].Addr] = x.ReattachConfig()
+			continue
+		}
 		m[g.Members[i].Addr] = p.ReattachConfig()
 	}
 	return json.Marshal(m)
