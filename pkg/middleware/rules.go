@@ -1,0 +1,89 @@
+package middleware
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+)
+
+// Effects of a rule.
+const (
+	Deny = "deny" // an error diagnostic: the plan (or apply) fails
+	Warn = "warn" // a warning diagnostic
+)
+
+// Rule is one policy rule: a CEL expression over a resource change that, when true, denies or
+// warns. Expressions read:
+//
+//	resource.type, resource.address  the resource type, and its address when known ("" otherwise:
+//	                                 the protocol does not tell providers)
+//	action                           "create", "update", "replace", "delete" or "no-op"
+//	prior, planned                   the values before and after (null when absent)
+//	provider                         the provider's address, e.g. "example.com/acme/hello"
+type Rule struct {
+	Name    string
+	Effect  string
+	Expr    string
+	Message string
+	prg     cel.Program
+}
+
+// celEnv is built on first use: most commands never evaluate a rule.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("resource", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("action", cel.StringType),
+		cel.Variable("prior", cel.DynType),
+		cel.Variable("planned", cel.DynType),
+		cel.Variable("provider", cel.StringType),
+	)
+})
+
+// NewRule compiles a rule; a syntax or type error, or an expression that is not a boolean, is an
+// error that quotes CEL's own message (with the line and column in the expression).
+func NewRule(name, effect, expr, message string) (*Rule, error) {
+	if effect != Deny && effect != Warn {
+		return nil, fmt.Errorf("rule %q: effect %q: want %q or %q", name, effect, Deny, Warn)
+	}
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("rule %q: %v", name, iss.Err())
+	}
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, fmt.Errorf("rule %q: the expression gives %s, not a boolean", name, t)
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %v", name, err)
+	}
+	return &Rule{Name: name, Effect: effect, Expr: expr, Message: message, prg: prg}, nil
+}
+
+// Change is what a rule is evaluated on.
+type Change struct {
+	Type, Address, Action, Provider string
+	Prior, Planned                  any
+}
+
+// Matches evaluates the rule on a change. An evaluation error (a missing attribute, say) is
+// returned so the caller can report it; it does not count as a match.
+func (r *Rule) Matches(c Change) (bool, error) {
+	out, _, err := r.prg.Eval(map[string]any{
+		"resource": map[string]string{"type": c.Type, "address": c.Address},
+		"action":   c.Action, "prior": c.Prior, "planned": c.Planned, "provider": c.Provider,
+	})
+	if err != nil {
+		return false, fmt.Errorf("rule %q: %v", r.Name, err)
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("rule %q gave %v, not a boolean", r.Name, out.Value())
+	}
+	return b, nil
+}

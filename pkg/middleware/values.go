@@ -1,0 +1,167 @@
+package middleware
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+
+	"github.com/oprov/oprov/pkg/plugin"
+)
+
+// Redacted stands in for the value of an attribute the schema marks sensitive.
+const Redacted = "(sensitive)"
+
+// Unknown stands in for a value known only after apply.
+const Unknown = "(known after apply)"
+
+// impliedType is the object type a schema block describes, as tofu encodes its values.
+func impliedType(b *plugin.Block) (cty.Type, error) {
+	if b == nil {
+		return cty.EmptyObject, nil
+	}
+	attrs := map[string]cty.Type{}
+	for name, a := range b.Attributes {
+		t, err := attributeType(a)
+		if err != nil {
+			return cty.NilType, fmt.Errorf("attribute %s: %w", name, err)
+		}
+		attrs[name] = t
+	}
+	for name, nb := range b.BlockTypes {
+		t, err := impliedType(nb.Block)
+		if err != nil {
+			return cty.NilType, fmt.Errorf("block %s: %w", name, err)
+		}
+		attrs[name] = collection(nb.NestingMode, t)
+	}
+	return cty.Object(attrs), nil
+}
+
+func attributeType(a *plugin.Attribute) (cty.Type, error) {
+	if a.NestedType == nil {
+		return ctyjson.UnmarshalType(a.Type)
+	}
+	t, err := impliedType(&plugin.Block{Attributes: a.NestedType.Attributes})
+	if err != nil {
+		return cty.NilType, err
+	}
+	return collection(a.NestedType.NestingMode, t), nil
+}
+
+// collection wraps an element type the way a nesting mode holds it.
+func collection(mode string, t cty.Type) cty.Type {
+	switch mode {
+	case "list":
+		return cty.List(t)
+	case "set":
+		return cty.Set(t)
+	case "map":
+		return cty.Map(t)
+	}
+	return t // single, group
+}
+
+// decodeDynamic decodes a DynamicValue message (msgpack, or JSON) as type t. A missing value
+// decodes as null.
+func decodeDynamic(dv []byte, t cty.Type) (cty.Value, error) {
+	if mp := field(dv, dynamicMsgpack); len(mp) > 0 {
+		return ctymsgpack.Unmarshal(mp, t)
+	}
+	if js := field(dv, dynamicJSON); len(js) > 0 {
+		return ctyjson.Unmarshal(js, t)
+	}
+	return cty.NullVal(t), nil
+}
+
+// goValue turns a value of a block's type into plain Go values (maps, lists, strings, numbers,
+// bools, nil) for CEL and JSON. With redact, sensitive attributes become Redacted.
+func goValue(v cty.Value, b *plugin.Block, redact bool) any {
+	if v.IsNull() {
+		return nil
+	}
+	if !v.IsKnown() {
+		return Unknown
+	}
+	if b == nil || !v.Type().IsObjectType() {
+		return plain(v)
+	}
+	out := map[string]any{}
+	for name := range v.Type().AttributeTypes() {
+		av := v.GetAttr(name)
+		switch a, nb := b.Attributes[name], b.BlockTypes[name]; {
+		case a != nil && a.Sensitive && redact && !av.IsNull():
+			out[name] = Redacted
+		case a != nil && a.NestedType != nil:
+			out[name] = nested(av, &plugin.Block{Attributes: a.NestedType.Attributes}, redact)
+		case nb != nil:
+			out[name] = nested(av, nb.Block, redact)
+		default:
+			out[name] = plain(av)
+		}
+	}
+	return out
+}
+
+// nested converts a nested block or nested attribute value: an object, or a collection of them.
+func nested(v cty.Value, b *plugin.Block, redact bool) any {
+	if v.IsNull() || !v.IsKnown() || v.Type().IsObjectType() {
+		return goValue(v, b, redact)
+	}
+	if v.Type().IsMapType() {
+		out := map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = goValue(e, b, redact)
+		}
+		return out
+	}
+	var out []any
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		out = append(out, goValue(e, b, redact))
+	}
+	return out
+}
+
+// plain converts a value with no schema below it.
+func plain(v cty.Value) any {
+	switch {
+	case v.IsNull():
+		return nil
+	case !v.IsKnown():
+		return Unknown
+	case v.Type() == cty.String:
+		return v.AsString()
+	case v.Type() == cty.Bool:
+		return v.True()
+	case v.Type() == cty.Number:
+		return number(v.AsBigFloat())
+	case v.Type().IsObjectType() || v.Type().IsMapType():
+		out := map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = plain(e)
+		}
+		return out
+	case v.CanIterateElements():
+		out := []any{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, plain(e))
+		}
+		return out
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
+// number gives an integer when the number is one, else a float.
+func number(f *big.Float) any {
+	if i, acc := f.Int64(); acc == big.Exact {
+		return i
+	}
+	x, _ := f.Float64()
+	return x
+}
