@@ -17,6 +17,7 @@ import (
 	"github.com/oprov/oprov/internal/hcldiag"
 
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
@@ -30,6 +31,9 @@ type Config struct {
 	Path    string
 	Mirrors []*Mirror
 	Sources []*SourceProvider
+	// Audit and Rules are the middleware oprov run puts between tofu and every provider.
+	Audit *AuditConfig
+	Rules []*middleware.Rule
 }
 
 // SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
@@ -54,6 +58,8 @@ type Mirror struct {
 type configFile struct {
 	Mirrors   []mirrorFile   `hcl:"oci_mirror,block"`
 	Providers []providerFile `hcl:"provider,block"`
+	Audit     *auditFile     `hcl:"audit,block"`
+	Rules     []ruleFile     `hcl:"rule,block"`
 }
 
 type providerFile struct {
@@ -117,6 +123,9 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 			return nil, err
 		}
 		cfg.Sources = append(cfg.Sources, &SourceProvider{Addr: addr, Dir: dir, Range: pf.DeclRange})
+	}
+	if err := cfg.parseMiddleware(&cf); err != nil {
+		return nil, err
 	}
 	if len(cfg.Mirrors) == 0 && len(cfg.Sources) == 0 {
 		return nil, fmt.Errorf("%s: no oci_mirror or provider blocks: nothing for oprov to manage", path)

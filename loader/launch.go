@@ -68,6 +68,7 @@ func FetchRef(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress, p
 // came from (a version, or how it was built).
 type Launchable struct {
 	Addr       string
+	Version    string
 	Executable string
 	What       string
 }
@@ -91,7 +92,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Launchable{Addr: in.Addr, Executable: exe, What: in.Version})
+			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: exe, What: in.Version})
 		}
 	}
 	s := newSession(&opts)
@@ -101,7 +102,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Launchable{Addr: pv.Addr(), Executable: pkg.Executable, What: pkg.Detail})
+		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: pkg.Executable, What: pkg.Detail})
 	}
 	return out, nil
 }

@@ -39,7 +39,13 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if ro.Verbose {
 		base.Log = ro.Streams.Err
 	}
-	g, err := plugin.StartGroup(ctx, Members(ls, base))
+	members := Members(ls, base)
+	closeAudit, err := p.withMiddleware(ctx, members, ls, ro.Streams.Err)
+	if err != nil {
+		return 0, err
+	}
+	defer closeAudit()
+	g, err := plugin.StartGroup(ctx, members)
 	if err != nil {
 		return 0, err
 	}

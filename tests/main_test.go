@@ -45,7 +45,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
-	for _, d := range []string{helloDir, counterDir} {
+	for _, d := range []string{helloDir, counterDir, recorderCache} {
 		if d != "" {
 			os.RemoveAll(d)
 		}

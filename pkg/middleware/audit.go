@@ -16,6 +16,7 @@ type Record struct {
 	Provider    string       `json:"provider"`
 	Version     string       `json:"version,omitempty"`
 	RPC         string       `json:"rpc"`
+	Caller      string       `json:"caller,omitempty"` // "oprov" when oprov made the call itself, not tofu
 	Kind        string       `json:"kind,omitempty"` // resource, data_source, function, ...
 	Name        string       `json:"name,omitempty"` // the resource type, data source or function
 	Action      string       `json:"action,omitempty"`

@@ -85,6 +85,12 @@ func (m *middleware) Done(method string, took time.Duration, err error) {
 	m.record(&Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: c.RPC()}, time.Now().Add(-took), err)
 }
 
+// Own records a call oprov itself made to the provider.
+func (m *middleware) Own(method string, took time.Duration, err error) {
+	c := &plugin.Call{Method: method}
+	m.record(&Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: c.RPC(), Caller: "oprov"}, time.Now().Add(-took), err)
+}
+
 // noteResult records what a response says went wrong.
 func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
 	if info.diagField != 0 {
@@ -171,9 +177,13 @@ func (m *middleware) change(rec *Record, priorDV, plannedDV []byte, replace bool
 		return ch
 	}
 	ch.Action = action(prior, plannedV, replace)
-	ch.Prior, ch.Planned = goValue(prior, rs.block, false), goValue(plannedV, rs.block, false)
 	rec.Action = ch.Action
-	rec.Prior, rec.Planned = goValue(prior, rs.block, true), goValue(plannedV, rs.block, true)
+	if len(m.cfg.Rules) > 0 {
+		ch.Prior, ch.Planned = goValue(prior, rs.block, false), goValue(plannedV, rs.block, false)
+	}
+	if m.cfg.Audit != nil && m.cfg.Audit.Values {
+		rec.Prior, rec.Planned = goValue(prior, rs.block, true), goValue(plannedV, rs.block, true)
+	}
 	return ch
 }
 

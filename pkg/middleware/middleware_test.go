@@ -41,7 +41,7 @@ func db(name string, tags map[string]string) cty.Value {
 }
 
 // dynamic encodes a value as a DynamicValue message in field num.
-func dynamic(t *testing.T, msg []byte, num protowire.Number, v cty.Value) []byte {
+func dynamic(t testing.TB, msg []byte, num protowire.Number, v cty.Value) []byte {
 	t.Helper()
 	mp, err := ctymsgpack.Marshal(v, dbType)
 	if err != nil {
@@ -70,7 +70,7 @@ func newTestMiddleware(t *testing.T, rules ...*Rule) (plugin.Middleware, string)
 	return m, path
 }
 
-func mustRule(t *testing.T, name, effect, expr, msg string) *Rule {
+func mustRule(t testing.TB, name, effect, expr, msg string) *Rule {
 	t.Helper()
 	r, err := NewRule(name, effect, expr, msg)
 	if err != nil {
@@ -196,5 +196,58 @@ func TestBadRules(t *testing.T) {
 	}
 	if _, err := NewRule("r", "block", "true", ""); err == nil || !strings.Contains(err.Error(), `want "deny" or "warn"`) {
 		t.Errorf("bad effect: %v", err)
+	}
+}
+
+// BenchmarkPlanCall is the middleware's own work on one PlanResourceChange: decode, three rules,
+// one audit line.
+func BenchmarkPlanCall(b *testing.B) {
+
+	rules := []*Rule{
+		mustRule(b, "a", Deny, `resource.type == "acme_database" && action == "delete"`, ""),
+		mustRule(b, "b", Warn, `action in ["create", "update"] && !("owner" in planned.tags)`, ""),
+		mustRule(b, "c", Warn, `action == "replace"`, ""),
+	}
+	a, err := OpenAudit(filepath.Join(b.TempDir(), "audit.jsonl"), false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	m, _ := New(Config{Provider: "example.com/acme/db", Schema: dbSchema, Audit: a, Rules: rules})
+	req := dynamic(b, typeName("acme_database"), planPriorState, db("", nil))
+	resp := dynamic(b, nil, planPlannedState, db("a", map[string]string{"owner": "me"}))
+	next := func(context.Context, []byte) ([]byte, error) { return resp, nil }
+	call := &plugin.Call{Method: "/tfplugin6.Provider/PlanResourceChange", Protocol: 6, Request: req}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Unary(context.Background(), call, next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The README's worked rules compile and decide as the README says.
+func TestREADMERules(t *testing.T) {
+	owner := mustRule(t, "owner-tag", Deny, `action in ['create', 'update'] && 'tags' in planned && (planned.tags == null || !('owner' in planned.tags))`, "")
+	keep := mustRule(t, "keep-databases", Deny, `resource.type == 'acme_database' && action == 'delete'`, "")
+	replace := mustRule(t, "replace", Warn, `action == 'replace'`, "")
+	cases := []struct {
+		rule *Rule
+		c    Change
+		want bool
+	}{
+		{owner, Change{Type: "acme_vm", Action: "create", Planned: map[string]any{"tags": map[string]any{"owner": "me"}}}, false},
+		{owner, Change{Type: "acme_vm", Action: "create", Planned: map[string]any{"tags": map[string]any{"x": "y"}}}, true},
+		{owner, Change{Type: "acme_vm", Action: "update", Planned: map[string]any{"tags": nil}}, true},
+		{owner, Change{Type: "acme_dns", Action: "create", Planned: map[string]any{"name": "a"}}, false},
+		{keep, Change{Type: "acme_database", Action: "delete"}, true},
+		{keep, Change{Type: "acme_database", Action: "update"}, false},
+		{replace, Change{Action: "replace"}, true},
+	}
+	for i, tc := range cases {
+		got, err := tc.rule.Matches(tc.c)
+		if err != nil || got != tc.want {
+			t.Errorf("case %d (%s): %v, %v; want %v", i, tc.rule.Name, got, err, tc.want)
+		}
 	}
 }

@@ -64,6 +64,8 @@ type Provider struct {
 	v6       tfplugin6.ProviderClient
 	conn     *grpc.ClientConn
 	stopOnce sync.Once
+	askOnce  sync.Once
+	onAsk    func(method string, took time.Duration, err error) // hears of oprov's own StopProvider
 }
 
 // grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
@@ -237,14 +239,7 @@ func (p *Provider) Exited() bool { return p.client.Exited() }
 // is removed. Stop may be called more than once.
 func (p *Provider) Stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		switch {
-		case p.v6 != nil:
-			p.v6.StopProvider(ctx, &tfplugin6.StopProvider_Request{})
-		case p.v5 != nil:
-			p.v5.Stop(ctx, &tfplugin5.Stop_Request{})
-		}
+		p.askToStop(ctx)
 		addr := ""
 		if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
 			addr = rc.Addr.String()
@@ -253,6 +248,28 @@ func (p *Provider) Stop(ctx context.Context) {
 		killGroup(p.cmd) // anything the provider started goes with it
 		if addr != "" {
 			os.Remove(addr)
+		}
+	})
+}
+
+// askToStop calls StopProvider (Stop in protocol 5) once, bounded in time, and tells onAsk.
+func (p *Provider) askToStop(ctx context.Context) {
+	p.askOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		var method string
+		var err error
+		switch {
+		case p.v6 != nil:
+			method = "/tfplugin6.Provider/StopProvider"
+			_, err = p.v6.StopProvider(ctx, &tfplugin6.StopProvider_Request{})
+		case p.v5 != nil:
+			method = "/tfplugin5.Provider/Stop"
+			_, err = p.v5.Stop(ctx, &tfplugin5.Stop_Request{})
+		}
+		if p.onAsk != nil && method != "" {
+			p.onAsk(method, time.Since(start), err)
 		}
 	})
 }

@@ -32,10 +32,12 @@ type Next func(ctx context.Context, request []byte) ([]byte, error)
 
 // Middleware sees every unary provider call. It may forward it (next), answer it itself, or change
 // the response; what it returns goes back to tofu byte for byte. Done reports calls that pass
-// through unseen (streams, and methods the middleware has no table entry for).
+// through unseen (streams); Own reports calls oprov itself made to the provider (StopProvider when
+// the group stops), so that a record of calls can be complete.
 type Middleware interface {
 	Unary(ctx context.Context, call *Call, next Next) ([]byte, error)
 	Done(method string, took time.Duration, err error)
+	Own(method string, took time.Duration, err error)
 }
 
 // rawMsg is a gRPC message kept as its wire bytes.
@@ -90,6 +92,9 @@ func StartProxy(p *Provider, mw Middleware) (*Proxy, error) {
 		return nil, err
 	}
 	x := &Proxy{p: p, mw: mw, dir: dir, socket: filepath.Join(dir, "provider.sock")}
+	if mw != nil {
+		p.onAsk = mw.Own
+	}
 	l, err := net.Listen("unix", x.socket)
 	if err != nil {
 		os.RemoveAll(dir)

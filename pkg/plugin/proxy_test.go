@@ -42,6 +42,8 @@ func (r *recorder) Unary(ctx context.Context, c *Call, next Next) ([]byte, error
 	return next(ctx, c.Request)
 }
 
+func (r *recorder) Own(string, time.Duration, error) {}
+
 func (r *recorder) Done(method string, _ time.Duration, _ error) {
 	r.mu.Lock()
 	r.other = append(r.other, method)
