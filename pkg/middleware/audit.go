@@ -17,8 +17,8 @@ type Record struct {
 	Version     string       `json:"version,omitempty"`
 	RPC         string       `json:"rpc"`
 	Caller      string       `json:"caller,omitempty"` // "oprov" when oprov made the call itself, not tofu
-	Kind        string       `json:"kind,omitempty"` // resource, data_source, function, ...
-	Name        string       `json:"name,omitempty"` // the resource type, data source or function
+	Kind        string       `json:"kind,omitempty"`   // resource, data_source, function, ...
+	Name        string       `json:"name,omitempty"`   // the resource type, data source or function
 	Action      string       `json:"action,omitempty"`
 	DurationMS  float64      `json:"duration_ms"`
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
