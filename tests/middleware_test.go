@@ -169,14 +169,18 @@ func TestMiddlewareDeny(t *testing.T) {
 
 // A warn rule shows its warning, and the apply goes ahead.
 func TestMiddlewareWarn(t *testing.T) {
-	bin := peers.Require(t, "tofu")
-	cfg, env := middlewareDir(t, bin, strings.NewReplacer("deny", "warn", "no-new-things", "new-thing").Replace(denyCreate))
-	r := mustOprov(t, env, "run", "-C", cfg, "--", bin, "apply", "-auto-approve", "-input=false")
-	if out := r.Stdout + r.Stderr; !strings.Contains(out, "new-thing") || !strings.Contains(out, "things are created by the platform team") {
-		t.Errorf("no warning shown:\n%s", out)
-	}
-	if served := servedCalls(t, cfg); served["ApplyResourceChange"] == 0 {
-		t.Errorf("a warn rule stopped the apply: %s", sortedCounts(served))
+	for _, tool := range []string{"tofu", "terraform"} {
+		t.Run(tool, func(t *testing.T) {
+			bin := peers.Require(t, tool)
+			cfg, env := middlewareDir(t, bin, strings.NewReplacer("deny", "warn", "no-new-things", "new-thing").Replace(denyCreate))
+			r := mustOprov(t, env, "run", "-C", cfg, "--", bin, "apply", "-auto-approve", "-input=false")
+			if out := r.Stdout + r.Stderr; !strings.Contains(out, "new-thing") || !strings.Contains(out, "things are created by the platform team") {
+				t.Errorf("no warning shown:\n%s", out)
+			}
+			if served := servedCalls(t, cfg); served["ApplyResourceChange"] == 0 {
+				t.Errorf("a warn rule stopped the apply: %s", sortedCounts(served))
+			}
+		})
 	}
 }
 
