@@ -209,6 +209,10 @@ func (o *serveOptions) tlsConfig(base string) (*tls.Config, string, error) {
 			return nil, "", err
 		}
 	}
+	dir, err := filepath.Abs(dir) // clients get the CA's path from any directory
+	if err != nil {
+		return nil, "", err
+	}
 	hosts := []string{"127.0.0.1", "::1", "localhost"}
 	if h := urlHost(base); h != "" && !slices.Contains(hosts, h) {
 		hosts = append(hosts, h)
