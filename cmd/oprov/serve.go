@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/serve"
 )
 
@@ -111,6 +113,9 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.check(ctx, srv, cfg); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: --listen %s: %w", o.Listen, err)
@@ -181,6 +186,24 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 		}
 	}
 	return cfg, include, nil
+}
+
+// check lists what a single repository or layout holds before serving it: a layout that is not
+// there is an error (it will not appear later the way a registry comes back), a registry that
+// cannot be reached or a repository with no versions yet a warning.
+func (o *serveOptions) check(ctx context.Context, srv *serve.Server, cfg serve.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := srv.Check(ctx)
+	switch {
+	case err != nil && strings.HasPrefix(o.Source, oci.LayoutScheme):
+		return fmt.Errorf("serve: %w", err)
+	case err != nil:
+		cfg.Log.Warn("cannot list the versions yet; serving anyway", slog.String("error", err.Error()))
+	case n == 0 && cfg.Template.Fixed() != nil:
+		cfg.Log.Warn("the repository holds no versions yet", slog.String("source", o.Source))
+	}
+	return nil
 }
 
 // defaultURL is the base URL for a listening address: a wildcard address is reached on loopback.

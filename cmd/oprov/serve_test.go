@@ -100,3 +100,13 @@ func TestServeLayout(t *testing.T) {
 		t.Errorf("no access log line for the request:\n%s", errb.Bytes())
 	}
 }
+
+// TestServeMissingLayout: a layout that is not there fails at start (exit 1), naming it.
+func TestServeMissingLayout(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := runCLI(t, "serve", "oci-layout:"+dir+"/missing", "--address", "example.com/acme/hello",
+		"--listen", "127.0.0.1:0", "--state-dir", dir+"/state", "--cache-dir", dir+"/cache")
+	if code != exitError || !strings.Contains(stderr, dir+"/missing is not an OCI image layout") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

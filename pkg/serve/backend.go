@@ -111,8 +111,6 @@ func classify(err error) refusal {
 	case errors.Is(err, errdef.ErrNotFound), errors.Is(err, fs.ErrNotExist),
 		errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
 		return refusal{http.StatusNotFound, "not_found"}
-	case errors.Is(err, context.Canceled):
-		return refusal{499, "canceled"}
 	}
 	return refusal{http.StatusBadGateway, "registry"}
 }
@@ -132,4 +130,19 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
+}
+
+// Check lists the versions of the one provider a template without variables holds, so that a
+// mistyped repository or layout shows at start rather than as 404s later. It gives nil for
+// templates that serve many providers (there is nothing to list without a request).
+func (s *Server) Check(ctx context.Context) (int, error) {
+	addr := s.cfg.Template.Fixed()
+	if addr == nil {
+		return 0, nil
+	}
+	list, err := s.current().versions(ctx, s, *addr)
+	if err != nil {
+		s.forget(s.gen)
+	}
+	return len(list), err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/apparentlymart/go-versions/versions"
 	"golang.org/x/sync/errgroup"
@@ -14,6 +15,9 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/source"
 )
+
+// registryTimeout bounds the registry work one request waits for.
+const registryTimeout = 2 * time.Minute
 
 // serveProtocol answers index.json, VERSION.json and archive requests.
 func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +35,12 @@ func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := s.current()
-	ctx := source.WithoutCache(r.Context()) // resolve tags (once per generation), never from a stale record
+	// What a generation learns (a listing, a resolved and verified version) is shared by every
+	// request after this one, so the work is not cut short when this client leaves; it is bounded
+	// in time instead. Tags are resolved (once per generation), never read from a stale record.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), registryTimeout)
+	defer cancel()
+	ctx = source.WithoutCache(ctx)
 	switch rq.kind {
 	case docIndex:
 		err = s.serveIndex(ctx, w, g, rq)
@@ -53,9 +62,6 @@ func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, rf refusal, err error) {
 	s.metrics.refused.WithLabelValues(rf.reason).Inc()
 	note(r.Context(), slog.String("refused", rf.reason), slog.String("error", err.Error()))
-	if rf.status == 499 { // the client left; nobody reads an answer
-		return
-	}
 	http.Error(w, err.Error(), rf.status)
 }
 
@@ -144,12 +150,7 @@ type archive struct {
 // h1: (what lock files record, and what both clients check an archive against) and zh: (the
 // zip's sha256). Computing an h1: needs the zip, so a cold VERSION.json fills the cache.
 func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *generation, rq request) error {
-	v := versions.MustParseVersion(rq.version)
-	var platforms []manifest.Platform
-	err := s.registry(ctx, func() (err error) {
-		platforms, err = g.src.Platforms(ctx, rq.addr, v)
-		return err
-	})
+	platforms, err := s.platforms(ctx, g, rq)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *gen
 			if err != nil {
 				return err
 			}
-			archives[i] = archive{URL: archiveName(rq.addr.Type, rq.version, p), Hashes: []string{h1, "zh:" + pkg.Zip.Encoded()}}
+			archives[i] = archive{URL: archiveName(rq.addr.Type, rq.version.String(), p), Hashes: []string{h1, "zh:" + pkg.Zip.Encoded()}}
 			return nil
 		})
 	}
@@ -186,21 +187,27 @@ func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *gen
 func (s *Server) packageFor(ctx context.Context, g *generation, rq request, p manifest.Platform) (*source.Package, error) {
 	var pkg *source.Package
 	err := s.registry(ctx, func() (err error) {
-		pkg, err = g.src.PackageFor(ctx, rq.addr, versions.MustParseVersion(rq.version), p)
+		pkg, err = g.src.PackageFor(ctx, rq.addr, rq.version, p)
 		return err
 	})
 	return pkg, err
 }
 
+// platforms resolves the requested version (once per generation; under a policy, its signature is
+// checked) and gives the platforms its index has.
+func (s *Server) platforms(ctx context.Context, g *generation, rq request) ([]manifest.Platform, error) {
+	var platforms []manifest.Platform
+	err := s.registry(ctx, func() (err error) {
+		platforms, err = g.src.Platforms(ctx, rq.addr, rq.version)
+		return err
+	})
+	return platforms, err
+}
+
 // serveArchive sends one platform's zip from the cache, fetching and checking it first when the
 // cache lacks it: a client never gets a byte that has not been checked against its digest.
 func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, rq request) error {
-	v := versions.MustParseVersion(rq.version)
-	var platforms []manifest.Platform
-	err := s.registry(ctx, func() (err error) {
-		platforms, err = g.src.Platforms(ctx, rq.addr, v)
-		return err
-	})
+	platforms, err := s.platforms(ctx, g, rq)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apparentlymart/go-versions/versions"
+
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 )
@@ -11,9 +13,9 @@ import (
 func TestParsePath(t *testing.T) {
 	for path, want := range map[string]request{
 		"/example.com/acme/hello/index.json":                                           {kind: docIndex},
-		"/example.com/acme/hello/1.2.0-rc.1+abc.json":                                  {kind: docVersion, version: "1.2.0-rc.1+abc"},
-		"/example.com/acme/hello/terraform-provider-hello_1.2.0_linux_arm64.zip":       {kind: docArchive, version: "1.2.0", platform: manifest.Platform{OS: "linux", Arch: "arm64"}},
-		"/example.com/acme/hello/terraform-provider-hello_1.0.0+a.b_windows_amd64.zip": {kind: docArchive, version: "1.0.0+a.b", platform: manifest.Platform{OS: "windows", Arch: "amd64"}},
+		"/example.com/acme/hello/1.2.0-rc.1+abc.json":                                  {kind: docVersion, version: versions.MustParseVersion("1.2.0-rc.1+abc")},
+		"/example.com/acme/hello/terraform-provider-hello_1.2.0_linux_arm64.zip":       {kind: docArchive, version: versions.MustParseVersion("1.2.0"), platform: manifest.Platform{OS: "linux", Arch: "arm64"}},
+		"/example.com/acme/hello/terraform-provider-hello_1.0.0+a.b_windows_amd64.zip": {kind: docArchive, version: versions.MustParseVersion("1.0.0+a.b"), platform: manifest.Platform{OS: "windows", Arch: "amd64"}},
 	} {
 		got, err := parsePath(path)
 		if err != nil {
@@ -56,9 +58,9 @@ func FuzzParsePath(f *testing.F) {
 		case docIndex:
 			again = prefix + "index.json"
 		case docVersion:
-			again = prefix + rq.version + ".json"
+			again = prefix + rq.version.String() + ".json"
 		case docArchive:
-			again = prefix + archiveName(rq.addr.Type, rq.version, rq.platform)
+			again = prefix + archiveName(rq.addr.Type, rq.version.String(), rq.platform)
 		}
 		rq2, err := parsePath(again)
 		if err != nil || rq2 != rq {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apparentlymart/go-versions/versions"
+
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 )
@@ -33,7 +35,7 @@ const (
 type request struct {
 	kind     docKind
 	addr     artifact.ProviderAddress
-	version  string // canonical, for docVersion and docArchive
+	version  versions.Version // for docVersion and docArchive
 	platform manifest.Platform
 }
 
@@ -88,11 +90,8 @@ func parseAddress(s string) (addr artifact.ProviderAddress, err error) {
 
 // canonicalVersion accepts a version only in its one canonical spelling, so that one version
 // has one URL.
-func canonicalVersion(s string) (string, error) {
-	if _, err := manifest.ParseVersion(s); err != nil {
-		return "", err
-	}
-	return s, nil
+func canonicalVersion(s string) (versions.Version, error) {
+	return manifest.ParseVersion(s)
 }
 
 // archiveName is the file name of one platform's archive: terraform-provider-TYPE_VERSION_OS_ARCH.zip.
@@ -101,9 +100,9 @@ func archiveName(typ, version string, p manifest.Platform) string {
 }
 
 // parseArchiveName is archiveName's inverse for a known provider type (which may itself hold '_').
-func parseArchiveName(typ, name string) (string, manifest.Platform, error) {
-	bad := func() (string, manifest.Platform, error) {
-		return "", manifest.Platform{}, fmt.Errorf("archive %q: want %s", name, archiveName(typ, "VERSION", manifest.Platform{OS: "OS", Arch: "ARCH"}))
+func parseArchiveName(typ, name string) (versions.Version, manifest.Platform, error) {
+	bad := func() (versions.Version, manifest.Platform, error) {
+		return versions.Version{}, manifest.Platform{}, fmt.Errorf("archive %q: want %s", name, archiveName(typ, "VERSION", manifest.Platform{OS: "OS", Arch: "ARCH"}))
 	}
 	rest, ok := strings.CutPrefix(name, "terraform-provider-"+typ+"_")
 	if !ok {
@@ -126,7 +125,7 @@ func parseArchiveName(typ, name string) (string, manifest.Platform, error) {
 	}
 	v, err := canonicalVersion(rest[:j])
 	if err != nil {
-		return "", manifest.Platform{}, err
+		return versions.Version{}, manifest.Platform{}, err
 	}
 	return v, p, nil
 }
