@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -275,4 +276,35 @@ func fileSize(t testing.TB, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// TestServeClientLeavingDoesNotPoison: a client that leaves while the server is asking the
+// registry does not leave an error behind for the next client (what a generation learns is
+// shared, so the work runs on).
+func TestServeClientLeavingDoesNotPoison(t *testing.T) {
+	s, proxy, _, _ := slowRegistryServer(t)
+	proxy.SetRate(512) // bytes per second: even the registry's small answers take a while
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+strings.TrimPrefix(helloPath, "/")+"index.json", nil)
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		if resp, err := s.client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, _, m := s.get(t, "/metrics"); metricValue(string(m), "oprov_serve_registry_calls_in_flight") >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never called the registry")
+		}
+	}
+	cancel()
+	<-left
+	proxy.SetRate(0)
+	if code, _, body := s.get(t, helloPath+"index.json"); code != 200 || string(body) != `{"versions":{"1.0.0":{}}}` {
+		t.Errorf("the next client got %d %s\n%s", code, body, s.logText())
+	}
 }
