@@ -147,8 +147,10 @@ type archive struct {
 }
 
 // serveVersion gives each platform's archive URL (relative to this document) and its hashes:
-// h1: (what lock files record, and what both clients check an archive against) and zh: (the
-// zip's sha256). Computing an h1: needs the zip, so a cold VERSION.json fills the cache.
+// zh: (the zip's sha256) and h1: (the unpacked package's, what lock files record). A client
+// accepts an archive that matches any of them; Terraform stops at the first that matches, so zh:
+// comes first: a sha256 of the download is cheaper than unpacking it for h1:. Computing an h1:
+// needs the zip, so a cold VERSION.json fills the cache.
 func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *generation, rq request) error {
 	platforms, err := s.platforms(ctx, g, rq)
 	if err != nil {
@@ -166,7 +168,7 @@ func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *gen
 			if err != nil {
 				return err
 			}
-			archives[i] = archive{URL: archiveName(rq.addr.Type, rq.version.String(), p), Hashes: []string{h1, "zh:" + pkg.Zip.Encoded()}}
+			archives[i] = archive{URL: archiveName(rq.addr.Type, rq.version.String(), p), Hashes: []string{"zh:" + pkg.Zip.Encoded(), h1}}
 			return nil
 		})
 	}

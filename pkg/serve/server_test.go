@@ -60,8 +60,8 @@ func TestProtocol(t *testing.T) {
 	for _, p := range testPlatforms {
 		a := doc.Archives[p.String()]
 		want := f.hashes["1.1.0"][p]
-		if len(a.Hashes) != 2 || a.Hashes[0] != want.H1 || a.Hashes[1] != want.ZH {
-			t.Errorf("%s hashes %v, want [%s %s]", p, a.Hashes, want.H1, want.ZH)
+		if len(a.Hashes) != 2 || a.Hashes[0] != want.ZH || a.Hashes[1] != want.H1 {
+			t.Errorf("%s hashes %v, want [%s %s]", p, a.Hashes, want.ZH, want.H1)
 		}
 		if a.URL != "terraform-provider-hello_1.1.0_"+p.String()+".zip" {
 			t.Errorf("%s url %q", p, a.URL)
