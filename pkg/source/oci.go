@@ -25,6 +25,8 @@ type OCI struct {
 	repoFor func(artifact.ProviderAddress) (oci.Ref, error)
 	policy  *sign.Policy // nil: no signature required
 	env     *Env
+	// verified, when set, remembers successful signature checks across sources (verified.go).
+	verified *Verified
 
 	mu       sync.Mutex
 	targets  map[string]oci.Target
@@ -220,7 +222,9 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 	}
 	rv.t, rv.v = t, v
 	rv.auth = Authentication{Method: "none", Subject: v.Index.Digest}
-	if s.policy != nil {
+	if a, ok := s.verified.lookup(addr, rv.ref, v.Index.Digest); ok && s.policy != nil {
+		rv.auth = a
+	} else if s.policy != nil {
 		d, err := s.policy.Check(ctx, t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true})
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", addr, v.Version, err)
@@ -236,6 +240,7 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 				rv.auth.Keys = append(rv.auth.Keys, sig.Key)
 			}
 		}
+		s.verified.remember(addr, rv.ref, rv.auth)
 	}
 	if rv.ref.IsDigest() {
 		return nil

@@ -3,6 +3,7 @@
 # Go module proxy, and caches them outside the repository.
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
+#   tests/tools/install.sh tofu     only the tools named (registry, cosign, tofu, terraform)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -62,9 +63,12 @@ MOD
   ln -sfn "$dest/tofu" "$dir/bin/tofu"
 }
 
-build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
-build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
-build_tofu
-build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
+# Tools named as arguments (tests/tools/install.sh tofu) are the only ones built; none means all.
+wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+only="$*"
+wanted registry && build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
+wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
+wanted tofu && build_tofu
+wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 
 echo "$dir/bin"

@@ -6,6 +6,9 @@
 // high-water mark into the child's ru_maxrss, and Go starts children with a clone that shares the
 // parent's memory, so a large test binary measuring its own child directly would see its own
 // size. The wrapper is small, so what it reports is the command's peak.
+//
+// SIGTERM and SIGINT are passed on to the command, so a server can be measured through a graceful
+// stop.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 )
 
@@ -23,7 +27,18 @@ func main() {
 	}
 	cmd := exec.Command(os.Args[2], os.Args[3:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err := cmd.Run()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "rsswrap:", err)
+		os.Exit(2)
+	}
+	go func() {
+		for s := range sig {
+			cmd.Process.Signal(s)
+		}
+	}()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		fmt.Fprintln(os.Stderr, "rsswrap:", err)

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/serve"
+)
+
+type serveOptions struct {
+	io          *IOStreams
+	Source      string
+	Address     string
+	Include     []string
+	Listen      string
+	URL         string
+	TLSCert     string
+	TLSKey      string
+	StateDir    string
+	Keys        []string
+	Policy      string
+	CacheDir    string
+	Concurrency int
+	Refresh     time.Duration
+	Drain       time.Duration
+	registry    registryFlags
+	output      outputFlag
+}
+
+func newServeCmd(ios *IOStreams) *cobra.Command {
+	o := &serveOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "serve (TEMPLATE | oci-layout:DIR --address HOST/NS/TYPE)",
+		Short: "Serve providers from OCI repositories as a verifying network mirror, for any OpenTofu or Terraform",
+		Long: `Serve the Provider Network Mirror Protocol over HTTPS, from an OCI registry or an OCI layout,
+so that any OpenTofu or Terraform installs through a network_mirror block: no OCI support, and
+no oprov, needed on the clients.
+
+TEMPLATE maps a provider address to its repository, as oci_mirror's repository_template does
+(HOST/PATH with ${hostname}, ${namespace} and ${type}). A repository or oci-layout:DIR without
+them holds one provider: name it with --address.
+
+With --policy or --key, only versions whose signatures pass are listed and served. Archives are
+fetched by digest, checked, and kept in the cache before a byte is sent.
+
+Without --tls-cert/--tls-key, a CA and a certificate for 127.0.0.1 are made on first start (in
+--state-dir) and reused. serve prints the CA's path and the CLI configuration clients need.
+Logs (one JSON line per request) go to standard error. SIGTERM or SIGINT stops accepting
+connections and lets downloads under way finish (a second one cuts them off).`,
+		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
+  oprov serve oci-layout:./layout --address example.com/acme/hello
+  oprov serve 'registry.example.com/providers/${namespace}/${type}' --listen :8443 \
+    --tls-cert cert.pem --tls-key key.pem --url https://mirror.example.com/ --cache-dir /var/cache/oprov`,
+		Args: argsRange(1, 1, "one source: a repository template or oci-layout:DIR"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Source = args[0]
+			return runServe(c.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Address, "address", "", "the provider a template without variables (one repository or layout) holds")
+	f.StringSliceVar(&o.Include, "include", nil, "serve only providers matching these patterns (HOST/NAMESPACE/TYPE, * allowed)")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:8443", "address to listen on (port 0 picks a free one)")
+	f.StringVar(&o.URL, "url", "", "the base URL clients use, for the printed CLI configuration (default from --listen)")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "server certificate (PEM); without it, a local CA and certificate are made")
+	f.StringVar(&o.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
+	f.StringVar(&o.StateDir, "state-dir", "", "where the local CA and certificate are kept (default $XDG_STATE_HOME/oprov/serve)")
+	f.StringSliceVar(&o.Keys, "key", nil, "serve only versions signed by this public key (repeatable)")
+	f.StringVar(&o.Policy, "policy", "", "serve only versions that pass this trust policy (HCL)")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
+	f.IntVar(&o.Concurrency, "registry-concurrency", 8, "at most this many calls to the registry at once")
+	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
+	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
+	o.registry.register(c)
+	o.output.register(c, true)
+	return c
+}
+
+// serveInfo is what serve prints once it listens.
+type serveInfo struct {
+	URL       string `json:"url"`
+	Listen    string `json:"listen"`
+	Source    string `json:"source"`
+	CAFile    string `json:"ca_file,omitempty"`
+	CLIConfig string `json:"cli_config"`
+}
+
+func runServe(ctx context.Context, o *serveOptions) error {
+	cfg, include, err := o.config()
+	if err != nil {
+		return err
+	}
+	if cfg.Cache, err = openCache(o.CacheDir); err != nil {
+		return err
+	}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := o.check(ctx, srv, cfg); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: --listen %s: %w", o.Listen, err)
+	}
+	defer ln.Close()
+	info := serveInfo{Listen: ln.Addr().String(), Source: o.Source, URL: o.URL}
+	if info.URL == "" {
+		info.URL = defaultURL(ln.Addr().(*net.TCPAddr))
+	}
+	tlsConfig, caFile, err := o.tlsConfig(info.URL)
+	if err != nil {
+		return err
+	}
+	info.CAFile = caFile
+	info.CLIConfig = serve.CLIConfig(info.URL, include)
+	if err := o.printInfo(info); err != nil {
+		return err
+	}
+	stopping, stop := secondSignal()
+	defer stop()
+	return srv.Run(ctx, ln, serve.RunOptions{TLS: tlsConfig, Drain: o.Drain, Stopping: stopping})
+}
+
+// config checks the flags and gives the server's configuration (without the cache) and the
+// include list for the printed CLI configuration.
+func (o *serveOptions) config() (serve.Config, []string, error) {
+	if err := o.output.check(); err != nil {
+		return serve.Config{}, nil, err
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return serve.Config{}, nil, usageErrorf("serve: give --tls-cert and --tls-key together")
+	}
+	if o.Concurrency < 1 {
+		return serve.Config{}, nil, usageErrorf("serve: --registry-concurrency must be at least 1")
+	}
+	tmpl, err := serve.ParseTemplate(o.Source, o.Address)
+	if err != nil {
+		return serve.Config{}, nil, usageErrorf("serve: %v", err)
+	}
+	policy, err := policyFromFlags(o.Keys, o.Policy)
+	if err != nil {
+		return serve.Config{}, nil, err
+	}
+	cfg := serve.Config{
+		Template: tmpl, Policy: policy, Registry: o.registry.options(), Refresh: o.Refresh,
+		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
+	}
+	include := o.Include
+	if a := tmpl.Fixed(); a != nil {
+		include = []string{a.String()}
+	}
+	if len(o.Include) > 0 {
+		var pats []loader.Pattern
+		for _, s := range o.Include {
+			p, err := loader.ParsePattern(s)
+			if err != nil {
+				return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)
+			}
+			pats = append(pats, p)
+		}
+		cfg.Include = func(addr artifact.ProviderAddress) bool {
+			for _, p := range pats {
+				if p.Match(addr) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return cfg, include, nil
+}
+
+// check lists what a single repository or layout holds before serving it: a layout that is not
+// there is an error (it will not appear later the way a registry comes back), a registry that
+// cannot be reached or a repository with no versions yet a warning.
+func (o *serveOptions) check(ctx context.Context, srv *serve.Server, cfg serve.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := srv.Check(ctx)
+	switch {
+	case err != nil && strings.HasPrefix(o.Source, oci.LayoutScheme):
+		return fmt.Errorf("serve: %w", err)
+	case err != nil:
+		cfg.Log.Warn("cannot list the versions yet; serving anyway", slog.String("error", err.Error()))
+	case n == 0 && cfg.Template.Fixed() != nil:
+		cfg.Log.Warn("the repository holds no versions yet", slog.String("source", o.Source))
+	}
+	return nil
+}
+
+// defaultURL is the base URL for a listening address: a wildcard address is reached on loopback.
+func defaultURL(a *net.TCPAddr) string {
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, fmt.Sprint(a.Port)) + "/"
+}
+
+// tlsConfig loads --tls-cert/--tls-key, or the local CA's certificate for loopback and the URL's
+// host, made on first start; it gives the CA file clients trust in the second case.
+func (o *serveOptions) tlsConfig(base string) (*tls.Config, string, error) {
+	if o.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: --tls-cert/--tls-key: %w", err)
+		}
+		return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}, "", nil
+	}
+	dir := o.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = defaultStateDir(); err != nil {
+			return nil, "", err
+		}
+	}
+	dir, err := filepath.Abs(dir) // clients get the CA's path from any directory
+	if err != nil {
+		return nil, "", err
+	}
+	hosts := []string{"127.0.0.1", "::1", "localhost"}
+	if h := urlHost(base); h != "" && !slices.Contains(hosts, h) {
+		hosts = append(hosts, h)
+	}
+	l, cfg, err := serve.EnsureLocalTLS(dir, hosts)
+	if err != nil {
+		return nil, "", fmt.Errorf("serve: local certificate in %s: %w", dir, err)
+	}
+	return cfg, l.CAFile, nil
+}
+
+func (o *serveOptions) printInfo(info serveInfo) error {
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, info)
+	}
+	w := o.io.Out
+	fmt.Fprintf(w, "Serving %s at %s\n", info.Source, info.URL)
+	if info.CAFile != "" {
+		fmt.Fprintf(w, "Clients trust the CA certificate %s (SSL_CERT_FILE=%s).\n", info.CAFile, info.CAFile)
+	}
+	fmt.Fprintf(w, "CLI configuration for clients (~/.tofurc, ~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n%s", info.CLIConfig)
+	return nil
+}
+
+// secondSignal gives a channel closed when a second SIGINT or SIGTERM arrives (the first ends the
+// command's context and starts the drain), and a function that stops listening.
+func secondSignal() (<-chan struct{}, func()) {
+	ch, done := make(chan struct{}), make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer signal.Stop(sig)
+		for n := 0; ; {
+			select {
+			case <-sig:
+				if n++; n == 2 {
+					close(ch)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, func() { close(done) }
+}
+
+// urlHost is the host name or IP address of a URL, or "".
+func urlHost(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// defaultStateDir is $XDG_STATE_HOME/oprov/serve, else ~/.local/state/oprov/serve.
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "oprov", "serve"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("serve: no state directory for the local CA: pass --state-dir (%w)", err)
+	}
+	return filepath.Join(home, ".local", "state", "oprov", "serve"), nil
+}

@@ -1,0 +1,65 @@
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// RunOptions say how to listen and stop.
+type RunOptions struct {
+	TLS *tls.Config
+	// Drain is how long a shutdown waits for requests under way (downloads included) to finish.
+	Drain time.Duration
+	// Stopping, when set, is closed or signalled by a second request to stop: requests still
+	// under way are then cut off instead of drained.
+	Stopping <-chan struct{}
+}
+
+// Run serves HTTPS on ln until ctx ends, then shuts down gracefully: it stops accepting
+// connections, lets the requests under way finish (up to opts.Drain), and returns.
+func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		TLSConfig:         opts.TLS,
+		ReadHeaderTimeout: 15 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: no new connections; draining requests under way", slog.Int64("in_flight", s.active.Load()), slog.String("drain_timeout", opts.Drain.String()))
+	dctx, cancel := context.WithTimeout(context.Background(), opts.Drain)
+	defer cancel()
+	go func() {
+		select {
+		case <-opts.Stopping:
+			s.log.Warn("asked again to stop: cutting off requests under way")
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	err := srv.Shutdown(dctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		srv.Close()
+		s.log.Warn("stopped before every request finished", slog.String("error", err.Error()))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("stopped: every request finished")
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

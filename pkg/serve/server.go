@@ -1,0 +1,196 @@
+// Package serve is a Provider Network Mirror Protocol server (what OpenTofu's and Terraform's
+// network_mirror installation method reads) in front of OCI repositories: a registry through a
+// repository template, or an OCI layout. Versions are read through pkg/source's OCI source, so a
+// trust policy applies as it does for the loader (each tag resolved once, verified by digest);
+// archives are fetched by digest, checked, and kept in pkg/cache before any byte is sent.
+//
+// The server keeps no state beyond that cache: several replicas can serve one registry.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/source"
+)
+
+// Config is what a server serves and how.
+type Config struct {
+	Template *Template
+	// Include, when set, limits the providers served (the template's others get 404).
+	Include func(artifact.ProviderAddress) bool
+	// Policy, when set, is the trust policy: only versions that pass it are listed and served.
+	Policy   *sign.Policy
+	Cache    *cache.Cache
+	Registry oci.Options
+	// Refresh is how long a tag resolved to an index stands before it is resolved again (0: every
+	// request resolves afresh).
+	Refresh time.Duration
+	// RegistryConcurrency bounds the calls to the registry (or layout) under way at once.
+	RegistryConcurrency int
+	// Log receives the access log and events; nil discards them.
+	Log *slog.Logger
+}
+
+// Server answers the protocol, /healthz and /metrics.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *metrics
+	sem      chan struct{}
+	verified *source.Verified
+
+	active atomic.Int64 // requests under way
+
+	genMu sync.Mutex
+	gen   *generation
+
+	flight  singleflight.Group
+	h1s     sync.Map // zip digest -> h1: hash, computed once
+	checked sync.Map // zip digest -> true once the cached blob was re-hashed in this process
+}
+
+// New makes a server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Template == nil || cfg.Cache == nil {
+		return nil, fmt.Errorf("serve: a template and a cache are needed")
+	}
+	if cfg.RegistryConcurrency < 1 {
+		cfg.RegistryConcurrency = 1
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg: cfg, log: log, metrics: newMetrics(),
+		sem:      make(chan struct{}, cfg.RegistryConcurrency),
+		verified: source.NewVerified(4096),
+	}, nil
+}
+
+// Handler gives the HTTP handler: the protocol below /, /healthz and /metrics, with the access log.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /", s.serveProtocol)
+	return s.accessLog(mux)
+}
+
+// route names a path for metrics, without unbounded labels.
+func route(path string) string {
+	switch path {
+	case "/healthz", "/metrics":
+		return path[1:]
+	}
+	rq, err := parsePath(path)
+	if err != nil {
+		return "other"
+	}
+	return [...]string{"index", "version", "archive"}[rq.kind]
+}
+
+// entry collects what a handler adds to its request's access-log line.
+type entry struct {
+	mu    sync.Mutex
+	attrs []slog.Attr
+}
+
+type entryKey struct{}
+
+// note adds attributes to the request's access-log line.
+func note(ctx context.Context, attrs ...slog.Attr) {
+	if e, ok := ctx.Value(entryKey{}).(*entry); ok {
+		e.mu.Lock()
+		e.attrs = append(e.attrs, attrs...)
+		e.mu.Unlock()
+	}
+}
+
+// accessLog writes one structured line per request and keeps the request metrics.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rt := route(r.URL.Path)
+		s.metrics.inFlight.Inc()
+		s.active.Add(1)
+		defer func() { s.metrics.inFlight.Dec(); s.active.Add(-1) }()
+		e := &entry{}
+		rw := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), entryKey{}, e)))
+		d := time.Since(start)
+		s.metrics.requests.WithLabelValues(rt, fmt.Sprint(rw.status)).Inc()
+		s.metrics.duration.WithLabelValues(rt).Observe(d.Seconds())
+		if rt == "archive" {
+			s.metrics.archiveBytes.Add(float64(rw.bytes))
+		}
+		level := slog.LevelInfo
+		if rw.status >= 500 {
+			level = slog.LevelError
+		} else if rw.status >= 400 {
+			level = slog.LevelWarn
+		}
+		attrs := []slog.Attr{
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rw.status),
+			slog.Int64("bytes", rw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+			slog.String("remote", r.RemoteAddr), slog.String("user_agent", r.UserAgent()),
+		}
+		e.mu.Lock()
+		attrs = append(attrs, e.attrs...)
+		e.mu.Unlock()
+		s.log.LogAttrs(r.Context(), level, "request", attrs...)
+	})
+}
+
+// recorder notes the status and counts the bytes of a response. It passes ReadFrom through, so
+// file responses keep the platform's zero-copy path where there is one.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	written bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.written {
+		r.status, r.written = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.written = true
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	r.written = true
+	n, err := io.Copy(r.ResponseWriter, src)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// zipDigestKey names a zip digest in logs.
+func zipDigestKey(d digest.Digest) slog.Attr { return slog.String("zip", d.String()) }

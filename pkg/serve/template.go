@@ -1,0 +1,88 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// Template maps a provider address to the OCI repository holding it, as an oci_mirror block's
+// repository_template does: HOST/PATH or oci-layout:DIR, with ${hostname}, ${namespace} and
+// ${type} filled in per provider. A template without any of them names one repository, which
+// holds exactly one provider: its address is then given separately.
+type Template struct {
+	raw   string
+	fixed *artifact.ProviderAddress
+}
+
+var templateVars = []string{"${hostname}", "${namespace}", "${type}"}
+
+// ParseTemplate checks a template. address is the provider a template without variables holds
+// ("" otherwise).
+func ParseTemplate(s, address string) (*Template, error) {
+	t := &Template{raw: s}
+	vars := false
+	rest := s
+	for _, v := range templateVars {
+		vars = vars || strings.Contains(s, v)
+		rest = strings.ReplaceAll(rest, v, "")
+	}
+	if i := strings.Index(rest, "${"); i >= 0 {
+		return nil, fmt.Errorf("template %q: unknown variable at %q (only ${hostname}, ${namespace} and ${type} are known)", s, clip(rest[i:], 20))
+	}
+	switch {
+	case vars && address != "":
+		return nil, fmt.Errorf("template %q has variables, so it serves many providers: give no provider address (--address) with it", s)
+	case !vars && address == "":
+		return nil, fmt.Errorf("%q names one repository, which holds one provider: say which with --address HOST/NAMESPACE/TYPE", s)
+	case !vars:
+		a, err := artifact.ParseProviderAddress(address)
+		if err != nil {
+			return nil, err
+		}
+		t.fixed = &a
+	}
+	sample := artifact.ProviderAddress{Hostname: "example.com", Namespace: "namespace", Type: "type"}
+	if t.fixed != nil {
+		sample = *t.fixed
+	}
+	if _, err := t.expand(sample); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// String gives the template as written.
+func (t *Template) String() string { return t.raw }
+
+// Fixed gives the one provider a template without variables holds, or nil.
+func (t *Template) Fixed() *artifact.ProviderAddress { return t.fixed }
+
+// Repository gives the repository that holds addr, or an error when the template does not serve it.
+func (t *Template) Repository(addr artifact.ProviderAddress) (oci.Ref, error) {
+	if t.fixed != nil && *t.fixed != addr {
+		return oci.Ref{}, fmt.Errorf("%s holds only %s, not %s", t.raw, t.fixed, addr)
+	}
+	return t.expand(addr)
+}
+
+func (t *Template) expand(addr artifact.ProviderAddress) (oci.Ref, error) {
+	s := strings.NewReplacer("${hostname}", addr.Hostname.String(), "${namespace}", addr.Namespace, "${type}", addr.Type).Replace(t.raw)
+	ref, err := oci.ParseRef(s)
+	if err != nil {
+		return oci.Ref{}, fmt.Errorf("template %q gives %q for %s: %w", t.raw, s, addr, err)
+	}
+	if ref.Reference != "" {
+		return oci.Ref{}, fmt.Errorf("template %q gives %q for %s, which names a tag or digest: name the repository only (versions are its tags)", t.raw, s, addr)
+	}
+	return ref, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
