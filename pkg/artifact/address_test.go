@@ -46,3 +46,20 @@ func TestParseProviderAddress(t *testing.T) {
 		}
 	}
 }
+
+// Whatever ParseProviderAddress accepts prints and parses back as itself, and nothing panics.
+func FuzzParseProviderAddress(f *testing.F) {
+	for _, s := range []string{"example.com/acme/hello", "acme/hello", "Example.COM/Acme/Hello", "x", "a/b/c/d", "xn--/a/b", "\xff/a/b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseProviderAddress(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseProviderAddress(a.String())
+		if err != nil || again != a {
+			t.Fatalf("%q parsed as %v, which reads back as %v, %v", s, a, again, err)
+		}
+	})
+}
