@@ -97,6 +97,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	exe := filepath.Join(dir, name)
 	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
 	if fileExists(exe) {
+		c.MarkUsed(dir)
 		return out, nil
 	}
 	unlock, err := c.Lock(ctx, "build-"+key)
@@ -114,6 +115,9 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	defer os.RemoveAll(tmp)
 	if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
 		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	}
+	if err := cache.SealDir(tmp); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
