@@ -135,6 +135,7 @@ publishes natively through an oci_mirror block.`,
 		newLoadCmd(io),
 		newAttachCmd(io),
 		newDiscoverCmd(io),
+		newCacheCmd(io),
 	)
 	return root
 }

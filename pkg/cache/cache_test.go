@@ -63,7 +63,8 @@ func fill(t *testing.T) *filled {
 	}
 	repo, _ := oci.ParseRef("127.0.0.1:5000/providers/acme/hello")
 	meta := &VersionMeta{Repository: repo.Repo(), Tag: "1.0.0", Version: "1.0.0", Index: digest.FromString("index"),
-		Platforms: map[string]*PlatformMeta{"linux_amd64": {Manifest: digest.FromString("manifest"), Zip: f.zip, H1: h1}}}
+		Platforms: map[string]*PlatformMeta{"linux_amd64": {Manifest: digest.FromString("manifest"), Zip: f.zip, H1: h1},
+			"darwin_arm64": {Manifest: digest.FromString("not fetched yet")}}}
 	if err := c.WriteMeta(repo, meta); err != nil {
 		t.Fatal(err)
 	}
