@@ -125,7 +125,11 @@ func TestCacheReportsTempSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	os.WriteFile(filepath.Join(live.TmpDir(), "blob-1"), make([]byte, 2000), 0o644)
+	tmp, err := live.TmpDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tmp, "blob-1"), make([]byte, 2000), 0o644)
 	dead := filepath.Join(dir, "tmp", scratch.Prefix+"4242-gone")
 	os.MkdirAll(dead, 0o700)
 	os.WriteFile(dead+".lock", nil, 0o600)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -43,7 +44,8 @@ import (
 type Cache struct {
 	Dir string
 
-	tmp   *scratch.Dir  // this Cache's own temporary directory, until Close
+	mu    sync.Mutex
+	tmp   *scratch.Dir  // this Cache's own temporary directory, from first use until Close
 	swept scratch.Swept // what Open removed of processes that are gone
 }
 
@@ -59,8 +61,8 @@ func DefaultDir() (string, error) {
 	return filepath.Join(d, "oprov"), nil
 }
 
-// Open opens (creating) a cache directory, removes the temporary files of processes that are
-// gone, and makes this Cache's own temporary directory. Close it when done.
+// Open opens (creating) a cache directory and removes the temporary files of processes that are
+// gone. Close it when done.
 func Open(dir string) (*Cache, error) {
 	for _, sub := range []string{"blobs/sha256", "versions", "mirror", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
@@ -69,17 +71,57 @@ func Open(dir string) (*Cache, error) {
 	}
 	c := &Cache{Dir: dir}
 	c.swept = c.sweepTmp(UnownedTempAge)
-	tmp, err := scratch.Claim(filepath.Join(dir, "tmp"))
-	if err != nil {
-		return nil, fmt.Errorf("cache %s: %w", dir, err)
-	}
-	c.tmp = tmp
 	return c, nil
 }
 
-// Close removes this Cache's temporary directory. A process that exits without closing leaves
-// it to the next Open.
-func (c *Cache) Close() error { return c.tmp.Release() }
+// Close removes this Cache's temporary directory, if it made one. A process that exits without
+// closing leaves it to the next Open.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.tmp.Release()
+	c.tmp = nil
+	return err
+}
+
+// owned gives this Cache's own temporary directory under tmp/, made (and locked for this
+// process) on first use: a run that writes nothing makes none.
+func (c *Cache) owned() (*scratch.Dir, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tmp == nil {
+		root := filepath.Join(c.Dir, "tmp")
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, fmt.Errorf("cache %s: %w", c.Dir, err)
+		}
+		d, err := scratch.Claim(root)
+		if err != nil {
+			return nil, fmt.Errorf("cache %s: %w", c.Dir, err)
+		}
+		c.tmp = d
+	}
+	return c.tmp, nil
+}
+
+// TmpDir is where work in progress lives until it is renamed into place: this Cache's own
+// directory under tmp/, on the cache's file system.
+func (c *Cache) TmpDir() (string, error) {
+	d, err := c.owned()
+	if err != nil {
+		return "", err
+	}
+	return d.Path, nil
+}
+
+// ownTmp is the path of this Cache's temporary directory, or "" if it has made none.
+func (c *Cache) ownTmp() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tmp == nil {
+		return ""
+	}
+	return c.tmp.Path
+}
 
 // UnownedTempAge is how old a file in tmp/ without an owner (left by an oprov from before owned
 // temporary directories) must be before it is removed: its writer cannot be told apart.
@@ -109,10 +151,18 @@ func (c *Cache) sweepTmp(age time.Duration) scratch.Swept {
 func (c *Cache) Swept() scratch.Swept { return c.swept }
 
 // MarkUsed records that an entry (a path under the cache) was just used, for reports and
-// pruning by age: its modification time is the time of its last use.
+// pruning by age: its modification time is the time of its last use, to the minute (so that runs
+// in quick succession write nothing).
 func (c *Cache) MarkUsed(path string) {
-	now := time.Now()
-	os.Chtimes(path, now, now)
+	if st, err := os.Stat(path); err == nil {
+		c.markUsed(path, st)
+	}
+}
+
+func (c *Cache) markUsed(path string, st os.FileInfo) {
+	if now := time.Now(); now.Sub(st.ModTime()) >= time.Minute {
+		os.Chtimes(path, now, now)
+	}
 }
 
 // Lock takes an exclusive file lock named name, waiting for other processes.
@@ -158,7 +208,11 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	if c.HasBlob(d) { // another process stored it while this one waited
 		return dest, nil
 	}
-	f, err := os.CreateTemp(c.TmpDir(), "blob-*")
+	tmp, err := c.TmpDir()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(tmp, "blob-*")
 	if err != nil {
 		return "", err
 	}
@@ -264,10 +318,11 @@ func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
 
 // writeFile writes a file of the cache through this Cache's temporary directory.
 func (c *Cache) writeFile(dest string, write func(io.Writer) error) error {
-	if c.tmp == nil {
-		return release.WriteFileAtomic(dest, write)
+	d, err := c.owned()
+	if err != nil {
+		return err
 	}
-	return c.tmp.WriteFile(dest, write)
+	return d.WriteFile(dest, write)
 }
 
 // MirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
@@ -293,7 +348,11 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
 	}
-	tmp, err := os.MkdirTemp(c.TmpDir(), "mirror-")
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "mirror-")
 	if err != nil {
 		return "", err
 	}
@@ -318,15 +377,6 @@ func (c *Cache) HasMirror(root string) bool {
 	if err != nil || !st.IsDir() {
 		return false
 	}
-	c.MarkUsed(root)
+	c.markUsed(root, st)
 	return true
-}
-
-// TmpDir is where work in progress lives until it is renamed into place: this Cache's own
-// directory under tmp/, on the cache's file system.
-func (c *Cache) TmpDir() string {
-	if c.tmp == nil { // a Cache not made by Open
-		return filepath.Join(c.Dir, "tmp")
-	}
-	return c.tmp.Path
 }

@@ -20,6 +20,16 @@ import (
 	"github.com/oprov/oprov/pkg/scratch"
 )
 
+// mustTmp gives c's own temporary directory.
+func mustTmp(t *testing.T, c *Cache) string {
+	t.Helper()
+	d, err := c.TmpDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // makeZip gives the bytes of a provider zip holding one executable with the given content.
 func makeZip(t *testing.T, content string) []byte {
 	t.Helper()
@@ -74,7 +84,7 @@ func fill(t *testing.T) *filled {
 		t.Fatal(err)
 	}
 	// A build, made as BuildGo makes one: in the temporary directory, sealed, renamed in.
-	tmp, _ := os.MkdirTemp(c.TmpDir(), "build-")
+	tmp, _ := os.MkdirTemp(mustTmp(t, c), "build-")
 	os.WriteFile(filepath.Join(tmp, "terraform-provider-internal"), []byte("#!/bin/sh\n"), 0o755)
 	if err := SealDir(tmp); err != nil {
 		t.Fatal(err)
@@ -141,7 +151,7 @@ func TestOpenSweepsWhatDeadRunsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	os.WriteFile(filepath.Join(live.TmpDir(), "blob-downloading"), make([]byte, 1000), 0o644)
+	os.WriteFile(filepath.Join(mustTmp(t, live), "blob-downloading"), make([]byte, 1000), 0o644)
 	// A dead owner: its lock file is there, and nobody holds it.
 	dead := filepath.Join(dir, "tmp", scratch.Prefix+"99999-dead")
 	os.MkdirAll(dead, 0o700)
@@ -160,7 +170,7 @@ func TestOpenSweepsWhatDeadRunsLeft(t *testing.T) {
 	if s := c.Swept(); s.Owners != 2 || s.Bytes != 320 {
 		t.Errorf("Open swept %+v, want the dead owner and the old unowned file (320 bytes)", s)
 	}
-	if st, err := os.Stat(filepath.Join(live.TmpDir(), "blob-downloading")); err != nil || st.Size() != 1000 {
+	if st, err := os.Stat(filepath.Join(mustTmp(t, live), "blob-downloading")); err != nil || st.Size() != 1000 {
 		t.Fatalf("the live Cache's download was touched: %v", err)
 	}
 	inv, _ := c.List()

@@ -79,8 +79,9 @@ func (c *Cache) List() (*Inventory, error) {
 func (c *Cache) tempReport() Temp {
 	root := filepath.Join(c.Dir, "tmp")
 	t := Temp{Owners: []scratch.Owner{}, Unowned: []scratch.Owner{}, Cleared: c.swept}
+	own := c.ownTmp()
 	for _, o := range scratch.List(root) {
-		if c.tmp == nil || o.Path != c.tmp.Path {
+		if o.Path != own {
 			t.Owners = append(t.Owners, o)
 			t.Size += o.Size
 		}

@@ -108,7 +108,11 @@ func (c *Cache) remove(ctx context.Context, e Entry) error {
 		}
 		defer unlock()
 	}
-	trash, err := os.MkdirTemp(c.TmpDir(), "removing-")
+	tmp, err := c.TmpDir()
+	if err != nil {
+		return err
+	}
+	trash, err := os.MkdirTemp(tmp, "removing-")
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestPruneByLastUse(t *testing.T) {
 			t.Errorf("%s, used just now, was removed", p)
 		}
 	}
-	if left, _ := os.ReadDir(f.c.TmpDir()); len(left) != 0 {
+	if left, _ := os.ReadDir(mustTmp(t, f.c)); len(left) != 0 {
 		t.Errorf("pruning left %d files in its temporary directory", len(left))
 	}
 }

@@ -1,13 +1,17 @@
 // Package scratch gives every temporary file oprov writes a visible owner, so that what a killed
 // process leaves behind can be removed at once, and what a live one is writing never is.
 //
-// An owner is a directory PARENT/.oprov-tmp-PID-RAND/ and, beside it, a lock file
-// PARENT/.oprov-tmp-PID-RAND.lock that the owning process holds locked (flock) for as long as
-// the directory is in use. The lock file is created and locked before the directory exists and
-// removed only after it is gone, so a directory without its lock file is never in use. When a
-// process dies, however it dies, the operating system drops its lock: any later Sweep of PARENT
-// can take the lock and remove the directory. A live owner's lock cannot be taken, so its files
-// are never touched. No clock is involved.
+// Every name in a parent directory that starts with Prefix (.oprov-tmp-PID-RAND...) is owned:
+//
+//   - a regular file is a lock, held (flock) by the process that made it for as long as it
+//     works on it. A temporary file beside a user's target is its own lock; a lock file named
+//     X.lock also guards the owner directory X beside it;
+//   - an owner directory X holds a process's temporary files. Its lock file is made (and locked)
+//     before it and removed after it, so a directory without its lock file is never in use.
+//
+// When a process dies, however it dies, the operating system drops its locks: any later Sweep of
+// the parent can take them and remove what they guard. A live process's locks cannot be taken, so
+// its files are never touched. No clock is involved.
 package scratch
 
 import (
@@ -25,68 +29,55 @@ import (
 	"time"
 )
 
-// Prefix starts the name of every owner directory and lock file.
+// Prefix starts every owned name.
 const Prefix = ".oprov-tmp-"
 
 const lockSuffix = ".lock"
 
-// Dir is a directory of temporary files owned by this process until Release.
-type Dir struct {
-	// Path is the owner directory. Files made in it can be renamed to anywhere on the same file
-	// system as PARENT.
-	Path string
+// IsOwned reports whether a name in a parent directory is owned (see the package comment).
+func IsOwned(name string) bool { return strings.HasPrefix(name, Prefix) }
 
-	mu   sync.Mutex
-	lock *os.File // the locked lock file; nil once released
-}
+// createAttempts bounds the retries when sweepers catch a new file between its creation and its
+// lock (a few system calls apart): only ever seen with sweeps in a tight loop.
+const createAttempts = 100
 
-// claimAttempts bounds the retries when sweepers catch a claim half made (between the creation
-// of its lock file and the lock, a few system calls): only ever seen with sweeps in a tight loop.
-const claimAttempts = 100
-
-// Claim makes a new owner directory in parent (which must exist) and locks it for this process.
-func Claim(parent string) (*Dir, error) {
-	for i := 0; i < claimAttempts; i++ {
-		if d, err := tryClaim(parent); d != nil || err != nil {
-			return d, err
+// createLocked creates a new owned file in parent, named Prefix+PID-RAND+suffix, and locks it.
+func createLocked(parent, suffix string) (*os.File, error) {
+	for i := 0; i < createAttempts; i++ {
+		if f, err := tryCreateLocked(parent, suffix); f != nil || err != nil {
+			return f, err
 		}
 		time.Sleep(time.Duration(i) * 100 * time.Microsecond)
 	}
-	return nil, fmt.Errorf("temporary directory in %s: lost the owner lock %d times to other processes", parent, claimAttempts)
+	return nil, fmt.Errorf("temporary file in %s: lost its lock %d times to other processes", parent, createAttempts)
 }
 
-// tryClaim makes one attempt: (nil, nil) means a sweeper took the new lock file first.
-func tryClaim(parent string) (*Dir, error) {
+// tryCreateLocked makes one attempt: (nil, nil) means a sweeper took the new file first.
+func tryCreateLocked(parent, suffix string) (*os.File, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	base := filepath.Join(parent, Prefix+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(rnd[:]))
-	// The lock is taken on the descriptor that created the file, at once. A lock file name is
-	// made only here, never again, so once a sweeper has removed it nothing can bring its
-	// directory back to life.
-	f, err := os.OpenFile(base+lockSuffix, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	path := filepath.Join(parent, Prefix+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(rnd[:])+suffix)
+	// The lock is taken on the descriptor that created the file, at once. An owned name is made
+	// only here, never again, so once a sweeper has removed it nothing can bring it back to life.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("temporary directory in %s: %w", parent, err)
+		return nil, fmt.Errorf("temporary file in %s: %w", parent, err)
 	}
 	ok, err := tryLock(f)
 	if err != nil {
-		os.Remove(base + lockSuffix)
+		os.Remove(path)
 		f.Close()
-		return nil, fmt.Errorf("temporary directory in %s: locking: %w", parent, err)
+		return nil, fmt.Errorf("temporary file in %s: locking: %w", parent, err)
 	}
 	// Between the creation and the lock, a sweeper may have locked the new file (then it
 	// removes it) or already removed it (then this lock guards nothing): start over.
-	if !ok || !lockedAtPath(f, base+lockSuffix) {
+	if !ok || !lockedAtPath(f, path) {
 		f.Close()
 		return nil, nil
 	}
-	if err := os.Mkdir(base, 0o700); err != nil {
-		os.Remove(base + lockSuffix)
-		f.Close()
-		return nil, fmt.Errorf("temporary directory in %s: %w", parent, err)
-	}
-	return &Dir{Path: base, lock: f}, nil
+	return f, nil
 }
 
 // lockedAtPath reports whether the locked file f is still the one at path.
@@ -99,8 +90,41 @@ func lockedAtPath(f *os.File, path string) bool {
 	return err == nil && os.SameFile(held, now)
 }
 
-// Release removes the owner directory with everything still in it, then gives up the lock and
-// removes the lock file. It is safe to call more than once.
+// Dir is a directory of temporary files owned by this process until Release.
+type Dir struct {
+	// Path is the owner directory. Files made in it can be renamed to anywhere on the same file
+	// system as its parent.
+	Path string
+
+	mu   sync.Mutex
+	lock *os.File // the locked lock file; nil once released
+}
+
+// Claim makes a new owner directory in parent (which must exist) and locks it for this process.
+func Claim(parent string) (*Dir, error) {
+	f, err := createLocked(parent, lockSuffix)
+	if err != nil {
+		return nil, err
+	}
+	dir := strings.TrimSuffix(f.Name(), lockSuffix)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		os.Remove(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("temporary directory in %s: %w", parent, err)
+	}
+	return &Dir{Path: dir, lock: f}, nil
+}
+
+// Beside sweeps parent of what dead owners left there, then claims a new owner directory in it:
+// for temporary files written next to a user's own files (a save's layout and tarball), where the
+// next run to the same place is the one that cleans up.
+func Beside(parent string) (*Dir, error) {
+	Sweep(parent)
+	return Claim(parent)
+}
+
+// Release removes the owner directory with everything still in it, then its lock file, then
+// gives up the lock. It is safe to call more than once, and on nil.
 func (d *Dir) Release() error {
 	if d == nil {
 		return nil
@@ -111,7 +135,7 @@ func (d *Dir) Release() error {
 		return nil
 	}
 	err := os.RemoveAll(d.Path)
-	if rerr := os.Remove(d.Path + lockSuffix); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+	if rerr := os.Remove(d.lock.Name()); err == nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
 	d.lock.Close()
@@ -121,55 +145,46 @@ func (d *Dir) Release() error {
 
 // WriteFile writes dest through a temporary file in d: written, synced, then renamed into place,
 // so dest is either whole or absent. d must be on dest's file system.
-func (d *Dir) WriteFile(dest string, write func(io.Writer) error) (err error) {
+func (d *Dir) WriteFile(dest string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(d.Path, filepath.Base(dest)+".*")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if runtime.GOOS != "windows" {
-		if err = os.Chmod(f.Name(), 0o644); err != nil {
-			return err
-		}
-	}
-	return os.Rename(f.Name(), dest)
+	return finish(f, dest, write)
 }
 
-// Beside sweeps parent of what dead owners left there, then claims a new owner directory in it:
-// for temporary files written next to a user's own files (pull's output directory, save's
-// tarball), where the next run to the same place is the one that cleans up.
-func Beside(parent string) (*Dir, error) {
-	Sweep(parent)
-	return Claim(parent)
-}
-
-// WriteFileAtomic writes dest through an owner directory beside it (see Beside and WriteFile).
+// WriteFileAtomic writes dest through a temporary file beside it that is its own lock, so dest is
+// either whole or absent, and first removes what killed writers left in dest's directory.
 func WriteFileAtomic(dest string, write func(io.Writer) error) error {
-	d, err := Beside(filepath.Dir(dest))
+	Sweep(filepath.Dir(dest))
+	f, err := createLocked(filepath.Dir(dest), "."+filepath.Base(dest))
 	if err != nil {
 		return err
 	}
-	err = d.WriteFile(dest, write)
-	if rerr := d.Release(); err == nil {
-		err = rerr
+	return finish(f, dest, write)
+}
+
+// finish writes, syncs and closes a temporary file and renames it to dest; on failure it removes
+// the temporary file. A lock on f is held until it is renamed (on Windows, where an open file
+// cannot be renamed, until just before).
+func finish(f *os.File, dest string, write func(io.Writer) error) error {
+	err := write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil && runtime.GOOS != "windows" {
+		if err = os.Chmod(f.Name(), 0o644); err == nil {
+			err = os.Rename(f.Name(), dest)
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && runtime.GOOS == "windows" {
+		err = os.Rename(f.Name(), dest)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 	}
 	return err
 }
-
-// IsOwned reports whether a name in a parent directory belongs to this scheme (an owner directory
-// or its lock file).
-func IsOwned(name string) bool { return strings.HasPrefix(name, Prefix) }

@@ -8,34 +8,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 )
 
-// TestMain doubles as the child process of the kill tests: with SCRATCH_CHILD=PARENT it claims
-// an owner directory in PARENT, writes a 1 MiB file in it, prints the directory's path, and
-// waits to be killed.
+// TestMain doubles as the child process of the kill tests. With SCRATCH_CHILD=PARENT it claims
+// an owner directory in PARENT and writes a 1 MiB file in it; with SCRATCH_CHILD_FILE=DEST it
+// writes 1 MiB of DEST through WriteFileAtomic. Either way it prints the path of what it is
+// writing and waits, mid-write, to be killed.
 func TestMain(m *testing.M) {
+	partial := bytes.Repeat([]byte{'x'}, 1<<20)
 	if parent := os.Getenv("SCRATCH_CHILD"); parent != "" {
 		d, err := Claim(parent)
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		os.WriteFile(filepath.Join(d.Path, "partial"), bytes.Repeat([]byte{'x'}, 1<<20), 0o644)
-		fmt.Println(d.Path)
+		os.WriteFile(filepath.Join(d.Path, "partial"), partial, 0o644)
+		fmt.Println(filepath.Join(d.Path, "partial"))
 		select {}
+	}
+	if dest := os.Getenv("SCRATCH_CHILD_FILE"); dest != "" {
+		WriteFileAtomic(dest, func(w io.Writer) error {
+			w.Write(partial)
+			fmt.Println(w.(*os.File).Name())
+			select {}
+		})
 	}
 	os.Exit(m.Run())
 }
 
-// killedOwner starts a child that claims an owner directory in parent and writes into it, then
-// kills it with SIGKILL: what a crashed run leaves behind. It returns the directory.
-func killedOwner(t *testing.T, parent string) string {
+// killedWriter starts a child that writes a partial file (see TestMain) with env set, then kills
+// it with SIGKILL: what a crashed run leaves behind. It returns the partial file.
+func killedWriter(t *testing.T, env string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SCRATCH_CHILD="+parent)
+	cmd.Env = append(os.Environ(), env)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +56,17 @@ func killedOwner(t *testing.T, parent string) string {
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	dir := line[:len(line)-1]
-	if _, err := os.Stat(filepath.Join(dir, "partial")); err != nil {
+	path := strings.TrimSpace(line)
+	if st, err := os.Stat(path); err != nil || st.Size() != 1<<20 {
 		t.Fatalf("the child left no partial file (%q): %v", line, err)
 	}
-	return dir
+	return path
+}
+
+// killedOwner leaves in parent the owner directory of a killed process, holding a 1 MiB file.
+func killedOwner(t *testing.T, parent string) string {
+	t.Helper()
+	return filepath.Dir(killedWriter(t, "SCRATCH_CHILD="+parent))
 }
 
 func names(t *testing.T, dir string) []string {
@@ -128,12 +144,17 @@ func TestOrphanDirectoryIsSwept(t *testing.T) {
 	}
 }
 
-// TestWriteFileAtomicCleansBesideItsTarget: the next write beside a target removes what a killed
-// writer left there, and leaves only the target.
+// TestWriteFileAtomicCleansBesideItsTarget: the next write beside a target removes what killed
+// writers left there (an owner directory, a temporary file that was its own lock), and leaves
+// only the target.
 func TestWriteFileAtomicCleansBesideItsTarget(t *testing.T) {
 	parent := t.TempDir()
-	killedOwner(t, parent)
 	dest := filepath.Join(parent, "out.zip")
+	killedOwner(t, parent)
+	partial := killedWriter(t, "SCRATCH_CHILD_FILE="+dest)
+	if !IsOwned(filepath.Base(partial)) || filepath.Dir(partial) != parent {
+		t.Fatalf("the temporary file %s is not an owned name beside its target", partial)
+	}
 	if err := WriteFileAtomic(dest, func(w io.Writer) error { _, err := io.WriteString(w, "whole"); return err }); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +168,37 @@ func TestWriteFileAtomicCleansBesideItsTarget(t *testing.T) {
 	}
 	if left := names(t, parent); len(left) != 1 {
 		t.Errorf("left after a failed write: %v", left)
+	}
+}
+
+// TestSweepSparesALiveWrite: a sweep beside a target leaves a write in progress alone.
+func TestSweepSparesALiveWrite(t *testing.T) {
+	parent := t.TempDir()
+	dest := filepath.Join(parent, "out.zip")
+	started, release := make(chan string), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- WriteFileAtomic(dest, func(w io.Writer) error {
+			w.Write([]byte("half"))
+			started <- w.(*os.File).Name()
+			<-release
+			_, err := w.Write([]byte(" and the rest"))
+			return err
+		})
+	}()
+	partial := <-started
+	if s := Sweep(parent); s.Owners != 0 {
+		t.Errorf("Sweep removed %+v", s)
+	}
+	if got := List(parent); len(got) != 1 || !got[0].Live || got[0].Path != partial || got[0].Size != 4 {
+		t.Errorf("List: %+v", got)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(dest); string(data) != "half and the rest" {
+		t.Errorf("the target holds %q", data)
 	}
 }
 
@@ -178,7 +230,19 @@ func TestClaimsRaceSweeps(t *testing.T) {
 			defer owners.Done()
 			for i := 0; i < 60; i++ {
 				dest := filepath.Join(parent, fmt.Sprintf("target-%d-%d", w, i))
-				err := WriteFileAtomic(dest, func(w io.Writer) error { _, err := w.Write(make([]byte, 4096)); return err })
+				data := func(w io.Writer) error { _, err := w.Write(make([]byte, 4096)); return err }
+				var err error
+				if w%2 == 0 { // a temporary file that is its own lock
+					err = WriteFileAtomic(dest, data)
+				} else { // an owner directory
+					var d *Dir
+					if d, err = Claim(parent); err == nil {
+						err = d.WriteFile(dest, data)
+						if rerr := d.Release(); err == nil {
+							err = rerr
+						}
+					}
+				}
 				if err == nil {
 					err = os.Remove(dest)
 				}

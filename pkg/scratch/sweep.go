@@ -5,20 +5,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Owner describes one owner directory found in a parent directory.
+// Owner describes one owned lock found in a parent directory, with what it guards.
 type Owner struct {
-	Path  string    `json:"path"`
+	Path  string    `json:"path"`  // the owner directory, or the temporary file that is its own lock
 	PID   int       `json:"pid"`   // the process that made it (for reports; the lock decides)
 	Live  bool      `json:"live"`  // its process still holds the lock
-	Size  int64     `json:"size"`  // bytes of the files in it
-	Files int       `json:"files"` // files in it
-	Since time.Time `json:"since"` // when it was claimed
+	Size  int64     `json:"size"`  // bytes of the files it guards
+	Files int       `json:"files"` // files it guards
+	Since time.Time `json:"since"` // when it was made (a temporary file: last written)
 }
 
 // Swept says what a Sweep removed.
@@ -30,89 +29,116 @@ type Swept struct {
 // Add adds another sweep's result to s.
 func (s *Swept) Add(o Swept) { s.Owners, s.Bytes = s.Owners+o.Owners, s.Bytes+o.Bytes }
 
-// owners lists the owner base paths in parent (each owner once, whether its directory, its lock
-// file, or both are there), sorted.
-func owners(parent string) []string {
+// guarded gives what an owned lock file guards besides itself: the owner directory named like it
+// without ".lock" (none for a temporary file that is its own lock, or a directory not made yet).
+func guarded(lock string) string {
+	if dir, ok := strings.CutSuffix(lock, lockSuffix); ok {
+		return dir
+	}
+	return ""
+}
+
+// Sweep removes, from parent, everything owned by processes that are gone: each owned file
+// whose lock can be taken, with the directory it guards, and each owner directory without its
+// lock file. Live owners are left alone. A missing parent is an empty one.
+func Sweep(parent string) Swept {
+	var s Swept
 	entries, _ := os.ReadDir(parent)
-	seen := map[string]bool{}
-	var out []string
 	for _, e := range entries {
 		if !IsOwned(e.Name()) {
 			continue
 		}
-		base := filepath.Join(parent, strings.TrimSuffix(e.Name(), lockSuffix))
-		if !seen[base] {
-			seen[base] = true
-			out = append(out, base)
+		path := filepath.Join(parent, e.Name())
+		var n int64
+		var ok bool
+		switch {
+		case e.IsDir():
+			n, ok = sweepOrphan(path)
+		case e.Type().IsRegular():
+			n, ok = sweepLocked(path)
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Sweep removes, from parent, every owner directory whose process is gone, with its lock file.
-// Live owners are left alone. A missing parent is an empty one.
-func Sweep(parent string) Swept {
-	var s Swept
-	for _, base := range owners(parent) {
-		if n, ok := sweepOne(base); ok {
-			s.Owners++
-			s.Bytes += n
+		if ok {
+			s.Add(Swept{Owners: 1, Bytes: n})
 		}
 	}
 	return s
 }
 
-// sweepOne removes one owner if its lock can be taken, and gives the bytes it held.
-func sweepOne(base string) (int64, bool) {
-	f, err := os.Open(base + lockSuffix)
-	if errors.Is(err, fs.ErrNotExist) {
-		// A directory without its lock file is never in use (the lock file comes first and goes
-		// last); a lock file gone since the listing took its directory with it.
-		if _, err := os.Lstat(base); err != nil {
-			return 0, false
-		}
-		size, _ := Usage(base)
-		return size, os.RemoveAll(base) == nil
+// sweepOrphan removes an owner directory whose lock file is gone: the lock file comes first and
+// goes last, so such a directory is never in use.
+func sweepOrphan(dir string) (int64, bool) {
+	if _, err := os.Lstat(dir + lockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		return 0, false // guarded: judged by its lock file
 	}
+	size, _ := Usage(dir)
+	return size, os.RemoveAll(dir) == nil
+}
+
+// sweepLocked removes an owned file, and the directory it guards, if its lock can be taken.
+func sweepLocked(path string) (int64, bool) {
+	f, err := os.Open(path)
 	if err != nil {
-		return 0, false // not ours to judge (another user's)
+		return 0, false // gone since the listing, or not ours to judge (another user's)
 	}
-	defer f.Close() // drops the lock, after the lock file is gone
-	if ok, err := tryLock(f); err != nil || !ok || !lockedAtPath(f, base+lockSuffix) {
+	defer f.Close() // drops the lock, after the file is gone
+	if ok, err := tryLock(f); err != nil || !ok || !lockedAtPath(f, path) {
 		return 0, false // live, or removed since it was opened
 	}
-	// The lock file goes while still locked: unlocked first, a claim that had just made a file
-	// of the same name could lock it and then lose it to this removal.
-	size, _ := Usage(base)
-	if os.RemoveAll(base) != nil {
-		return 0, false
+	size, _ := Usage(path)
+	if dir := guarded(path); dir != "" {
+		n, _ := Usage(dir)
+		size += n
+		if os.RemoveAll(dir) != nil {
+			return 0, false
+		}
 	}
-	os.Remove(base + lockSuffix)
+	// The file goes while still locked: unlocked first, a new file of the same name (made by
+	// another claim at that moment) could be locked and then lost to this removal.
+	os.Remove(path)
 	return size, true
 }
 
 // List describes every owner in parent, live or not, without removing anything.
 func List(parent string) []Owner {
 	var out []Owner
-	for _, base := range owners(parent) {
-		o := Owner{Path: base}
-		name := strings.TrimPrefix(filepath.Base(base), Prefix)
-		if pid, _, ok := strings.Cut(name, "-"); ok {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if !IsOwned(e.Name()) {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		o := Owner{Path: path}
+		if e.IsDir() {
+			if _, err := os.Lstat(path + lockSuffix); err == nil {
+				continue // described with its lock file
+			}
+		} else {
+			o.Live, o.Since = probe(path)
+			if dir := guarded(path); dir != "" {
+				o.Path = dir
+			}
+		}
+		if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), Prefix), "-"); ok {
 			o.PID, _ = strconv.Atoi(pid)
 		}
-		if f, err := os.Open(base + lockSuffix); err == nil {
-			if st, err := f.Stat(); err == nil {
-				o.Since = st.ModTime()
-			}
-			ok, err := tryLock(f)
-			o.Live = err == nil && !ok
-			f.Close()
-		}
-		o.Size, o.Files = Usage(base)
+		o.Size, o.Files = Usage(o.Path) // a lock file holds nothing: what counts is its directory
 		out = append(out, o)
 	}
 	return out
+}
+
+// probe tells whether an owned file's lock is held, and when the file was made.
+func probe(path string) (live bool, since time.Time) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, since
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		since = st.ModTime()
+	}
+	ok, err := tryLock(f)
+	return err == nil && !ok, since
 }
 
 // Usage gives the bytes and number of the regular files under path (a file or a directory):

@@ -108,7 +108,11 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if fileExists(exe) {
 		return out, nil
 	}
-	tmp, err := os.MkdirTemp(c.TmpDir(), "build-")
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "build-")
 	if err != nil {
 		return nil, err
 	}
