@@ -118,7 +118,7 @@ func printTemp(w io.Writer, t cache.Temp) {
 
 func printCleared(w io.Writer, s scratch.Swept) {
 	if s.Owners > 0 {
-		fmt.Fprintf(w, "Cleared %s of temporary files left by %s that are gone.\n", humanBytes(s.Bytes), plural(s.Owners, "run"))
+		fmt.Fprintf(w, "Cleared %s of temporary files left by %s that ended without cleaning up.\n", humanBytes(s.Bytes), plural(s.Owners, "run"))
 	}
 }
 

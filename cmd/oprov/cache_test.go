@@ -142,7 +142,7 @@ func TestCacheReportsTempSpace(t *testing.T) {
 	for _, want := range []string{
 		"Temporary space: 2.0 kB",
 		"being written by a live run, pid " + strconv.Itoa(os.Getpid()),
-		"Cleared 3.0 kB of temporary files left by 1 run that are gone.",
+		"Cleared 3.0 kB of temporary files left by 1 run that ended without cleaning up.",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("list output lacks %q:\n%s", want, out)

@@ -33,13 +33,13 @@ import (
 //	versions/<registry>/<repository>/<tag>.json  what a version's index held, and who signed it
 //	mirror/<key>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
 //	builds/<key>/                           providers kept as source, built for this machine
-//	tmp/.oprov-tmp-PID-RAND[.lock]           work in progress, one directory per open Cache
+//	tmp/.oprov-tmp-PID-RAND[.lock]          work in progress, one directory per open Cache
 //	locks/                                  file locks
 //
 // An entry appears only once complete (temporary name, then rename), so a process killed at any
 // point leaves no partial entry; locks keep concurrent processes from doing the same work twice.
-// Work in progress lives in this Cache's own directory under tmp/ (see pkg/scratch), locked for
-// as long as the Cache is open: whatever a killed process left there is removed by the next Open,
+// Work in progress lives in this Cache's own directory under tmp/ (see pkg/scratch), locked from
+// its first write until Close: whatever a killed process left there is removed by the next Open,
 // and a live process's never is.
 type Cache struct {
 	Dir string
