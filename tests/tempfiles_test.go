@@ -22,7 +22,7 @@ import (
 const bigMB = 50
 
 // bigRelease is a TLS registry holding example.com/acme/bench 1.0.0: 3 platforms (this machine's
-// and two others) of bigMB MiB of incompressible bytes each, unsigned.
+// and two others) of mb MiB of incompressible bytes each, unsigned.
 type bigRelease struct {
 	reg  *testreg.Registry
 	repo string            // HOST/providers/acme/bench
@@ -30,13 +30,13 @@ type bigRelease struct {
 	env  []string
 }
 
-func newBigRelease(t testing.TB) *bigRelease {
+func newBigRelease(t testing.TB, mb int) *bigRelease {
 	t.Helper()
 	b := &bigRelease{reg: testreg.Start(t, testreg.Options{}), sums: map[string]string{}}
 	b.repo = b.reg.Host + "/providers/acme/bench"
 	b.env = []string{"SSL_CERT_FILE=" + b.reg.CAFile, "HOME=" + t.TempDir()}
 	dist := t.TempDir()
-	paths, sums := syntheticReleaseOf(t, dist, bigMB, helloPlatforms)
+	paths, sums := syntheticReleaseOf(t, dist, mb, helloPlatforms)
 	for i, p := range paths {
 		b.sums[filepath.Base(p)] = sums[i]
 	}
@@ -195,7 +195,7 @@ func sha256Of(t *testing.T, path string) string {
 // random points, then one normal install. Afterwards the cache's temporary space is empty, its
 // size on disk is the sum of its entries, and every entry matches its digest.
 func TestKilledInstallsLeaveNoGarbage(t *testing.T) {
-	b := newBigRelease(t)
+	b := newBigRelease(t, bigMB)
 	cfg := b.config(t, b.reg.Host)
 	cache := filepath.Join(t.TempDir(), "cache")
 	env := b.envWith("OPROV_CACHE_DIR=" + cache)
@@ -238,7 +238,7 @@ func TestKilledInstallsLeaveNoGarbage(t *testing.T) {
 // SIGKILL at random points, then one normal pull. Afterwards the directory holds the zips and
 // SHA256SUMS, each whole, and nothing else.
 func TestKilledPullsLeaveNoGarbage(t *testing.T) {
-	b := newBigRelease(t)
+	b := newBigRelease(t, bigMB)
 	out := t.TempDir()
 	full := timed(t, b.env, "pull", b.repo+":1.0.0", "-o", t.TempDir())
 	t.Logf("a pull takes %v", full)
@@ -273,7 +273,7 @@ func TestKilledPullsLeaveNoGarbage(t *testing.T) {
 // TestKilledSavesLeaveNoGarbage: saves killed with SIGKILL leave nothing beside the tarball that
 // the next save there does not remove, and that save's tarball is whole.
 func TestKilledSavesLeaveNoGarbage(t *testing.T) {
-	b := newBigRelease(t)
+	b := newBigRelease(t, bigMB)
 	dir := t.TempDir()
 	tarball := filepath.Join(dir, "providers.tar")
 	full := timed(t, b.env, "save", b.repo+":1.0.0", "-o", filepath.Join(t.TempDir(), "timing.tar"))
@@ -296,7 +296,7 @@ func TestKilledSavesLeaveNoGarbage(t *testing.T) {
 // install of another provider, 'oprov cache' and 'oprov cache prune'. They see the first run's
 // download as live and leave it alone, and once the relay lets go it completes.
 func TestSweepSparesALiveDownload(t *testing.T) {
-	b := newBigRelease(t)
+	b := newBigRelease(t, bigMB)
 	relay := gate.Start(t, b.reg.Host, 8<<20)
 	cache := filepath.Join(t.TempDir(), "cache")
 	env := b.envWith("OPROV_CACHE_DIR=" + cache)

@@ -159,18 +159,21 @@ never half of it. An install fetches what it needs again.
 	return c
 }
 
+// maxAgeDays bounds an age in days so that it fits a time.Duration (about 292 years).
+const maxAgeDays = 100 * 365
+
 // parseAge parses a duration that may also be given in days (30d).
 func parseAge(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(days, 64)
-		if err != nil || n <= 0 {
-			return 0, usageErrorf("--older-than %q: want a positive age such as 30d, 12h or 90m", s)
+		if err != nil || !(n > 0 && n <= maxAgeDays) {
+			return 0, usageErrorf("--older-than %q: want a positive age (at most 100 years) such as 30d, 12h or 90m", s)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, usageErrorf("--older-than %q: want a positive age such as 30d, 12h or 90m", s)
+		return 0, usageErrorf("--older-than %q: want a positive age (at most 100 years) such as 30d, 12h or 90m", s)
 	}
 	return d, nil
 }

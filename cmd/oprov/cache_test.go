@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -165,4 +166,28 @@ func TestCacheUsageErrors(t *testing.T) {
 			t.Errorf("oprov %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, stderr)
 		}
 	}
+}
+
+// FuzzParseAge: an accepted age is positive and reads back from its own Go form; anything else
+// is a usage error.
+func FuzzParseAge(f *testing.F) {
+	for _, s := range []string{"30d", "0.5d", "12h", "90m", "1h30m", "0d", "-1h", "d", "soon", "1e400d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseAge(s)
+		if err != nil {
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%q: %v is not a usage error", s, err)
+			}
+			return
+		}
+		if d <= 0 {
+			t.Fatalf("%q gave a non-positive age %v", s, d)
+		}
+		if again, err := parseAge(d.String()); err != nil || again != d {
+			t.Fatalf("%q gave %v, which reads back as %v, %v", s, d, again, err)
+		}
+	})
 }
