@@ -67,8 +67,7 @@ func tryCreateLocked(parent, suffix string) (*os.File, error) {
 	}
 	ok, err := tryLock(f)
 	if err != nil {
-		os.Remove(path)
-		f.Close()
+		removeLocked(f)
 		return nil, fmt.Errorf("temporary file in %s: locking: %w", parent, err)
 	}
 	// Between the creation and the lock, a sweeper may have locked the new file (then it
@@ -108,8 +107,7 @@ func Claim(parent string) (*Dir, error) {
 	}
 	dir := strings.TrimSuffix(f.Name(), lockSuffix)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		os.Remove(f.Name())
-		f.Close()
+		removeLocked(f)
 		return nil, fmt.Errorf("temporary directory in %s: %w", parent, err)
 	}
 	return &Dir{Path: dir, lock: f}, nil
@@ -135,11 +133,23 @@ func (d *Dir) Release() error {
 		return nil
 	}
 	err := os.RemoveAll(d.Path)
-	if rerr := os.Remove(d.lock.Name()); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+	if rerr := removeLocked(d.lock); err == nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
-	d.lock.Close()
 	d.lock = nil
+	return err
+}
+
+// removeLocked removes a locked file, then closes it (dropping the lock). Where an open file
+// cannot be removed (Windows), it is closed first; there a removal cannot take the file of
+// another process that has it open, which is what removing it while locked guards against.
+func removeLocked(f *os.File) error {
+	if runtime.GOOS == "windows" {
+		f.Close()
+		return os.Remove(f.Name())
+	}
+	err := os.Remove(f.Name())
+	f.Close()
 	return err
 }
 

@@ -80,8 +80,8 @@ func sweepLocked(path string) (int64, bool) {
 	if err != nil {
 		return 0, false // gone since the listing, or not ours to judge (another user's)
 	}
-	defer f.Close() // drops the lock, after the file is gone
 	if ok, err := tryLock(f); err != nil || !ok || !lockedAtPath(f, path) {
+		f.Close()
 		return 0, false // live, or removed since it was opened
 	}
 	size, _ := Usage(path)
@@ -89,12 +89,13 @@ func sweepLocked(path string) (int64, bool) {
 		n, _ := Usage(dir)
 		size += n
 		if os.RemoveAll(dir) != nil {
+			f.Close()
 			return 0, false
 		}
 	}
 	// The file goes while still locked: unlocked first, a new file of the same name (made by
 	// another claim at that moment) could be locked and then lost to this removal.
-	os.Remove(path)
+	removeLocked(f)
 	return size, true
 }
 
