@@ -136,7 +136,7 @@ func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockE
 		return nil, err
 	}
 	in.FromCache = in.FromCache && !fetched
-	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
+	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.H1, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
 	}
 	return in, nil

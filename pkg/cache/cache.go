@@ -332,10 +332,16 @@ func (c *Cache) MirrorRoot(zip digest.Digest, addr artifact.ProviderAddress, ver
 	return filepath.Join(c.Dir, "mirror", zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
 }
 
+// unpackedSum is the file at the top of an unpacked entry that records the h1: of the zip it was
+// unpacked from, for Verify. OpenTofu's (and Terraform's) filesystem-mirror search ignores files
+// less than three levels deep.
+const unpackedSum = ".oprov-h1"
+
 // EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
 // exists already, and returns the root. The whole root is built under tmp/ and renamed into
-// place, so it is either complete or absent.
-func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
+// place, so it is either complete or absent. h1 is the zip's h1: hash, recorded in the root for
+// Verify (computed from the zip when "").
+func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, h1 string, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
 	root := c.MirrorRoot(zip, addr, version, p)
 	if c.HasMirror(root) {
 		return root, nil
@@ -359,6 +365,14 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
+		return "", err
+	}
+	if h1 == "" {
+		if h1, err = release.HashZipH1(c.BlobPath(zip)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(h1+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {

@@ -136,27 +136,16 @@ func verifyVersion(e Entry) error {
 	return nil
 }
 
-// verifyUnpacked compares an unpacked package's h1: with its zip's: the zip's own if the cache
-// still holds it, else what a version record remembers of it.
+// verifyUnpacked compares an unpacked package's h1: with its zip's: as recorded when it was
+// unpacked, else the zip's own if the cache still holds it, else what a version record remembers.
 func (c *Cache) verifyUnpacked(e Entry, h1s map[string]string) error {
 	pkg, ok := unpackedPackage(e.Path)
 	if !ok {
 		return fmt.Errorf("unpacked entry %s does not hold exactly one package", e.Path)
 	}
-	want := ""
-	blobs, _ := filepath.Glob(filepath.Join(c.Dir, "blobs", "sha256", e.zipPrefix+"*"))
-	for _, b := range blobs {
-		if h1, err := release.HashZipH1(b); err == nil {
-			want = h1
-		}
-	}
-	for z, h1 := range h1s {
-		if want == "" && e.zipPrefix != "" && strings.HasPrefix(z, e.zipPrefix) {
-			want = h1
-		}
-	}
-	if want == "" {
-		return fmt.Errorf("%w: its zip and version record are gone", errUncheckable)
+	want, err := c.unpackedFrom(e, h1s)
+	if err != nil {
+		return err
 	}
 	got, err := dirhash.HashDir(pkg, "", dirhash.Hash1)
 	if err != nil {
@@ -166,6 +155,28 @@ func (c *Cache) verifyUnpacked(e Entry, h1s map[string]string) error {
 		return fmt.Errorf("unpacked package %s was changed on disk: it hashes to %s, its zip to %s", pkg, got, want)
 	}
 	return nil
+}
+
+// unpackedFrom gives the h1: of the zip an unpacked entry came from.
+func (c *Cache) unpackedFrom(e Entry, h1s map[string]string) (string, error) {
+	if data, err := os.ReadFile(filepath.Join(e.Path, unpackedSum)); err == nil {
+		if h1 := strings.TrimSpace(string(data)); strings.HasPrefix(h1, "h1:") {
+			return h1, nil
+		}
+		return "", fmt.Errorf("unpacked entry %s: %s is damaged", e.Path, unpackedSum)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(c.Dir, "blobs", "sha256", e.zipPrefix+"*"))
+	for _, b := range blobs {
+		if h1, err := release.HashZipH1(b); err == nil {
+			return h1, nil
+		}
+	}
+	for z, h1 := range h1s {
+		if e.zipPrefix != "" && strings.HasPrefix(z, e.zipPrefix) {
+			return h1, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unpacked before oprov recorded sums, and its zip and version record are gone", errUncheckable)
 }
 
 func verifyBuild(e Entry) error {

@@ -79,25 +79,36 @@ func TestVerifyFindsEveryKindOfDamage(t *testing.T) {
 	}
 }
 
-// TestVerifyUnpackedWithoutItsZip: an unpacked package is checked against the h1: its version
-// record remembers when the zip is gone, and reported as unchecked when both are.
-func TestVerifyUnpackedWithoutItsZip(t *testing.T) {
+// TestVerifyUnpackedAgainstWhatIsLeft: an unpacked package is checked against the h1: recorded
+// when it was unpacked, even with its zip and version record gone; one unpacked before sums were
+// recorded, against its version record's h1:, and reported as unchecked when that is gone too.
+func TestVerifyUnpackedAgainstWhatIsLeft(t *testing.T) {
 	f := fill(t)
-	os.Remove(f.c.BlobPath(f.zip))
-	res, err := f.c.Verify(context.Background(), false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Problems) != 0 || len(res.Unchecked) != 0 {
-		t.Fatalf("with the record's h1: %+v", res)
-	}
+	ctx := context.Background()
 	pkg, _ := unpackedPackage(f.unpacked)
+	os.Remove(f.c.BlobPath(f.zip))
+	os.Remove(f.record)
+	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 0 || len(res.Unchecked) != 0 {
+		t.Fatalf("a whole package against its recorded sum: %+v", res)
+	}
 	overwrite(t, filepath.Join(pkg, "terraform-provider-hello_v1.0.0"), "changed")
-	if res, _ = f.c.Verify(context.Background(), false, nil); len(res.Problems) != 1 {
-		t.Errorf("a changed package checked against the record: %+v", res.Problems)
+	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 1 {
+		t.Errorf("a changed package against its recorded sum: %+v", res.Problems)
+	}
+
+	f = fill(t)
+	pkg, _ = unpackedPackage(f.unpacked)
+	os.Remove(filepath.Join(f.unpacked, unpackedSum)) // unpacked by an earlier oprov
+	os.Remove(f.c.BlobPath(f.zip))
+	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 0 || len(res.Unchecked) != 0 {
+		t.Fatalf("a whole package against its version record: %+v", res)
+	}
+	overwrite(t, filepath.Join(pkg, "terraform-provider-hello_v1.0.0"), "changed")
+	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 1 {
+		t.Errorf("a changed package against its version record: %+v", res.Problems)
 	}
 	os.Remove(f.record)
-	if res, _ = f.c.Verify(context.Background(), false, nil); len(res.Unchecked) != 1 || len(res.Problems) != 0 {
+	if res, _ := f.c.Verify(ctx, false, nil); len(res.Unchecked) != 1 || len(res.Problems) != 0 {
 		t.Errorf("with nothing to check against: %+v", res)
 	}
 }
