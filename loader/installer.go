@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/source"
@@ -125,7 +124,7 @@ func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockE
 	in.MirrorRoot = o.Cache.MirrorRoot(pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform)
 	// Already unpacked: tofu checks the unpacked package against the lock's h1: hash whenever
 	// it installs from the mirror, so the zip need not be hashed again.
-	if dirExists(in.MirrorRoot) {
+	if o.Cache.HasMirror(in.MirrorRoot) {
 		return in, nil
 	}
 	var check func(*source.Package) error
@@ -137,13 +136,8 @@ func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockE
 		return nil, err
 	}
 	in.FromCache = in.FromCache && !fetched
-	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
+	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.H1, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
 	}
 	return in, nil
-}
-
-func dirExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }

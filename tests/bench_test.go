@@ -39,8 +39,14 @@ var benchPlatforms = []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "li
 // their hex sha256s.
 func syntheticRelease(t testing.TB, dir string, mb int) (paths []string, sums []string) {
 	t.Helper()
+	return syntheticReleaseOf(t, dir, mb, benchPlatforms)
+}
+
+// syntheticReleaseOf is syntheticRelease for the given platforms.
+func syntheticReleaseOf(t testing.TB, dir string, mb int, platforms []string) (paths []string, sums []string) {
+	t.Helper()
 	var sumsFile strings.Builder
-	for i, p := range benchPlatforms {
+	for i, p := range platforms {
 		name := fmt.Sprintf("terraform-provider-bench_1.0.0_%s.zip", p)
 		path := filepath.Join(dir, name)
 		f, err := os.Create(path)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +63,42 @@ func checkCache(t *testing.T, cache string, lockH1 []string) {
 	}
 }
 
+// seededRand gives a random source whose seed the test log shows, to replay a failure.
+func seededRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("OPROV_TEST_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (replay with OPROV_TEST_SEED=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 1))
+}
+
+// killRuns runs oprov n times with args, killing each run with SIGKILL at a random point in the
+// first 1.2x of full (how long a whole run takes). prepare runs before each run, check after
+// each. It gives how many runs were killed before they finished.
+func killRuns(t *testing.T, rng *rand.Rand, n int, full time.Duration, env []string, prepare, check func(), args ...string) int {
+	t.Helper()
+	killed := 0
+	for i := 0; i < n; i++ {
+		prepare()
+		cmd := exec.Command(oprovBin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(full) * 12 / 10)))
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed++
+		}
+		check()
+	}
+	t.Logf("%d of %d runs were killed before they finished", killed, n)
+	return killed
+}
+
 // TestInstallSurvivesSIGKILL: 20 installs killed at random points never leave a partial cache
 // entry, and the next install completes.
 func TestInstallSurvivesSIGKILL(t *testing.T) {
@@ -83,31 +120,16 @@ func TestInstallSurvivesSIGKILL(t *testing.T) {
 	mustOprov(t, scratch, "install", "-C", f.cfg)
 	full := time.Since(start)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d, a cold install takes %v", seed, full)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	killed := 0
-	for i := 0; i < 20; i++ {
+	rng := seededRand(t)
+	t.Logf("a cold install takes %v", full)
+	killRuns(t, rng, 20, full, runEnv, func() {
 		// Take away part of the cache so each run has work to do.
 		for _, sub := range []string{"blobs", "mirror", "versions"} {
 			if rng.IntN(2) == 0 {
 				os.RemoveAll(filepath.Join(cache, sub))
 			}
 		}
-		cmd := exec.Command(oprovBin, "install", "-C", f.cfg)
-		cmd.Env = append(os.Environ(), runEnv...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rng.Int64N(int64(full) * 12 / 10)))
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			killed++
-		}
-		checkCache(t, cache, lockH1)
-	}
-	t.Logf("%d of 20 runs were killed before they finished", killed)
+	}, func() { checkCache(t, cache, lockH1) }, "install", "-C", f.cfg)
 	mustOprov(t, runEnv, "install", "-C", f.cfg)
 	checkCache(t, cache, lockH1)
 	if n := countEntries(t, filepath.Join(cache, "mirror")); n != 1 {

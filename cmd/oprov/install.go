@@ -68,6 +68,7 @@ func installAndConfigure(ctx context.Context, ios *IOStreams, flags *loaderFlags
 	if err != nil {
 		return nil, nil, "", err
 	}
+	defer opts.Cache.Close()
 	bar := newProgress(ios, "installing")
 	opts.Progress = bar
 	res, err := p.Install(ctx, opts)

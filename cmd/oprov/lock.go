@@ -54,6 +54,7 @@ func runLock(ctx context.Context, o *lockOptions) error {
 	if err != nil {
 		return err
 	}
+	defer opts.Cache.Close()
 	opts.Platforms, opts.Upgrade = platforms, o.Upgrade
 	bar := newProgress(o.io, "locking")
 	opts.Progress = bar

@@ -136,6 +136,7 @@ publishes natively through an oci_mirror block.`,
 		newAttachCmd(io),
 		newDiscoverCmd(io),
 		newServeCmd(io),
+		newCacheCmd(io),
 	)
 	return root
 }

@@ -60,6 +60,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	defer opts.Cache.Close()
 	code, err := p.Run(ctx, opts, loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose})
 	if err != nil {
 		return err

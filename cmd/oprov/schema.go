@@ -94,6 +94,7 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 		if err != nil {
 			return err
 		}
+		defer cache.Close()
 		if exe, err = loader.FetchRef(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}); err != nil {
 			return err
 		}

@@ -109,6 +109,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if cfg.Cache, err = openCache(o.CacheDir); err != nil {
 		return err
 	}
+	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return err

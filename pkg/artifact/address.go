@@ -30,11 +30,11 @@ func ParseProviderAddress(s string) (a ProviderAddress, err error) {
 	if err != nil {
 		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (%v)", s, err)
 	}
-	if again, err := tfaddr.ParseProviderSource(a.String()); err != nil || again != a {
-		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (it does not read back as itself)", s)
-	}
 	if a.Namespace == tfaddr.UnknownProviderNamespace { // a bare TYPE: OpenTofu guesses its namespace; oprov does not
 		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (a namespace is needed)", s)
+	}
+	if again, err := tfaddr.ParseProviderSource(a.String()); err != nil || again != a {
+		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (it does not read back as itself)", s)
 	}
 	return a, nil
 }

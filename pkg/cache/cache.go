@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -23,6 +24,7 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Cache is a content-addressed store shared by every project on the machine:
@@ -30,12 +32,21 @@ import (
 //	blobs/sha256/<hex>                      zips, each complete and checked against its digest
 //	versions/<registry>/<repository>/<tag>.json  what a version's index held, and who signed it
 //	mirror/<key>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
-//	tmp/, locks/                            work in progress and file locks
+//	builds/<key>/                           providers kept as source, built for this machine
+//	tmp/.oprov-tmp-PID-RAND[.lock]          work in progress, one directory per open Cache
+//	locks/                                  file locks
 //
 // An entry appears only once complete (temporary name, then rename), so a process killed at any
 // point leaves no partial entry; locks keep concurrent processes from doing the same work twice.
+// Work in progress lives in this Cache's own directory under tmp/ (see pkg/scratch), locked from
+// its first write until Close: whatever a killed process left there is removed by the next Open,
+// and a live process's never is.
 type Cache struct {
 	Dir string
+
+	mu    sync.Mutex
+	tmp   *scratch.Dir  // this Cache's own temporary directory, from first use until Close
+	swept scratch.Swept // what Open removed of processes that are gone
 }
 
 // DefaultDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.
@@ -50,8 +61,8 @@ func DefaultDir() (string, error) {
 	return filepath.Join(d, "oprov"), nil
 }
 
-// Open opens (creating) a cache directory and clears temporary files that processes killed
-// long ago left behind.
+// Open opens (creating) a cache directory and removes the temporary files of processes that are
+// gone. Close it when done.
 func Open(dir string) (*Cache, error) {
 	for _, sub := range []string{"blobs/sha256", "versions", "mirror", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
@@ -59,16 +70,98 @@ func Open(dir string) (*Cache, error) {
 		}
 	}
 	c := &Cache{Dir: dir}
-	c.sweepTmp(time.Hour)
+	c.swept = c.sweepTmp(UnownedTempAge)
 	return c, nil
 }
 
-func (c *Cache) sweepTmp(age time.Duration) {
-	entries, _ := os.ReadDir(filepath.Join(c.Dir, "tmp"))
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
-			os.RemoveAll(filepath.Join(c.Dir, "tmp", e.Name()))
+// Close removes this Cache's temporary directory, if it made one. A process that exits without
+// closing leaves it to the next Open.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.tmp.Release()
+	c.tmp = nil
+	return err
+}
+
+// owned gives this Cache's own temporary directory under tmp/, made (and locked for this
+// process) on first use: a run that writes nothing makes none.
+func (c *Cache) owned() (*scratch.Dir, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tmp == nil {
+		root := filepath.Join(c.Dir, "tmp")
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, fmt.Errorf("cache %s: %w", c.Dir, err)
 		}
+		d, err := scratch.Claim(root)
+		if err != nil {
+			return nil, fmt.Errorf("cache %s: %w", c.Dir, err)
+		}
+		c.tmp = d
+	}
+	return c.tmp, nil
+}
+
+// TmpDir is where work in progress lives until it is renamed into place: this Cache's own
+// directory under tmp/, on the cache's file system.
+func (c *Cache) TmpDir() (string, error) {
+	d, err := c.owned()
+	if err != nil {
+		return "", err
+	}
+	return d.Path, nil
+}
+
+// ownTmp is the path of this Cache's temporary directory, or "" if it has made none.
+func (c *Cache) ownTmp() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tmp == nil {
+		return ""
+	}
+	return c.tmp.Path
+}
+
+// UnownedTempAge is how old a file in tmp/ without an owner (left by an oprov from before owned
+// temporary directories) must be before it is removed: its writer cannot be told apart.
+const UnownedTempAge = time.Hour
+
+// sweepTmp removes the owner directories of processes that are gone, and unowned entries older
+// than age.
+func (c *Cache) sweepTmp(age time.Duration) scratch.Swept {
+	root := filepath.Join(c.Dir, "tmp")
+	s := scratch.Sweep(root)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if scratch.IsOwned(e.Name()) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
+			size, _ := scratch.Usage(filepath.Join(root, e.Name()))
+			if os.RemoveAll(filepath.Join(root, e.Name())) == nil {
+				s.Add(scratch.Swept{Owners: 1, Bytes: size})
+			}
+		}
+	}
+	return s
+}
+
+// Swept says what Open removed of temporary files whose processes are gone.
+func (c *Cache) Swept() scratch.Swept { return c.swept }
+
+// MarkUsed records that an entry (a path under the cache) was just used, for reports and
+// pruning by age: its modification time is the time of its last use, to the minute (so that runs
+// in quick succession write nothing).
+func (c *Cache) MarkUsed(path string) {
+	if st, err := os.Stat(path); err == nil {
+		c.markUsed(path, st)
+	}
+}
+
+func (c *Cache) markUsed(path string, st os.FileInfo) {
+	if now := time.Now(); now.Sub(st.ModTime()) >= time.Minute {
+		os.Chtimes(path, now, now)
 	}
 }
 
@@ -104,6 +197,7 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	}
 	dest := c.BlobPath(d)
 	if c.HasBlob(d) {
+		c.MarkUsed(dest)
 		return dest, nil
 	}
 	unlock, err := c.Lock(ctx, "blob-"+d.Encoded())
@@ -114,7 +208,11 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	if c.HasBlob(d) { // another process stored it while this one waited
 		return dest, nil
 	}
-	f, err := os.CreateTemp(filepath.Join(c.Dir, "tmp"), "blob-*")
+	tmp, err := c.TmpDir()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(tmp, "blob-*")
 	if err != nil {
 		return "", err
 	}
@@ -143,19 +241,20 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	return dest, nil
 }
 
-// CheckBlob re-hashes a cached zip and compares it with d: a cache on disk can be tampered with.
+// CheckBlob re-hashes a cached zip, about to be used, and compares it with d: a cache on disk can
+// be tampered with.
 func (c *Cache) CheckBlob(d digest.Digest) error {
-	f, err := os.Open(c.BlobPath(d))
+	c.MarkUsed(c.BlobPath(d))
+	return c.checkBlob(d)
+}
+
+func (c *Cache) checkBlob(d digest.Digest) error {
+	got, err := sha256File(c.BlobPath(d))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != d.Encoded() {
-		return fmt.Errorf("cached zip %s was changed on disk (it now hashes to sha256:%s): delete it from %s", d, got, c.Dir)
+	if got != d.Encoded() {
+		return fmt.Errorf("cached zip %s was changed on disk (it now hashes to sha256:%s): run 'oprov cache verify --fix' to remove the damaged entries of %s", d, got, c.Dir)
 	}
 	return nil
 }
@@ -200,6 +299,7 @@ func (c *Cache) ReadMeta(repo oci.Ref, tag string) (*VersionMeta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, nil // a damaged entry is as good as none: it is fetched again
 	}
+	c.MarkUsed(c.metaPath(repo, tag))
 	return &m, nil
 }
 
@@ -213,7 +313,16 @@ func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
 	if err != nil {
 		return err
 	}
-	return release.WriteFileAtomic(p, func(w io.Writer) error { _, err := w.Write(data); return err })
+	return c.writeFile(p, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// writeFile writes a file of the cache through this Cache's temporary directory.
+func (c *Cache) writeFile(dest string, write func(io.Writer) error) error {
+	d, err := c.owned()
+	if err != nil {
+		return err
+	}
+	return d.WriteFile(dest, write)
 }
 
 // MirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
@@ -223,12 +332,18 @@ func (c *Cache) MirrorRoot(zip digest.Digest, addr artifact.ProviderAddress, ver
 	return filepath.Join(c.Dir, "mirror", zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
 }
 
+// unpackedSum is the file at the top of an unpacked entry that records the h1: of the zip it was
+// unpacked from, for Verify. OpenTofu's (and Terraform's) filesystem-mirror search ignores files
+// less than three levels deep.
+const unpackedSum = ".oprov-h1"
+
 // EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
 // exists already, and returns the root. The whole root is built under tmp/ and renamed into
-// place, so it is either complete or absent.
-func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
+// place, so it is either complete or absent. h1 is the zip's h1: hash, recorded in the root for
+// Verify (computed from the zip when "").
+func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, h1 string, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
 	root := c.MirrorRoot(zip, addr, version, p)
-	if st, err := os.Stat(root); err == nil && st.IsDir() {
+	if c.HasMirror(root) {
 		return root, nil
 	}
 	unlock, err := c.Lock(ctx, "mirror-"+filepath.Base(root))
@@ -239,13 +354,25 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "mirror-")
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "mirror-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
+		return "", err
+	}
+	if h1 == "" {
+		if h1, err = release.HashZipH1(c.BlobPath(zip)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(h1+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
@@ -257,5 +384,13 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	return root, nil
 }
 
-// TmpDir is where work in progress lives until it is renamed into place.
-func (c *Cache) TmpDir() string { return filepath.Join(c.Dir, "tmp") }
+// HasMirror reports whether an unpacked package's root (from MirrorRoot) is in the cache, and
+// marks it used.
+func (c *Cache) HasMirror(root string) bool {
+	st, err := os.Stat(root)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	c.markUsed(root, st)
+	return true
+}

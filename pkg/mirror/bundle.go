@@ -18,7 +18,7 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -46,15 +46,17 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (Save
 
 // Save writes one OCI image-layout tarball holding the given versions with their referrers and
 // cosign signatures. Inside it, each tag is named REPOSITORY:TAG (the repository path without the
-// registry host), so Load can recreate the repositories under another registry. The tarball is
-// written under a temporary name and renamed when complete.
+// registry host), so Load can recreate the repositories under another registry. The layout and
+// the tarball are written in an owned temporary directory beside out (see pkg/scratch), and the
+// tarball renamed when complete: a killed save leaves nothing that the next one there does not
+// remove.
 func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (*CopyResult, error) {
-	work, err := os.MkdirTemp(filepath.Dir(out), ".oprov-save-")
+	work, err := scratch.Beside(filepath.Dir(out))
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
-	layout, err := oci.NewWithContext(ctx, filepath.Join(work, "layout"))
+	defer work.Release()
+	layout, err := oci.NewWithContext(ctx, filepath.Join(work.Path, "layout"))
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +75,7 @@ func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (
 		total.Uploaded += r.Uploaded
 		total.Bytes += r.Bytes
 	}
-	err = release.WriteFileAtomic(out, func(w io.Writer) error { return tarDir(filepath.Join(work, "layout"), w) })
+	err = work.WriteFile(out, func(w io.Writer) error { return tarDir(filepath.Join(work.Path, "layout"), w) })
 	if err != nil {
 		return nil, err
 	}

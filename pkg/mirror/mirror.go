@@ -21,6 +21,7 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -51,7 +52,8 @@ type Options struct {
 	// Warn, when set, is told of each version left out of a range because oprov cannot launch
 	// its plugin protocols.
 	Warn func(msg string)
-	// TempDir holds downloads while they are checked (default: the system's).
+	// TempDir holds downloads while they are checked (default: the system's), in a directory
+	// owned by this process (see pkg/scratch): a killed run's downloads go at the next run.
 	TempDir string
 }
 
@@ -173,11 +175,16 @@ func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versi
 // pushPackages downloads every package into a temporary directory (each checked as it streams
 // in), checks them as a release, and pushes them as one version.
 func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.Package, opts Options) (*artifact.PushResult, error) {
-	dir, err := os.MkdirTemp(opts.TempDir, "oprov-mirror-")
+	parent := opts.TempDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	work, err := scratch.Beside(parent)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer work.Release()
+	dir := work.Path
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
 	paths := make([]string, len(pkgs))

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // DefaultPlatforms are the platforms `oprov package --go` builds when none are named.
@@ -77,11 +77,12 @@ func PackageGo(ctx context.Context, dir string, opts PackageOptions) (*Packaged,
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "oprov-build-")
+	work, err := scratch.Beside(os.TempDir())
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer work.Release()
+	tmp := work.Path
 
 	var files []platformFiles
 	for _, p := range opts.Platforms {
@@ -276,34 +277,11 @@ func (c *CountingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteFileAtomic writes a file under a temporary name in the same directory, syncs it, and
-// renames it into place, so the file is either whole or absent.
-func WriteFileAtomic(dest string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if runtime.GOOS != "windows" {
-		if err = os.Chmod(f.Name(), 0o644); err != nil {
-			return err
-		}
-	}
-	return os.Rename(f.Name(), dest)
+// WriteFileAtomic writes a file under a temporary name in an owned temporary directory beside it
+// (see pkg/scratch), syncs it, and renames it into place, so the file is either whole or absent,
+// and what a killed writer left beside it is removed by the next write there.
+func WriteFileAtomic(dest string, write func(io.Writer) error) error {
+	return scratch.WriteFileAtomic(dest, write)
 }
 
 // BuildGo cross-compiles the Go module in dir for one platform into out, the way releases are

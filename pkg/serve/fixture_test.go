@@ -119,6 +119,7 @@ func (f *layoutFixture) server(t *testing.T, policy *sign.Policy, refresh time.D
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	buf := &syncBuffer{}
 	s, err := New(Config{Template: tmpl, Policy: policy, Cache: c, Refresh: refresh, RegistryConcurrency: 4, Log: slog.New(slog.NewJSONHandler(buf, nil))})
 	if err != nil {

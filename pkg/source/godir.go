@@ -97,6 +97,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	exe := filepath.Join(dir, name)
 	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
 	if fileExists(exe) {
+		c.MarkUsed(dir)
 		return out, nil
 	}
 	unlock, err := c.Lock(ctx, "build-"+key)
@@ -107,13 +108,20 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if fileExists(exe) {
 		return out, nil
 	}
-	tmp, err := os.MkdirTemp(c.TmpDir(), "build-")
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "build-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
 		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	}
+	if err := cache.SealDir(tmp); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
