@@ -25,6 +25,9 @@ type Member struct {
 type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
+	// Relays stand between tofu and the providers it cannot reattach to directly (ones that serve
+	// TLS on their own, see relay.go); nil for the others.
+	Relays []*Relay
 }
 
 // StopTimeout bounds how long Stop waits for all providers before giving up on them.
@@ -33,7 +36,7 @@ const StopTimeout = 10 * time.Second
 // StartGroup starts every member at once. If any fails, the ones that started are stopped and the
 // error names the member's address.
 func StartGroup(ctx context.Context, members []Member) (*Group, error) {
-	g := &Group{Members: members, Providers: make([]*Provider, len(members))}
+	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Relays: make([]*Relay, len(members))}
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -41,6 +44,9 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 		go func() {
 			defer wg.Done()
 			g.Providers[i], errs[i] = Start(ctx, m.Options)
+			if errs[i] == nil && m.Options.ForReattach && g.Providers[i].TLS {
+				g.Relays[i], errs[i] = StartRelay(g.Providers[i].conn)
+			}
 		}()
 	}
 	wg.Wait()
@@ -66,13 +72,22 @@ func (g *Group) Stop() {
 		}
 	}
 	wg.Wait()
+	for _, r := range g.Relays {
+		if r != nil {
+			r.Close()
+		}
+	}
 }
 
 // ReattachJSON renders TF_REATTACH_PROVIDERS for the whole group.
 func (g *Group) ReattachJSON() ([]byte, error) {
 	m := map[string]Reattach{}
 	for i, p := range g.Providers {
-		m[g.Members[i].Addr] = p.ReattachConfig()
+		rc := p.ReattachConfig()
+		if r := g.Relays[i]; r != nil {
+			rc.Addr = r.Addr()
+		}
+		m[g.Members[i].Addr] = rc
 	}
 	return json.Marshal(m)
 }

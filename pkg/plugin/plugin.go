@@ -10,6 +10,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
 	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
@@ -64,6 +67,9 @@ type Provider struct {
 	v6       tfplugin6.ProviderClient
 	conn     *grpc.ClientConn
 	stopOnce sync.Once
+	// TLS is true when the connection to the provider is TLS: negotiated mutual TLS, or a
+	// provider that serves TLS on its own (see servertls.go).
+	TLS bool
 }
 
 // grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
@@ -102,6 +108,12 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	cmd := exec.Command(opts.Path, opts.Args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	ownGroup(cmd)
+	var reattachTLS *tls.Config
+	var dialOpts []grpc.DialOption
+	if opts.ForReattach {
+		reattachTLS = reattachTLSConfig()
+		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(serverChosenTLS{reattachTLS})}
+	}
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
 	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
 	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
@@ -119,6 +131,8 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		StartTimeout:     opts.StartTimeout,
 		Logger:           logger,
 		Stderr:           p.stderr,
+		TLSConfig:        reattachTLS,
+		GRPCDialOptions:  dialOpts,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 	})
@@ -136,6 +150,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	p.conn = raw.(*grpc.ClientConn)
 	p.Protocol = p.client.NegotiatedVersion()
+	p.TLS = !opts.ForReattach || servesTLS(reattachTLS)
 	switch p.Protocol {
 	case 5:
 		p.v5 = tfplugin5.NewProviderClient(p.conn)
@@ -147,7 +162,9 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	// go-plugin checks the plugin's gRPC health service (service "plugin") on connect; check
 	// it again here so a provider that is up but unhealthy is caught before use.
-	if err := rpc.Ping(); err != nil {
+	// A provider that does not serve the health service (the Python SDK tf) has answered a
+	// gRPC call all the same.
+	if err := rpc.Ping(); err != nil && status.Code(err) != codes.Unimplemented {
 		p.kill()
 		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
 	}

@@ -13,6 +13,7 @@ REGISTRY_VERSION=v3.1.2   # github.com/distribution/distribution/v3
 TOFU_VERSION=v1.12.6      # github.com/opentofu/opentofu
 TERRAFORM_VERSION=v1.5.7  # github.com/hashicorp/terraform
 COSIGN_VERSION=v2.6.5     # github.com/sigstore/cosign/v2
+TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
 mkdir -p "$dir/bin"
@@ -62,9 +63,30 @@ MOD
   ln -sfn "$dest/tofu" "$dir/bin/tofu"
 }
 
+# The Python SDK tf, from PyPI through this machine's pip, in a venv of its own. A venv cannot
+# be moved, so it is made in place and counts as done only once its marker file is written; its
+# python is bin/tf-python. PIP_CACHE_DIR keeps wheels beside the tools, so the tests'
+# own pip runs (packaging pyhello for several CPython versions) reuse them.
+install_tf() {
+  local dest="$dir/python-tf-$TF_PY_VERSION"
+  if [ ! -f "$dest/.complete" ]; then
+    log "installing tf $TF_PY_VERSION from PyPI (first run only; cached in $dest)"
+    rm -rf "$dest"
+    if ! { python3 -m venv "$dest" && PIP_CACHE_DIR="$dir/pip-cache" "$dest/bin/python" -m pip install -q --disable-pip-version-check "tf==$TF_PY_VERSION" >&2; }; then
+      rm -rf "$dest"; log "installing tf failed (needs python3 >= 3.11 with venv, and PyPI)"; return 1
+    fi
+    touch "$dest/.complete"
+  fi
+  # A wrapper, not a link: a venv's python finds its venv only when called by its own path.
+  rm -f "$dir/bin/tf-python"
+  printf '#!/bin/sh\nexec "%s/bin/python" "$@"\n' "$dest" > "$dir/bin/tf-python"
+  chmod 755 "$dir/bin/tf-python"
+}
+
 build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
 build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
 build_tofu
 build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
+install_tf
 
 echo "$dir/bin"
