@@ -45,11 +45,13 @@ func (s serverChosenTLS) ServerHandshake(conn net.Conn) (net.Conn, credentials.A
 	return nil, nil, errors.New("oprov does not serve providers")
 }
 
+// Info names the server "localhost" (the name go-plugin's certificates carry); gRPC makes it
+// the channel's authority, which the TLS handshake checks the certificate against.
 func (s serverChosenTLS) Info() credentials.ProtocolInfo {
 	if servesTLS(s.cfg) {
-		return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2"}
+		return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2", ServerName: s.cfg.ServerName}
 	}
-	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
+	return credentials.ProtocolInfo{SecurityProtocol: "insecure", ServerName: s.cfg.ServerName}
 }
 
 func (s serverChosenTLS) Clone() credentials.TransportCredentials { return s }

@@ -60,9 +60,22 @@ func pip(ctx context.Context, python string, args ...string) error {
 		if len(tail) > 3000 {
 			tail = "..." + tail[len(tail)-3000:]
 		}
-		return fmt.Errorf("pip %s failed (%v):\n%s", args[0], err, tail)
+		return fmt.Errorf("pip %s failed (%v):\n%s", pipCommand(args), err, tail)
 	}
 	return nil
+}
+
+// pipCommand names pip's subcommand among its arguments, for messages.
+func pipCommand(args []string) string {
+	for i, a := range args {
+		if a == "--python" {
+			return pipCommand(args[i+2:])
+		}
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
 }
 
 // BuildWheel builds the project in dir into a wheel in outDir with the host's pip, and checks
@@ -184,4 +197,13 @@ found=${found#, }
 echo "%[1]s: no compatible Python: it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})" >&2
 exit 1
 `, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
+}
+
+// PipInstallInto installs the project in dir, with its dependencies, into the venv whose python
+// is venvPython, using the host's pip (pip's --python, pip 22.3 and later).
+func PipInstallInto(ctx context.Context, python, venvPython, dir string) error {
+	if err := pip(ctx, python, "--python", venvPython, "install", "-q", dir); err != nil {
+		return fmt.Errorf("installing %s: %w", dir, err)
+	}
+	return nil
 }

@@ -93,39 +93,55 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if host.OS == "windows" {
 		name += ".exe"
 	}
+	exe := filepath.Join(c.Dir, "builds", key, name)
+	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
+	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
+		if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
+			return fmt.Errorf("provider %s: %w", s.Addr, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// buildOnce makes the build directory builds/KEY holding the executable name, unless the cache
+// has it: build fills a temporary directory, which is renamed into place once complete, under a
+// lock so that concurrent runs build it once. It reports whether it built.
+func buildOnce(ctx context.Context, c *cache.Cache, key, name string, build func(tmp string) error) (bool, error) {
 	dir := filepath.Join(c.Dir, "builds", key)
 	exe := filepath.Join(dir, name)
-	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
 	if fileExists(exe) {
-		return out, nil
+		return false, nil
 	}
 	unlock, err := c.Lock(ctx, "build-"+key)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	defer unlock()
 	if fileExists(exe) {
-		return out, nil
+		return false, nil
 	}
 	tmp, err := os.MkdirTemp(c.TmpDir(), "build-")
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
-		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	if err := build(tmp); err != nil {
+		return false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, err
+		return false, err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
+		return false, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
+		return false, err
 	}
-	out.Rebuilt = true
-	return out, nil
+	return true, nil
 }
 
 // treeHash hashes a directory's regular files (names and contents, skipping hidden files and
