@@ -1,0 +1,237 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/internal/testreg"
+)
+
+// pyPlatforms are the platforms the tests package examples/pyhello for: the host's and two others.
+var pyPlatforms = func() []string {
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	out := []string{host}
+	for _, p := range []string{"linux_amd64", "darwin_arm64", "linux_arm64"} {
+		if p != host && len(out) < 3 {
+			out = append(out, p)
+		}
+	}
+	return out
+}()
+
+// pyVersions are the CPython versions `oprov package --python` claims (release.PythonVersions).
+var pyVersions = []string{"3.11", "3.12", "3.13"}
+
+// pyEnv is what every Python test needs: pip's cache beside the test peers (so packaging reuses
+// downloaded wheels between runs), and the check that tf is installed (tests/tools/install.sh).
+func pyEnv(t testing.TB) []string {
+	t.Helper()
+	peers.Require(t, "tf-python")
+	return []string{"PIP_CACHE_DIR=" + filepath.Join(filepath.Dir(peers.Dir()), "pip-cache")}
+}
+
+type pyPackaged struct {
+	Type     string `json:"type"`
+	Packages []struct {
+		Platform string `json:"platform"`
+		Path     string `json:"path"`
+		Size     int64  `json:"size"`
+		ZH       string `json:"zh"`
+		H1       string `json:"h1"`
+	} `json:"packages"`
+}
+
+var (
+	pyOnce    sync.Once
+	pyDist    string
+	pyOut     pyPackaged
+	pyErr     error
+	pyPackDur time.Duration
+)
+
+// packagePyhello packages examples/pyhello 1.0.0 for pyPlatforms into dir.
+func packagePyhello(t testing.TB, dir string) (pyPackaged, time.Duration, error) {
+	var out pyPackaged
+	start := time.Now()
+	r := oprov(t, pyEnv(t), "package", "--python", filepath.Join(repoRoot, "examples", "pyhello"), "--version", "1.0.0",
+		"--platform", strings.Join(pyPlatforms, ","), "-o", dir, "--format", "json")
+	took := time.Since(start)
+	if r.Code != 0 {
+		return out, took, fmt.Errorf("oprov package --python: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return out, took, json.Unmarshal([]byte(r.Stdout), &out)
+}
+
+// pyhelloRelease packages examples/pyhello once per test run. Tests must not modify it.
+func pyhelloRelease(t testing.TB) (string, pyPackaged) {
+	t.Helper()
+	pyOnce.Do(func() {
+		if pyDist, pyErr = os.MkdirTemp("", "oprov-pyhello-dist-"); pyErr != nil {
+			return
+		}
+		pyOut, pyPackDur, pyErr = packagePyhello(t, pyDist)
+	})
+	if pyErr != nil {
+		t.Fatal(pyErr)
+	}
+	return pyDist, pyOut
+}
+
+// pyConfig uses pyhello's resource and data source.
+const pyConfig = `terraform {
+  required_providers {
+    pyhello = {
+      source  = "example.com/acme/pyhello"
+      version = "~> 1.0"
+    }
+  }
+}
+
+provider "pyhello" {}
+
+resource "pyhello_greeting" "world" {
+  name = "oprov"
+}
+
+data "pyhello_greeting" "tofu" {
+  name = "tofu"
+}
+
+output "message" {
+  value = pyhello_greeting.world.message
+}
+
+output "data_message" {
+  value = data.pyhello_greeting.tofu.message
+}
+`
+
+// expectPyOutputs checks the outputs of an applied pyConfig.
+func expectPyOutputs(t *testing.T, bin, dir string, env []string, greeting string) {
+	t.Helper()
+	var outputs map[string]struct{ Value string }
+	tofuJSON(t, bin, dir, env, &outputs, "output", "-json")
+	for k, want := range map[string]string{"message": greeting + ", oprov!", "data_message": greeting + ", tofu!"} {
+		if outputs[k].Value != want {
+			t.Errorf("output %s = %q, want %q", k, outputs[k].Value, want)
+		}
+	}
+}
+
+// pyFixture is a TLS registry holding pyhello 1.0.0 signed, and a configuration whose oprov.hcl
+// manages example.com/acme/* from it (the loader fixture, with pyhello instead of hello).
+func pyFixture(t *testing.T) *loaderFixture {
+	t.Helper()
+	dist, _ := pyhelloRelease(t)
+	f := &loaderFixture{reg: testreg.Start(t, testreg.Options{}), keys: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache"), cfg: t.TempDir()}
+	f.repo = f.reg.Host + "/providers/acme/pyhello"
+	f.env = append(pyEnv(t), "OPROV_CACHE_DIR="+f.cache, "SSL_CERT_FILE="+f.reg.CAFile, "COSIGN_PASSWORD=test", "HOME="+t.TempDir())
+	mustOprov(t, f.env, "keygen", "--output-key-prefix", filepath.Join(f.keys, "cosign"))
+	f.push = pushJSON(t, f.env, dist, f.repo, "--address", "example.com/acme/pyhello", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
+	writeFile(t, filepath.Join(f.cfg, "main.tf"), pyConfig)
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), strings.NewReplacer("%HOST%", f.reg.Host, "%KEYS%", f.keys).Replace(oprovHCL))
+	return f
+}
+
+// TestPythonProviderFromRegistry: pyhello packaged with --python for three platforms and pushed
+// to a TLS registry is locked for every platform, installed by plain tofu init through
+// oci_mirror, by oprov init (for tofu and terraform), and launched by tofu; its schema as oprov
+// reads it equals tofu's; and its launcher fails clearly without a usable python3.
+func TestPythonProviderFromRegistry(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	f := pyFixture(t)
+	_, packaged := pyhelloRelease(t)
+	mustOprov(t, f.env, "lock", "-C", f.cfg)
+	hashes := lockHashes(t, filepath.Join(f.cfg, ".terraform.lock.hcl"), "example.com/acme/pyhello")
+	for _, p := range packaged.Packages {
+		if !contains(hashes, p.ZH) || !contains(hashes, p.H1) {
+			t.Errorf("lock lacks %s's zh:/h1: hashes (%s, %s): %v", p.Platform, p.ZH, p.H1, hashes)
+		}
+	}
+	if len(hashes) != 2*len(pyPlatforms) {
+		t.Errorf("lock has %d hashes, want %d", len(hashes), 2*len(pyPlatforms))
+	}
+
+	plain := f.freshCopy(t)
+	rc := filepath.Join(t.TempDir(), "tofurc")
+	writeFile(t, rc, mustOprov(t, f.env, "tofurc", "-C", plain).Stdout)
+	rcEnv := append(f.env, "TF_CLI_CONFIG_FILE="+rc)
+	t.Run("plain tofu init via oci_mirror, then apply", func(t *testing.T) {
+		out := mustTofu(t, tofu, plain, rcEnv, "init", "-input=false")
+		if strings.Contains(strings.ToLower(out), "incomplete lock file") {
+			t.Errorf("tofu init warned about the lock:\n%s", out)
+		}
+		mustTofu(t, tofu, plain, rcEnv, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, tofu, plain, rcEnv, "Hello")
+	})
+	t.Run("schema equals tofu providers schema -json", func(t *testing.T) {
+		pySchemaMatchesTofu(t, f, tofu, plain, rcEnv)
+	})
+	t.Run("oprov init, then tofu apply", func(t *testing.T) {
+		dir := f.freshCopy(t)
+		mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir)
+		mustTofu(t, tofu, dir, f.env, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, tofu, dir, f.env, "Hello")
+	})
+	t.Run("OPROV_TOFU=terraform", func(t *testing.T) {
+		terraform := peers.Require(t, "terraform")
+		dir := f.freshCopy(t)
+		mustOprov(t, append(f.env, "OPROV_TOFU="+terraform), "init", "-C", dir)
+		mustTofu(t, terraform, dir, f.env, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, terraform, dir, f.env, "Hello")
+	})
+	t.Run("no compatible python3", func(t *testing.T) {
+		pyLauncherFailsClearly(t, tofu, plain, rcEnv)
+	})
+}
+
+// pySchemaMatchesTofu: oprov schema of the pushed version equals tofu's entry for it.
+func pySchemaMatchesTofu(t *testing.T, f *loaderFixture, tofu, dir string, env []string) {
+	const addr = "example.com/acme/pyhello"
+	var fromTofu map[string]any
+	tofuJSON(t, tofu, dir, env, &fromTofu, "providers", "schema", "-json")
+	want := fromTofu["provider_schemas"].(map[string]any)[addr]
+	if want == nil {
+		t.Fatalf("tofu's schema has no %s", addr)
+	}
+	r := mustOprov(t, f.env, "schema", f.repo+":1.0.0", "--address", addr, "--key", filepath.Join(f.keys, "cosign.pub"), "-o", "json")
+	var mine map[string]any
+	decodeJSON(t, r.Stdout, &mine)
+	if got := mine["provider_schemas"].(map[string]any)[addr]; !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Errorf("oprov schema differs from tofu's:\n--- oprov\n%s\n--- tofu\n%s", g, w)
+	}
+	if mine["format_version"] != fromTofu["format_version"] {
+		t.Errorf("format_version %v, tofu's %v", mine["format_version"], fromTofu["format_version"])
+	}
+}
+
+// pyLauncherFailsClearly runs tofu plan on an initialised pyhello configuration with a PATH that
+// has no python3, then one whose python3 is 3.10: the launcher's one line reaches the user.
+func pyLauncherFailsClearly(t *testing.T, tofu, dir string, env []string) {
+	empty, fake := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(fake, "python3"), "#!/bin/sh\necho '3.10 cp310'\n")
+	os.Chmod(filepath.Join(fake, "python3"), 0o755)
+	for _, tc := range []struct{ name, path, says string }{
+		{"no python3 on PATH", empty, "(no python3 on PATH)"},
+		{"python3 outside the packaged range", fake, "(python3 is 3.10)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tofuRun(t, tofu, dir, append(env, "PATH="+tc.path), "plan", "-input=false")
+			line := "terraform-provider-pyhello: no compatible Python: it needs CPython " + strings.Join(pyVersions, ", ") + " as python3 on PATH " + tc.says
+			if err == nil || !strings.Contains(out, line) {
+				t.Errorf("tofu plan: err %v; want a failure showing %q:\n%s", err, line, out)
+			}
+		})
+	}
+}
