@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -31,12 +34,16 @@ var pyPlatforms = func() []string {
 // pyVersions are the CPython versions `oprov package --python` claims (release.PythonVersions).
 var pyVersions = []string{"3.11", "3.12", "3.13"}
 
-// pyEnv is what every Python test needs: pip's cache beside the test peers (so packaging reuses
-// downloaded wheels between runs), and the check that tf is installed (tests/tools/install.sh).
+// pyEnv is what every Python test needs: tf installed by tests/tools/install.sh, and pip pointed
+// at the wheelhouse it downloaded from PyPI (no index: the tests make no network request).
 func pyEnv(t testing.TB) []string {
 	t.Helper()
 	peers.Require(t, "tf-python")
-	return []string{"PIP_CACHE_DIR=" + filepath.Join(filepath.Dir(peers.Dir()), "pip-cache")}
+	wh := filepath.Join(filepath.Dir(peers.Dir()), "python-wheels-1.2.0")
+	if _, err := os.Stat(filepath.Join(wh, ".complete")); err != nil {
+		peers.Missing(t, "wheelhouse "+wh)
+	}
+	return []string{"PIP_NO_INDEX=1", "PIP_FIND_LINKS=" + wh, "PIP_CACHE_DIR=" + filepath.Join(filepath.Dir(peers.Dir()), "pip-cache")}
 }
 
 type pyPackaged struct {
@@ -233,5 +240,153 @@ func pyLauncherFailsClearly(t *testing.T, tofu, dir string, env []string) {
 				t.Errorf("tofu plan: err %v; want a failure showing %q:\n%s", err, line, out)
 			}
 		})
+	}
+}
+
+// pySourceConfig copies examples/pyhello beside pyConfig as a provider kept as source.
+func pySourceConfig(t *testing.T) (cfg, src string, env []string) {
+	t.Helper()
+	cfg = t.TempDir()
+	src = filepath.Join(cfg, "providers", "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(pyConfig, "      version = \"~> 1.0\"\n", "", 1))
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), "provider \"example.com/acme/pyhello\" {\n  source = \"./providers/pyhello\"\n}\n")
+	env = append(pyEnv(t), "OPROV_CACHE_DIR="+filepath.Join(t.TempDir(), "cache"), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "HOME="+t.TempDir())
+	return cfg, src, env
+}
+
+// TestRunPythonSourceProvider: a provider kept as a Python project runs under oprov run with no
+// registry; a second run reuses its venv, and an edit to the source rebuilds it.
+func TestRunPythonSourceProvider(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	cfg, src, env := pySourceConfig(t)
+	apply := []string{"run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false"}
+
+	start := time.Now()
+	r := mustOprov(t, env, apply...)
+	first := time.Since(start)
+	if !strings.Contains(r.Stderr, "(source, venv built") {
+		t.Errorf("first run did not build the venv:\n%s", r.Stderr)
+	}
+	expectPyOutputs(t, tofu, cfg, env, "Hello")
+	start = time.Now()
+	r = mustOprov(t, env, apply...)
+	second := time.Since(start)
+	if !strings.Contains(r.Stderr, "(source, cached venv") || strings.Contains(r.Stderr, "into a venv with pip") {
+		t.Errorf("second run rebuilt an unchanged provider:\n%s", r.Stderr)
+	}
+	t.Logf("oprov run -- tofu apply: first run (venv built) %s, second run (venv reused) %s", first.Round(time.Millisecond), second.Round(time.Millisecond))
+
+	code, _ := os.ReadFile(filepath.Join(src, "pyhello", "provider.py"))
+	edited := strings.Replace(string(code), `DEFAULT_GREETING = "Hello"`, `DEFAULT_GREETING = "Howdy"`, 1)
+	if edited == string(code) {
+		t.Fatal("examples/pyhello/pyhello/provider.py no longer sets DEFAULT_GREETING")
+	}
+	writeFile(t, filepath.Join(src, "pyhello", "provider.py"), edited)
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.NewReplacer("      version = \"~> 1.0\"\n", "", `name = "oprov"`, `name = "source"`).Replace(pyConfig))
+	r = mustOprov(t, env, apply...)
+	if !strings.Contains(r.Stderr, "(source, venv built") {
+		t.Errorf("an edited provider was not rebuilt:\n%s", r.Stderr)
+	}
+	var outputs map[string]struct{ Value string }
+	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
+	if outputs["message"].Value != "Howdy, source!" || outputs["data_message"].Value != "Howdy, tofu!" {
+		t.Errorf("after the edit, outputs are %v, want the edited provider's Howdy", outputs)
+	}
+}
+
+// TestPythonSourceFailures: a project without the console script, and a machine without python3,
+// each fail with a message that names the cause and the fix; nothing is left in the cache's builds.
+func TestPythonSourceFailures(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	t.Run("console script missing", func(t *testing.T) {
+		cfg, src, env := pySourceConfig(t)
+		proj, _ := os.ReadFile(filepath.Join(src, "pyproject.toml"))
+		writeFile(t, filepath.Join(src, "pyproject.toml"), strings.Replace(string(proj), "terraform-provider-pyhello = ", "pyhello-cli = ", 1))
+		r := oprov(t, env, "run", "-C", cfg, "--", tofu, "plan", "-input=false")
+		want := "no console script terraform-provider-pyhello (it declares pyhello-cli)"
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "[project.scripts]") {
+			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q with the fix", r.Code, r.Stderr, want)
+		}
+		r = oprov(t, env, "schema", src)
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("schema: exit %d, stderr:\n%s", r.Code, r.Stderr)
+		}
+	})
+	t.Run("no python3 on PATH", func(t *testing.T) {
+		cfg, _, env := pySourceConfig(t)
+		r := oprov(t, append(env, "PATH="+t.TempDir()), "run", "-C", cfg, "--", tofu, "plan", "-input=false")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "needs Python 3 with pip: put python3 on PATH, or set OPROV_PYTHON") {
+			t.Errorf("exit %d, stderr:\n%s", r.Code, r.Stderr)
+		}
+	})
+}
+
+// TestPythonPackage: the zips hold the launcher and a dependency set per claimed CPython version,
+// each with the compiled modules for its platform and version; packaging again gives the same bytes.
+func TestPythonPackage(t *testing.T) {
+	dist, first := pyhelloRelease(t)
+	t.Logf("packaging for %d platforms x %d CPython versions took %s", len(pyPlatforms), len(pyVersions), pyPackDur.Round(time.Second))
+	for _, p := range first.Packages {
+		t.Logf("zip size %s: %.1f MiB", p.Platform, float64(p.Size)/(1<<20))
+		pyCheckLayout(t, p.Path, p.Platform)
+	}
+	again, _, err := packagePyhello(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range again.Packages {
+		a, _ := os.ReadFile(first.Packages[i].Path)
+		b, _ := os.ReadFile(p.Path)
+		if p.ZH != first.Packages[i].ZH || !bytes.Equal(a, b) {
+			t.Errorf("%s: packaging twice gave %s then %s", p.Platform, first.Packages[i].ZH, p.ZH)
+		}
+	}
+	sums1, _ := os.ReadFile(filepath.Join(dist, "terraform-provider-pyhello_1.0.0_SHA256SUMS"))
+	sums2, _ := os.ReadFile(filepath.Join(filepath.Dir(again.Packages[0].Path), "terraform-provider-pyhello_1.0.0_SHA256SUMS"))
+	if !bytes.Equal(sums1, sums2) || len(sums1) == 0 {
+		t.Errorf("SHA256SUMS differ:\n%s\n%s", sums1, sums2)
+	}
+}
+
+// pyCheckLayout checks one zip: the launcher (mode 0755) and, for each claimed version, lib/cpXY
+// with the project, tf, and grpc's extension built for that CPython version and platform.
+func pyCheckLayout(t *testing.T, path, platform string) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	names := map[string]bool{}
+	for _, f := range zr.File {
+		names[f.Name] = true
+		if f.Name == "terraform-provider-pyhello_v1.0.0" && f.Mode().Perm() != 0o755 {
+			t.Errorf("%s: launcher mode %v", platform, f.Mode())
+		}
+		if strings.HasSuffix(f.Name, ".pyc") || strings.Contains(f.Name, "/bin/") || strings.HasSuffix(f.Name, "direct_url.json") {
+			t.Errorf("%s: %s should not be packaged", platform, f.Name)
+		}
+	}
+	if !names["terraform-provider-pyhello_v1.0.0"] {
+		t.Errorf("%s: no launcher", platform)
+	}
+	osName := map[string]string{"linux": "linux-gnu", "darwin": "darwin"}[strings.Split(platform, "_")[0]]
+	for _, v := range pyVersions {
+		lib := "lib/cp" + strings.ReplaceAll(v, ".", "") + "/"
+		for _, want := range []string{"pyhello/provider.py", "tf/runner.py", "grpc/__init__.py"} {
+			if !names[lib+want] {
+				t.Errorf("%s: no %s%s", platform, lib, want)
+			}
+		}
+		ext := regexp.MustCompile(`^` + regexp.QuoteMeta(lib) + `grpc/_cython/cygrpc\.cpython-` + strings.ReplaceAll(v, ".", "") + `-.*` + osName + `\.so$`)
+		found := false
+		for n := range names {
+			found = found || ext.MatchString(n)
+		}
+		if !found {
+			t.Errorf("%s: no grpc extension for CPython %s (%s)", platform, v, ext)
+		}
 	}
 }

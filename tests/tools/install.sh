@@ -83,10 +83,37 @@ install_tf() {
   chmod 755 "$dir/bin/tf-python"
 }
 
+# A wheelhouse for the Python tests, downloaded from PyPI once: tf's dependencies for each
+# platform the tests package pyhello for (linux amd64/arm64, darwin arm64) and each CPython
+# version oprov claims, and the build backend. The tests run pip with PIP_NO_INDEX and
+# PIP_FIND_LINKS pointing here, so they make no network request and run in seconds. The wheel
+# tags are the ones oprov asks pip for (pkg/release/python.go pipPlatforms).
+fill_wheelhouse() {
+  local wh="$dir/python-wheels-$TF_PY_VERSION"
+  [ -f "$wh/.complete" ] && return 0
+  log "downloading wheels for the Python tests (first run only; cached in $wh)"
+  mkdir -p "$wh"
+  local linux_tags
+  linux_tags() { local m; for m in $(seq 28 -1 17); do printf -- '--platform manylinux_2_%s_%s ' "$m" "$1"; done; printf -- '--platform manylinux2014_%s' "$1"; }
+  local py plat
+  for py in 3.11 3.12 3.13; do
+    for plat in "$(linux_tags x86_64)" "$(linux_tags aarch64)" "--platform macosx_11_0_arm64"; do
+      # shellcheck disable=SC2086
+      if ! PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
+          --implementation cp --python-version "$py" $plat "tf==$TF_PY_VERSION" >&2; then
+        log "downloading wheels failed"; return 1
+      fi
+    done
+  done
+  PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" "setuptools>=68" wheel >&2 || { log "downloading setuptools failed"; return 1; }
+  touch "$wh/.complete"
+}
+
 build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
 build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
 build_tofu
 build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 install_tf
+fill_wheelhouse
 
 echo "$dir/bin"
