@@ -108,34 +108,8 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	cmd := exec.Command(opts.Path, opts.Args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	ownGroup(cmd)
-	var reattachTLS *tls.Config
-	var dialOpts []grpc.DialOption
-	if opts.ForReattach {
-		reattachTLS = reattachTLSConfig()
-		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(serverChosenTLS{reattachTLS})}
-	}
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
-	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
-	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
-	logger := hclog.NewNullLogger()
-	if opts.Log != nil {
-		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
-	}
-	p.client = goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: sets,
-		Cmd:              cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         !opts.ForReattach,
-		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
-		StartTimeout:     opts.StartTimeout,
-		Logger:           logger,
-		Stderr:           p.stderr,
-		TLSConfig:        reattachTLS,
-		GRPCDialOptions:  dialOpts,
-		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
-	})
+	reattachTLS := p.newClient(opts, sets)
 	rpc, err := p.client.Client()
 	if err != nil {
 		// Stop it first: go-plugin's Kill waits for its stderr goroutine, so the tail the error
@@ -169,6 +143,39 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
 	}
 	return p, nil
+}
+
+// newClient makes the go-plugin client for p.cmd, and returns the TLS configuration a start for
+// reattaching uses (nil otherwise), whose RootCAs tell afterwards whether the provider serves TLS.
+func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls.Config {
+	var reattachTLS *tls.Config
+	var dialOpts []grpc.DialOption
+	if opts.ForReattach {
+		reattachTLS = reattachTLSConfig()
+		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(serverChosenTLS{reattachTLS})}
+	}
+	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
+	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
+	logger := hclog.NewNullLogger()
+	if opts.Log != nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
+	}
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: sets,
+		Cmd:              p.cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         !opts.ForReattach,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
+		StartTimeout:     opts.StartTimeout,
+		Logger:           logger,
+		Stderr:           p.stderr,
+		TLSConfig:        reattachTLS,
+		GRPCDialOptions:  dialOpts,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	return reattachTLS
 }
 
 // explainStart turns go-plugin's start errors into ones that say what went wrong with the

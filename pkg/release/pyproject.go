@@ -34,6 +34,12 @@ func ReadPyProject(dir string) (*PyProject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a Python project: %w", dir, err)
 	}
+	return ParsePyProject(dir, data)
+}
+
+// ParsePyProject parses the contents of dir/pyproject.toml.
+func ParsePyProject(dir string, data []byte) (*PyProject, error) {
+	path := filepath.Join(dir, "pyproject.toml")
 	var doc struct {
 		Project struct {
 			Name    string            `toml:"name"`

@@ -108,7 +108,7 @@ func buildVenv(ctx context.Context, python, dir, tmp, name, entry string) error 
 	if err := release.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir); err != nil {
 		return err
 	}
-	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source in %s, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
-		name, dir, release.PythonEntryCode(name, entry, false))
+	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
+		name, release.PythonEntryCode(name, entry, false))
 	return os.WriteFile(filepath.Join(tmp, name), []byte(script), 0o755)
 }
