@@ -199,6 +199,11 @@ func TestPythonProviderFromRegistry(t *testing.T) {
 	t.Run("no compatible python3", func(t *testing.T) {
 		pyLauncherFailsClearly(t, tofu, plain, rcEnv)
 	})
+	t.Run("copy carries it with its signature", func(t *testing.T) {
+		dst := f.reg.Host + "/copies/acme/pyhello"
+		mustOprov(t, f.env, "copy", f.repo+":1.0.0", dst)
+		mustOprov(t, f.env, "verify", dst+":1.0.0", "--key", filepath.Join(f.keys, "cosign.pub"), "--all-platforms")
+	})
 }
 
 // pySchemaMatchesTofu: oprov schema of the pushed version equals tofu's entry for it.
@@ -271,6 +276,10 @@ func TestRunPythonSourceProvider(t *testing.T) {
 		t.Errorf("first run did not build the venv:\n%s", r.Stderr)
 	}
 	expectPyOutputs(t, tofu, cfg, env, "Hello")
+	schema := mustOprov(t, env, "schema", src, "--address", "example.com/acme/pyhello", "-o", "json")
+	if !strings.Contains(schema.Stdout, `"pyhello_greeting"`) || strings.Contains(schema.Stderr, "into a venv with pip") {
+		t.Errorf("oprov schema of the source directory (reusing run's venv):\n%s%s", schema.Stdout, schema.Stderr)
+	}
 	start = time.Now()
 	r = mustOprov(t, env, apply...)
 	second := time.Since(start)
