@@ -299,6 +299,7 @@ func TestRunPythonSourceProvider(t *testing.T) {
 	if !strings.Contains(r.Stderr, "(source, venv built") {
 		t.Errorf("an edited provider was not rebuilt:\n%s", r.Stderr)
 	}
+	pyUntouched(t, src)
 	var outputs map[string]struct{ Value string }
 	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
 	if outputs["message"].Value != "Howdy, source!" || outputs["data_message"].Value != "Howdy, tofu!" {
@@ -342,6 +343,7 @@ func TestPythonPackage(t *testing.T) {
 		t.Logf("zip size %s: %.1f MiB", p.Platform, float64(p.Size)/(1<<20))
 		pyCheckLayout(t, p.Path, p.Platform)
 	}
+	pyUntouched(t, filepath.Join(repoRoot, "examples", "pyhello"))
 	again, _, err := packagePyhello(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -398,4 +400,16 @@ func pyCheckLayout(t *testing.T, path, platform string) {
 			t.Errorf("%s: no grpc extension for CPython %s (%s)", platform, v, ext)
 		}
 	}
+}
+
+// pyUntouched checks that building a project left nothing in it (pip builds in the tree it is
+// given: oprov gives it a copy).
+func pyUntouched(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && (d.Name() == "build" || d.Name() == "__pycache__" || strings.HasSuffix(d.Name(), ".egg-info")) {
+			t.Errorf("building wrote %s into the project", p)
+		}
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,4 +138,49 @@ func HostPython() (string, error) {
 		return "", errors.New("building a Python provider needs Python 3 with pip: put python3 on PATH, or set OPROV_PYTHON to an interpreter")
 	}
 	return path, nil
+}
+
+// PySkip says which entries of a Python project are not its source: hidden files and
+// directories (.venv, .git), bytecode, and what builds leave behind (build/, dist/,
+// *.egg-info). They are neither hashed nor copied.
+func PySkip(name string, isDir bool) bool {
+	switch {
+	case strings.HasPrefix(name, "."):
+		return true
+	case isDir:
+		return name == "__pycache__" || name == "build" || name == "dist" || strings.HasSuffix(name, ".egg-info")
+	}
+	return strings.HasSuffix(name, ".pyc")
+}
+
+// CopyPyProject copies a Python project's source (what PySkip keeps) into dst, which pip then
+// builds from: pip builds in the tree it is given, and the user's tree stays untouched.
+func CopyPyProject(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if p != src && PySkip(d.Name(), d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil // sockets, links: not source pip needs
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
 }

@@ -78,10 +78,16 @@ func pipCommand(args []string) string {
 	return ""
 }
 
-// BuildWheel builds the project in dir into a wheel in outDir with the host's pip, and checks
-// that it is pure Python: a compiled project would only run where it was built.
+// BuildWheel builds the project in dir into a wheel in outDir with the host's pip, from a copy
+// of its source (pip builds in place), and checks that it is pure Python: a compiled project
+// would only run where it was built.
 func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error) {
-	if err := pip(ctx, python, "wheel", "--no-deps", "-q", "-w", outDir, dir); err != nil {
+	src := filepath.Join(outDir, "src")
+	if err := CopyPyProject(dir, src); err != nil {
+		return "", fmt.Errorf("copying %s to build it: %w", dir, err)
+	}
+	defer os.RemoveAll(src)
+	if err := pip(ctx, python, "wheel", "--no-deps", "-q", "-w", outDir, src); err != nil {
 		return "", fmt.Errorf("building a wheel of %s: %w", dir, err)
 	}
 	wheels, _ := filepath.Glob(filepath.Join(outDir, "*.whl"))
@@ -207,9 +213,15 @@ exit 1
 }
 
 // PipInstallInto installs the project in dir, with its dependencies, into the venv whose python
-// is venvPython, using the host's pip (pip's --python, pip 22.3 and later).
-func PipInstallInto(ctx context.Context, python, venvPython, dir string) error {
-	if err := pip(ctx, python, "--python", venvPython, "install", "-q", dir); err != nil {
+// is venvPython, using the host's pip (pip's --python, pip 22.3 and later), from a copy of its
+// source made in scratch.
+func PipInstallInto(ctx context.Context, python, venvPython, dir, scratch string) error {
+	src := filepath.Join(scratch, "src")
+	if err := CopyPyProject(dir, src); err != nil {
+		return fmt.Errorf("copying %s to install it: %w", dir, err)
+	}
+	defer os.RemoveAll(src)
+	if err := pip(ctx, python, "--python", venvPython, "install", "-q", src); err != nil {
 		return fmt.Errorf("installing %s: %w", dir, err)
 	}
 	return nil

@@ -85,7 +85,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 		return nil, errors.New("building a source provider needs the go toolchain on PATH")
 	}
 	host := Host()
-	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String())
+	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String(), hiddenOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -144,15 +144,18 @@ func buildOnce(ctx context.Context, c *cache.Cache, key, name string, build func
 	return true, nil
 }
 
-// treeHash hashes a directory's regular files (names and contents, skipping hidden files and
-// directories) together with extra, as a hex sha256.
-func treeHash(root, extra string) (string, error) {
+// hiddenOnly skips hidden files and directories, and nothing else.
+func hiddenOnly(name string, _ bool) bool { return strings.HasPrefix(name, ".") }
+
+// treeHash hashes a directory's regular files (names and contents, leaving out what skip says)
+// together with extra, as a hex sha256.
+func treeHash(root, extra string, skip func(name string, isDir bool) bool) (string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != root && strings.HasPrefix(d.Name(), ".") {
+		if p != root && skip(d.Name(), d.IsDir()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

@@ -80,7 +80,7 @@ func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(stri
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: running %s: %w", s.Addr, python, err)
 	}
-	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String())
+	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), release.PySkip)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func buildVenv(ctx context.Context, python, dir, tmp, name, entry string) error 
 	if out, err := exec.CommandContext(ctx, python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
 		return fmt.Errorf("creating a venv with %s: %v\n%s", python, err, out)
 	}
-	if err := release.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir); err != nil {
+	if err := release.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir, tmp); err != nil {
 		return err
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
