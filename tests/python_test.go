@@ -179,6 +179,9 @@ func TestPythonProviderFromRegistry(t *testing.T) {
 		}
 		mustTofu(t, tofu, plain, rcEnv, "apply", "-auto-approve", "-input=false")
 		expectPyOutputs(t, tofu, plain, rcEnv, "Hello")
+		if got := lockHashes(t, filepath.Join(plain, ".terraform.lock.hcl"), "example.com/acme/pyhello"); !reflect.DeepEqual(got, hashes) {
+			t.Errorf("after tofu init the lock has %v, want every platform's %v", got, hashes)
+		}
 	})
 	t.Run("schema equals tofu providers schema -json", func(t *testing.T) {
 		pySchemaMatchesTofu(t, f, tofu, plain, rcEnv)
