@@ -20,7 +20,7 @@ step "gofmt and go vet"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
 go vet ./...
-for ex in examples/*/ tests/providers/*/; do (cd "$ex" && go vet ./...); done
+for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet ./...); done
 
 step "unit and end-to-end tests"
 go test -count=1 -timeout 30m ./...

@@ -13,6 +13,7 @@ type packageOptions struct {
 	io        *IOStreams
 	GoDir     string
 	BinDir    string
+	PyDir     string
 	Version   string
 	Name      string
 	Platforms []string
@@ -23,7 +24,7 @@ type packageOptions struct {
 func newPackageCmd(ios *IOStreams) *cobra.Command {
 	o := &packageOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "package (--go DIR | --bin DIR) --version VERSION -o DIST",
+		Use:   "package (--go DIR | --python DIR | --bin DIR) --version VERSION -o DIST",
 		Short: "Build a provider's release zips and SHA256SUMS",
 		Long: `Build release packages: terraform-provider-TYPE_VERSION_OS_ARCH.zip per platform, and
 terraform-provider-TYPE_VERSION_SHA256SUMS. The zips are deterministic (sorted entries, fixed
@@ -32,6 +33,12 @@ times: SOURCE_DATE_EPOCH when set), so the same input gives the same digests.
 From Go source (--go DIR), each platform is cross-compiled with CGO_ENABLED=0 -trimpath
 (default platforms: darwin, linux and windows on amd64 and arm64). The provider type comes from
 the directory or module name terraform-provider-TYPE, or from --name.
+
+From a Python project (--python DIR: a pyproject.toml whose console script
+terraform-provider-TYPE calls the provider), each zip holds a launcher script as the executable
+and the project with its dependencies, installed by pip for that platform, once per supported
+CPython version (lib/cpXY); the launcher picks the set matching the target's python3. Default
+platforms: darwin and linux on amd64 and arm64; windows is refused.
 
 From built executables (--bin DIR), DIR holds one directory per platform named OS_ARCH, each with
 the executable (named terraform-provider-*, or the only file there) and any extra files:
@@ -46,6 +53,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f := c.Flags()
 	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
+	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
 	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
 	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
@@ -58,8 +66,8 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if (o.GoDir == "") == (o.BinDir == "") {
-		return usageErrorf("give exactly one of --go DIR and --bin DIR")
+	if n := countSet(o.GoDir, o.BinDir, o.PyDir); n != 1 {
+		return usageErrorf("give exactly one of --go DIR, --python DIR and --bin DIR")
 	}
 	if o.Version == "" {
 		return usageErrorf("--version is required")
@@ -77,9 +85,12 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 		},
 	}
 	var p *release.Packaged
-	if o.GoDir != "" {
+	switch {
+	case o.GoDir != "":
 		p, err = release.PackageGo(ctx, o.GoDir, opts)
-	} else {
+	case o.PyDir != "":
+		p, err = release.PackagePython(ctx, o.PyDir, opts)
+	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}
 	if err != nil {
@@ -111,4 +122,15 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	}
 	fmt.Fprintf(o.io.Out, "Checksums: %s\n", out.SHA256SUM)
 	return nil
+}
+
+// countSet counts the non-empty strings.
+func countSet(s ...string) int {
+	n := 0
+	for _, v := range s {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 type schemaOptions struct {
@@ -63,48 +64,9 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	var exe string
-	var addr artifact.ProviderAddress
-	if st, err := os.Stat(o.Target); err == nil && !st.IsDir() {
-		exe = o.Target
-		typ, ok := release.TypeFromName(strings.SplitN(strings.TrimSuffix(filepath.Base(exe), ".exe"), "_", 2)[0])
-		if !ok {
-			typ = "unknown"
-		}
-		addr = artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
-	} else {
-		ref, err := parseRef(o.Target)
-		if err != nil {
-			return usageErrorf("%s is neither a file nor a reference: %v", o.Target, err)
-		}
-		if ref.Reference == "" {
-			return usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
-		}
-		addr = artifact.GuessProviderAddress(ref)
-		if o.Address != "" {
-			if addr, err = artifact.ParseProviderAddress(o.Address); err != nil {
-				return usageErrorf("--address: %v", err)
-			}
-		}
-		policy, err := policyFromFlags(o.Keys, o.Policy)
-		if err != nil {
-			return err
-		}
-		cache, err := openCache(o.CacheDir)
-		if err != nil {
-			return err
-		}
-		defer cache.Close()
-		if exe, err = loader.FetchRef(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}); err != nil {
-			return err
-		}
-	}
-	if o.Address != "" {
-		a, err := artifact.ParseProviderAddress(o.Address)
-		if err != nil {
-			return usageErrorf("--address: %v", err)
-		}
-		addr = a
+	exe, addr, err := schemaTarget(ctx, o)
+	if err != nil {
+		return err
 	}
 	opts := plugin.Options{Path: exe}
 	if o.Verbose {
@@ -124,6 +86,85 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 	}
 	printSchema(o.io.Out, addr.String(), p.Protocol, s)
 	return nil
+}
+
+// schemaTarget finds the executable to launch and the address to report it under: a file, a
+// provider source directory (built through the cache as 'oprov run' builds it), or a repository
+// version fetched through the cache.
+func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.ProviderAddress, error) {
+	var addr artifact.ProviderAddress
+	if o.Address != "" {
+		a, err := artifact.ParseProviderAddress(o.Address)
+		if err != nil {
+			return "", addr, usageErrorf("--address: %v", err)
+		}
+		addr = a
+	}
+	st, statErr := os.Stat(o.Target)
+	switch {
+	case statErr == nil && !st.IsDir():
+		if o.Address == "" {
+			addr = localAddress(strings.SplitN(strings.TrimSuffix(filepath.Base(o.Target), ".exe"), "_", 2)[0])
+		}
+		return o.Target, addr, nil
+	case statErr == nil:
+		return schemaFromDir(ctx, o, addr)
+	}
+	ref, err := parseRef(o.Target)
+	if err != nil {
+		return "", addr, usageErrorf("%s is neither a file, a directory nor a reference: %v", o.Target, err)
+	}
+	if ref.Reference == "" {
+		return "", addr, usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
+	}
+	if o.Address == "" {
+		addr = artifact.GuessProviderAddress(ref)
+	}
+	policy, err := policyFromFlags(o.Keys, o.Policy)
+	if err != nil {
+		return "", addr, err
+	}
+	cache, err := openCache(o.CacheDir)
+	if err != nil {
+		return "", addr, err
+	}
+	exe, err := loader.FetchRef(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut})
+	return exe, addr, err
+}
+
+// localAddress is the address a provider outside any registry is reported under without
+// --address: local/TYPE, TYPE read from a terraform-provider-TYPE name when there is one.
+func localAddress(name string) artifact.ProviderAddress {
+	typ, ok := release.TypeFromName(name)
+	if !ok {
+		typ = "unknown"
+	}
+	return artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
+}
+
+// schemaFromDir builds a provider source directory (any kind pkg/source knows: a Go module, a
+// Python project) for this machine through the cache, as 'oprov run' does.
+func schemaFromDir(ctx context.Context, o *schemaOptions, addr artifact.ProviderAddress) (string, artifact.ProviderAddress, error) {
+	dir, err := filepath.Abs(o.Target)
+	if err != nil {
+		return "", addr, err
+	}
+	if o.Address == "" {
+		addr = localAddress("terraform-provider-" + filepath.Base(dir))
+		if t, ok := release.TypeFromName(filepath.Base(dir)); ok {
+			addr.Type = t
+		}
+	}
+	cache, err := openCache(o.CacheDir)
+	if err != nil {
+		return "", addr, err
+	}
+	src := source.OpenLocal(source.LocalDir{Addr: addr, Dir: dir, At: "oprov schema " + o.Target}, &source.Env{Cache: cache, Log: o.io.ErrOut})
+	pkg, err := src.PackageFor(ctx, addr, source.Dev, source.Host())
+	if err != nil {
+		return "", addr, err
+	}
+	return pkg.Executable, addr, nil
 }
 
 // policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.

@@ -27,7 +27,7 @@ type Member struct {
 type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
-	Proxies   []*Proxy    // by member: nil where it has no middleware
+	Proxies   []*Proxy    // by member: nil where tofu talks to the provider directly
 }
 
 // StopTimeout bounds how long Stop waits for all providers before giving up on them.
@@ -48,7 +48,9 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil && members[i].Middleware != nil {
+		if err == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS) {
+			// A provider that serves TLS on its own (the Python tf SDK) cannot be reattached to
+			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not.
 			err = g.proxy(i)
 		}
 		if err != nil {
@@ -59,12 +61,16 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	return g, nil
 }
 
-// proxy puts member i's middleware between tofu and it.
+// proxy puts a proxy, with member i's middleware if it has one, between tofu and it.
 func (g *Group) proxy(i int) error {
-	mw, err := g.Members[i].Middleware(g.Providers[i])
-	if err != nil {
-		return err
+	var mw Middleware
+	if f := g.Members[i].Middleware; f != nil {
+		var err error
+		if mw, err = f(g.Providers[i]); err != nil {
+			return err
+		}
 	}
+	var err error
 	g.Proxies[i], err = StartProxy(g.Providers[i], mw)
 	return err
 }

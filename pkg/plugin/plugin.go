@@ -10,6 +10,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
 	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
@@ -66,6 +69,9 @@ type Provider struct {
 	stopOnce sync.Once
 	askOnce  sync.Once
 	onAsk    func(method string, took time.Duration, err error) // hears of oprov's own StopProvider
+	// TLS is true when the connection to the provider is TLS: negotiated mutual TLS, or a
+	// provider that serves TLS on its own (see servertls.go).
+	TLS bool
 }
 
 // grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
@@ -105,25 +111,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	cmd.Env = append(os.Environ(), opts.Env...)
 	ownGroup(cmd)
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
-	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
-	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
-	logger := hclog.NewNullLogger()
-	if opts.Log != nil {
-		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
-	}
-	p.client = goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: sets,
-		Cmd:              cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         !opts.ForReattach,
-		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
-		StartTimeout:     opts.StartTimeout,
-		Logger:           logger,
-		Stderr:           p.stderr,
-		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
-	})
+	reattachTLS := p.newClient(opts, sets)
 	rpc, err := p.client.Client()
 	if err != nil {
 		// Stop it first: go-plugin's Kill waits for its stderr goroutine, so the tail the error
@@ -138,6 +126,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	p.conn = raw.(*grpc.ClientConn)
 	p.Protocol = p.client.NegotiatedVersion()
+	p.TLS = !opts.ForReattach || servesTLS(reattachTLS)
 	switch p.Protocol {
 	case 5:
 		p.v5 = tfplugin5.NewProviderClient(p.conn)
@@ -149,11 +138,46 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	// go-plugin checks the plugin's gRPC health service (service "plugin") on connect; check
 	// it again here so a provider that is up but unhealthy is caught before use.
-	if err := rpc.Ping(); err != nil {
+	// A provider that does not serve the health service (the Python SDK tf) has answered a
+	// gRPC call all the same.
+	if err := rpc.Ping(); err != nil && status.Code(err) != codes.Unimplemented {
 		p.kill()
 		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
 	}
 	return p, nil
+}
+
+// newClient makes the go-plugin client for p.cmd, and returns the TLS configuration a start for
+// reattaching uses (nil otherwise), whose RootCAs tell afterwards whether the provider serves TLS.
+func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls.Config {
+	var reattachTLS *tls.Config
+	var dialOpts []grpc.DialOption
+	if opts.ForReattach {
+		reattachTLS = reattachTLSConfig()
+		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(serverChosenTLS{reattachTLS})}
+	}
+	// go-plugin logs the provider's stderr lines through logger (parsed when they are JSON) and
+	// copies the raw stream to Stderr: the user sees the former, the tail keeps the latter.
+	logger := hclog.NewNullLogger()
+	if opts.Log != nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
+	}
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: sets,
+		Cmd:              p.cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         !opts.ForReattach,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
+		StartTimeout:     opts.StartTimeout,
+		Logger:           logger,
+		Stderr:           p.stderr,
+		TLSConfig:        reattachTLS,
+		GRPCDialOptions:  dialOpts,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	return reattachTLS
 }
 
 // explainStart turns go-plugin's start errors into ones that say what went wrong with the

@@ -157,14 +157,20 @@ func (x *Proxy) unary(ctx context.Context, method string, stream grpc.ServerStre
 	if err := stream.RecvMsg(&req); err != nil {
 		return err
 	}
+	var header, trailer metadata.MD
 	next := func(ctx context.Context, b []byte) ([]byte, error) {
 		var resp rawMsg
-		err := x.p.conn.Invoke(ctx, method, &rawMsg{b: b}, &resp, callOpts...)
+		opts := append([]grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}, callOpts...)
+		err := x.p.conn.Invoke(ctx, method, &rawMsg{b: b}, &resp, opts...)
 		return resp.b, err
 	}
 	resp, err := x.mw.Unary(ctx, &Call{Method: method, Protocol: x.p.Protocol, Request: req.b}, next)
+	stream.SetTrailer(trailer)
 	if err != nil {
 		return err
+	}
+	if len(header) > 0 {
+		stream.SendHeader(header)
 	}
 	return stream.SendMsg(&rawMsg{b: resp})
 }
@@ -200,11 +206,11 @@ func (x *Proxy) pump(ctx context.Context, method string, in grpc.ServerStream) e
 	for {
 		var m rawMsg
 		err := out.RecvMsg(&m)
-		if errors.Is(err, io.EOF) {
-			in.SetTrailer(out.Trailer())
-			return nil
-		}
 		if err != nil {
+			in.SetTrailer(out.Trailer())
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
 			return err
 		}
 		if err := in.SendMsg(&m); err != nil {

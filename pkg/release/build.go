@@ -149,6 +149,7 @@ type platformFiles struct {
 	platform manifest.Platform
 	exe      string   // path of the executable
 	extra    []string // paths of other files
+	tree     string   // a directory whose files go in too, by their path below it
 }
 
 func readBinDir(dir string, p manifest.Platform) (platformFiles, error) {
@@ -221,6 +222,13 @@ func writeRelease(opts PackageOptions, files []platformFiles) (*Packaged, error)
 		zfs := []ZipFile{{Name: exeName, Executable: true, Open: opener(pf.exe)}}
 		for _, x := range pf.extra {
 			zfs = append(zfs, ZipFile{Name: filepath.Base(x), Open: opener(x)})
+		}
+		if pf.tree != "" {
+			tree, err := treeFiles(pf.tree)
+			if err != nil {
+				return nil, err
+			}
+			zfs = append(zfs, tree...)
 		}
 		dest := filepath.Join(opts.OutDir, name.String())
 		opts.progress("writing %s", name)

@@ -85,7 +85,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 		return nil, errors.New("building a source provider needs the go toolchain on PATH")
 	}
 	host := Host()
-	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String())
+	key, err := treeHash(s.Dir, strings.TrimSpace(string(goVersion))+" "+host.String(), hiddenOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -93,58 +93,77 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if host.OS == "windows" {
 		name += ".exe"
 	}
-	dir := filepath.Join(c.Dir, "builds", key)
-	exe := filepath.Join(dir, name)
+	exe := filepath.Join(c.Dir, "builds", key, name)
 	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
-	if fileExists(exe) {
-		c.MarkUsed(dir)
-		return out, nil
-	}
-	unlock, err := c.Lock(ctx, "build-"+key)
+	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
+		if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
+			return fmt.Errorf("provider %s: %w", s.Addr, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if fileExists(exe) {
-		return out, nil
-	}
-	tmpRoot, err := c.TmpDir()
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(tmpRoot, "build-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
-		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
-	}
-	if err := cache.SealDir(tmp); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
-	}
-	out.Rebuilt = true
 	return out, nil
 }
 
-// treeHash hashes a directory's regular files (names and contents, skipping hidden files and
-// directories) together with extra, as a hex sha256.
-func treeHash(root, extra string) (string, error) {
+// buildOnce makes the build directory builds/KEY holding the executable name, unless the cache
+// has it: build fills a temporary directory, which is renamed into place once complete, under a
+// lock so that concurrent runs build it once. It reports whether it built.
+func buildOnce(ctx context.Context, c *cache.Cache, key, name string, build func(tmp string) error) (bool, error) {
+	dir := filepath.Join(c.Dir, "builds", key)
+	exe := filepath.Join(dir, name)
+	if fileExists(exe) {
+		c.MarkUsed(dir)
+		return false, nil
+	}
+	unlock, err := c.Lock(ctx, "build-"+key)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if fileExists(exe) {
+		return false, nil
+	}
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return false, err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "build-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := build(tmp); err != nil {
+		return false, err
+	}
+	if err := cache.SealDir(tmp); err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return false, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// hiddenOnly skips hidden files and directories, and nothing else.
+func hiddenOnly(name string, _ bool) bool { return strings.HasPrefix(name, ".") }
+
+// treeHash hashes a directory's regular files (names and contents, leaving out what skip says)
+// together with extra, as a hex sha256.
+func treeHash(root, extra string, skip func(name string, isDir bool) bool) (string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != root && strings.HasPrefix(d.Name(), ".") {
+		if p != root && skip(d.Name(), d.IsDir()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

@@ -14,6 +14,7 @@ REGISTRY_VERSION=v3.1.2   # github.com/distribution/distribution/v3
 TOFU_VERSION=v1.12.6      # github.com/opentofu/opentofu
 TERRAFORM_VERSION=v1.5.7  # github.com/hashicorp/terraform
 COSIGN_VERSION=v2.6.5     # github.com/sigstore/cosign/v2
+TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
 mkdir -p "$dir/bin"
@@ -63,6 +64,52 @@ MOD
   ln -sfn "$dest/tofu" "$dir/bin/tofu"
 }
 
+# The Python SDK tf, from PyPI through this machine's pip, in a venv of its own. A venv cannot
+# be moved, so it is made in place and counts as done only once its marker file is written; its
+# python is bin/tf-python. PIP_CACHE_DIR keeps wheels beside the tools, so the tests'
+# own pip runs (packaging pyhello for several CPython versions) reuse them.
+install_tf() {
+  local dest="$dir/python-tf-$TF_PY_VERSION"
+  if [ ! -f "$dest/.complete" ]; then
+    log "installing tf $TF_PY_VERSION from PyPI (first run only; cached in $dest)"
+    rm -rf "$dest"
+    if ! { python3 -m venv "$dest" && PIP_CACHE_DIR="$dir/pip-cache" "$dest/bin/python" -m pip install -q --disable-pip-version-check "tf==$TF_PY_VERSION" >&2; }; then
+      rm -rf "$dest"; log "installing tf failed (needs python3 >= 3.11 with venv, and PyPI)"; return 1
+    fi
+    touch "$dest/.complete"
+  fi
+  # A wrapper, not a link: a venv's python finds its venv only when called by its own path.
+  rm -f "$dir/bin/tf-python"
+  printf '#!/bin/sh\nexec "%s/bin/python" "$@"\n' "$dest" > "$dir/bin/tf-python"
+  chmod 755 "$dir/bin/tf-python"
+}
+
+# A wheelhouse for the Python tests, downloaded from PyPI once: tf's dependencies for each
+# platform the tests package pyhello for (linux amd64/arm64, darwin arm64) and each CPython
+# version oprov claims, and the build backend. The tests run pip with PIP_NO_INDEX and
+# PIP_FIND_LINKS pointing here, so they make no network request and run in seconds. The wheel
+# tags are the ones oprov asks pip for (pkg/release/python.go pipPlatforms).
+fill_wheelhouse() {
+  local wh="$dir/python-wheels-$TF_PY_VERSION"
+  [ -f "$wh/.complete" ] && return 0
+  log "downloading wheels for the Python tests (first run only; cached in $wh)"
+  mkdir -p "$wh"
+  local linux_tags
+  linux_tags() { local m; for m in $(seq 28 -1 17); do printf -- '--platform manylinux_2_%s_%s ' "$m" "$1"; done; printf -- '--platform manylinux2014_%s' "$1"; }
+  local py plat
+  for py in 3.11 3.12 3.13; do
+    for plat in "$(linux_tags x86_64)" "$(linux_tags aarch64)" "--platform macosx_11_0_arm64"; do
+      # shellcheck disable=SC2086
+      if ! PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
+          --implementation cp --python-version "$py" $plat "tf==$TF_PY_VERSION" >&2; then
+        log "downloading wheels failed"; return 1
+      fi
+    done
+  done
+  PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" "setuptools>=68" wheel >&2 || { log "downloading setuptools failed"; return 1; }
+  touch "$wh/.complete"
+}
+
 # Tools named as arguments (tests/tools/install.sh tofu) are the only ones built; none means all.
 wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 only="$*"
@@ -70,5 +117,7 @@ wanted registry && build registry "$REGISTRY_VERSION" registry "github.com/distr
 wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
 wanted tofu && build_tofu
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
+wanted python && install_tf
+wanted python && fill_wheelhouse
 
 echo "$dir/bin"

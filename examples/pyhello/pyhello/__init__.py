@@ -1,0 +1,1 @@
+"""pyhello: an example OpenTofu provider written against the tf SDK."""

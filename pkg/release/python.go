@@ -1,0 +1,228 @@
+package release
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/oprov/oprov/manifest"
+)
+
+// PythonVersions are the CPython minor versions a Python release package carries dependencies
+// for; the launcher picks the set matching the target's python3. The tf SDK needs 3.11 or later.
+var PythonVersions = []string{"3.11", "3.12", "3.13"}
+
+// DefaultPythonPlatforms are the platforms `oprov package --python` builds when none are named.
+var DefaultPythonPlatforms = []manifest.Platform{
+	{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"},
+	{OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"},
+}
+
+// pipPlatforms are the wheel platform tags pip may pick for a target: manylinux glibc 2.17 to
+// 2.28 on Linux, macOS 11 and later on macOS (pip widens a macosx tag to older versions and
+// universal2 itself).
+func pipPlatforms(p manifest.Platform) ([]string, error) {
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[p.Arch]
+	switch {
+	case p.OS == "linux" && arch != "":
+		var tags []string
+		for minor := 28; minor >= 17; minor-- {
+			tags = append(tags, fmt.Sprintf("manylinux_2_%d_%s", minor, arch))
+		}
+		return append(tags, "manylinux2014_"+arch), nil
+	case p.OS == "darwin" && p.Arch == "amd64":
+		return []string{"macosx_11_0_x86_64"}, nil
+	case p.OS == "darwin" && p.Arch == "arm64":
+		return []string{"macosx_11_0_arm64"}, nil
+	case p.OS == "windows":
+		return nil, fmt.Errorf("Python providers cannot be packaged for %s: the launcher is a POSIX shell script, and tofu on Windows needs an .exe (leave windows out with --platform)", p)
+	}
+	return nil, fmt.Errorf("Python providers cannot be packaged for %s: oprov knows the wheel tags of linux and darwin on amd64 and arm64 only", p)
+}
+
+// cpTag is "cp311" for "3.11".
+func cpTag(v string) string { return "cp" + strings.ReplaceAll(v, ".", "") }
+
+// pip runs python -m pip with args; its output is kept for the error.
+func pip(ctx context.Context, python string, args ...string) error {
+	cmd := exec.CommandContext(ctx, python, append([]string{"-m", "pip", "--disable-pip-version-check", "--no-input"}, args...)...)
+	cmd.Env = append(os.Environ(), "PIP_NO_WARN_SCRIPT_LOCATION=1", "PYTHONDONTWRITEBYTECODE=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		tail := strings.TrimSpace(out.String())
+		if len(tail) > 3000 {
+			tail = "..." + tail[len(tail)-3000:]
+		}
+		return fmt.Errorf("pip %s failed (%v):\n%s", pipCommand(args), err, tail)
+	}
+	return nil
+}
+
+// pipCommand names pip's subcommand among its arguments, for messages.
+func pipCommand(args []string) string {
+	for i, a := range args {
+		if a == "--python" {
+			return pipCommand(args[i+2:])
+		}
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
+}
+
+// BuildWheel builds the project in dir into a wheel in outDir with the host's pip, from a copy
+// of its source (pip builds in place), and checks that it is pure Python: a compiled project
+// would only run where it was built.
+func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error) {
+	src := filepath.Join(outDir, "src")
+	if err := CopyPyProject(dir, src); err != nil {
+		return "", fmt.Errorf("copying %s to build it: %w", dir, err)
+	}
+	defer os.RemoveAll(src)
+	if err := pip(ctx, python, "wheel", "--no-deps", "-q", "-w", outDir, src); err != nil {
+		return "", fmt.Errorf("building a wheel of %s: %w", dir, err)
+	}
+	wheels, _ := filepath.Glob(filepath.Join(outDir, "*.whl"))
+	if len(wheels) != 1 {
+		return "", fmt.Errorf("building a wheel of %s gave %d wheels, want 1", dir, len(wheels))
+	}
+	if !strings.HasSuffix(wheels[0], "-none-any.whl") {
+		return "", fmt.Errorf("%s builds the platform wheel %s: oprov packages pure-Python providers (compiled dependencies come as wheels from PyPI)", dir, filepath.Base(wheels[0]))
+	}
+	return wheels[0], nil
+}
+
+// InstallForTarget installs a wheel and its dependencies into target for one platform and one
+// CPython version, with pip, from binary wheels only. Files that vary between runs or serve
+// only this machine are removed (see cleanSite).
+func InstallForTarget(ctx context.Context, python, wheel, target string, p manifest.Platform, pyVersion string) error {
+	tags, err := pipPlatforms(p)
+	if err != nil {
+		return err
+	}
+	args := []string{"install", "-q", "--target", target, "--python-version", pyVersion, "--implementation", "cp",
+		"--only-binary=:all:", "--no-compile", "--no-warn-conflicts"}
+	for _, t := range tags {
+		args = append(args, "--platform", t)
+	}
+	if err := pip(ctx, python, append(args, wheel)...); err != nil {
+		return fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
+	}
+	return cleanSite(target)
+}
+
+// cleanSite makes a pip --target directory the same on every run: console-script wrappers
+// (bin/, pointing at this machine's python), bytecode caches and direct_url.json (the wheel's
+// temporary path) go, and each RECORD keeps only the lines of files still there.
+func cleanSite(site string) error {
+	if err := os.RemoveAll(filepath.Join(site, "bin")); err != nil {
+		return err
+	}
+	var records []string
+	err := filepath.WalkDir(site, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "__pycache__":
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+			return filepath.SkipDir
+		case !d.IsDir() && (strings.HasSuffix(p, ".pyc") || d.Name() == "direct_url.json"):
+			return os.Remove(p)
+		case !d.IsDir() && d.Name() == "RECORD":
+			records = append(records, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		if err := pruneRecord(site, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneRecord drops the lines of a RECORD file that name files no longer in site.
+func pruneRecord(site, record string) error {
+	data, err := os.ReadFile(record)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for sc.Scan() {
+		line := sc.Text()
+		name, _, _ := strings.Cut(line, ",")
+		if name == "" || strings.HasPrefix(name, "..") {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(site, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() {
+			kept = append(kept, line)
+		}
+	}
+	sort.Strings(kept)
+	return os.WriteFile(record, []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+}
+
+// PythonLauncher is the executable of a Python release package: a POSIX shell script that finds
+// a python3 whose CPython minor version the package carries dependencies for (lib/cpXY beside
+// it), and runs the console script's entry point with them. With none, it prints one line (on
+// stderr, and on stdout where tofu quotes it) and exits 1, before any plugin handshake. Python runs isolated (-I: no user site, no
+// PYTHON* variables) and writes no bytecode (-B): an installed package must stay byte for byte
+// what the lock file's h1: hash says.
+func PythonLauncher(script, entry string, versions []string) string {
+	var names []string
+	for i := len(versions) - 1; i >= 0; i-- {
+		names = append(names, "python"+versions[i])
+	}
+	want := strings.Join(versions, ", ")
+	return fmt.Sprintf(`#!/bin/sh
+# %[1]s, packaged by oprov: runs the provider with this machine's CPython (%[2]s),
+# using the dependencies packaged for that version in lib/cpXY beside this file.
+case "$0" in */*) here="${0%%/*}" ;; *) here=$(dirname "$(command -v "$0")") ;; esac
+found=""
+for py in ${OPROV_PROVIDER_PYTHON:-} python3 %[3]s; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  v=$("$py" -c 'import sys; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2))' 2>/dev/null) || continue
+  if [ -d "$here/lib/${v#* }" ]; then
+    exec "$py" -I -B -c '%[4]s' "$here/lib/${v#* }" "$@"
+  fi
+  found="$found, $py is ${v%% *}"
+done
+found=${found#, }
+msg="%[1]s: no compatible Python: it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
+# On stderr for people; on stdout too, where the handshake line belongs, because tofu and
+# terraform quote that line in their error ("Unrecognized remote plugin message: ...") but keep
+# a plugin's stderr for their debug log.
+echo "$msg" >&2
+echo "$msg"
+exit 1
+`, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
+}
+
+// PipInstallInto installs the project in dir, with its dependencies, into the venv whose python
+// is venvPython, using the host's pip (pip's --python, pip 22.3 and later), from a copy of its
+// source made in scratch.
+func PipInstallInto(ctx context.Context, python, venvPython, dir, scratch string) error {
+	src := filepath.Join(scratch, "src")
+	if err := CopyPyProject(dir, src); err != nil {
+		return fmt.Errorf("copying %s to install it: %w", dir, err)
+	}
+	defer os.RemoveAll(src)
+	if err := pip(ctx, python, "--python", venvPython, "install", "-q", src); err != nil {
+		return fmt.Errorf("installing %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/apparentlymart/go-versions/versions"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+func init() {
+	RegisterLocalKind(LocalKind{
+		Name:   "Python project (pyproject.toml)",
+		Detect: release.IsPyProject,
+		Open:   func(d LocalDir, env *Env) LocalSource { return &pyDirSource{d: d, env: env} },
+	})
+}
+
+// pyDirSource is a provider kept as a Python project beside the configuration: a pyproject.toml
+// whose console script terraform-provider-TYPE runs the provider. It offers one version, installed
+// with pip into a venv of its own in the cache, keyed by a hash of the source tree and of the
+// interpreter.
+type pyDirSource struct {
+	d   LocalDir
+	env *Env
+}
+
+func (s *pyDirSource) Dir() string                                { return s.d.Dir }
+func (s *pyDirSource) ForDisplay(artifact.ProviderAddress) string { return s.d.Dir }
+
+func (s *pyDirSource) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
+	return versions.List{Dev}, nil
+}
+
+func (s *pyDirSource) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+	return []manifest.Platform{Host()}, nil
+}
+
+func (s *pyDirSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
+	if platform != Host() {
+		return nil, fmt.Errorf("%s is kept as source in %s: its venv is for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
+	}
+	b, err := BuildPython(ctx, s.env.Cache, s.d, s.env.logf)
+	if err != nil {
+		return nil, err
+	}
+	detail := "source, cached venv"
+	if b.Rebuilt {
+		detail = "source, venv built"
+	}
+	return &Package{Addr: addr, Version: DevVersion, Platform: platform, Executable: b.Executable, Auth: Authentication{Method: "local"}, Detail: detail}, nil
+}
+
+// BuildPython installs a Python provider kept as source into a venv in the cache, with pip,
+// unless the cache already holds one for the same source tree (every file's name and content)
+// and interpreter (its version and path). The executable is a small script that runs the
+// project's console script terraform-provider-TYPE with the venv's python.
+func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(string, ...any)) (*Built, error) {
+	python, err := release.HostPython()
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	}
+	proj, err := release.ReadPyProject(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := proj.ProviderEntry(s.Addr.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%s: provider %s: %w", s.At, s.Addr, err)
+	}
+	ident, err := exec.CommandContext(ctx, python, "-c", "import sys; print(sys.version); print(sys.executable)").Output()
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: running %s: %w", s.Addr, python, err)
+	}
+	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), release.PySkip)
+	if err != nil {
+		return nil, err
+	}
+	key = "py-" + key
+	name := "terraform-provider-" + s.Addr.Type
+	out := &Built{Addr: s.Addr.String(), Executable: filepath.Join(c.Dir, "builds", key, name), Key: key}
+	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
+		logf("oprov: installing %s from %s into a venv with pip (once per change of its source)", s.Addr, s.Dir)
+		return buildVenv(ctx, python, s.Dir, tmp, name, entry)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
+	}
+	return out, nil
+}
+
+// buildVenv makes tmp/venv (no pip of its own: the host's pip installs into it), installs the
+// project there, and writes the launcher tmp/NAME. A venv holds no path of its own apart from
+// the scripts pip writes, which the launcher does not use, so the directory can be renamed.
+func buildVenv(ctx context.Context, python, dir, tmp, name, entry string) error {
+	venv := filepath.Join(tmp, "venv")
+	if out, err := exec.CommandContext(ctx, python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		return fmt.Errorf("creating a venv with %s: %v\n%s", python, err, out)
+	}
+	if err := release.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir, tmp); err != nil {
+		return err
+	}
+	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
+		name, release.PythonEntryCode(name, entry, false))
+	return os.WriteFile(filepath.Join(tmp, name), []byte(script), 0o755)
+}

@@ -1,0 +1,127 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/tests/internal/peers"
+)
+
+// extractProvider unpacks a release zip for this machine and returns its executable.
+func extractProvider(b *testing.B, zipPath, exe string) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "pkg")
+	if err := release.Extract(zipPath, dir, release.DefaultExtractLimits); err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(dir, exe)
+}
+
+// timeGroupStart is how long one provider takes from launch to ready as oprov launches it: in a
+// launch group for oprov run (reattach, with the relay for a provider serving TLS on its own),
+// or with automatic mutual TLS as oprov schema does.
+func timeGroupStart(b *testing.B, exe string, reattach bool) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	g, err := plugin.StartGroup(ctx, []plugin.Member{{Addr: "example.com/acme/x", Options: plugin.Options{Path: exe, ForReattach: reattach}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	g.Stop()
+	return d
+}
+
+// BenchmarkPythonLaunch compares launch-to-ready of pyhello (the packaged launcher, CPython and
+// the tf SDK) with examples/hello (Go), both from their release zips for this machine.
+func BenchmarkPythonLaunch(b *testing.B) {
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	hello := extractProvider(b, filepath.Join(helloRelease(b), "terraform-provider-hello_1.0.0_"+host+".zip"), "terraform-provider-hello_v1.0.0")
+	pyDir, _ := pyhelloRelease(b)
+	py := extractProvider(b, filepath.Join(pyDir, "terraform-provider-pyhello_1.0.0_"+host+".zip"), "terraform-provider-pyhello_v1.0.0")
+	rounds := max(b.N, 10)
+	times := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		for _, reattach := range []bool{true, false} {
+			for name, exe := range map[string]string{"hello": hello, "pyhello": py} {
+				key := fmt.Sprintf("%s/%v", name, reattach)
+				times[key] = append(times[key], timeGroupStart(b, exe, reattach))
+			}
+		}
+	}
+	b.StopTimer()
+	fmt.Printf("\nlaunch to ready, %d rounds (median):\n", rounds)
+	for _, mode := range []struct {
+		reattach bool
+		label    string
+	}{{true, "as oprov run (reattach; pyhello through the relay)"}, {false, "as oprov schema (automatic mTLS)"}} {
+		h, p := median(times[fmt.Sprintf("hello/%v", mode.reattach)]), median(times[fmt.Sprintf("pyhello/%v", mode.reattach)])
+		fmt.Printf("  examples/hello %8s   pyhello %8s   ratio %.1fx   [%s]\n", h.Round(100*time.Microsecond), p.Round(time.Millisecond), float64(p)/float64(h), mode.label)
+		if mode.reattach {
+			b.ReportMetric(float64(p.Milliseconds()), "ms-pyhello-launch")
+		}
+	}
+}
+
+// installProviderDevMode installs pyhello the way the tf SDK documents: the project into a venv,
+// then tf.runner.install_provider zips its console script into a plugin directory. It returns
+// that directory.
+func installProviderDevMode(b *testing.B, env []string) string {
+	b.Helper()
+	work := b.TempDir()
+	venv, plugins := filepath.Join(work, "venv"), filepath.Join(work, "plugins")
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("python3", "-m", "venv", venv)
+	run(filepath.Join(venv, "bin", "python"), "-m", "pip", "install", "-q", filepath.Join(repoRoot, "examples", "pyhello"))
+	run(filepath.Join(venv, "bin", "python"), "-c", `import sys; from pathlib import Path; from tf.runner import install_provider
+install_provider("example.com", "acme", "pyhello", "1.0.0", Path(sys.argv[1]), Path(sys.argv[2]))`, plugins, filepath.Join(venv, "bin", "terraform-provider-pyhello"))
+	return plugins
+}
+
+// BenchmarkPythonRunPlan compares `oprov run -- tofu plan` with pyhello kept as source (venv in
+// the cache, launched by oprov, handed over through the relay) with plain `tofu plan` on the same
+// configuration initialised from pyhello installed by tf's install_provider (tofu launches it).
+func BenchmarkPythonRunPlan(b *testing.B) {
+	tofu := peers.Require(b, "tofu")
+	env := append(pyEnv(b), "OPROV_CACHE_DIR="+filepath.Join(b.TempDir(), "cache"), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "HOME="+b.TempDir())
+	src := b.TempDir()
+	if err := os.CopyFS(filepath.Join(src, "providers", "pyhello"), os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		b.Fatal(err)
+	}
+	writeFile(b, filepath.Join(src, "main.tf"), pyConfig)
+	writeFile(b, filepath.Join(src, "oprov.hcl"), "provider \"example.com/acme/pyhello\" {\n  source = \"./providers/pyhello\"\n}\n")
+	mustOprov(b, env, "run", "-C", src, "--", tofu, "apply", "-auto-approve", "-input=false")
+
+	dev := b.TempDir()
+	writeFile(b, filepath.Join(dev, "main.tf"), pyConfig)
+	mustTofu(b, tofu, dev, env, "init", "-input=false", "-plugin-dir="+installProviderDevMode(b, env))
+	mustTofu(b, tofu, dev, env, "apply", "-auto-approve", "-input=false")
+	rounds := max(b.N, 7)
+	var plain, run []time.Duration
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		plain = append(plain, timeCmdIn(b, dev, env, tofu, "plan", "-input=false"))
+		run = append(run, timeCmd(b, env, oprovBin, "run", "-C", src, "--", tofu, "plan", "-input=false"))
+	}
+	b.StopTimer()
+	ratio := float64(median(run)) / float64(median(plain))
+	b.ReportMetric(ratio, "x-install-provider-plan")
+	fmt.Printf("\nplan of pyhello, %d rounds (median):\n", rounds)
+	fmt.Printf("  tofu plan (install_provider package) %8s   oprov run -- tofu plan (kept as source) %8s   ratio %.2fx\n",
+		median(plain).Round(time.Millisecond), median(run).Round(time.Millisecond), ratio)
+}

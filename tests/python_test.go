@@ -1,0 +1,418 @@
+package tests
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/internal/testreg"
+)
+
+// pyPlatforms are the platforms the tests package examples/pyhello for: the host's and two others.
+var pyPlatforms = func() []string {
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	out := []string{host}
+	for _, p := range []string{"linux_amd64", "darwin_arm64", "linux_arm64"} {
+		if p != host && len(out) < 3 {
+			out = append(out, p)
+		}
+	}
+	return out
+}()
+
+// pyVersions are the CPython versions `oprov package --python` claims (release.PythonVersions).
+var pyVersions = []string{"3.11", "3.12", "3.13"}
+
+// pyEnv is what every Python test needs: tf installed by tests/tools/install.sh, and pip pointed
+// at the wheelhouse it downloaded from PyPI (no index: the tests make no network request).
+func pyEnv(t testing.TB) []string {
+	t.Helper()
+	peers.Require(t, "tf-python")
+	wh := filepath.Join(filepath.Dir(peers.Dir()), "python-wheels-1.2.0")
+	if _, err := os.Stat(filepath.Join(wh, ".complete")); err != nil {
+		peers.Missing(t, "wheelhouse "+wh)
+	}
+	return []string{"PIP_NO_INDEX=1", "PIP_FIND_LINKS=" + wh, "PIP_CACHE_DIR=" + filepath.Join(filepath.Dir(peers.Dir()), "pip-cache")}
+}
+
+type pyPackaged struct {
+	Type     string `json:"type"`
+	Packages []struct {
+		Platform string `json:"platform"`
+		Path     string `json:"path"`
+		Size     int64  `json:"size"`
+		ZH       string `json:"zh"`
+		H1       string `json:"h1"`
+	} `json:"packages"`
+}
+
+var (
+	pyOnce    sync.Once
+	pyDist    string
+	pyOut     pyPackaged
+	pyErr     error
+	pyPackDur time.Duration
+)
+
+// packagePyhello packages examples/pyhello 1.0.0 for pyPlatforms into dir.
+func packagePyhello(t testing.TB, dir string) (pyPackaged, time.Duration, error) {
+	var out pyPackaged
+	start := time.Now()
+	r := oprov(t, pyEnv(t), "package", "--python", filepath.Join(repoRoot, "examples", "pyhello"), "--version", "1.0.0",
+		"--platform", strings.Join(pyPlatforms, ","), "-o", dir, "--format", "json")
+	took := time.Since(start)
+	if r.Code != 0 {
+		return out, took, fmt.Errorf("oprov package --python: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return out, took, json.Unmarshal([]byte(r.Stdout), &out)
+}
+
+// pyhelloRelease packages examples/pyhello once per test run. Tests must not modify it.
+func pyhelloRelease(t testing.TB) (string, pyPackaged) {
+	t.Helper()
+	pyOnce.Do(func() {
+		if pyDist, pyErr = os.MkdirTemp("", "oprov-pyhello-dist-"); pyErr != nil {
+			return
+		}
+		pyOut, pyPackDur, pyErr = packagePyhello(t, pyDist)
+	})
+	if pyErr != nil {
+		t.Fatal(pyErr)
+	}
+	return pyDist, pyOut
+}
+
+// pyConfig uses pyhello's resource and data source.
+const pyConfig = `terraform {
+  required_providers {
+    pyhello = {
+      source  = "example.com/acme/pyhello"
+      version = "~> 1.0"
+    }
+  }
+}
+
+provider "pyhello" {}
+
+resource "pyhello_greeting" "world" {
+  name = "oprov"
+}
+
+data "pyhello_greeting" "tofu" {
+  name = "tofu"
+}
+
+output "message" {
+  value = pyhello_greeting.world.message
+}
+
+output "data_message" {
+  value = data.pyhello_greeting.tofu.message
+}
+`
+
+// expectPyOutputs checks the outputs of an applied pyConfig.
+func expectPyOutputs(t *testing.T, bin, dir string, env []string, greeting string) {
+	t.Helper()
+	var outputs map[string]struct{ Value string }
+	tofuJSON(t, bin, dir, env, &outputs, "output", "-json")
+	for k, want := range map[string]string{"message": greeting + ", oprov!", "data_message": greeting + ", tofu!"} {
+		if outputs[k].Value != want {
+			t.Errorf("output %s = %q, want %q", k, outputs[k].Value, want)
+		}
+	}
+}
+
+// pyFixture is a TLS registry holding pyhello 1.0.0 signed, and a configuration whose oprov.hcl
+// manages example.com/acme/* from it (the loader fixture, with pyhello instead of hello).
+func pyFixture(t *testing.T) *loaderFixture {
+	t.Helper()
+	dist, _ := pyhelloRelease(t)
+	f := &loaderFixture{reg: testreg.Start(t, testreg.Options{}), keys: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache"), cfg: t.TempDir()}
+	f.repo = f.reg.Host + "/providers/acme/pyhello"
+	f.env = append(pyEnv(t), "OPROV_CACHE_DIR="+f.cache, "SSL_CERT_FILE="+f.reg.CAFile, "COSIGN_PASSWORD=test", "HOME="+t.TempDir())
+	mustOprov(t, f.env, "keygen", "--output-key-prefix", filepath.Join(f.keys, "cosign"))
+	f.push = pushJSON(t, f.env, dist, f.repo, "--address", "example.com/acme/pyhello", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
+	writeFile(t, filepath.Join(f.cfg, "main.tf"), pyConfig)
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), strings.NewReplacer("%HOST%", f.reg.Host, "%KEYS%", f.keys).Replace(oprovHCL))
+	return f
+}
+
+// TestPythonProviderFromRegistry: pyhello packaged with --python for three platforms and pushed
+// to a TLS registry is locked for every platform, installed by plain tofu init through
+// oci_mirror, by oprov init (for tofu and terraform), and launched by tofu; its schema as oprov
+// reads it equals tofu's; and its launcher fails clearly without a usable python3.
+func TestPythonProviderFromRegistry(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	f := pyFixture(t)
+	_, packaged := pyhelloRelease(t)
+	mustOprov(t, f.env, "lock", "-C", f.cfg)
+	hashes := lockHashes(t, filepath.Join(f.cfg, ".terraform.lock.hcl"), "example.com/acme/pyhello")
+	for _, p := range packaged.Packages {
+		if !contains(hashes, p.ZH) || !contains(hashes, p.H1) {
+			t.Errorf("lock lacks %s's zh:/h1: hashes (%s, %s): %v", p.Platform, p.ZH, p.H1, hashes)
+		}
+	}
+	if len(hashes) != 2*len(pyPlatforms) {
+		t.Errorf("lock has %d hashes, want %d", len(hashes), 2*len(pyPlatforms))
+	}
+
+	plain := f.freshCopy(t)
+	rc := filepath.Join(t.TempDir(), "tofurc")
+	writeFile(t, rc, mustOprov(t, f.env, "tofurc", "-C", plain).Stdout)
+	rcEnv := append(f.env, "TF_CLI_CONFIG_FILE="+rc)
+	t.Run("plain tofu init via oci_mirror, then apply", func(t *testing.T) {
+		out := mustTofu(t, tofu, plain, rcEnv, "init", "-input=false")
+		if strings.Contains(strings.ToLower(out), "incomplete lock file") {
+			t.Errorf("tofu init warned about the lock:\n%s", out)
+		}
+		mustTofu(t, tofu, plain, rcEnv, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, tofu, plain, rcEnv, "Hello")
+		if got := lockHashes(t, filepath.Join(plain, ".terraform.lock.hcl"), "example.com/acme/pyhello"); !reflect.DeepEqual(got, hashes) {
+			t.Errorf("after tofu init the lock has %v, want every platform's %v", got, hashes)
+		}
+	})
+	t.Run("schema equals tofu providers schema -json", func(t *testing.T) {
+		pySchemaMatchesTofu(t, f, tofu, plain, rcEnv)
+	})
+	t.Run("oprov init, then tofu apply", func(t *testing.T) {
+		dir := f.freshCopy(t)
+		mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir)
+		mustTofu(t, tofu, dir, f.env, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, tofu, dir, f.env, "Hello")
+	})
+	t.Run("OPROV_TOFU=terraform", func(t *testing.T) {
+		terraform := peers.Require(t, "terraform")
+		dir := f.freshCopy(t)
+		mustOprov(t, append(f.env, "OPROV_TOFU="+terraform), "init", "-C", dir)
+		mustTofu(t, terraform, dir, f.env, "apply", "-auto-approve", "-input=false")
+		expectPyOutputs(t, terraform, dir, f.env, "Hello")
+	})
+	t.Run("no compatible python3", func(t *testing.T) {
+		pyLauncherFailsClearly(t, tofu, plain, rcEnv)
+	})
+	t.Run("copy carries it with its signature", func(t *testing.T) {
+		dst := f.reg.Host + "/copies/acme/pyhello"
+		mustOprov(t, f.env, "copy", f.repo+":1.0.0", dst)
+		mustOprov(t, f.env, "verify", dst+":1.0.0", "--key", filepath.Join(f.keys, "cosign.pub"), "--all-platforms")
+	})
+}
+
+// pySchemaMatchesTofu: oprov schema of the pushed version equals tofu's entry for it.
+func pySchemaMatchesTofu(t *testing.T, f *loaderFixture, tofu, dir string, env []string) {
+	const addr = "example.com/acme/pyhello"
+	var fromTofu map[string]any
+	tofuJSON(t, tofu, dir, env, &fromTofu, "providers", "schema", "-json")
+	want := fromTofu["provider_schemas"].(map[string]any)[addr]
+	if want == nil {
+		t.Fatalf("tofu's schema has no %s", addr)
+	}
+	r := mustOprov(t, f.env, "schema", f.repo+":1.0.0", "--address", addr, "--key", filepath.Join(f.keys, "cosign.pub"), "-o", "json")
+	var mine map[string]any
+	decodeJSON(t, r.Stdout, &mine)
+	if got := mine["provider_schemas"].(map[string]any)[addr]; !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Errorf("oprov schema differs from tofu's:\n--- oprov\n%s\n--- tofu\n%s", g, w)
+	}
+	if mine["format_version"] != fromTofu["format_version"] {
+		t.Errorf("format_version %v, tofu's %v", mine["format_version"], fromTofu["format_version"])
+	}
+}
+
+// pyLauncherFailsClearly runs tofu plan on an initialised pyhello configuration with a PATH that
+// has no python3, then one whose python3 is 3.10: the launcher's one line reaches the user.
+func pyLauncherFailsClearly(t *testing.T, tofu, dir string, env []string) {
+	empty, fake := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(fake, "python3"), "#!/bin/sh\necho '3.10 cp310'\n")
+	os.Chmod(filepath.Join(fake, "python3"), 0o755)
+	for _, tc := range []struct{ name, path, says string }{
+		{"no python3 on PATH", empty, "(no python3 on PATH)"},
+		{"python3 outside the packaged range", fake, "(python3 is 3.10)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tofuRun(t, tofu, dir, append(env, "PATH="+tc.path), "plan", "-input=false")
+			line := "terraform-provider-pyhello: no compatible Python: it needs CPython " + strings.Join(pyVersions, ", ") + " as python3 on PATH " + tc.says
+			if err == nil || !strings.Contains(out, line) {
+				t.Errorf("tofu plan: err %v; want a failure showing %q:\n%s", err, line, out)
+			}
+		})
+	}
+}
+
+// pySourceConfig copies examples/pyhello beside pyConfig as a provider kept as source.
+func pySourceConfig(t *testing.T) (cfg, src string, env []string) {
+	t.Helper()
+	cfg = t.TempDir()
+	src = filepath.Join(cfg, "providers", "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(pyConfig, "      version = \"~> 1.0\"\n", "", 1))
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), "provider \"example.com/acme/pyhello\" {\n  source = \"./providers/pyhello\"\n}\n")
+	env = append(pyEnv(t), "OPROV_CACHE_DIR="+filepath.Join(t.TempDir(), "cache"), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "HOME="+t.TempDir())
+	return cfg, src, env
+}
+
+// TestRunPythonSourceProvider: a provider kept as a Python project runs under oprov run with no
+// registry; a second run reuses its venv, and an edit to the source rebuilds it.
+func TestRunPythonSourceProvider(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	cfg, src, env := pySourceConfig(t)
+	apply := []string{"run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false"}
+
+	start := time.Now()
+	r := mustOprov(t, env, apply...)
+	first := time.Since(start)
+	if !strings.Contains(r.Stderr, "(source, venv built") {
+		t.Errorf("first run did not build the venv:\n%s", r.Stderr)
+	}
+	expectPyOutputs(t, tofu, cfg, env, "Hello")
+	schema := mustOprov(t, env, "schema", src, "--address", "example.com/acme/pyhello", "-o", "json")
+	if !strings.Contains(schema.Stdout, `"pyhello_greeting"`) || strings.Contains(schema.Stderr, "into a venv with pip") {
+		t.Errorf("oprov schema of the source directory (reusing run's venv):\n%s%s", schema.Stdout, schema.Stderr)
+	}
+	start = time.Now()
+	r = mustOprov(t, env, apply...)
+	second := time.Since(start)
+	if !strings.Contains(r.Stderr, "(source, cached venv") || strings.Contains(r.Stderr, "into a venv with pip") {
+		t.Errorf("second run rebuilt an unchanged provider:\n%s", r.Stderr)
+	}
+	t.Logf("oprov run -- tofu apply: first run (venv built) %s, second run (venv reused) %s", first.Round(time.Millisecond), second.Round(time.Millisecond))
+
+	code, _ := os.ReadFile(filepath.Join(src, "pyhello", "provider.py"))
+	edited := strings.Replace(string(code), `DEFAULT_GREETING = "Hello"`, `DEFAULT_GREETING = "Howdy"`, 1)
+	if edited == string(code) {
+		t.Fatal("examples/pyhello/pyhello/provider.py no longer sets DEFAULT_GREETING")
+	}
+	writeFile(t, filepath.Join(src, "pyhello", "provider.py"), edited)
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.NewReplacer("      version = \"~> 1.0\"\n", "", `name = "oprov"`, `name = "source"`).Replace(pyConfig))
+	r = mustOprov(t, env, apply...)
+	if !strings.Contains(r.Stderr, "(source, venv built") {
+		t.Errorf("an edited provider was not rebuilt:\n%s", r.Stderr)
+	}
+	pyUntouched(t, src)
+	var outputs map[string]struct{ Value string }
+	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
+	if outputs["message"].Value != "Howdy, source!" || outputs["data_message"].Value != "Howdy, tofu!" {
+		t.Errorf("after the edit, outputs are %v, want the edited provider's Howdy", outputs)
+	}
+}
+
+// TestPythonSourceFailures: a project without the console script, and a machine without python3,
+// each fail with a message that names the cause and the fix; nothing is left in the cache's builds.
+func TestPythonSourceFailures(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	t.Run("console script missing", func(t *testing.T) {
+		cfg, src, env := pySourceConfig(t)
+		proj, _ := os.ReadFile(filepath.Join(src, "pyproject.toml"))
+		writeFile(t, filepath.Join(src, "pyproject.toml"), strings.Replace(string(proj), "terraform-provider-pyhello = ", "pyhello-cli = ", 1))
+		r := oprov(t, env, "run", "-C", cfg, "--", tofu, "plan", "-input=false")
+		want := "no console script terraform-provider-pyhello (it declares pyhello-cli)"
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "[project.scripts]") {
+			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q with the fix", r.Code, r.Stderr, want)
+		}
+		r = oprov(t, env, "schema", src)
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("schema: exit %d, stderr:\n%s", r.Code, r.Stderr)
+		}
+	})
+	t.Run("no python3 on PATH", func(t *testing.T) {
+		cfg, _, env := pySourceConfig(t)
+		r := oprov(t, append(env, "PATH="+t.TempDir()), "run", "-C", cfg, "--", tofu, "plan", "-input=false")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "needs Python 3 with pip: put python3 on PATH, or set OPROV_PYTHON") {
+			t.Errorf("exit %d, stderr:\n%s", r.Code, r.Stderr)
+		}
+	})
+}
+
+// TestPythonPackage: the zips hold the launcher and a dependency set per claimed CPython version,
+// each with the compiled modules for its platform and version; packaging again gives the same bytes.
+func TestPythonPackage(t *testing.T) {
+	dist, first := pyhelloRelease(t)
+	t.Logf("packaging for %d platforms x %d CPython versions took %s", len(pyPlatforms), len(pyVersions), pyPackDur.Round(time.Second))
+	for _, p := range first.Packages {
+		t.Logf("zip size %s: %.1f MiB", p.Platform, float64(p.Size)/(1<<20))
+		pyCheckLayout(t, p.Path, p.Platform)
+	}
+	pyUntouched(t, filepath.Join(repoRoot, "examples", "pyhello"))
+	again, _, err := packagePyhello(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range again.Packages {
+		a, _ := os.ReadFile(first.Packages[i].Path)
+		b, _ := os.ReadFile(p.Path)
+		if p.ZH != first.Packages[i].ZH || !bytes.Equal(a, b) {
+			t.Errorf("%s: packaging twice gave %s then %s", p.Platform, first.Packages[i].ZH, p.ZH)
+		}
+	}
+	sums1, _ := os.ReadFile(filepath.Join(dist, "terraform-provider-pyhello_1.0.0_SHA256SUMS"))
+	sums2, _ := os.ReadFile(filepath.Join(filepath.Dir(again.Packages[0].Path), "terraform-provider-pyhello_1.0.0_SHA256SUMS"))
+	if !bytes.Equal(sums1, sums2) || len(sums1) == 0 {
+		t.Errorf("SHA256SUMS differ:\n%s\n%s", sums1, sums2)
+	}
+}
+
+// pyCheckLayout checks one zip: the launcher (mode 0755) and, for each claimed version, lib/cpXY
+// with the project, tf, and grpc's extension built for that CPython version and platform.
+func pyCheckLayout(t *testing.T, path, platform string) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	names := map[string]bool{}
+	for _, f := range zr.File {
+		names[f.Name] = true
+		if f.Name == "terraform-provider-pyhello_v1.0.0" && f.Mode().Perm() != 0o755 {
+			t.Errorf("%s: launcher mode %v", platform, f.Mode())
+		}
+		if strings.HasSuffix(f.Name, ".pyc") || strings.Contains(f.Name, "/bin/") || strings.HasSuffix(f.Name, "direct_url.json") {
+			t.Errorf("%s: %s should not be packaged", platform, f.Name)
+		}
+	}
+	if !names["terraform-provider-pyhello_v1.0.0"] {
+		t.Errorf("%s: no launcher", platform)
+	}
+	osName := map[string]string{"linux": "linux-gnu", "darwin": "darwin"}[strings.Split(platform, "_")[0]]
+	for _, v := range pyVersions {
+		lib := "lib/cp" + strings.ReplaceAll(v, ".", "") + "/"
+		for _, want := range []string{"pyhello/provider.py", "tf/runner.py", "grpc/__init__.py"} {
+			if !names[lib+want] {
+				t.Errorf("%s: no %s%s", platform, lib, want)
+			}
+		}
+		ext := regexp.MustCompile(`^` + regexp.QuoteMeta(lib) + `grpc/_cython/cygrpc\.cpython-` + strings.ReplaceAll(v, ".", "") + `-.*` + osName + `\.so$`)
+		found := false
+		for n := range names {
+			found = found || ext.MatchString(n)
+		}
+		if !found {
+			t.Errorf("%s: no grpc extension for CPython %s (%s)", platform, v, ext)
+		}
+	}
+}
+
+// pyUntouched checks that building a project left nothing in it (pip builds in the tree it is
+// given: oprov gives it a copy).
+func pyUntouched(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && (d.Name() == "build" || d.Name() == "__pycache__" || strings.HasSuffix(d.Name(), ".egg-info")) {
+			t.Errorf("building wrote %s into the project", p)
+		}
+		return nil
+	})
+}
