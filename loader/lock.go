@@ -144,6 +144,10 @@ func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func
 			return false, err
 		}
 	} else {
+		// Refused before the cache is touched: a package over the limit is never fetched.
+		if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
+			return false, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
+		}
 		if _, err := c.PutBlob(ctx, pkg.Zip, pkg.Size, func(w io.Writer) error { return pkg.Fetch(ctx, w, o.Progress) }); err != nil {
 			return false, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
 		}

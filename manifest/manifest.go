@@ -260,10 +260,25 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// DefaultMaxEntries caps the entries of an index: far above any real provider's platforms.
+const DefaultMaxEntries = 1000
+
+// TooManyEntriesError is an index with more entries than the caller allows.
+type TooManyEntriesError struct{ N, Max int }
+
+func (e *TooManyEntriesError) Error() string {
+	return fmt.Sprintf("index lists %d entries, over the limit of %d", e.N, e.Max)
+}
+
 // ParseIndex parses and validates a provider index the way OpenTofu reads it, and more strictly:
 // the media type and artifact type must be the provider's, every provider-target entry must be an
-// image manifest with a platform and a valid digest, and no two entries may share a platform.
-func ParseIndex(data []byte) (*Index, error) {
+// image manifest with a platform and a valid digest, and no two entries may share a platform. It
+// allows at most DefaultMaxEntries entries.
+func ParseIndex(data []byte) (*Index, error) { return ParseIndexLimit(data, DefaultMaxEntries) }
+
+// ParseIndexLimit is ParseIndex with at most maxEntries entries (of any kind): more is a
+// *TooManyEntriesError, found before any entry is looked at.
+func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("index is %d bytes, over the %d byte limit", len(data), MaxManifestSize)
 	}
@@ -282,6 +297,9 @@ func ParseIndex(data []byte) (*Index, error) {
 	}
 	if raw.ArtifactType != ArtifactTypeProvider {
 		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, ArtifactTypeProvider)
+	}
+	if len(raw.Manifests) > maxEntries {
+		return nil, &TooManyEntriesError{N: len(raw.Manifests), Max: maxEntries}
 	}
 	ix := &Index{Annotations: raw.Annotations}
 	seen := map[Platform]bool{}

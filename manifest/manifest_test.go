@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -209,5 +210,22 @@ func TestParsePlatform(t *testing.T) {
 		if _, err := ParsePlatform(bad); err == nil {
 			t.Errorf("ParsePlatform(%q) accepted it", bad)
 		}
+	}
+}
+
+// TestParseIndexLimit: an index with more entries than allowed is refused as such, before its
+// entries are looked at; at the limit it parses.
+func TestParseIndexLimit(t *testing.T) {
+	b, err := Build([]Package{pkg("linux", "amd64", "a"), pkg("darwin", "arm64", "b"), pkg("windows", "amd64", "c")}, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseIndexLimit(b.Index.Data, 3); err != nil {
+		t.Errorf("3 entries with a limit of 3: %v", err)
+	}
+	_, err = ParseIndexLimit(b.Index.Data, 2)
+	var tooMany *TooManyEntriesError
+	if !errors.As(err, &tooMany) || tooMany.N != 3 || tooMany.Max != 2 {
+		t.Errorf("3 entries with a limit of 2: %v", err)
 	}
 }

@@ -121,7 +121,11 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	defer os.Remove(f.Name())
 	h := sha256.New()
 	cw := &release.CountingWriter{W: io.MultiWriter(f, h)}
-	err = fetch(cw)
+	max := size
+	if max < 0 {
+		max = oci.LimitsFrom(ctx).MaxPackageSize
+	}
+	err = fetch(&capWriter{w: cw, left: max, max: max})
 	if err == nil {
 		err = f.Sync()
 	}
@@ -141,6 +145,21 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 		return "", err
 	}
 	return dest, nil
+}
+
+// capWriter refuses to write more than left bytes: a zip never grows past what its descriptor
+// (or the maximum package size) says.
+type capWriter struct {
+	w         io.Writer
+	left, max int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.left {
+		return 0, fmt.Errorf("the zip is larger than the %d bytes expected: nothing was kept", c.max)
+	}
+	c.left -= int64(len(p))
+	return c.w.Write(p)
 }
 
 // CheckBlob re-hashes a cached zip and compares it with d: a cache on disk can be tampered with.

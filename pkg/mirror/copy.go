@@ -78,7 +78,10 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 	var uploaded, skipped, bytes atomic.Int64
 	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
 		Concurrency: opts.Concurrency,
-		PreCopy: func(_ context.Context, d ocispec.Descriptor) error {
+		PreCopy: func(ctx context.Context, d ocispec.Descriptor) error {
+			if err := checkBlobSize(ctx, d); err != nil {
+				return err
+			}
 			if opts.Progress != nil {
 				opts.Progress.Plan(d.Size)
 			}
@@ -140,6 +143,9 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 			return nil
 		}
 		seen[d.Digest.String()] = true
+		if err := checkBlobSize(ctx, d); err != nil {
+			return err
+		}
 		rc, err := src.Fetch(ctx, d)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Digest, err)
@@ -178,4 +184,10 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 		}
 	}
 	return len(seen), nil
+}
+
+// checkBlobSize refuses, before it is fetched, a blob whose descriptor is over the maximum
+// package size (manifests have their own, smaller limit in oras-go).
+func checkBlobSize(ctx context.Context, d ocispec.Descriptor) error {
+	return oci.LimitsFrom(ctx).CheckBlobSize(fmt.Sprintf("blob %s (%s)", d.Digest, d.MediaType), d.Size)
 }

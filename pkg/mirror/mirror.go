@@ -379,17 +379,21 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*sou
 	if err != nil {
 		return false, "", oci.Explain("mirror", ref, err)
 	}
-	for _, pkg := range pkgs {
+	entries := make([]manifest.Entry, len(pkgs))
+	for i, pkg := range pkgs {
 		e, ok := v.Parsed.Lookup(pkg.Platform)
 		if !ok {
 			return false, "", nil
 		}
-		p, err := artifact.FetchPlatform(ctx, t, v, e)
-		if err != nil {
-			return false, "", err
-		}
-		if p.Zip.Digest != pkg.Zip {
-			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is %s): not overwriting it", ref, e.Platform, p.Zip.Digest, pkg.Zip)
+		entries[i] = e
+	}
+	platforms, err := artifact.FetchEntries(ctx, t, v, entries)
+	if err != nil {
+		return false, "", err
+	}
+	for i, p := range platforms {
+		if p.Zip.Digest != pkgs[i].Zip {
+			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is %s): not overwriting it", ref, p.Platform, p.Zip.Digest, pkgs[i].Zip)
 		}
 	}
 	return true, v.Index.Digest.String(), nil

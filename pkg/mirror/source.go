@@ -211,7 +211,10 @@ func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAdd
 			if progress != nil {
 				dst = &progressWriter{w: dst, p: progress}
 			}
-			if _, err := r.origin.Fetch(ctx, u, dst, 4<<30); err != nil {
+			limits := oci.LimitsFrom(ctx)
+			if n, err := r.origin.Fetch(ctx, u, dst, limits.MaxPackageSize); n > limits.MaxPackageSize {
+				return limits.CheckBlobSize("the "+d.Filename+" package (still coming)", n)
+			} else if err != nil {
 				return err
 			}
 			if got := hex.EncodeToString(h.Sum(nil)); got != want {

@@ -208,23 +208,16 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, k
 // fetchPlatforms fetches every platform's manifest of v (digests checked), a few at a time, and
 // checks that each is the version the tag names.
 func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *artifact.Version) ([]*artifact.Platform, error) {
-	out := make([]*artifact.Platform, len(v.Parsed.Entries))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(oci.DefaultConcurrency)
-	for i, e := range v.Parsed.Entries {
-		g.Go(func() error {
-			p, err := artifact.FetchPlatform(gctx, t, v, e)
-			if err == nil {
-				err = v.CheckPlatform(p)
-			}
-			if err != nil {
-				return &Error{Reason: err.Error()}
-			}
-			out[i] = p
-			return nil
-		})
+	out, err := artifact.FetchPlatforms(ctx, t, v)
+	for _, p := range out {
+		if err == nil {
+			err = v.CheckPlatform(p)
+		}
 	}
-	return out, g.Wait()
+	if err != nil {
+		return nil, &Error{Reason: err.Error()}
+	}
+	return out, nil
 }
 
 // checkZips fetches the selected platforms' zips, checked against their digests.
