@@ -133,9 +133,10 @@ func hasVersion(list versions.List, v versions.Version) bool {
 }
 
 // ensureZip makes sure the cache holds a package's zip, checked: a cached one is re-hashed (a
-// cache on disk can be tampered with), a missing one is fetched against its digest. When the
-// package's h1: was not known, it is computed from the zip, checked with check (when given), and
-// told to the source. It reports whether anything was downloaded.
+// cache on disk can be tampered with), a missing one is fetched against its digest. The zip's h1:
+// is computed and must equal the one the source knew (an index's h1: annotation, say): an index
+// that lies about its packages is refused. When the h1: was not known, it is checked with check
+// (when given) and told to the source. It reports whether anything was downloaded.
 func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func(*source.Package) error) (bool, error) {
 	c := o.Cache
 	fetched := false
@@ -153,12 +154,16 @@ func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func
 		}
 		fetched = true
 	}
-	if pkg.H1 != "" {
-		return fetched, nil
-	}
 	h1, err := release.HashZipH1(c.BlobPath(pkg.Zip))
 	if err != nil {
 		return fetched, err
+	}
+	if pkg.H1 != "" {
+		if pkg.H1 != h1 {
+			return fetched, fmt.Errorf("%s %s: the %s package (%s) hashes to %s, but %s records %s for it (%s): it does not describe its own package, so nothing was installed",
+				pkg.Addr, pkg.Version, pkg.Platform, pkg.Zip, h1, "the version's index", pkg.H1, manifest.AnnotationH1)
+		}
+		return fetched, nil
 	}
 	pkg.H1 = h1
 	if check != nil {

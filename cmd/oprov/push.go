@@ -157,6 +157,7 @@ type platformJSON struct {
 	Zip      string `json:"zip_digest"`
 	Size     int64  `json:"size"`
 	Filename string `json:"filename"`
+	H1       string `json:"h1,omitempty"` // recorded on the index entry (dev.oprov.h1)
 }
 
 type pushed struct {
@@ -184,7 +185,7 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifac
 			Signature   *sign.SignResult `json:"signature,omitempty"`
 		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed}
 		for i, p := range res.Built.Packages {
-			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename})
+			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename, p.H1})
 		}
 		return writeJSON(o.io.Out, out)
 	}

@@ -28,11 +28,13 @@ type Artifact struct {
 	Size   int64
 	// Executable is the provider executable's name inside the zip.
 	Executable string
+	// H1 is the package's h1: lock-file hash.
+	H1 string
 }
 
 // Package gives the artifact's description for the OCI format.
 func (a Artifact) Package() manifest.Package {
-	return manifest.Package{Platform: a.Name.Platform, Filename: a.Name.String(), Digest: a.Digest, Size: a.Size}
+	return manifest.Package{Platform: a.Name.Platform, Filename: a.Name.String(), Digest: a.Digest, Size: a.Size, H1: a.H1}
 }
 
 // Release is a set of packages of one provider type and version, one per platform, every one
@@ -199,8 +201,9 @@ func artifactsOf(zips []string) (*Release, error) {
 	return rel, nil
 }
 
-// checkArtifact hashes a zip once, compares the hash with SHA256SUMS, and checks from the zip's
-// central directory that it holds the provider executable and no unsafe paths.
+// checkArtifact hashes a zip once, compares the hash with SHA256SUMS, checks from the zip's
+// central directory that it holds the provider executable and no unsafe paths, and computes its
+// h1: hash (recorded in the index, so a lock needs no zip).
 func checkArtifact(a *Artifact, sums Sums) error {
 	base := filepath.Base(a.Path)
 	f, err := os.Open(a.Path)
@@ -232,6 +235,9 @@ func checkArtifact(a *Artifact, sums Sums) error {
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	a.Digest = digest.NewDigestFromEncoded(digest.SHA256, sum)
+	if a.H1, err = HashZipH1(a.Path); err != nil {
+		return err
+	}
 	if sums != nil {
 		want, ok := sums[base]
 		if !ok {
