@@ -33,6 +33,8 @@ type CopyOptions struct {
 	Progress    oci.Progress
 	// DstTag maps a source tag to the destination's tag name (default: the same).
 	DstTag func(tag string) string
+	// Referrer, when set, hears of each referrer the copy found (and so copied).
+	Referrer func(ocispec.Descriptor)
 }
 
 // CopyResult tells what a copy did.
@@ -97,6 +99,15 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 		},
 		OnCopySkipped: func(context.Context, ocispec.Descriptor) error { skipped.Add(1); return nil },
 	}}
+	if opts.Referrer != nil {
+		gopts.FindPredecessors = func(ctx context.Context, src content.ReadOnlyGraphStorage, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+			preds, err := src.Predecessors(ctx, d)
+			for _, p := range preds {
+				opts.Referrer(p)
+			}
+			return preds, err
+		}
+	}
 	dstTag := opts.DstTag
 	if dstTag == nil {
 		dstTag = func(t string) string { return t }
