@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -28,6 +29,9 @@ type InstallResult struct {
 	Unmanaged []string     `json:"unmanaged,omitempty"`
 	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
 	Network   bool         `json:"network"`
+	// CredentialFiles are the docker-style credential files the CLI configuration points OpenTofu
+	// at: those oprov read that OpenTofu would not find on its own.
+	CredentialFiles []string `json:"credential_files,omitempty"`
 }
 
 // Install makes every managed provider ready: it locks those the lock file lacks (or whose
@@ -37,7 +41,7 @@ type InstallResult struct {
 // makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
 	s := newSession(&opts)
-	res := &InstallResult{}
+	res := &InstallResult{CredentialFiles: oci.TofuCredentialFiles(opts.Registry.RegistryConfig)}
 	for _, r := range p.Unmanaged {
 		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
 	}

@@ -111,6 +111,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return oci.Explain("push", ref, err)
 	}
+	if oci.IsPlainHTTP(target) {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)\n", ref.Registry)
+	}
 	if signer != nil {
 		if res.Signed, err = sign.Sign(ctx, target, ref, res.Index, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
 			return oci.Explain("sign", ref, fmt.Errorf("the version was pushed (%s) but signing it failed: %w", res.Index.Digest, err))
@@ -168,7 +171,9 @@ type pushed struct {
 func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res pushed) error {
 	tofurc := ""
 	if !ref.IsLayout() {
-		tofurc = artifact.MirrorConfig(ref, addr)
+		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)
+		// are named for it.
+		tofurc = artifact.MirrorConfig(ref, addr) + oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.registry.RegistryConfig))
 	}
 	if o.output.JSON() {
 		out := struct {
