@@ -54,6 +54,19 @@ func TestMirrorFromOrigin(t *testing.T) {
 		t.Errorf("a second mirror did not skip the identical version: %s", r.Stdout)
 	}
 
+	// Each platform's h1: is recorded on the mirrored index, as push records it.
+	r = mustOprov(t, env, "inspect", to+":1.0.0", "-o", "json")
+	var ins struct{ Platforms []packagedHashes }
+	decodeJSON(t, r.Stdout, &ins)
+	if len(ins.Platforms) != len(helloPlatforms) {
+		t.Errorf("inspect of the mirrored version: %s", r.Stdout)
+	}
+	for _, p := range ins.Platforms {
+		if p.H1 != helloHashes[p.Platform].H1 {
+			t.Errorf("the mirrored index records h1 %q for %s, want %s", p.H1, p.Platform, helloHashes[p.Platform].H1)
+		}
+	}
+
 	// The origin's signed SHA256SUMS travels as a referrer.
 	r = mustOprov(t, env, "discover", to+":1.0.0", "-o", "json")
 	var disc struct {
