@@ -136,12 +136,18 @@ func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockE
 	if e != nil {
 		check = func(pkg *source.Package) error { return checkAgainstLock(e, pkg) }
 	}
-	fetched, err := o.ensureZip(ctx, pkg, check)
+	fetched, err := o.fetchZip(ctx, pkg)
 	if err != nil {
 		return nil, err
 	}
 	in.FromCache = in.FromCache && !fetched
-	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
+	// The zip's h1: is computed while it is unpacked, and checked before the package appears.
+	var refused error // the check's own errors already name the provider
+	accept := func(h1 string) error { refused = acceptH1(pkg, h1, check); return refused }
+	if in.MirrorRoot, err = o.Cache.EnsureMirrorChecked(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform, accept); err != nil {
+		if refused != nil {
+			return nil, refused
+		}
 		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
 	}
 	return in, nil

@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/tests/internal/testreg"
 )
 
 // httpTrace is what OPROV_DEBUG_HTTP=1 says a run did: the requests ("METHOD URL") and the bytes
@@ -91,12 +92,12 @@ func TestLockFromIndexH1(t *testing.T) {
 	}
 }
 
-// rewriteIndex fetches a version's index from the fixture's registry, lets edit change it, and
-// puts it back under the same tag; then signs the new index, as a publisher would.
-func (f *loaderFixture) rewriteIndex(t *testing.T, tag string, edit func(ix *ocispec.Index)) {
+// rewriteIndex fetches a version's index from a registry, lets edit change it, puts it back
+// under the same tag, and gives the new index's digest.
+func rewriteIndex(t testing.TB, reg *testreg.Registry, repo, tag string, edit func(ix *ocispec.Index)) string {
 	t.Helper()
-	c := f.reg.Client(t)
-	u := f.reg.URL() + "/v2/providers/acme/hello/manifests/" + tag
+	c := reg.Client(t)
+	u := reg.URL() + "/v2/" + repo + "/manifests/" + tag
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("Accept", ocispec.MediaTypeImageIndex)
 	resp, err := c.Do(req)
@@ -117,7 +118,21 @@ func (f *loaderFixture) rewriteIndex(t *testing.T, tag string, edit func(ix *oci
 		t.Fatalf("putting the rewritten index: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	mustOprov(t, f.env, "sign", f.repo+"@"+digest.FromBytes(data).String(), "--key", filepath.Join(f.keys, "cosign.key"))
+	return digest.FromBytes(data).String()
+}
+
+// withoutH1 removes the h1: annotations from an index, as ORAS or a hand-made index has none.
+func withoutH1(ix *ocispec.Index) {
+	for i := range ix.Manifests {
+		ix.Manifests[i].Annotations = nil
+	}
+}
+
+// rewriteIndex rewrites the fixture's version and signs the new index, as a publisher would.
+func (f *loaderFixture) rewriteIndex(t *testing.T, tag string, edit func(ix *ocispec.Index)) {
+	t.Helper()
+	d := rewriteIndex(t, f.reg, "providers/acme/hello", tag, edit)
+	mustOprov(t, f.env, "sign", f.repo+"@"+d, "--key", filepath.Join(f.keys, "cosign.key"))
 }
 
 // TestLyingH1Refused: an index (signed by the trusted key) whose h1: annotation for this machine
@@ -154,11 +169,7 @@ func TestLyingH1Refused(t *testing.T) {
 // still locks every platform, by downloading each zip, and installs.
 func TestLockWithoutH1FallsBack(t *testing.T) {
 	f := newLoaderFixture(t, helloConfig)
-	f.rewriteIndex(t, "1.0.0", func(ix *ocispec.Index) {
-		for i := range ix.Manifests {
-			ix.Manifests[i].Annotations = nil
-		}
-	})
+	f.rewriteIndex(t, "1.0.0", withoutH1)
 	debug := append(append([]string{}, f.env...), "OPROV_DEBUG_HTTP=1")
 	r := mustOprov(t, debug, "lock", "-C", f.cfg)
 	if n := traceOf(r.Stderr).blobGets(f.push.zipDigests()...); n != len(f.push.Platforms) {

@@ -246,6 +246,13 @@ func (c *Cache) MirrorRoot(zip digest.Digest, addr artifact.ProviderAddress, ver
 // exists already, and returns the root. The whole root is built under tmp/ and renamed into
 // place, so it is either complete or absent.
 func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
+	return c.EnsureMirrorChecked(ctx, zip, addr, version, p, nil)
+}
+
+// EnsureMirrorChecked is EnsureMirror that, when it unpacks, hands the package's h1: hash
+// (computed while unpacking) to check before the root appears: an error from check leaves
+// nothing. check is not called when the root exists already.
+func (c *Cache) EnsureMirrorChecked(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform, check func(h1 string) error) (string, error) {
 	root := c.MirrorRoot(zip, addr, version, p)
 	if st, err := os.Stat(root); err == nil && st.IsDir() {
 		return root, nil
@@ -264,7 +271,7 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifa
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
-	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
+	if err := release.ExtractChecked(c.BlobPath(zip), filepath.Dir(pkg), pkg, release.DefaultExtractLimits, check); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {

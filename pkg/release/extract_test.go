@@ -148,3 +148,33 @@ func FuzzExtract(f *testing.F) {
 		})
 	})
 }
+
+// TestExtractCheckedH1: the h1: hash computed while unpacking equals HashZipH1's (directory
+// entries included), and a check that refuses it leaves nothing behind.
+func TestExtractCheckedH1(t *testing.T) {
+	z := writeZipFile(t, buildZip(t, []entry{
+		{name: "terraform-provider-x_v1.0.0", body: bytes.Repeat([]byte("bin"), 1000), mode: 0o755, method: zip.Deflate},
+		{name: "docs/", mode: os.ModeDir | 0o755},
+		{name: "docs/README.md", body: []byte("hi")},
+	}))
+	want, err := HashZipH1(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	var got string
+	if err := ExtractChecked(z, parent, filepath.Join(parent, "ok"), DefaultExtractLimits, func(h1 string) error { got = h1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("h1 while unpacking %s, HashZipH1 %s", got, want)
+	}
+	refused := errors.New("refused")
+	err = ExtractChecked(z, parent, filepath.Join(parent, "no"), DefaultExtractLimits, func(string) error { return refused })
+	if !errors.Is(err, refused) {
+		t.Errorf("the check's error was not returned: %v", err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("a refused extraction left %d entries beside the good one", len(entries)-1)
+	}
+}
