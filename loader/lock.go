@@ -139,7 +139,7 @@ func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func
 	if err != nil {
 		return fetched, err
 	}
-	h1, err := release.HashZipH1(o.Cache.BlobPath(pkg.Zip))
+	h1, err := release.HashZipH1Context(ctx, o.Cache.BlobPath(pkg.Zip))
 	if err != nil {
 		return fetched, err
 	}

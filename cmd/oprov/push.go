@@ -82,7 +82,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 			return fmt.Errorf("push: %w", err)
 		}
 	}
-	rel, err := release.Collect(o.Sources)
+	rel, err := release.Collect(ctx, o.Sources)
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}

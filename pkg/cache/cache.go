@@ -271,7 +271,7 @@ func (c *Cache) EnsureMirrorChecked(ctx context.Context, zip digest.Digest, addr
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
-	if err := release.ExtractChecked(c.BlobPath(zip), filepath.Dir(pkg), pkg, release.DefaultExtractLimits, check); err != nil {
+	if err := release.ExtractChecked(ctx, c.BlobPath(zip), filepath.Dir(pkg), pkg, release.DefaultExtractLimits, check); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {

@@ -78,7 +78,7 @@ func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (
 		total.Uploaded += r.Uploaded
 		total.Bytes += r.Bytes
 	}
-	err = release.WriteFileAtomic(out, func(w io.Writer) error { return tarDir(filepath.Join(work, "layout"), w) })
+	err = release.WriteFileAtomic(out, func(w io.Writer) error { return tarDir(ctx, filepath.Join(work, "layout"), w) })
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +108,8 @@ func repoPath(r ociref.Ref) string {
 	return r.Repository
 }
 
-// tarDir streams a directory into a tar, in a stable order.
-func tarDir(root string, w io.Writer) error {
+// tarDir streams a directory into a tar, in a stable order, until ctx is done.
+func tarDir(ctx context.Context, root string, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	var paths []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -148,7 +148,7 @@ func tarDir(root string, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(tw, f)
+			_, err = io.Copy(tw, release.ContextReader(ctx, f))
 			f.Close()
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // Source is what a copy reads from: a repository, a layout, or one repository inside a tarball.
@@ -161,7 +162,7 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Digest, err)
 		}
-		vr := content.NewVerifyReader(rc, d)
+		vr := content.NewVerifyReader(release.ContextReader(ctx, rc), d)
 		_, err = io.Copy(io.Discard, vr)
 		rc.Close()
 		if err == nil {

@@ -190,7 +190,7 @@ func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rel, err := release.Collect(paths)
+	rel, err := release.Collect(ctx, paths)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"archive/zip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -44,13 +45,19 @@ func Extract(zipPath, dest string, limits ExtractLimits) error {
 // ExtractVia is Extract with the temporary directory made in tmpParent, which must be on the same
 // file system as dest: nothing half-unpacked ever appears beside dest.
 func ExtractVia(zipPath, tmpParent, dest string, limits ExtractLimits) error {
-	return ExtractChecked(zipPath, tmpParent, dest, limits, nil)
+	return extract(nil, zipPath, tmpParent, dest, limits, nil)
 }
 
-// ExtractChecked is ExtractVia that also computes the package's h1: hash from what it unpacks (the
-// same hash HashZipH1 gives, without reading the zip a second time) and, when check is set, hands
-// it to check before the package is renamed into place: an error from check leaves nothing.
-func ExtractChecked(zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
+// ExtractChecked is ExtractVia that ends when ctx is done, and that also computes the package's
+// h1: hash from what it unpacks (the same hash HashZipH1 gives, without reading the zip a second
+// time) and, when check is set, hands it to check before the package is renamed into place: an
+// error from check leaves nothing.
+func ExtractChecked(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
+	return extract(ctx, zipPath, tmpParent, dest, limits, check)
+}
+
+// extract unpacks; a nil ctx never ends.
+func extract(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
@@ -67,7 +74,7 @@ func ExtractChecked(zipPath, tmpParent, dest string, limits ExtractLimits, check
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	sums, err := unpack(&zr.Reader, tmp, limits)
+	sums, err := unpack(ctx, &zr.Reader, tmp, limits)
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
 	}
@@ -144,7 +151,7 @@ func isDirEntry(zr *zip.Reader, lowerName string) bool {
 
 // unpack writes the entries under dir and gives the sha256 of each entry's content, by entry
 // name (a directory entry's content is empty), for the package's h1: hash.
-func unpack(zr *zip.Reader, dir string, limits ExtractLimits) (map[string][]byte, error) {
+func unpack(ctx context.Context, zr *zip.Reader, dir string, limits ExtractLimits) (map[string][]byte, error) {
 	var total int64
 	sums := map[string][]byte{}
 	for _, f := range zr.File {
@@ -168,7 +175,7 @@ func unpack(zr *zip.Reader, dir string, limits ExtractLimits) (map[string][]byte
 			mode = 0o755
 		}
 		h := sha256.New()
-		n, err := writeEntry(f, target, mode, limits.MaxTotal-total, h)
+		n, err := writeEntry(ctx, f, target, mode, limits.MaxTotal-total, h)
 		total += n
 		if err != nil {
 			return nil, err
@@ -201,7 +208,7 @@ func hash1(sums map[string][]byte) (string, error) {
 
 // writeEntry writes one entry (and into sum), never more than budget bytes whatever its header
 // claims.
-func writeEntry(f *zip.File, target string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
+func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
@@ -211,7 +218,7 @@ func writeEntry(f *zip.File, target string, mode os.FileMode, budget int64, sum 
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(rc, budget+1))
+	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(ContextReader(ctx, rc), budget+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
