@@ -92,7 +92,9 @@ func NewRepository(ctx context.Context, ref Ref, opts Options) (*remote.Reposito
 	repo.Client = client
 	repo.PlainHTTP = opts.PlainHTTP
 	if !opts.PlainHTTP && ref.IsLoopback() {
-		repo.PlainHTTP = speaksPlainHTTP(ctx, client, ref.Registry)
+		if repo.PlainHTTP, err = speaksPlainHTTP(ctx, client, ref.Registry); err != nil {
+			return nil, err
+		}
 	}
 	return repo, nil
 }
@@ -110,27 +112,34 @@ func NewRegistry(ctx context.Context, host string, opts Options) (*remote.Regist
 	reg.Client = client
 	reg.PlainHTTP = opts.PlainHTTP
 	if !opts.PlainHTTP && (Ref{Registry: host}).IsLoopback() {
-		reg.PlainHTTP = speaksPlainHTTP(ctx, client, host)
+		if reg.PlainHTTP, err = speaksPlainHTTP(ctx, client, host); err != nil {
+			return nil, err
+		}
 	}
 	return reg, nil
 }
 
 // speaksPlainHTTP probes a loopback registry over HTTPS and reports whether it answered with plain
 // HTTP instead. Any other outcome (including TLS errors) keeps HTTPS, so a TLS registry on
-// 127.0.0.1 is used over TLS and its certificate is still checked.
-func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) bool {
+// 127.0.0.1 is used over TLS and its certificate is still checked; but a registry that stopped
+// answering the probe is an error at once, rather than a second wait.
+func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/v2/", nil)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	resp, err := client.Client.Do(req)
 	if err == nil {
 		resp.Body.Close()
-		return false
+		return false, nil
 	}
-	return errors.Is(err, http.ErrSchemeMismatch)
+	var stall *StallError
+	if errors.As(err, &stall) {
+		return false, stall
+	}
+	return errors.Is(err, http.ErrSchemeMismatch), nil
 }
 
 // newClient builds the HTTP client for a registry: TLS per opts, connect, handshake and header
