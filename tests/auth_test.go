@@ -81,9 +81,11 @@ func writeRC(t *testing.T, text string) string {
 // there; one over TLS does not.
 func TestPushOverPlainHTTPWarns(t *testing.T) {
 	plain := testreg.Start(t, testreg.Options{PlainHTTP: true})
-	r := mustOprov(t, nil, "push", helloRelease(t), plain.Host+"/providers/acme/hello")
-	if !strings.Contains(r.Stderr, "reached over plain HTTP") || !strings.Contains(r.Stderr, "cannot install from there") {
-		t.Errorf("no plain-HTTP warning:\n%s", r.Stderr)
+	r := mustOprov(t, nil, "push", helloRelease(t), plain.Host+"/providers/acme/hello", "-o", "json")
+	var out struct{ Warnings []string }
+	decodeJSON(t, r.Stdout, &out)
+	if !strings.Contains(r.Stderr, "reached over plain HTTP") || !strings.Contains(r.Stderr, "cannot install from there") || len(out.Warnings) != 1 {
+		t.Errorf("no plain-HTTP warning:\n%s%s", r.Stdout, r.Stderr)
 	}
 	tls := testreg.Start(t, testreg.Options{})
 	r = mustOprov(t, nil, "push", helloRelease(t), tls.Host+"/providers/acme/hello", "--ca-file", tls.CAFile)

@@ -112,7 +112,10 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		return oci.Explain("push", ref, err)
 	}
 	if oci.IsPlainHTTP(target) {
-		fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)\n", ref.Registry)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)", ref.Registry))
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", w)
 	}
 	if signer != nil {
 		if res.Signed, err = sign.Sign(ctx, target, ref, res.Index, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
@@ -165,7 +168,8 @@ type platformJSON struct {
 
 type pushed struct {
 	*artifact.PushResult
-	Signed *sign.SignResult
+	Signed   *sign.SignResult
+	Warnings []string
 }
 
 func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res pushed) error {
@@ -188,7 +192,8 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifac
 			Bytes       int64            `json:"bytes_uploaded"`
 			TofuRC      string           `json:"tofurc,omitempty"`
 			Signature   *sign.SignResult `json:"signature,omitempty"`
-		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed}
+			Warnings    []string         `json:"warnings,omitempty"`
+		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed, res.Warnings}
 		for i, p := range res.Built.Packages {
 			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename, p.H1})
 		}
