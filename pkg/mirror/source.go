@@ -213,7 +213,7 @@ func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAdd
 			}
 			limits := oci.LimitsFrom(ctx)
 			if n, err := r.origin.Fetch(ctx, u, dst, limits.MaxPackageSize); n > limits.MaxPackageSize {
-				return limits.CheckBlobSize("the "+d.Filename+" package (still coming)", n)
+				return &oci.LimitError{What: "the origin's " + d.Filename + " package goes on", Limit: "the maximum package size of " + oci.FormatSize(limits.MaxPackageSize), Knob: oci.FlagMaxPackageSize + " or " + oci.EnvMaxPackageSize}
 			} else if err != nil {
 				return err
 			}
