@@ -7,6 +7,7 @@ require (
 	github.com/apparentlymart/go-versions v1.0.3
 	github.com/gofrs/flock v0.13.1
 	github.com/google/cel-go v0.31.0
+	github.com/google/go-containerregistry v0.20.7
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.7.0
 	github.com/hashicorp/hcl/v2 v2.24.0
@@ -44,7 +45,6 @@ require (
 	github.com/go-test/deep v1.1.1 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/go-containerregistry v0.20.7 // indirect
 	github.com/hashicorp/terraform-svchost v0.1.1 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -27,6 +28,9 @@ type InstallResult struct {
 	Unmanaged []string     `json:"unmanaged,omitempty"`
 	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
 	Network   bool         `json:"network"`
+	// CredentialFiles are the docker-style credential files the CLI configuration points OpenTofu
+	// at: those oprov read that OpenTofu would not find on its own.
+	CredentialFiles []string `json:"credential_files,omitempty"`
 }
 
 // Install makes every managed provider ready: it locks those the lock file lacks (or whose
@@ -36,7 +40,7 @@ type InstallResult struct {
 // makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
 	s := newSession(&opts)
-	res := &InstallResult{}
+	res := &InstallResult{CredentialFiles: oci.TofuCredentialFiles(opts.Registry.RegistryConfig)}
 	for _, r := range p.Unmanaged {
 		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
 	}
@@ -131,12 +135,18 @@ func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockE
 	if e != nil {
 		check = func(pkg *source.Package) error { return checkAgainstLock(e, pkg) }
 	}
-	fetched, err := o.ensureZip(ctx, pkg, check)
+	fetched, err := o.fetchZip(ctx, pkg)
 	if err != nil {
 		return nil, err
 	}
 	in.FromCache = in.FromCache && !fetched
-	if in.MirrorRoot, err = o.Cache.EnsureMirror(ctx, pkg.Zip, pkg.H1, pkg.Addr, pkg.Version, pkg.Platform); err != nil {
+	// The zip's h1: is computed while it is unpacked, and checked before the package appears.
+	var refused error // the check's own errors already name the provider
+	accept := func(h1 string) error { refused = acceptH1(pkg, h1, check); return refused }
+	if in.MirrorRoot, err = o.Cache.EnsureMirrorChecked(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform, accept); err != nil {
+		if refused != nil {
+			return nil, refused
+		}
 		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
 	}
 	return in, nil

@@ -84,6 +84,8 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 	if err != nil {
 		return "", nil, err
 	}
+	text, credNotes := withCredentials(text, userCfg, res.CredentialFiles)
+	notes = append(notes, credNotes...)
 	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
 		return "", nil, err
 	}

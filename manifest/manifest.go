@@ -9,6 +9,8 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -29,6 +31,12 @@ const (
 	AnnotationTitle = ocispec.AnnotationTitle
 	// AnnotationCreated is set on the index only when SOURCE_DATE_EPOCH gives a fixed time.
 	AnnotationCreated = ocispec.AnnotationCreated
+
+	// AnnotationH1 records, on each platform's descriptor in the index, the h1: lock-file hash
+	// of that platform's package (format.md §2), so a lock can list every platform's h1: from the
+	// index alone. It is covered by the index digest, and so by a signature over it. OpenTofu
+	// ignores it; oprov checks it against the zip whenever it fetches one.
+	AnnotationH1 = "dev.oprov.h1"
 
 	// MaxManifestSize is the largest manifest or index OpenTofu accepts, and so do we.
 	MaxManifestSize = 4 << 20
@@ -96,6 +104,8 @@ type Package struct {
 	Filename string // terraform-provider-TYPE_VERSION_OS_ARCH.zip
 	Digest   digest.Digest
 	Size     int64
+	// H1 is the package's h1: hash, recorded on its index entry when set.
+	H1 string
 }
 
 // LayerDescriptor is the zip's layer descriptor in a platform manifest.
@@ -196,6 +206,12 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 		d := m.Descriptor
 		d.ArtifactType = ArtifactTypeProviderTarget
 		d.Platform = &ocispec.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}
+		if p.H1 != "" {
+			if !ValidH1(p.H1) {
+				return nil, fmt.Errorf("package %q: %q is not an h1: hash", p.Filename, p.H1)
+			}
+			d.Annotations = map[string]string{AnnotationH1: p.H1}
+		}
 		idx.Manifests = append(idx.Manifests, d)
 	}
 	if opts.Created != "" || len(opts.Annotations) > 0 {
@@ -220,6 +236,20 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 type Entry struct {
 	Platform   Platform
 	Descriptor ocispec.Descriptor // the platform manifest's descriptor
+	// H1 is the h1: hash the index records for the platform's package (AnnotationH1), or "" when
+	// it records none (or something that is not an h1: hash). It is a claim, to be checked
+	// against the zip once fetched.
+	H1 string
+}
+
+// ValidH1 reports whether s has the form of an h1: hash: "h1:" and a base64 sha256.
+func ValidH1(s string) bool {
+	b64, ok := strings.CutPrefix(s, "h1:")
+	if !ok {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	return err == nil && len(raw) == sha256.Size
 }
 
 // Index is a parsed provider index. Entries holds only the provider-target entries, sorted by
@@ -260,10 +290,25 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// DefaultMaxEntries caps the entries of an index: far above any real provider's platforms.
+const DefaultMaxEntries = 1000
+
+// TooManyEntriesError is an index with more entries than the caller allows.
+type TooManyEntriesError struct{ N, Max int }
+
+func (e *TooManyEntriesError) Error() string {
+	return fmt.Sprintf("index lists %d entries, over the limit of %d", e.N, e.Max)
+}
+
 // ParseIndex parses and validates a provider index the way OpenTofu reads it, and more strictly:
 // the media type and artifact type must be the provider's, every provider-target entry must be an
-// image manifest with a platform and a valid digest, and no two entries may share a platform.
-func ParseIndex(data []byte) (*Index, error) {
+// image manifest with a platform and a valid digest, and no two entries may share a platform. It
+// allows at most DefaultMaxEntries entries.
+func ParseIndex(data []byte) (*Index, error) { return ParseIndexLimit(data, DefaultMaxEntries) }
+
+// ParseIndexLimit is ParseIndex with at most maxEntries entries (of any kind): more is a
+// *TooManyEntriesError, found before any entry is looked at.
+func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("index is %d bytes, over the %d byte limit", len(data), MaxManifestSize)
 	}
@@ -282,6 +327,9 @@ func ParseIndex(data []byte) (*Index, error) {
 	}
 	if raw.ArtifactType != ArtifactTypeProvider {
 		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, ArtifactTypeProvider)
+	}
+	if len(raw.Manifests) > maxEntries {
+		return nil, &TooManyEntriesError{N: len(raw.Manifests), Max: maxEntries}
 	}
 	ix := &Index{Annotations: raw.Annotations}
 	seen := map[Platform]bool{}
@@ -313,7 +361,11 @@ func ParseIndex(data []byte) (*Index, error) {
 			return nil, fmt.Errorf("index has two entries for platform %s: OpenTofu reports that as ambiguous", p)
 		}
 		seen[p] = true
-		ix.Entries = append(ix.Entries, Entry{Platform: p, Descriptor: d})
+		e := Entry{Platform: p, Descriptor: d}
+		if h1 := d.Annotations[AnnotationH1]; ValidH1(h1) {
+			e.H1 = h1
+		}
+		ix.Entries = append(ix.Entries, e)
 	}
 	if len(ix.Entries) == 0 {
 		return nil, fmt.Errorf("index lists no %s entries: no platform can install it", ArtifactTypeProviderTarget)

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -209,5 +210,54 @@ func TestParsePlatform(t *testing.T) {
 		if _, err := ParsePlatform(bad); err == nil {
 			t.Errorf("ParsePlatform(%q) accepted it", bad)
 		}
+	}
+}
+
+// TestParseIndexLimit: an index with more entries than allowed is refused as such, before its
+// entries are looked at; at the limit it parses.
+func TestParseIndexLimit(t *testing.T) {
+	b, err := Build([]Package{pkg("linux", "amd64", "a"), pkg("darwin", "arm64", "b"), pkg("windows", "amd64", "c")}, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseIndexLimit(b.Index.Data, 3); err != nil {
+		t.Errorf("3 entries with a limit of 3: %v", err)
+	}
+	_, err = ParseIndexLimit(b.Index.Data, 2)
+	var tooMany *TooManyEntriesError
+	if !errors.As(err, &tooMany) || tooMany.N != 3 || tooMany.Max != 2 {
+		t.Errorf("3 entries with a limit of 2: %v", err)
+	}
+}
+
+// TestIndexRecordsH1: Build records each package's h1: on its index entry, ParseIndex reads it
+// back, and an annotation that is not an h1: hash is read as none.
+func TestIndexRecordsH1(t *testing.T) {
+	a, b := pkg("linux", "amd64", "a"), pkg("darwin", "arm64", "b")
+	a.H1 = "h1:" + strings.Repeat("A", 43) + "="
+	built, err := Build([]Package{a, b}, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := ParseIndex(built.Index.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := ix.Lookup(a.Platform); e.H1 != a.H1 {
+		t.Errorf("linux_amd64 h1 = %q, want %q", e.H1, a.H1)
+	}
+	if e, _ := ix.Lookup(b.Platform); e.H1 != "" {
+		t.Errorf("darwin_arm64 has no h1 but parsed %q", e.H1)
+	}
+	bad := strings.Replace(string(built.Index.Data), a.H1, "h1:not-a-hash", 1)
+	if ix, err = ParseIndex([]byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := ix.Lookup(a.Platform); e.H1 != "" {
+		t.Errorf("a malformed h1 annotation was read as %q", e.H1)
+	}
+	a.H1 = "h1:nope"
+	if _, err := Build([]Package{a}, IndexOptions{}); err == nil {
+		t.Error("Build recorded a malformed h1")
 	}
 }

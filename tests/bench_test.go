@@ -255,8 +255,8 @@ func BenchmarkVerifyVsCosign(b *testing.B) {
 // lock file present):
 //   - warm `oprov init` (cache filled) against plain `tofu init` from a filesystem mirror of the
 //     same provider;
-//   - cold `oprov install` and `oprov init` (empty cache) against OpenTofu's own `tofu init`
-//     through oci_mirror.
+//   - cold `oprov install` (empty cache; with the lock, and without it, when it locks every
+//     platform first) and `oprov init` against OpenTofu's own `tofu init` through oci_mirror.
 //
 // Every round uses a fresh copy of the configuration (no .terraform); rounds alternate.
 func BenchmarkLoader(b *testing.B) {
@@ -281,9 +281,12 @@ func BenchmarkLoader(b *testing.B) {
 	if rounds < 5 {
 		rounds = 5
 	}
-	var warmOprov, fsTofu, coldInstall, coldInit, ociTofu []time.Duration
+	var warmOprov, fsTofu, coldInstall, coldNoLock, coldInit, ociTofu []time.Duration
 	b.ResetTimer()
 	for i := 0; i < rounds; i++ {
+		noLock := f.freshCopy(b)
+		os.Remove(filepath.Join(noLock, ".terraform.lock.hcl"))
+		coldNoLock = append(coldNoLock, timeCmd(b, append(append([]string{}, warmEnv...), "OPROV_CACHE_DIR="+filepath.Join(b.TempDir(), "cold0")), oprovBin, "install", "-C", noLock))
 		warmOprov = append(warmOprov, timeCmd(b, warmEnv, oprovBin, "init", "-C", f.freshCopy(b)))
 		fsTofu = append(fsTofu, timeCmdIn(b, f.freshCopy(b), append(tofuEnv, "TF_CLI_CONFIG_FILE="+fsrc), tofu, "init", "-input=false"))
 		cold := append(append([]string{}, warmEnv...), "OPROV_CACHE_DIR="+filepath.Join(b.TempDir(), "cold"))
@@ -301,6 +304,7 @@ func BenchmarkLoader(b *testing.B) {
 	fmt.Printf("\nloader on examples/hello (signed, 3 platforms, lock present), %d rounds (median):\n", rounds)
 	fmt.Printf("  warm oprov init %8s   tofu init from a filesystem mirror %8s   ratio %.2fx (target <= 1.2x)\n", ms(warmOprov), ms(fsTofu), warmRatio)
 	fmt.Printf("  cold oprov install %5s   tofu init through oci_mirror %14s   ratio %.2fx (target <= 1.0x)\n", ms(coldInstall), ms(ociTofu), coldRatio)
+	fmt.Printf("  cold oprov install %5s   without a lock (locks all 3 platforms first)   ratio %.2fx (target <= 1.0x)\n", ms(coldNoLock), float64(median(coldNoLock))/float64(median(ociTofu)))
 	fmt.Printf("  cold oprov init %8s   (install + tofu init)                           ratio %.2fx\n", ms(coldInit), float64(median(coldInit))/float64(median(ociTofu)))
 }
 

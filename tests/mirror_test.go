@@ -54,6 +54,8 @@ func TestMirrorFromOrigin(t *testing.T) {
 		t.Errorf("a second mirror did not skip the identical version: %s", r.Stdout)
 	}
 
+	expectIndexH1(t, env, to+":1.0.0")
+
 	// The origin's signed SHA256SUMS travels as a referrer.
 	r = mustOprov(t, env, "discover", to+":1.0.0", "-o", "json")
 	var disc struct {
@@ -199,4 +201,21 @@ func TestSaveLoadKeepsProvenance(t *testing.T) {
 		t.Fatalf("could not point the CLI config at the air-gapped registry:\n%s", rc)
 	}
 	tofuApplyHello(t, rc, ca.File)
+}
+
+// expectIndexH1 checks that a version of examples/hello records each platform's h1: on its index,
+// as push and mirror write it.
+func expectIndexH1(t *testing.T, env []string, ref string) {
+	t.Helper()
+	r := mustOprov(t, env, "inspect", ref, "-o", "json")
+	var ins struct{ Platforms []packagedHashes }
+	decodeJSON(t, r.Stdout, &ins)
+	if len(ins.Platforms) != len(helloPlatforms) {
+		t.Errorf("inspect of %s: %s", ref, r.Stdout)
+	}
+	for _, p := range ins.Platforms {
+		if p.H1 != helloHashes[p.Platform].H1 {
+			t.Errorf("%s records h1 %q for %s, want %s", ref, p.H1, p.Platform, helloHashes[p.Platform].H1)
+		}
+	}
 }

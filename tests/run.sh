@@ -26,7 +26,7 @@ step "unit and end-to-end tests"
 go test -count=1 -timeout 30m ./...
 
 step "fuzzing each parser for $FUZZTIME"
-for pkg in ./manifest ./pkg/release ./pkg/serve ./pkg/artifact ./cmd/oprov; do
+for pkg in ./manifest ./pkg/release ./pkg/serve ./pkg/artifact ./pkg/oci ./cmd/oprov; do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
     echo "-- $pkg $target"
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | grep -v '^fuzz: elapsed' || { echo "fuzz target $target failed"; exit 1; }
@@ -34,4 +34,4 @@ for pkg in ./manifest ./pkg/release ./pkg/serve ./pkg/artifact ./cmd/oprov; do
 done
 
 step "benchmark smoke run (2 MiB per platform; tests/bench.sh runs the real sizes)"
-OPROV_BENCH_MB=2 go test -run '^$' -bench . -benchtime 1x -timeout 10m ./tests/ | grep -E 'ratio|RSS|^ok|FAIL'
+OPROV_BENCH_MB=2 go test -run '^$' -bench . -benchtime 1x -timeout 10m ./tests/ | grep -E 'ratio|RSS|h1:|^ok|FAIL'

@@ -39,6 +39,13 @@ var (
 // index digest. Each version gets its own index (the zip names differ).
 func versionedHello(t *testing.T, reg *testreg.Registry, repo, version string) string {
 	t.Helper()
+	return pushVersion(t, reg.Host, reg.CAFile, repo, version)
+}
+
+// pushVersion pushes examples/hello's zips under another version to repo on any registry whose
+// certificate caFile signed, and returns the index digest.
+func pushVersion(t *testing.T, host, caFile, repo, version string) string {
+	t.Helper()
 	src := helloRelease(t)
 	dir := t.TempDir()
 	entries, _ := os.ReadDir(src)
@@ -52,7 +59,7 @@ func versionedHello(t *testing.T, reg *testreg.Registry, repo, version string) s
 		}
 		writeFile(t, filepath.Join(dir, strings.Replace(e.Name(), "_1.0.0_", "_"+version+"_", 1)), string(data))
 	}
-	return pushJSON(t, nil, dir, reg.Host+"/"+repo, "--ca-file", reg.CAFile, "--address", "example.com/acme/hello").IndexDigest
+	return pushJSON(t, nil, dir, host+"/"+repo, "--ca-file", caFile, "--address", "example.com/acme/hello").IndexDigest
 }
 
 // TestSigningInteroperatesWithCosign: oprov's signatures verify with the stock cosign CLI, and

@@ -102,7 +102,8 @@ func printVersion(o *inspectOptions, ref oci.Ref, v *artifact.Version, platforms
 		Others      int            `json:"other_entries"`
 	}{Reference: ref.String(), Version: v.Version, IndexDigest: v.Index.Digest.String(), Others: len(v.Parsed.Others)}
 	for _, p := range platforms {
-		out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), p.Manifest.Digest.String(), p.Zip.Digest.String(), p.Zip.Size, p.Filename})
+		e, _ := v.Parsed.Lookup(p.Platform)
+		out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), p.Manifest.Digest.String(), p.Zip.Digest.String(), p.Zip.Size, p.Filename, e.H1})
 	}
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, out)

@@ -25,6 +25,8 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitInterrupted is what shells give a command SIGINT ended.
+	exitInterrupted = 130
 )
 
 // IOStreams are the command's standard streams, injected so tests can run commands directly.
@@ -61,6 +63,10 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if interrupted(ctx, err) {
+		fmt.Fprintln(io.ErrOut, "oprov: interrupted; nothing half-written was kept")
+		return exitInterrupted
 	}
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
@@ -113,6 +119,7 @@ publishes natively through an oci_mirror block.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
+	registerLimits(root)
 	root.AddCommand(
 		newPackageCmd(io),
 		newPushCmd(io),

@@ -82,7 +82,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 			return fmt.Errorf("push: %w", err)
 		}
 	}
-	rel, err := release.Collect(o.Sources)
+	rel, err := release.Collect(ctx, o.Sources)
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
@@ -110,6 +110,12 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("push", ref, err)
+	}
+	if oci.IsPlainHTTP(target) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)", ref.Registry))
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", w)
 	}
 	if signer != nil {
 		if res.Signed, err = sign.Sign(ctx, target, ref, res.Index, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
@@ -157,17 +163,21 @@ type platformJSON struct {
 	Zip      string `json:"zip_digest"`
 	Size     int64  `json:"size"`
 	Filename string `json:"filename"`
+	H1       string `json:"h1,omitempty"` // recorded on the index entry (dev.oprov.h1)
 }
 
 type pushed struct {
 	*artifact.PushResult
-	Signed *sign.SignResult
+	Signed   *sign.SignResult
+	Warnings []string
 }
 
 func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res pushed) error {
 	tofurc := ""
 	if !ref.IsLayout() {
-		tofurc = artifact.MirrorConfig(ref, addr)
+		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)
+		// are named for it.
+		tofurc = artifact.MirrorConfig(ref, addr) + oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.registry.RegistryConfig))
 	}
 	if o.output.JSON() {
 		out := struct {
@@ -182,9 +192,10 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifac
 			Bytes       int64            `json:"bytes_uploaded"`
 			TofuRC      string           `json:"tofurc,omitempty"`
 			Signature   *sign.SignResult `json:"signature,omitempty"`
-		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed}
+			Warnings    []string         `json:"warnings,omitempty"`
+		}{ref.String(), rel.Type, rel.Version, res.Tag, res.Index.Digest.String(), nil, res.Uploaded, res.Skipped, res.Bytes, tofurc, res.Signed, res.Warnings}
 		for i, p := range res.Built.Packages {
-			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename})
+			out.Platforms = append(out.Platforms, platformJSON{p.Platform.String(), res.Built.Manifests[i].Descriptor.Digest.String(), p.Digest.String(), p.Size, p.Filename, p.H1})
 		}
 		return writeJSON(o.io.Out, out)
 	}

@@ -7,11 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 type tofurcOptions struct {
-	io  *IOStreams
-	Dir string
+	io             *IOStreams
+	Dir            string
+	RegistryConfig string
 }
 
 func newTofurcCmd(ios *IOStreams) *cobra.Command {
@@ -27,6 +29,7 @@ OpenTofu to install from the registries itself (without oprov's signature checks
 		RunE: func(c *cobra.Command, _ []string) error { return runTofurc(c.Context(), o) },
 	}
 	c.Flags().StringVarP(&o.Dir, "chdir", "C", ".", "the configuration directory")
+	c.Flags().StringVar(&o.RegistryConfig, "registry-config", "", "docker-style credentials file to point OpenTofu at (DOCKER_CONFIG is honoured too)")
 	return c
 }
 
@@ -35,6 +38,6 @@ func runTofurc(_ context.Context, o *tofurcOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(o.io.Out, cfg.MirrorCLIConfig())
+	_, err = io.WriteString(o.io.Out, cfg.MirrorCLIConfig()+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.RegistryConfig)))
 	return err
 }

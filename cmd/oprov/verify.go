@@ -28,8 +28,9 @@ func newVerifyCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "verify REPO:VERSION (--key PUB... | --policy FILE)",
 		Short: "Verify a provider version's signature and digests",
-		Long: `Verify that a provider version is signed by a trusted key, in either of cosign's storage
-forms (bundle referrer or sha256-<hex>.sig tag), including signatures made by the cosign CLI.
+		Long: `Verify that a provider version is signed by a trusted key, in any of cosign's storage
+forms (bundle referrer, sha256-<hex>.sig tag, or simple-signing referrer as cosign's
+--registry-referrers-mode=oci-1-1 writes it), including signatures made by the cosign CLI.
 
 A signature counts only if it is by a trusted key and its signed payload names the exact index
 digest the tag resolves to now. The index must be the version the tag says. Every platform's

@@ -15,10 +15,10 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
@@ -64,7 +64,7 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*Version,
 	if desc.MediaType == ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("%s points at an image manifest, not an index: OpenTofu would reject it (publish it with 'oprov push')", ref)
 	}
-	ix, err := manifest.ParseIndex(data)
+	ix, err := parseIndex(ctx, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
 	}
@@ -114,15 +114,23 @@ func (v *Version) CheckPlatform(p *Platform) error {
 // FetchPlatforms fetches and parses every platform manifest of a version (digests checked), in
 // the index's order.
 func FetchPlatforms(ctx context.Context, t oci.ReadOnly, v *Version) ([]*Platform, error) {
-	out := make([]*Platform, 0, len(v.Parsed.Entries))
-	for _, e := range v.Parsed.Entries {
-		p, err := FetchPlatform(ctx, t, v, e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+	return FetchEntries(ctx, t, v, v.Parsed.Entries)
+}
+
+// FetchEntries fetches and parses the platform manifests of the given entries of a version
+// (digests checked), a few at a time, in the entries' order.
+func FetchEntries(ctx context.Context, t oci.ReadOnly, v *Version, entries []manifest.Entry) ([]*Platform, error) {
+	out := make([]*Platform, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(oci.DefaultConcurrency)
+	for i, e := range entries {
+		g.Go(func() error {
+			p, err := FetchPlatform(gctx, t, v, e)
+			out[i] = p
+			return err
+		})
 	}
-	return out, nil
+	return out, g.Wait()
 }
 
 // zipName picks the release file name for a platform's zip: the layer's title when it follows
@@ -155,8 +163,13 @@ func (v *Version) Select(want []manifest.Platform) ([]manifest.Entry, error) {
 	return out, nil
 }
 
-// FetchZip streams a platform's zip into w, checking its digest and size on the way.
+// FetchZip streams a platform's zip into w, checking its digest and size on the way. A zip whose
+// descriptor is over the maximum package size is refused before any byte is fetched, and no more
+// bytes are read than the descriptor says (and one, to see that the registry stopped there).
 func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, progress oci.Progress) error {
+	if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+p.Filename+" package", p.Zip.Size); err != nil {
+		return err
+	}
 	rc, err := t.Fetch(ctx, p.Zip)
 	if err != nil {
 		return fmt.Errorf("fetching %s: %w", p.Filename, err)
@@ -215,13 +228,13 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
 	}
+	platforms, err := FetchEntries(ctx, t, v, entries)
+	if err != nil {
+		return nil, err
+	}
 	res := &PullResult{Version: v}
 	sums := release.Sums{}
-	for _, e := range entries {
-		p, err := FetchPlatform(ctx, t, v, e)
-		if err != nil {
-			return nil, err
-		}
+	for _, p := range platforms {
 		dest := filepath.Join(opts.OutDir, p.Filename)
 		err = release.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress) })
 		if err != nil {
@@ -240,9 +253,10 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 	return res, nil
 }
 
-// ListVersions lists the tags of a repository that name versions, highest first.
+// ListVersions lists the tags of a repository that name versions, highest first. The listing is
+// bounded (see ListTags).
 func ListVersions(ctx context.Context, t oci.ReadOnly) ([]manifest.TaggedVersion, error) {
-	tags, err := registry.Tags(ctx, t)
+	tags, err := ListTags(ctx, t)
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,11 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	defer os.Remove(f.Name())
 	h := sha256.New()
 	cw := &release.CountingWriter{W: io.MultiWriter(f, h)}
-	err = fetch(cw)
+	max := size
+	if max < 0 {
+		max = oci.LimitsFrom(ctx).MaxPackageSize
+	}
+	err = fetch(&capWriter{w: cw, left: max, max: max})
 	if err == nil {
 		err = f.Sync()
 	}
@@ -239,6 +243,21 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 		return "", err
 	}
 	return dest, nil
+}
+
+// capWriter refuses to write more than left bytes: a zip never grows past what its descriptor
+// (or the maximum package size) says.
+type capWriter struct {
+	w         io.Writer
+	left, max int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.left {
+		return 0, fmt.Errorf("the zip is larger than the %d bytes expected: nothing was kept", c.max)
+	}
+	c.left -= int64(len(p))
+	return c.w.Write(p)
 }
 
 // CheckBlob re-hashes a cached zip, about to be used, and compares it with d: a cache on disk can
@@ -339,9 +358,16 @@ const unpackedSum = ".oprov-h1"
 
 // EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
 // exists already, and returns the root. The whole root is built under tmp/ and renamed into
-// place, so it is either complete or absent. h1 is the zip's h1: hash, recorded in the root for
-// Verify (computed from the zip when "").
-func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, h1 string, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
+// place, so it is either complete or absent; the root records the package's h1: hash (for
+// Verify), computed while unpacking.
+func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
+	return c.EnsureMirrorChecked(ctx, zip, addr, version, p, nil)
+}
+
+// EnsureMirrorChecked is EnsureMirror that, when it unpacks, hands the package's h1: hash
+// (computed while unpacking) to check before the root appears: an error from check leaves
+// nothing. check is not called when the root exists already.
+func (c *Cache) EnsureMirrorChecked(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform, check func(h1 string) error) (string, error) {
 	root := c.MirrorRoot(zip, addr, version, p)
 	if c.HasMirror(root) {
 		return root, nil
@@ -364,13 +390,16 @@ func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, h1 string, 
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
-	if err := release.Extract(c.BlobPath(zip), pkg, release.DefaultExtractLimits); err != nil {
-		return "", err
-	}
-	if h1 == "" {
-		if h1, err = release.HashZipH1(c.BlobPath(zip)); err != nil {
-			return "", err
+	h1 := ""
+	record := func(got string) error {
+		h1 = got
+		if check != nil {
+			return check(got)
 		}
+		return nil
+	}
+	if err := release.ExtractChecked(ctx, c.BlobPath(zip), filepath.Dir(pkg), pkg, release.DefaultExtractLimits, record); err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(h1+"\n"), 0o644); err != nil {
 		return "", err

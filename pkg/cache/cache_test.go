@@ -80,7 +80,7 @@ func fill(t *testing.T) *filled {
 	}
 	f.record = c.metaPath(repo, "1.0.0")
 	addr, _ := artifact.ParseProviderAddress("example.com/acme/hello")
-	if f.unpacked, err = c.EnsureMirror(context.Background(), f.zip, "", addr, "1.0.0", manifest.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+	if f.unpacked, err = c.EnsureMirror(context.Background(), f.zip, addr, "1.0.0", manifest.Platform{OS: "linux", Arch: "amd64"}); err != nil {
 		t.Fatal(err)
 	}
 	// A build, made as BuildGo makes one: in the temporary directory, sealed, renamed in.

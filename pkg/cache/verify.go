@@ -90,7 +90,7 @@ func zipH1s(entries []Entry) map[string]string {
 			continue
 		}
 		for _, pm := range m.Platforms {
-			if pm.H1 != "" {
+			if pm.H1 != "" && pm.Zip != "" { // h1: can be known (from the index) before the zip is
 				out[pm.Zip.Encoded()] = pm.H1
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -65,7 +66,12 @@ func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (
 		repo := repoPath(it.Ref)
 		o := opts
 		o.DstTag = func(t string) string { return repo + ":" + t }
+		var found []ocispec.Descriptor
+		o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
 		r, err := Copy(ctx, it.Src, layout, it.Tags, o)
+		if err == nil {
+			err = recordReferrers(ctx, layout, repo, found)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", it.Ref.Repo(), err)
 		}
@@ -75,11 +81,26 @@ func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (
 		total.Uploaded += r.Uploaded
 		total.Bytes += r.Bytes
 	}
-	err = work.WriteFile(out, func(w io.Writer) error { return tarDir(filepath.Join(work.Path, "layout"), w) })
+	err = work.WriteFile(out, func(w io.Writer) error { return tarDir(ctx, filepath.Join(work.Path, "layout"), w) })
 	if err != nil {
 		return nil, err
 	}
 	return total, nil
+}
+
+// referrerTagPrefix starts the tags (REPOSITORY:referrer.sha256-<hex>) that record, in a tarball,
+// which referrers each repository had: repositories that share an index digest share its node in
+// the layout, and so would otherwise get each other's signatures back on load.
+const referrerTagPrefix = "referrer."
+
+func recordReferrers(ctx context.Context, layout *oci.Store, repo string, found []ocispec.Descriptor) error {
+	for _, d := range found {
+		tag := repo + ":" + referrerTagPrefix + d.Digest.Algorithm().String() + "-" + d.Digest.Encoded()
+		if err := layout.Tag(ctx, d, tag); err != nil {
+			return fmt.Errorf("recording referrer %s: %w", d.Digest, err)
+		}
+	}
+	return nil
 }
 
 // repoPath is the repository path saved in a tarball: the registry host is left out.
@@ -90,8 +111,8 @@ func repoPath(r ociref.Ref) string {
 	return r.Repository
 }
 
-// tarDir streams a directory into a tar, in a stable order.
-func tarDir(root string, w io.Writer) error {
+// tarDir streams a directory into a tar, in a stable order, until ctx is done.
+func tarDir(ctx context.Context, root string, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	var paths []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -130,7 +151,7 @@ func tarDir(root string, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(tw, f)
+			_, err = io.Copy(tw, release.ContextReader(ctx, f))
 			f.Close()
 			if err != nil {
 				return err
@@ -145,6 +166,9 @@ type Bundle struct {
 	store *oci.ReadOnlyStore
 	// Repos maps each repository path to its tags (versions and .sig tags).
 	Repos map[string][]string
+	// referrers maps each repository path to the referrers it had when saved; nil for a tarball
+	// that records none (an older one), whose repositories get every referrer it holds.
+	referrers map[string]map[digest.Digest]bool
 }
 
 // OpenBundle opens a tarball written by Save (or any OCI-layout tarball whose tags are named
@@ -161,7 +185,12 @@ func OpenBundle(ctx context.Context, path string) (*Bundle, error) {
 			if i <= 0 {
 				return fmt.Errorf("%s: tag %q does not name a repository (want REPOSITORY:TAG)", path, t)
 			}
-			b.Repos[t[:i]] = append(b.Repos[t[:i]], t[i+1:])
+			repo, tag := t[:i], t[i+1:]
+			if rest, ok := strings.CutPrefix(tag, referrerTagPrefix); ok {
+				b.recordReferrer(repo, rest)
+				continue
+			}
+			b.Repos[repo] = append(b.Repos[repo], tag)
 		}
 		return nil
 	})
@@ -174,14 +203,51 @@ func OpenBundle(ctx context.Context, path string) (*Bundle, error) {
 	return b, nil
 }
 
-// Repo gives a read-only view of one repository in the bundle, with its own tag names.
+// recordReferrer notes that repo had the referrer a tag names (sha256-<hex>).
+func (b *Bundle) recordReferrer(repo, name string) {
+	alg, hex, _ := strings.Cut(name, "-")
+	if b.referrers == nil {
+		b.referrers = map[string]map[digest.Digest]bool{}
+	}
+	if b.referrers[repo] == nil {
+		b.referrers[repo] = map[digest.Digest]bool{}
+	}
+	b.referrers[repo][digest.NewDigestFromEncoded(digest.Algorithm(alg), hex)] = true
+}
+
+// Repo gives a read-only view of one repository in the bundle, with its own tag names and, when
+// the tarball records them, exactly the referrers it had.
 func (b *Bundle) Repo(repo string) Source {
-	return &repoView{ReadOnlyStore: b.store, prefix: repo + ":"}
+	v := &repoView{ReadOnlyStore: b.store, prefix: repo + ":"}
+	if b.referrers != nil {
+		v.referrers = b.referrers[repo]
+		if v.referrers == nil {
+			v.referrers = map[digest.Digest]bool{}
+		}
+	}
+	return v
 }
 
 type repoView struct {
 	*oci.ReadOnlyStore
-	prefix string
+	prefix    string
+	referrers map[digest.Digest]bool // nil: every predecessor in the tarball
+}
+
+// Predecessors gives what refers to node in this repository: only the referrers it had when saved,
+// not those of other repositories that share the node.
+func (r *repoView) Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	preds, err := r.ReadOnlyStore.Predecessors(ctx, node)
+	if err != nil || r.referrers == nil {
+		return preds, err
+	}
+	var mine []ocispec.Descriptor
+	for _, p := range preds {
+		if r.referrers[p.Digest] {
+			mine = append(mine, p)
+		}
+	}
+	return mine, nil
 }
 
 func (r *repoView) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
@@ -199,7 +265,7 @@ func (r *repoView) Tags(ctx context.Context, last string, fn func([]string) erro
 	return r.ReadOnlyStore.Tags(ctx, "", func(tags []string) error {
 		var mine []string
 		for _, t := range tags {
-			if rest, ok := strings.CutPrefix(t, r.prefix); ok && rest > last {
+			if rest, ok := strings.CutPrefix(t, r.prefix); ok && rest > last && !strings.HasPrefix(rest, referrerTagPrefix) {
 				mine = append(mine, rest)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // Source is what a copy reads from: a repository, a layout, or one repository inside a tarball.
@@ -33,6 +34,8 @@ type CopyOptions struct {
 	Progress    oci.Progress
 	// DstTag maps a source tag to the destination's tag name (default: the same).
 	DstTag func(tag string) string
+	// Referrer, when set, hears of each referrer the copy found (and so copied).
+	Referrer func(ocispec.Descriptor)
 }
 
 // CopyResult tells what a copy did.
@@ -78,7 +81,10 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 	var uploaded, skipped, bytes atomic.Int64
 	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
 		Concurrency: opts.Concurrency,
-		PreCopy: func(_ context.Context, d ocispec.Descriptor) error {
+		PreCopy: func(ctx context.Context, d ocispec.Descriptor) error {
+			if err := checkBlobSize(ctx, d); err != nil {
+				return err
+			}
 			if opts.Progress != nil {
 				opts.Progress.Plan(d.Size)
 			}
@@ -94,6 +100,15 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 		},
 		OnCopySkipped: func(context.Context, ocispec.Descriptor) error { skipped.Add(1); return nil },
 	}}
+	if opts.Referrer != nil {
+		gopts.FindPredecessors = func(ctx context.Context, src content.ReadOnlyGraphStorage, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+			preds, err := src.Predecessors(ctx, d)
+			for _, p := range preds {
+				opts.Referrer(p)
+			}
+			return preds, err
+		}
+	}
 	dstTag := opts.DstTag
 	if dstTag == nil {
 		dstTag = func(t string) string { return t }
@@ -140,11 +155,14 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 			return nil
 		}
 		seen[d.Digest.String()] = true
+		if err := checkBlobSize(ctx, d); err != nil {
+			return err
+		}
 		rc, err := src.Fetch(ctx, d)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Digest, err)
 		}
-		vr := content.NewVerifyReader(rc, d)
+		vr := content.NewVerifyReader(release.ContextReader(ctx, rc), d)
 		_, err = io.Copy(io.Discard, vr)
 		rc.Close()
 		if err == nil {
@@ -178,4 +196,10 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 		}
 	}
 	return len(seen), nil
+}
+
+// checkBlobSize refuses, before it is fetched, a blob whose descriptor is over the maximum
+// package size (manifests have their own, smaller limit in oras-go).
+func checkBlobSize(ctx context.Context, d ocispec.Descriptor) error {
+	return oci.LimitsFrom(ctx).CheckBlobSize(fmt.Sprintf("blob %s (%s)", d.Digest, d.MediaType), d.Size)
 }

@@ -197,7 +197,7 @@ func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rel, err := release.Collect(paths)
+	rel, err := release.Collect(ctx, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -386,17 +386,21 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*sou
 	if err != nil {
 		return false, "", oci.Explain("mirror", ref, err)
 	}
-	for _, pkg := range pkgs {
+	entries := make([]manifest.Entry, len(pkgs))
+	for i, pkg := range pkgs {
 		e, ok := v.Parsed.Lookup(pkg.Platform)
 		if !ok {
 			return false, "", nil
 		}
-		p, err := artifact.FetchPlatform(ctx, t, v, e)
-		if err != nil {
-			return false, "", err
-		}
-		if p.Zip.Digest != pkg.Zip {
-			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is %s): not overwriting it", ref, e.Platform, p.Zip.Digest, pkg.Zip)
+		entries[i] = e
+	}
+	platforms, err := artifact.FetchEntries(ctx, t, v, entries)
+	if err != nil {
+		return false, "", err
+	}
+	for i, p := range platforms {
+		if p.Zip.Digest != pkgs[i].Zip {
+			return false, "", fmt.Errorf("%s already holds a different %s package (%s, the origin's is %s): not overwriting it", ref, p.Platform, p.Zip.Digest, pkgs[i].Zip)
 		}
 	}
 	return true, v.Index.Digest.String(), nil

@@ -211,7 +211,10 @@ func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAdd
 			if progress != nil {
 				dst = &progressWriter{w: dst, p: progress}
 			}
-			if _, err := r.origin.Fetch(ctx, u, dst, 4<<30); err != nil {
+			limits := oci.LimitsFrom(ctx)
+			if n, err := r.origin.Fetch(ctx, u, dst, limits.MaxPackageSize); n > limits.MaxPackageSize {
+				return &oci.LimitError{What: "the origin's " + d.Filename + " package goes on", Limit: "the maximum package size of " + oci.FormatSize(limits.MaxPackageSize), Knob: oci.FlagMaxPackageSize + " or " + oci.EnvMaxPackageSize}
+			} else if err != nil {
 				return err
 			}
 			if got := hex.EncodeToString(h.Sum(nil)); got != want {

@@ -18,7 +18,7 @@ import (
 func TestMirrorFromAnOCISource(t *testing.T) {
 	ctx := context.Background()
 	dist := testorigin.FakeRelease(t, "hello", "1.2.0", "linux_amd64", "darwin_arm64")
-	rel, err := release.Collect([]string{dist})
+	rel, err := release.Collect(context.Background(), []string{dist})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"oras.land/oras-go/v2"
@@ -83,14 +85,16 @@ func NewRepository(ctx context.Context, ref Ref, opts Options) (*remote.Reposito
 	if err != nil {
 		return nil, fmt.Errorf("reference %s: %w", ref, err)
 	}
-	client, err := newClient(opts)
+	client, err := newClient(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	repo.Client = client
 	repo.PlainHTTP = opts.PlainHTTP
 	if !opts.PlainHTTP && ref.IsLoopback() {
-		repo.PlainHTTP = speaksPlainHTTP(ctx, client, ref.Registry)
+		if repo.PlainHTTP, err = speaksPlainHTTP(ctx, client, ref.Registry); err != nil {
+			return nil, err
+		}
 	}
 	return repo, nil
 }
@@ -101,49 +105,55 @@ func NewRegistry(ctx context.Context, host string, opts Options) (*remote.Regist
 	if err != nil {
 		return nil, fmt.Errorf("registry %q: %w", host, err)
 	}
-	client, err := newClient(opts)
+	client, err := newClient(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	reg.Client = client
 	reg.PlainHTTP = opts.PlainHTTP
 	if !opts.PlainHTTP && (Ref{Registry: host}).IsLoopback() {
-		reg.PlainHTTP = speaksPlainHTTP(ctx, client, host)
+		if reg.PlainHTTP, err = speaksPlainHTTP(ctx, client, host); err != nil {
+			return nil, err
+		}
 	}
 	return reg, nil
 }
 
 // speaksPlainHTTP probes a loopback registry over HTTPS and reports whether it answered with plain
 // HTTP instead. Any other outcome (including TLS errors) keeps HTTPS, so a TLS registry on
-// 127.0.0.1 is used over TLS and its certificate is still checked.
-func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) bool {
+// 127.0.0.1 is used over TLS and its certificate is still checked; but a registry that stopped
+// answering the probe is an error at once, rather than a second wait.
+func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/v2/", nil)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	resp, err := client.Client.Do(req)
 	if err == nil {
 		resp.Body.Close()
-		return false
+		return false, nil
 	}
-	return errors.Is(err, http.ErrSchemeMismatch)
+	var stall *StallError
+	if errors.As(err, &stall) {
+		return false, stall
+	}
+	return errors.Is(err, http.ErrSchemeMismatch), nil
 }
 
-func newClient(opts Options) (*auth.Client, error) {
+// newClient builds the HTTP client for a registry: TLS per opts, connect, handshake and header
+// waits bounded and bodies watched for progress (the context's Limits), retries, credentials.
+func newClient(ctx context.Context, opts Options) (*auth.Client, error) {
 	tlsConfig, err := TLSConfig(opts.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.TLSClientConfig = tlsConfig
-	base.MaxIdleConnsPerHost = 16
 	header := http.Header{}
 	header.Set("User-Agent", UserAgent)
-	var rt http.RoundTripper = base
+	rt := NewTransport(ctx, tlsConfig)
 	if os.Getenv("OPROV_DEBUG_HTTP") != "" {
-		rt = &traceTransport{next: base, start: time.Now()}
+		rt = &traceTransport{next: rt, start: time.Now()}
 	}
 	c := &auth.Client{
 		Client: &http.Client{Transport: retry.NewTransport(rt)},
@@ -226,7 +236,8 @@ func containersAuthFiles() []string {
 	return out
 }
 
-// traceTransport logs every request with its status and timing to stderr (OPROV_DEBUG_HTTP=1).
+// traceTransport logs every request with its status and timing to stderr (OPROV_DEBUG_HTTP=1),
+// and, once a response body is closed, how many bytes of it were read ("http-body:" lines).
 // Headers, and so credentials, are never printed.
 type traceTransport struct {
 	next  http.RoundTripper
@@ -241,8 +252,27 @@ func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		status += err.Error()
 	} else {
 		status = resp.Status
+		resp.Body = &countedBody{ReadCloser: resp.Body, label: req.Method + " " + req.URL.Redacted()}
 	}
 	fmt.Fprintf(os.Stderr, "http: +%6.1fms %4.1fms %s %s %s\n", float64(began.Sub(t.start).Microseconds())/1000,
 		float64(time.Since(began).Microseconds())/1000, req.Method, req.URL.Redacted(), status)
 	return resp, err
+}
+
+type countedBody struct {
+	io.ReadCloser
+	label string
+	n     int64
+	once  sync.Once
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *countedBody) Close() error {
+	b.once.Do(func() { fmt.Fprintf(os.Stderr, "http-body: %d bytes %s\n", b.n, b.label) })
+	return b.ReadCloser.Close()
 }

@@ -253,7 +253,7 @@ func writeRelease(opts PackageOptions, files []platformFiles) (*Packaged, error)
 		sums[name.String()] = sum
 		out.Hashes[pf.platform] = Hashes{ZH: ZH(sum), H1: h1}
 		out.Release.Artifacts = append(out.Release.Artifacts, Artifact{
-			Path: dest, Name: name, Digest: digest.NewDigestFromEncoded(digest.SHA256, sum), Size: size, Executable: exeName,
+			Path: dest, Name: name, Digest: digest.NewDigestFromEncoded(digest.SHA256, sum), Size: size, Executable: exeName, H1: h1,
 		})
 	}
 	sortArtifacts(out.Release.Artifacts)

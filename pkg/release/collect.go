@@ -2,6 +2,7 @@ package release
 
 import (
 	"archive/zip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -28,11 +29,13 @@ type Artifact struct {
 	Size   int64
 	// Executable is the provider executable's name inside the zip.
 	Executable string
+	// H1 is the package's h1: lock-file hash.
+	H1 string
 }
 
 // Package gives the artifact's description for the OCI format.
 func (a Artifact) Package() manifest.Package {
-	return manifest.Package{Platform: a.Name.Platform, Filename: a.Name.String(), Digest: a.Digest, Size: a.Size}
+	return manifest.Package{Platform: a.Name.Platform, Filename: a.Name.String(), Digest: a.Digest, Size: a.Size, H1: a.H1}
 }
 
 // Release is a set of packages of one provider type and version, one per platform, every one
@@ -60,8 +63,9 @@ func (r *Release) Packages() []manifest.Package {
 //   - a SHA256SUMS file: the zips it lists, next to it;
 //   - a zip file.
 //
-// Every zip is hashed once. Nothing is written.
-func Collect(paths []string) (*Release, error) {
+// Every zip is hashed whole (its digest) and by entry (its h1:). Nothing is written. It ends when
+// ctx is done.
+func Collect(ctx context.Context, paths []string) (*Release, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no release files given: name a directory of zips, some zips, or a SHA256SUMS file")
 	}
@@ -84,7 +88,7 @@ func Collect(paths []string) (*Release, error) {
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range rel.Artifacts {
-		g.Go(func() error { return checkArtifact(&rel.Artifacts[i], sums) })
+		g.Go(func() error { return checkArtifact(ctx, &rel.Artifacts[i], sums) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -199,9 +203,10 @@ func artifactsOf(zips []string) (*Release, error) {
 	return rel, nil
 }
 
-// checkArtifact hashes a zip once, compares the hash with SHA256SUMS, and checks from the zip's
-// central directory that it holds the provider executable and no unsafe paths.
-func checkArtifact(a *Artifact, sums Sums) error {
+// checkArtifact hashes a zip once, compares the hash with SHA256SUMS, checks from the zip's
+// central directory that it holds the provider executable and no unsafe paths, and computes its
+// h1: hash (recorded in the index, so a lock needs no zip).
+func checkArtifact(ctx context.Context, a *Artifact, sums Sums) error {
 	base := filepath.Base(a.Path)
 	f, err := os.Open(a.Path)
 	if err != nil {
@@ -227,11 +232,14 @@ func checkArtifact(a *Artifact, sums Sums) error {
 	a.Executable = exe
 
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, a.Size)); err != nil {
+	if _, err := io.Copy(h, ContextReader(ctx, io.NewSectionReader(f, 0, a.Size))); err != nil {
 		return fmt.Errorf("reading %s: %w", a.Path, err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	a.Digest = digest.NewDigestFromEncoded(digest.SHA256, sum)
+	if a.H1, err = HashZipH1Context(ctx, a.Path); err != nil {
+		return err
+	}
 	if sums != nil {
 		want, ok := sums[base]
 		if !ok {

@@ -2,12 +2,16 @@ package release
 
 import (
 	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -41,6 +45,19 @@ func Extract(zipPath, dest string, limits ExtractLimits) error {
 // ExtractVia is Extract with the temporary directory made in tmpParent, which must be on the same
 // file system as dest: nothing half-unpacked ever appears beside dest.
 func ExtractVia(zipPath, tmpParent, dest string, limits ExtractLimits) error {
+	return extract(nil, zipPath, tmpParent, dest, limits, nil)
+}
+
+// ExtractChecked is ExtractVia that ends when ctx is done, and that also computes the package's
+// h1: hash from what it unpacks (the same hash HashZipH1 gives, without reading the zip a second
+// time) and, when check is set, hands it to check before the package is renamed into place: an
+// error from check leaves nothing.
+func ExtractChecked(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
+	return extract(ctx, zipPath, tmpParent, dest, limits, check)
+}
+
+// extract unpacks; a nil ctx never ends.
+func extract(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
@@ -57,8 +74,18 @@ func ExtractVia(zipPath, tmpParent, dest string, limits ExtractLimits) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	if err := unpack(&zr.Reader, tmp, limits); err != nil {
+	sums, err := unpack(ctx, &zr.Reader, tmp, limits)
+	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
+	}
+	if check != nil {
+		h1, err := hash1(sums)
+		if err == nil {
+			err = check(h1)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
@@ -122,40 +149,66 @@ func isDirEntry(zr *zip.Reader, lowerName string) bool {
 	return false
 }
 
-func unpack(zr *zip.Reader, dir string, limits ExtractLimits) error {
+// unpack writes the entries under dir and gives the sha256 of each entry's content, by entry
+// name (a directory entry's content is empty), for the package's h1: hash.
+func unpack(ctx context.Context, zr *zip.Reader, dir string, limits ExtractLimits) (map[string][]byte, error) {
 	var total int64
+	sums := map[string][]byte{}
 	for _, f := range zr.File {
 		target := filepath.Join(dir, filepath.FromSlash(path.Clean(f.Name)))
 		if !strings.HasPrefix(target, dir+string(os.PathSeparator)) {
-			return unsafef("zip entry %q points outside the package", f.Name)
+			return nil, unsafef("zip entry %q points outside the package", f.Name)
 		}
 		if f.Mode().IsDir() || strings.HasSuffix(f.Name, "/") {
 			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
+				return nil, err
 			}
+			empty := sha256.Sum256(nil)
+			sums[f.Name] = empty[:]
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		mode := os.FileMode(0o644)
 		if f.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
-		n, err := writeEntry(f, target, mode, limits.MaxTotal-total)
+		h := sha256.New()
+		n, err := writeEntry(ctx, f, target, mode, limits.MaxTotal-total, h)
 		total += n
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if f.CompressedSize64 > 0 && n > 1<<20 && n/int64(f.CompressedSize64) > limits.MaxRatio {
-			return unsafef("zip entry %q expands %dx, over the limit of %dx (a zip bomb?)", f.Name, n/int64(f.CompressedSize64), limits.MaxRatio)
+			return nil, unsafef("zip entry %q expands %dx, over the limit of %dx (a zip bomb?)", f.Name, n/int64(f.CompressedSize64), limits.MaxRatio)
 		}
+		sums[f.Name] = h.Sum(nil)
 	}
-	return nil
+	return sums, nil
 }
 
-// writeEntry writes one entry, never more than budget bytes whatever its header claims.
-func writeEntry(f *zip.File, target string, mode os.FileMode, budget int64) (int64, error) {
+// hash1 is dirhash's Hash1 over entries' sha256s: the sha256 of the sorted lines
+// "<hex sha256>  <name>\n", in base64, after "h1:".
+func hash1(sums map[string][]byte) (string, error) {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		if strings.Contains(n, "\n") {
+			return "", fmt.Errorf("zip entry %q has a newline in its name, which h1: cannot hash", n)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%x  %s\n", sums[n], n)
+	}
+	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// writeEntry writes one entry (and into sum), never more than budget bytes whatever its header
+// claims.
+func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
@@ -165,7 +218,7 @@ func writeEntry(f *zip.File, target string, mode os.FileMode, budget int64) (int
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(out, io.LimitReader(rc, budget+1))
+	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(ContextReader(ctx, rc), budget+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

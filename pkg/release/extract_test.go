@@ -3,11 +3,14 @@ package release
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/sumdb/dirhash"
 )
 
 type entry struct {
@@ -146,5 +149,58 @@ func FuzzExtract(f *testing.F) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestExtractCheckedH1: the h1: hash computed while unpacking, and HashZipH1's, equal dirhash's
+// (directory entries included), and a check that refuses it leaves nothing behind.
+func TestExtractCheckedH1(t *testing.T) {
+	z := writeZipFile(t, buildZip(t, []entry{
+		{name: "terraform-provider-x_v1.0.0", body: bytes.Repeat([]byte("bin"), 1000), mode: 0o755, method: zip.Deflate},
+		{name: "docs/", mode: os.ModeDir | 0o755},
+		{name: "docs/README.md", body: []byte("hi")},
+	}))
+	want, err := dirhash.HashZip(z, dirhash.Hash1) // what OpenTofu computes for a zip
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine, err := HashZipH1(z); err != nil || mine != want {
+		t.Errorf("HashZipH1 = %s, %v; dirhash says %s", mine, err, want)
+	}
+	parent := t.TempDir()
+	var got string
+	if err := ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "ok"), DefaultExtractLimits, func(h1 string) error { got = h1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("h1 while unpacking %s, HashZipH1 %s", got, want)
+	}
+	refused := errors.New("refused")
+	err = ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "no"), DefaultExtractLimits, func(string) error { return refused })
+	if !errors.Is(err, refused) {
+		t.Errorf("the check's error was not returned: %v", err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("a refused extraction left %d entries beside the good one", len(entries)-1)
+	}
+}
+
+// FuzzHashZipH1: for any zip dirhash can hash, HashZipH1 gives the same h1: (it refuses only
+// zips with a name twice).
+func FuzzHashZipH1(f *testing.F) {
+	f.Add(buildZip(f, []entry{{name: "a", body: []byte("x")}, {name: "d/", mode: os.ModeDir | 0o755}, {name: "d/b", body: []byte("y"), method: zip.Deflate}}))
+	f.Add(buildZip(f, []entry{{name: "a", body: []byte("1")}, {name: "a", body: []byte("2")}}))
+	f.Add([]byte("not a zip"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		z := writeZipFile(t, data)
+		want, werr := dirhash.HashZip(z, dirhash.Hash1)
+		got, gerr := HashZipH1(z)
+		switch {
+		case werr != nil:
+		case gerr != nil && !strings.Contains(gerr.Error(), "appears twice"):
+			t.Fatalf("dirhash hashed it (%s) but HashZipH1 failed: %v", want, gerr)
+		case gerr == nil && got != want:
+			t.Fatalf("HashZipH1 %s, dirhash %s", got, want)
+		}
 	})
 }

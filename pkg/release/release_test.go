@@ -3,6 +3,8 @@ package release
 import (
 	"archive/zip"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,7 +109,7 @@ func TestPackageBinariesAndCollect(t *testing.T) {
 	if len(p.Release.Artifacts) != 2 {
 		t.Fatalf("artifacts: %+v", p.Release.Artifacts)
 	}
-	rel, err := Collect([]string{out})
+	rel, err := Collect(context.Background(), []string{out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +117,8 @@ func TestPackageBinariesAndCollect(t *testing.T) {
 		t.Fatalf("collected %+v", rel)
 	}
 	for i, a := range rel.Artifacts {
-		if a.Digest != p.Release.Artifacts[i].Digest {
-			t.Errorf("%s: collect hashed %s, package wrote %s", a.Name, a.Digest, p.Release.Artifacts[i].Digest)
+		if a.Digest != p.Release.Artifacts[i].Digest || a.H1 != p.Hashes[a.Name.Platform].H1 {
+			t.Errorf("%s: collect hashed %s %s, package wrote %s %s", a.Name, a.Digest, a.H1, p.Release.Artifacts[i].Digest, p.Hashes[a.Name.Platform].H1)
 		}
 		h, err := HashFile(a.Path)
 		if err != nil || h != p.Hashes[a.Name.Platform] {
@@ -133,9 +135,15 @@ func TestPackageBinariesAndCollect(t *testing.T) {
 		t.Errorf("repackaging changed the digest (%v)", err)
 	}
 	// The SHA256SUMS file alone names the release.
-	rel2, err := Collect([]string{rel.SumsPath})
+	rel2, err := Collect(context.Background(), []string{rel.SumsPath})
 	if err != nil || len(rel2.Artifacts) != 2 {
 		t.Errorf("collect from SHA256SUMS: %+v, %v", rel2, err)
+	}
+	// An interrupted command stops hashing.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Collect(done, []string{out}); !errors.Is(err, context.Canceled) {
+		t.Errorf("collect with its context done: %v", err)
 	}
 	// Nothing but the outputs is left behind: no temporary files.
 	entries, _ := os.ReadDir(out)

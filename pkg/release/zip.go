@@ -9,8 +9,6 @@ import (
 	"os"
 	"sort"
 	"time"
-
-	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // ZipFile is one file to put in a deterministic zip.
@@ -73,14 +71,9 @@ func WriteZip(w io.Writer, files []ZipFile) error {
 	return zw.Close()
 }
 
-// HashZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries) without unpacking it.
-func HashZipH1(path string) (string, error) {
-	h1, err := dirhash.HashZip(path, dirhash.Hash1)
-	if err != nil {
-		return "", fmt.Errorf("h1 hash of %s: %w", path, err)
-	}
-	return h1, nil
-}
+// HashZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries, as OpenTofu computes it for
+// a zip) without unpacking it.
+func HashZipH1(path string) (string, error) { return HashZipH1Context(nil, path) }
 
 // Hashes are a package's lock-file hashes.
 type Hashes struct {

@@ -19,14 +19,16 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// Media types and annotations of cosign's two signature forms (format.md §5).
+// Media types and annotations of cosign's signature forms (format.md §5 and §7).
 const (
-	BundleMediaType       = "application/vnd.dev.sigstore.bundle.v0.3+json"
-	InTotoPayloadType     = "application/vnd.in-toto+json"
-	InTotoStatementType   = "https://in-toto.io/Statement/v1"
-	CosignSignPredicate   = "https://sigstore.dev/cosign/sign/v1"
-	SimpleSigningType     = types.SimpleSigningMediaType
-	SignatureAnnotation   = "dev.cosignproject.cosign/signature"
+	BundleMediaType     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	InTotoPayloadType   = "application/vnd.in-toto+json"
+	InTotoStatementType = "https://in-toto.io/Statement/v1"
+	CosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+	SimpleSigningType   = types.SimpleSigningMediaType
+	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	// CosignSigArtifactType marks cosign's simple-signing signature stored as a referrer.
+	CosignSigArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
 	bundleContentAnnot    = "dev.sigstore.bundle.content"
 	bundlePredicateAnnot  = "dev.sigstore.bundle.predicateType"
 	legacyConfigMediaType = ocispec.MediaTypeImageConfig

@@ -22,6 +22,9 @@ type Form string
 const (
 	FormBundle Form = "bundle"     // cosign's bundle format as an OCI 1.1 referrer
 	FormLegacy Form = "legacy-tag" // cosign v2's sha256-<hex>.sig tag
+	// FormReferrer is cosign's simple-signing signature stored as an OCI 1.1 referrer
+	// (cosign sign --registry-referrers-mode=oci-1-1); oprov reads it but does not write it.
+	FormReferrer Form = "simple-signing-referrer"
 )
 
 // SignOptions tunes Sign.

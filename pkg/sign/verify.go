@@ -169,7 +169,7 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, k
 		return nil, err
 	}
 	if len(cands) == 0 {
-		e := fail("not signed: no cosign bundle referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), v.Tag)
+		e := fail("not signed: no cosign signature referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), v.Tag)
 		e.(*Error).Unsigned = true
 		return nil, e
 	}
@@ -208,23 +208,16 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, k
 // fetchPlatforms fetches every platform's manifest of v (digests checked), a few at a time, and
 // checks that each is the version the tag names.
 func fetchPlatforms(ctx context.Context, t oci.ReadOnly, v *artifact.Version) ([]*artifact.Platform, error) {
-	out := make([]*artifact.Platform, len(v.Parsed.Entries))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(oci.DefaultConcurrency)
-	for i, e := range v.Parsed.Entries {
-		g.Go(func() error {
-			p, err := artifact.FetchPlatform(gctx, t, v, e)
-			if err == nil {
-				err = v.CheckPlatform(p)
-			}
-			if err != nil {
-				return &Error{Reason: err.Error()}
-			}
-			out[i] = p
-			return nil
-		})
+	out, err := artifact.FetchPlatforms(ctx, t, v)
+	for _, p := range out {
+		if err == nil {
+			err = v.CheckPlatform(p)
+		}
 	}
-	return out, g.Wait()
+	if err != nil {
+		return nil, &Error{Reason: err.Error()}
+	}
+	return out, nil
 }
 
 // checkZips fetches the selected platforms' zips, checked against their digests.
@@ -270,7 +263,7 @@ func checkCandidate(c candidate, keys []PublicKey, want digest.Digest) (*Signatu
 		switch c.form {
 		case FormBundle:
 			names, err = c.bundle.verify(k)
-		case FormLegacy:
+		case FormLegacy, FormReferrer:
 			var d digest.Digest
 			d, err = c.legacy.verify(k)
 			names = []digest.Digest{d}
@@ -309,8 +302,8 @@ func joinDigests(ds []digest.Digest) string {
 	return strings.Join(s, ", ")
 }
 
-// findSignatures gathers both forms of signature stored for subject, looking for each form at
-// the same time.
+// findSignatures gathers every form of signature stored for subject (bundle and simple-signing
+// referrers, and the .sig tag), looking for the tag and the referrers at the same time.
 func findSignatures(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
 	var legacy []candidate
 	done := make(chan struct{})
@@ -326,7 +319,8 @@ func findSignatures(ctx context.Context, t oci.ReadOnly, subject ocispec.Descrip
 	return append(bundles, legacy...), nil
 }
 
-// findBundles reads the bundle-form signatures among subject's referrers.
+// findBundles reads the signatures among subject's referrers: cosign's bundles and its
+// simple-signing referrers (what --registry-referrers-mode=oci-1-1 writes).
 func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
 	// Not filtered by artifact type: cosign's entry in the referrers-tag fallback index carries its
 	// config's type, so each referrer's own manifest is read instead.
@@ -345,11 +339,15 @@ func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor
 			out = append(out, candidate{form: FormBundle, manifest: r.Digest, problem: fmt.Sprintf("referrer %s: %v", short(r.Digest), err)})
 			continue
 		}
-		if m.ArtifactType != BundleMediaType && m.Config.MediaType != BundleMediaType {
-			continue // an SBOM or another attachment
-		}
 		if m.Subject == nil || m.Subject.Digest != subject.Digest {
 			continue
+		}
+		if m.ArtifactType == CosignSigArtifactType || m.Config.MediaType == CosignSigArtifactType {
+			out = append(out, simpleSigning(ctx, t, FormReferrer, r.Digest, m, "referrer "+short(r.Digest))...)
+			continue
+		}
+		if m.ArtifactType != BundleMediaType && m.Config.MediaType != BundleMediaType {
+			continue // an SBOM or another attachment
 		}
 		for _, l := range m.Layers {
 			if l.MediaType != BundleMediaType {
@@ -383,19 +381,26 @@ func findLegacy(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor)
 	if err != nil {
 		return []candidate{{form: FormLegacy, problem: fmt.Sprintf("%s: %v", tag, err)}}
 	}
+	return simpleSigning(ctx, t, FormLegacy, desc.Digest, m, tag)
+}
+
+// simpleSigning reads the simple-signing layers of a cosign signature manifest (under the .sig
+// tag, or a referrer), each a payload with its signature in an annotation. where names the
+// manifest in problems.
+func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest digest.Digest, m *ocispec.Manifest, where string) []candidate {
 	var out []candidate
 	for _, l := range m.Layers {
 		if l.MediaType != SimpleSigningType {
 			continue
 		}
-		c := candidate{form: FormLegacy, manifest: desc.Digest}
+		c := candidate{form: form, manifest: manifest}
 		sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
 		var data []byte
 		if err == nil {
 			data, err = fetchSmall(ctx, t, l)
 		}
 		if err != nil {
-			c.problem = fmt.Sprintf("%s layer %s: %v", tag, short(l.Digest), err)
+			c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
 		} else {
 			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
 		}

@@ -251,7 +251,9 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 	}
 	old, _ := s.env.Cache.ReadMeta(rv.ref, rv.ref.Reference)
 	for _, e := range v.Parsed.Entries {
-		pm := &cache.PlatformMeta{Manifest: e.Descriptor.Digest}
+		// The index's h1: annotation, when it has one, lets a lock do without the zip; it is
+		// checked against the zip whenever the zip is fetched.
+		pm := &cache.PlatformMeta{Manifest: e.Descriptor.Digest, H1: e.H1}
 		if old != nil && old.Index == v.Index.Digest {
 			if op := old.Platforms[e.Platform.String()]; op != nil && op.Manifest == pm.Manifest {
 				pm = op // what an earlier command learnt of the same bytes, h1 included
@@ -303,8 +305,8 @@ func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*arti
 	rv.platforms[want] = p
 	if rv.meta != nil {
 		pm := rv.meta.Platforms[want.String()]
-		if pm.Zip != p.Zip.Digest {
-			pm.H1 = ""
+		if pm.Zip != "" && pm.Zip != p.Zip.Digest {
+			pm.H1 = e.H1 // what was learnt of another zip does not hold for this one
 		}
 		pm.Zip, pm.Size, pm.Filename = p.Zip.Digest, p.Zip.Size, p.Filename
 		if err := rv.src.env.Cache.WriteMeta(rv.ref, rv.meta); err != nil {

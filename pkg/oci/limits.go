@@ -1,0 +1,177 @@
+package oci
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits bound what a registry can make oprov do: how long it may stay silent, how large a package
+// and how long a platform or tag list it may serve. A registry that lies or stalls meets one of
+// them and gets a clear error naming the knob that raises it; it never decides how long oprov
+// runs or how much it writes.
+type Limits struct {
+	// StallTimeout bounds connecting, the TLS handshake and waiting for response headers, and is
+	// the window in which a body must make progress (at least MinProgress bytes).
+	StallTimeout time.Duration
+	// MaxPackageSize is the largest zip (or other blob) oprov fetches; a larger descriptor is
+	// refused before any byte is fetched.
+	MaxPackageSize int64
+	// MaxPlatforms caps the entries of a version's index.
+	MaxPlatforms int
+	// MaxTags and MaxTagPages cap a repository's tag listing.
+	MaxTags     int
+	MaxTagPages int
+}
+
+// MinProgress is how many bytes a body must move in every StallTimeout window: a registry that
+// trickles a byte every few seconds has stopped answering as surely as a silent one.
+const MinProgress = 1024
+
+// The knobs: each limit's environment variable (and flag, where there is one).
+const (
+	EnvStallTimeout   = "OPROV_STALL_TIMEOUT"
+	EnvMaxPackageSize = "OPROV_MAX_PACKAGE_SIZE"
+	EnvMaxPlatforms   = "OPROV_MAX_PLATFORMS"
+	EnvMaxTags        = "OPROV_MAX_TAGS"
+	EnvMaxTagPages    = "OPROV_MAX_TAG_PAGES"
+
+	FlagStallTimeout   = "--stall-timeout"
+	FlagMaxPackageSize = "--max-package-size"
+)
+
+// DefaultLimits are far above what any real registry and provider need.
+func DefaultLimits() Limits {
+	return Limits{
+		StallTimeout:   30 * time.Second,
+		MaxPackageSize: 2 << 30,
+		MaxPlatforms:   1000,
+		MaxTags:        100000,
+		MaxTagPages:    1000,
+	}
+}
+
+// LimitsFromEnv gives the default limits with the environment's overrides applied.
+func LimitsFromEnv() (Limits, error) {
+	l := DefaultLimits()
+	if v := os.Getenv(EnvStallTimeout); v != "" {
+		d, err := ParseDuration(v)
+		if err != nil {
+			return l, fmt.Errorf("%s=%s: %w", EnvStallTimeout, v, err)
+		}
+		l.StallTimeout = d
+	}
+	if v := os.Getenv(EnvMaxPackageSize); v != "" {
+		n, err := ParseSize(v)
+		if err != nil {
+			return l, fmt.Errorf("%s=%s: %w", EnvMaxPackageSize, v, err)
+		}
+		l.MaxPackageSize = n
+	}
+	for _, e := range []struct {
+		name string
+		into *int
+	}{{EnvMaxPlatforms, &l.MaxPlatforms}, {EnvMaxTags, &l.MaxTags}, {EnvMaxTagPages, &l.MaxTagPages}} {
+		if v := os.Getenv(e.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return l, fmt.Errorf("%s=%s: want a positive whole number", e.name, v)
+			}
+			*e.into = n
+		}
+	}
+	return l, nil
+}
+
+// ParseDuration parses a positive duration: Go's form (30s, 2m, 1m30s) or whole seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		s = strconv.Itoa(n) + "s"
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive duration such as 30s or 2m")
+	}
+	return d, nil
+}
+
+// ParseSize parses a positive byte count: a whole number with an optional unit (KB, MB, GB,
+// TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a positive size such as 2GiB or 500MB")
+	}
+	return n * mult, nil
+}
+
+// FormatSize renders a byte count in the largest binary unit it reaches, to one decimal.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult {
+			return strings.TrimSuffix(strconv.FormatFloat(float64(n)/float64(u.mult), 'f', 1, 64), ".0") + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+type limitsKey struct{}
+
+// WithLimits gives a context that carries limits to everything oprov does with it.
+func WithLimits(ctx context.Context, l Limits) context.Context {
+	return context.WithValue(ctx, limitsKey{}, l)
+}
+
+// LimitsFrom gives the limits a context carries, or else the defaults with the environment's
+// (well-formed) overrides.
+func LimitsFrom(ctx context.Context) Limits {
+	if l, ok := ctx.Value(limitsKey{}).(Limits); ok {
+		return l
+	}
+	l, err := LimitsFromEnv()
+	if err != nil {
+		return DefaultLimits()
+	}
+	return l
+}
+
+// LimitError is a registry's answer refused for going over one of the limits.
+type LimitError struct {
+	What  string // what went over, such as "the linux_amd64 package is 1 TiB"
+	Limit string // the limit, such as "the maximum package size of 2 GiB"
+	Knob  string // how to raise it
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s, over %s (raise it with %s if that is expected)", e.What, e.Limit, e.Knob)
+}
+
+// CheckBlobSize refuses a blob whose descriptor says it is larger than the maximum package size,
+// before any byte of it is fetched. name says which blob, for the message.
+func (l Limits) CheckBlobSize(name string, size int64) error {
+	if size > l.MaxPackageSize {
+		return &LimitError{
+			What:  fmt.Sprintf("%s is %s", name, FormatSize(size)),
+			Limit: "the maximum package size of " + FormatSize(l.MaxPackageSize),
+			Knob:  FlagMaxPackageSize + " or " + EnvMaxPackageSize,
+		}
+	}
+	return nil
+}
