@@ -222,7 +222,8 @@ func slowRegistryServer(t *testing.T) (*served, *throttle.Proxy, string, []strin
 func waitForPartialBlob(t *testing.T, cache string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		tmps, _ := filepath.Glob(filepath.Join(cache, "tmp", "blob-*"))
+		// Writers keep their temporary files in an owned directory under tmp/ (pkg/scratch).
+		tmps, _ := filepath.Glob(filepath.Join(cache, "tmp", "*", "blob-*"))
 		blobs, _ := filepath.Glob(filepath.Join(cache, "blobs", "sha256", "*")) // where a careless fetch would write
 		for _, p := range append(tmps, blobs...) {
 			if st, err := os.Stat(p); err == nil && st.Size() > 0 {

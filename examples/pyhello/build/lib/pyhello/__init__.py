@@ -1,1 +1,0 @@
-"""pyhello: an example OpenTofu provider written against the tf SDK."""
