@@ -35,22 +35,27 @@ func (f *registryFlags) options() oci.Options {
 	return oci.Options{PlainHTTP: f.PlainHTTP, CAFile: f.CAFile, RegistryConfig: f.RegistryConfig}
 }
 
-// outputFlag is -o text|json (or --format on commands whose -o is a directory).
-type outputFlag struct{ Format string }
+// outputFlag is -o/--output text|json: on every command, -o is the output format and nothing
+// else (paths have flags of their own, such as --out-dir).
+type outputFlag struct {
+	Format string
+	// pathHint names the flag that takes a path on a command that writes files: a value of -o
+	// that is not a format is then answered with that flag.
+	pathHint string
+}
 
-func (o *outputFlag) register(c *cobra.Command, short bool) {
-	if short {
-		c.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json")
-	} else {
-		c.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
-	}
+func (o *outputFlag) register(c *cobra.Command) {
+	c.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json")
 }
 
 func (o *outputFlag) check() error {
-	if o.Format != "text" && o.Format != "json" {
-		return usageErrorf("output format %q: want text or json", o.Format)
+	if o.Format == "text" || o.Format == "json" || o.Format == "" { // "": options not set by cobra
+		return nil
 	}
-	return nil
+	if o.pathHint != "" {
+		return usageErrorf("-o %q: -o/--output is the output format, text or json; to write into %q, use %s %s", o.Format, o.Format, o.pathHint, o.Format)
+	}
+	return usageErrorf("-o %q: -o/--output is the output format, text or json", o.Format)
 }
 
 func (o *outputFlag) JSON() bool { return o.Format == "json" }

@@ -29,6 +29,8 @@ func newLoadCmd(ios *IOStreams) *cobra.Command {
 signatures. Before anything is pushed, every blob is checked against its digest and, with
 --policy or --key, every version's signature is verified: a damaged or unsigned tarball pushes
 nothing.`,
+		Example: `  oprov load providers.tar --to airgap.internal/mirror --policy oprov-policy.hcl
+  oprov load providers.tar --to airgap.internal/mirror --key cosign.pub -o json`,
 		Args: argsRange(1, 1, "one tarball"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
@@ -39,7 +41,7 @@ nothing.`,
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "require signatures by this public key (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "require signatures under this trust policy")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -134,6 +134,28 @@ func TestLogout(t *testing.T) {
 	}
 }
 
+// TestLogoutJSONSaysWhatWasRemoved: -o json tells a script whether anything was removed.
+func TestLogoutJSONSaysWhatWasRemoved(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config.json")
+	cfg := `{"auths": {"example.com": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("a:b")) + `"}}}`
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []bool{true, false} {
+		ios, out, _ := testIO()
+		o := &logoutOptions{io: ios, Host: "example.com", output: jsonOut}
+		o.registry.RegistryConfig = config
+		if err := runLogout(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var res struct{ Removed bool }
+		decodeJSON(t, out, &res)
+		if res.Removed != want {
+			t.Errorf("logout -o json: removed %v, want %v (%s)", res.Removed, want, out)
+		}
+	}
+}
+
 func TestLoginLogoutArgsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{"login"}, {"logout"}, {"logout", "a", "b"}} {
 		_, stderr, code := runCLI(t, args...)

@@ -14,6 +14,7 @@ type logoutOptions struct {
 	io       *IOStreams
 	Host     string
 	registry registryFlags
+	output   outputFlag
 }
 
 func newLogoutCmd(ios *IOStreams) *cobra.Command {
@@ -25,7 +26,7 @@ func newLogoutCmd(ios *IOStreams) *cobra.Command {
 say whether there were any. Credentials that other tools keep elsewhere (containers' auth.json,
 read as a fallback) are reported, not removed.`,
 		Example: `  oprov logout ghcr.io
-  oprov logout registry.example.com --registry-config ./ci-auth.json`,
+  oprov logout registry.example.com --registry-config ./ci-auth.json -o json`,
 		Args: argsRange(1, 1, "one registry host"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Host = args[0]
@@ -33,10 +34,14 @@ read as a fallback) are reported, not removed.`,
 		},
 	}
 	c.Flags().StringVar(&o.registry.RegistryConfig, "registry-config", "", "docker-style credentials file (default: docker's config.json)")
+	o.output.register(c)
 	return c
 }
 
 func runLogout(ctx context.Context, o *logoutOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
 	before, err := storedCredential(ctx, o.Host, o.registry.RegistryConfig)
 	if err != nil {
 		return err
@@ -49,6 +54,13 @@ func runLogout(ctx context.Context, o *logoutOptions) error {
 		return err
 	}
 	removed, remain := before != auth.EmptyCredential && before != after, after != auth.EmptyCredential
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			Host    string `json:"host"`
+			Removed bool   `json:"removed"`
+			Remain  bool   `json:"credentials_remain"`
+		}{o.Host, removed, remain})
+	}
 	switch {
 	case removed:
 		fmt.Fprintf(o.io.Out, "Removed the credentials for %s\n", o.Host)

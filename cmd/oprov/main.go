@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,8 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version, when set at build time with -ldflags "-X main.version=...", overrides the version
+// read from the build info (see currentVersion).
 var version = "dev"
 
 // Exit codes.
@@ -55,7 +57,12 @@ func main() {
 
 // run executes one command line and gives the exit code.
 func run(ctx context.Context, io *IOStreams, args []string) int {
-	oci.UserAgent = "oprov/" + version
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
+		// The commonest call that needs no command tree: answer it without building one.
+		fmt.Fprintln(io.Out, currentVersion())
+		return exitOK
+	}
+	oci.UserAgent = "oprov/" + currentVersion().Version
 	root := newRootCmd(io)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -103,10 +110,25 @@ func newRootCmd(io *IOStreams) *cobra.Command {
 		Long: `oprov turns OpenTofu providers into OCI artifacts, publishes them to any container
 registry or OCI layout, and pulls and inspects them. OpenTofu >= 1.10 installs what it
 publishes natively through an oci_mirror block.`,
-		Version:       version,
+		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+  oprov push dist registry.example.com/providers/acme/hello
+  oprov init`,
+		Version:       currentVersion().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Any argument that reached the root is not a command: bad usage, exit 2.
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return unknownCommand(c, args[0])
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	// --version has no -v: -v is --verbose where a command has it (run, schema).
+	root.Flags().Bool("version", false, "print oprov's version")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SuggestionsMinimumDistance = 2
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
@@ -135,8 +157,43 @@ publishes natively through an oci_mirror block.`,
 		newLoadCmd(io),
 		newAttachCmd(io),
 		newDiscoverCmd(io),
+		newVersionCmd(io),
 	)
+	addBuiltinExamples(root)
 	return root
+}
+
+// unknownCommand is the usage error for a word that names no command, with the nearest names.
+func unknownCommand(c *cobra.Command, word string) error {
+	hint := ""
+	if s := c.SuggestionsFor(word); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return usageErrorf("unknown command %q%s; 'oprov --help' lists the commands", word, hint)
+}
+
+// addBuiltinExamples gives cobra's own commands (help, completion and its shells) examples, as
+// every command has.
+func addBuiltinExamples(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	shells := map[string]string{
+		"bash":       "  source <(oprov completion bash)",
+		"zsh":        `  oprov completion zsh > "${fpath[1]}/_oprov"`,
+		"fish":       "  oprov completion fish > ~/.config/fish/completions/oprov.fish",
+		"powershell": "  oprov completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Example = "  oprov help push"
+		case "completion":
+			c.Example = shells["bash"] + "\n" + shells["zsh"] + "\n" + shells["fish"]
+			for _, sh := range c.Commands() {
+				sh.Example = shells[sh.Name()]
+			}
+		}
+	}
 }
 
 // argsRange is cobra.RangeArgs (max < 0: no maximum) with a usage error and a message that says
@@ -144,7 +201,7 @@ publishes natively through an oci_mirror block.`,
 func argsRange(min, max int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < min || (max >= 0 && len(args) > max) {
-			return usageErrorf("%s wants %s (see '%s --help')", c.CommandPath(), what, c.CommandPath())
+			return usageErrorf("%s wants %s (see '%s --help')", c.Name(), what, c.CommandPath())
 		}
 		return nil
 	}

@@ -55,7 +55,7 @@ oci-layout:DIR. Content already there is not uploaded again, and the tag moves l
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key for --sign")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "with --sign: store cosign v2's sha256-<hex>.sig tag instead of a bundle referrer")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -149,7 +149,7 @@ func TestPushErrors(t *testing.T) {
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Sign: true, output: textOut}), "--sign and --key go together")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Address: "x", output: textOut}), "--address")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: "nohost", output: textOut}), "HOST[:PORT]/PATH")
-	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{"yaml"}}), `output format "yaml"`)
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{Format: "yaml"}}), `-o "yaml": -o/--output is the output format, text or json`)
 
 	// A wrong key password stops the push before anything is read or written.
 	key, _ := keyPair(t, "k")

@@ -94,7 +94,7 @@ func TestSaveAllVersionsJSON(t *testing.T) {
 func TestSaveLoadErrors(t *testing.T) {
 	ctx := context.Background()
 	ios, _, _ := testIO()
-	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:x"}, output: textOut}), "save: -o FILE.tar is required")
+	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:x"}, output: textOut}), "save: --to FILE.tar is required")
 	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"nohost"}, Out: "x.tar", output: textOut}), "HOST[:PORT]/PATH")
 	out := filepath.Join(t.TempDir(), "x.tar")
 	err := runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:" + filepath.Join(t.TempDir(), "missing")}, Out: out, output: textOut})

@@ -55,7 +55,7 @@ same document as 'tofu providers schema -json'.`,
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "forward the provider's own log lines to stderr")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -52,7 +52,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
 	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

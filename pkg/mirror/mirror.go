@@ -63,7 +63,7 @@ type Mirrored struct {
 	Version     string `json:"version"`
 	Tag         string `json:"tag"`
 	IndexDigest string `json:"index_digest"`
-	Platforms   int    `json:"platforms"`
+	Platforms   int    `json:"platform_count"`
 	Skipped     bool   `json:"skipped"` // already mirrored with identical digests
 	Uploaded    int    `json:"uploaded"`
 	KeyID       string `json:"gpg_key_id"`
