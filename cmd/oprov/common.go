@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/oprov/oprov/internal/progress"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -98,76 +96,14 @@ func parseVersionRef(op, s string) (oci.Ref, error) {
 	return ref, nil
 }
 
-// progressBar shows bytes moved on a terminal's stderr, one line redrawn in place. It prints
-// nothing when stderr is not a terminal.
-type progressBar struct {
-	w      io.Writer
-	label  string
-	total  atomic.Int64
-	done   atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	active bool
+// newProgress is the one progress display every transfer uses: bytes, rate and time left on a
+// terminal's stderr, nothing otherwise.
+func newProgress(ios *IOStreams, label string) *progress.Bar {
+	return progress.New(ios.ErrOut, ios.ErrTTY, label)
 }
 
-func newProgress(ios *IOStreams, label string) *progressBar {
-	p := &progressBar{w: ios.ErrOut, label: label, stop: make(chan struct{})}
-	if !ios.ErrTTY {
-		return p
-	}
-	p.active = true
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.draw()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progressBar) Plan(n int64)    { p.total.Add(n) }
-func (p *progressBar) Advance(n int64) { p.done.Add(n) }
-
-func (p *progressBar) draw() {
-	if t := p.total.Load(); t > 0 {
-		fmt.Fprintf(p.w, "\r%s %s / %s (%d%%)   ", p.label, humanBytes(p.done.Load()), humanBytes(t), p.done.Load()*100/t)
-	}
-}
-
-// Finish stops redrawing and ends the line.
-func (p *progressBar) Finish() {
-	if !p.active {
-		return
-	}
-	close(p.stop)
-	p.wg.Wait()
-	if p.total.Load() > 0 {
-		p.draw()
-		fmt.Fprintln(p.w)
-	}
-	p.active = false
-}
-
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
+// humanBytes writes a size as the progress display does.
+func humanBytes(n int64) string { return progress.HumanBytes(n) }
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
@@ -442,8 +443,17 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, downloads [
 }
 
 type progressWriter struct {
-	w io.Writer
-	p oci.Progress
+	w       io.Writer
+	p       oci.Progress
+	planned atomic.Bool
+}
+
+// ExpectSize plans the download's bytes, once: without it, bytes downloaded would count against
+// the push's plan and the display would pass 100%.
+func (pw *progressWriter) ExpectSize(n int64) {
+	if pw.planned.CompareAndSwap(false, true) {
+		pw.p.Plan(n)
+	}
 }
 
 func (pw *progressWriter) Write(b []byte) (int, error) {

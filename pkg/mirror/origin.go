@@ -116,7 +116,7 @@ const maxJSON = 16 << 20
 
 func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
 	var data []byte
-	err := o.get(ctx, u, func(body io.Reader) (int64, error) {
+	err := o.get(ctx, u, func(body io.Reader, _ int64) (int64, error) {
 		var err error
 		data, err = io.ReadAll(io.LimitReader(body, maxJSON+1))
 		return 0, err // nothing is passed on until the whole answer is in
@@ -133,11 +133,12 @@ func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
 	return nil
 }
 
-// get GETs u and hands the body of a 200 answer to read, which says how many bytes it passed on.
+// get GETs u and hands the body of a 200 answer, and its size (-1 when not known), to read, which
+// says how many bytes it passed on.
 // A failure that may pass (429, most 5xx, a reset, cut or timed-out connection, a refusal by a
 // host that answered before) is tried again after a backoff, or after what Retry-After asks, as
 // far as o.retry allows; but not once read has passed bytes on, which cannot be taken back.
-func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) (int64, error)) error {
+func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader, size int64) (int64, error)) error {
 	return o.retry.retrying(ctx, func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -158,7 +159,7 @@ func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) 
 			return o.statusError(u, resp)
 		}
 		body := &netReader{r: resp.Body}
-		n, err := read(body)
+		n, err := read(body, resp.ContentLength)
 		if err != nil && body.err != nil && n == 0 && transientNetError(ctx, body.err, true) {
 			return &transientError{err: fmt.Errorf("GET %s: reading the answer: %w", u, body.err)}
 		}
@@ -270,6 +271,10 @@ func (o *Origin) Download(ctx context.Context, namespace, typ, version string, p
 	return d, nil
 }
 
+// sizeExpecter is a writer that wants to know how many bytes are coming, such as a progress
+// display (Fetch tells it the answer's Content-Length, when there is one).
+type sizeExpecter interface{ ExpectSize(n int64) }
+
 // Fetch streams a URL's body into w, at most max bytes. Failures before the first byte reaches w
 // are retried like every GET; after that the error is returned, so w never gets a byte twice.
 func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
@@ -281,7 +286,10 @@ func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int6
 		return 0, fmt.Errorf("GET %s: only https URLs are fetched", rawURL)
 	}
 	var n int64
-	err = o.get(ctx, u, func(body io.Reader) (int64, error) {
+	err = o.get(ctx, u, func(body io.Reader, size int64) (int64, error) {
+		if e, ok := w.(sizeExpecter); ok && size >= 0 {
+			e.ExpectSize(size)
+		}
 		cw := &release.CountingWriter{W: w}
 		_, err := io.Copy(cw, io.LimitReader(body, max+1))
 		n = cw.N
