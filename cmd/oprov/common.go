@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -78,10 +81,64 @@ func parsePlatforms(list []string) ([]manifest.Platform, error) {
 
 func parseRef(s string) (oci.Ref, error) {
 	r, err := oci.ParseRef(s)
-	if err != nil {
-		return oci.Ref{}, usageErrorf("%v", err)
+	if err == nil {
+		return r, nil
 	}
-	return r, nil
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		return oci.Ref{}, usageErrorf("reference %q: leave out %s:// and write %s (oprov speaks HTTPS to a registry; --plain-http for HTTP)", s, scheme, rest)
+	}
+	host, path, _ := strings.Cut(s, "/")
+	if path != "" && strings.ToLower(path) != path {
+		// The tag may have capitals; the repository path may not.
+		repo, tag, hasTag := strings.Cut(path, ":")
+		if lower := strings.ToLower(repo); lower != repo {
+			fixed := host + "/" + lower
+			if hasTag {
+				fixed += ":" + tag
+			}
+			return oci.Ref{}, usageErrorf("reference %q: repository names are lowercase in OCI registries (write %s)", s, fixed)
+		}
+	}
+	return oci.Ref{}, usageErrorf("%v", err)
+}
+
+// checkDir checks that a directory exists; what names the flag (and value) that needs it, and
+// fix says what to do instead.
+func checkDir(what, dir, fix string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s: no such directory %s (%s)", what, dir, fix)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case !st.IsDir():
+		return usageErrorf("%s: %s is not a directory (%s)", what, dir, fix)
+	}
+	return nil
+}
+
+// concurrencyFlag registers --concurrency, refusing when parsed a value that would move nothing.
+func concurrencyFlag(c *cobra.Command, p *int, usage string) {
+	*p = oci.DefaultConcurrency
+	c.Flags().Var(positiveInt{p}, "concurrency", usage)
+}
+
+// positiveInt is an int flag value of at least 1.
+type positiveInt struct{ p *int }
+
+func (v positiveInt) String() string { return strconv.Itoa(*v.p) }
+func (v positiveInt) Type() string   { return "int" }
+
+func (v positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a number")
+	}
+	if n < 1 {
+		return fmt.Errorf("give at least 1 (the default is %d)", oci.DefaultConcurrency)
+	}
+	*v.p = n
+	return nil
 }
 
 // parseVersionRef parses a reference that must name a version (REPO:VERSION).

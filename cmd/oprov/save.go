@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,6 +49,10 @@ func runSave(ctx context.Context, o *saveOptions) error {
 	}
 	if o.Out == "" {
 		return usageErrorf("save: --to FILE.tar is required")
+	}
+	// Before anything is fetched: a tarball that cannot be written is known now.
+	if err := checkDir("--to "+o.Out, filepath.Dir(o.Out), "create it, or write the tarball elsewhere"); err != nil {
+		return err
 	}
 	var items []mirror.SaveItem
 	for _, s := range o.Refs {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
@@ -65,7 +66,14 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 	}
 	var exe string
 	var addr artifact.ProviderAddress
-	if st, err := os.Stat(o.Target); err == nil && !st.IsDir() {
+	st, statErr := os.Stat(o.Target)
+	switch {
+	case statErr == nil && st.IsDir():
+		return usageErrorf("schema %s: is a directory; give the provider executable in it (terraform-provider-TYPE_vVERSION)", o.Target)
+	case statErr != nil && looksLikePath(o.Target):
+		return usageErrorf("schema %s: no such file; give the path of a provider executable, or REPO:VERSION for a version in a registry", o.Target)
+	}
+	if statErr == nil {
 		exe = o.Target
 		typ, ok := release.TypeFromName(strings.SplitN(strings.TrimSuffix(filepath.Base(exe), ".exe"), "_", 2)[0])
 		if !ok {
@@ -123,6 +131,15 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 	}
 	printSchema(o.io.Out, addr.String(), p.Protocol, s)
 	return nil
+}
+
+// looksLikePath tells a path from a reference: it starts like one, or is no reference at all.
+func looksLikePath(s string) bool {
+	if strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "~") || filepath.IsAbs(s) {
+		return true
+	}
+	_, err := oci.ParseRef(s)
+	return err != nil
 }
 
 // policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.

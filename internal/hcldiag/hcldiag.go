@@ -46,3 +46,15 @@ func Error(diags hcl.Diagnostics) error {
 	}
 	return errors.New(strings.Join(msgs, "\n"))
 }
+
+// At is "file:line" of a range, as errors point at it.
+func At(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }
+
+// String reads an attribute decoded as *hcl.Attribute (so that its line is known) as a string.
+func String(a *hcl.Attribute) (string, error) {
+	var s string
+	if diags := gohcl.DecodeExpression(a.Expr, nil, &s); diags.HasErrors() {
+		return "", Error(diags)
+	}
+	return s, nil
+}

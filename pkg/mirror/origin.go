@@ -9,12 +9,15 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/oprov/oprov/internal/tfcreds"
@@ -222,11 +225,35 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func explainHTTP(u *url.URL, err error) error {
-	if strings.Contains(err.Error(), "certificate") {
+	const fix = "check the host in the provider address; where there is no network, mirror on a connected machine and carry the result over with 'oprov save' and 'oprov load'"
+	var (
+		dnsErr *net.DNSError
+		ne     net.Error
+		why    string
+	)
+	switch {
+	case strings.Contains(err.Error(), "certificate"):
 		return fmt.Errorf("GET %s: %v (trust the registry's CA with --ca-file or SSL_CERT_FILE)", u, err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = fmt.Sprintf("cannot reach the origin %s: connection refused", u.Host)
+	case errors.As(err, &dnsErr):
+		why = fmt.Sprintf("cannot resolve the origin's host %s", u.Hostname())
+	case errors.As(err, &ne) && ne.Timeout():
+		why = fmt.Sprintf("cannot reach the origin %s: timed out", u.Host)
+	default:
+		return fmt.Errorf("GET %s: %w", u, err)
 	}
-	return fmt.Errorf("GET %s: %w", u, err)
+	return &explainedError{msg: fmt.Sprintf("%s (GET %s); %s", why, u, fix), err: err}
 }
+
+// explainedError is a message that names the cause and the fix, over the error it explains.
+type explainedError struct {
+	msg string
+	err error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }
 
 // Versions lists the versions of NAMESPACE/TYPE the origin offers.
 func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginVersion, error) {
