@@ -72,5 +72,18 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	for _, l := range res {
 		fmt.Fprintf(o.io.Out, "Loaded %s into %s: %d uploaded, %d already there\n", strings.Join(l.Result.Tags, ", "), l.Repository, l.Result.Uploaded, l.Result.Skipped)
 	}
+	fmt.Fprintln(o.io.Out, loadChecks(o))
 	return nil
+}
+
+// loadChecks says what load checked before it pushed anything.
+func loadChecks(o *loadOptions) string {
+	const digests = "Checked: every blob against its digest"
+	switch {
+	case o.Policy != "":
+		return fmt.Sprintf("%s, and every version's signature under the policy %s (in warn mode, the warnings above name what was not verified).", digests, o.Policy)
+	case len(o.Keys) > 0:
+		return fmt.Sprintf("%s, and every version's signature, by one of %s.", digests, strings.Join(o.Keys, ", "))
+	}
+	return digests + ". Not checked: signatures (give --policy FILE or --key KEY.pub to require them)."
 }

@@ -88,5 +88,6 @@ func runPull(ctx context.Context, o *pullOptions) error {
 	for _, f := range res.Files {
 		fmt.Fprintf(o.io.Out, "  %-14s %s\n", f.Platform, f.Path)
 	}
+	fmt.Fprintf(o.io.Out, "Checked: the index, manifest and zip digests. Not checked: signatures ('oprov verify %s --key KEY.pub' checks them).\n", ref)
 	return nil
 }

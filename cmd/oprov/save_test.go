@@ -42,7 +42,7 @@ func TestSaveLoadLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	loaded := "oci-layout:" + filepath.Join(dest, "hello")
-	if !strings.HasPrefix(out.String(), "Loaded 1.0.0 into "+loaded+": ") || !strings.HasSuffix(out.String(), ", 0 already there\n") {
+	if !strings.HasPrefix(out.String(), "Loaded 1.0.0 into "+loaded+": ") || !strings.HasSuffix(out.String(), ", 0 already there\nChecked: every blob against its digest, and every version's signature, by one of "+pub+".\n") {
 		t.Errorf("load output %q", out)
 	}
 

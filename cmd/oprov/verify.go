@@ -125,6 +125,9 @@ func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
 	}
 	r := d.Result
 	fmt.Fprintf(o.io.Out, "Verified %s (%s)\n", ref, r.Digest)
+	if d.Rule != "" {
+		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
+	}
 	for _, s := range r.Signatures {
 		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
 	}
