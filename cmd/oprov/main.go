@@ -49,6 +49,10 @@ func systemStreams() *IOStreams {
 }
 
 func main() {
+	// Before signal handling and terminal checks, which cost more than printing does.
+	if printedVersion(os.Stdout, os.Args[1:]) {
+		os.Exit(exitOK)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, systemStreams(), os.Args[1:])
 	stop()
@@ -57,9 +61,7 @@ func main() {
 
 // run executes one command line and gives the exit code.
 func run(ctx context.Context, io *IOStreams, args []string) int {
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
-		// The commonest call that needs no command tree: answer it without building one.
-		fmt.Fprintln(io.Out, currentVersion())
+	if printedVersion(io.Out, args) {
 		return exitOK
 	}
 	oci.UserAgent = "oprov/" + currentVersion().Version
@@ -82,6 +84,16 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// printedVersion answers 'oprov --version' and 'oprov version', the commonest calls that need no
+// command tree, without building one, and reports whether it did.
+func printedVersion(w io.Writer, args []string) bool {
+	if len(args) != 1 || (args[0] != "--version" && args[0] != "version") {
+		return false
+	}
+	fmt.Fprintln(w, currentVersion())
+	return true
 }
 
 // exitCodeError passes a child program's exit code through.
