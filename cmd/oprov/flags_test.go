@@ -115,6 +115,12 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 			t.Errorf("unknown command: stderr %q does not say %q", stderr, want)
 		}
 	}
+	if _, stderr, code := runCLI(t, "help", "pussh"); code != exitUsage || !strings.Contains(stderr, `unknown command "pussh"`) {
+		t.Errorf("help for an unknown command: exit %d, stderr %q; want a usage error", code, stderr)
+	}
+	if stdout, _, code := runCLI(t, "help", "push"); code != 0 || !strings.Contains(stdout, "oprov push SRC... REPO") {
+		t.Errorf("help push: exit %d, %q", code, stdout)
+	}
 	if stdout, _, code := runCLI(t); code != 0 || !strings.Contains(stdout, "Available Commands") {
 		t.Errorf("oprov without arguments: exit %d, want the help: %q", code, stdout)
 	}

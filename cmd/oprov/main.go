@@ -187,6 +187,20 @@ func unknownCommand(c *cobra.Command, word string) error {
 // addBuiltinExamples gives cobra's own commands (help, completion and its shells) examples, as
 // every command has.
 func addBuiltinExamples(root *cobra.Command) {
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			found, rest, err := root.Find(args)
+			if err == nil && len(rest) > 0 { // a word that names no command
+				err = unknownCommand(root, rest[0])
+			}
+			if err != nil {
+				return err
+			}
+			return found.Help()
+		},
+	})
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	shells := map[string]string{
