@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
@@ -16,9 +18,12 @@ import (
 
 // TestGoInstallReportsTheModuleVersion does what a user does, 'go install
 // github.com/oprov/oprov/cmd/oprov@vX', from a module proxy (a file:// one holding this work tree
-// as v1.9.9), and checks that the installed oprov reports v1.9.9 in --version and version -o json.
+// as vX), and checks that the installed oprov reports vX in --version and version -o json.
+//
+// vX differs on every run: the go command takes a module version's content as immutable (it keeps
+// an index of it), so a work tree served again under the same version would build stale.
 func TestGoInstallReportsTheModuleVersion(t *testing.T) {
-	const v = "v1.9.9"
+	v := fmt.Sprintf("v1.9.9-test.%d", time.Now().UnixNano())
 	proxy := t.TempDir()
 	moduleProxy(t, proxy, v)
 	forgetModuleVersion(t, v)
