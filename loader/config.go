@@ -6,9 +6,12 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -72,7 +75,7 @@ type mirrorFile struct {
 	RepositoryTemplate hcl.Expression `hcl:"repository_template"`
 	Include            []string       `hcl:"include"`
 	Exclude            []string       `hcl:"exclude,optional"`
-	Policy             *string        `hcl:"policy,optional"`
+	Policy             *hcl.Attribute `hcl:"policy,optional"`
 	PublicKeys         []string       `hcl:"public_keys,optional"`
 	DeclRange          hcl.Range      `hcl:",def_range"`
 }
@@ -139,15 +142,15 @@ func parseMirror(path string, src []byte, mf mirrorFile) (*Mirror, error) {
 	m := &Mirror{template: mf.RepositoryTemplate, Range: mf.DeclRange}
 	r := mf.RepositoryTemplate.Range()
 	m.RepositoryTemplate = strings.Trim(string(r.SliceBytes(src)), `"`)
-	if err := checkTemplate(m.RepositoryTemplate, mf.RepositoryTemplate); err != nil {
-		return nil, fmt.Errorf("%s:%d: oci_mirror: %w", r.Filename, r.Start.Line, err)
-	}
 	if len(mf.Include) == 0 {
 		return nil, fmt.Errorf("%s: oci_mirror: include is empty, so the block matches no provider", at)
 	}
 	var err error
 	if m.Include, err = parsePatterns(mf.Include); err != nil {
 		return nil, fmt.Errorf("%s: oci_mirror include: %w", at, err)
+	}
+	if err := checkTemplate(m.RepositoryTemplate, mf.RepositoryTemplate, m.Include); err != nil {
+		return nil, fmt.Errorf("%s:%d: oci_mirror: %w", r.Filename, r.Start.Line, err)
 	}
 	if m.Exclude, err = parsePatterns(mf.Exclude); err != nil {
 		return nil, fmt.Errorf("%s: oci_mirror exclude: %w", at, err)
@@ -177,15 +180,7 @@ func mirrorPolicy(path, at string, mf mirrorFile) (*sign.Policy, error) {
 	case mf.Policy != nil && len(mf.PublicKeys) > 0:
 		return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
 	case mf.Policy != nil:
-		pp := *mf.Policy
-		if !filepath.IsAbs(pp) {
-			pp = filepath.Join(filepath.Dir(path), pp)
-		}
-		pol, err := sign.LoadPolicy(pp)
-		if err != nil {
-			return nil, fmt.Errorf("%s: oci_mirror policy: %w", at, err)
-		}
-		return pol, nil
+		return loadMirrorPolicy(path, mf.Policy)
 	case len(mf.PublicKeys) > 0:
 		rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
 		for i, k := range mf.PublicKeys {
@@ -200,12 +195,44 @@ func mirrorPolicy(path, at string, mf mirrorFile) (*sign.Policy, error) {
 	return nil, nil
 }
 
-func checkTemplate(t string, expr hcl.Expression) error {
+// loadMirrorPolicy loads the policy file an oci_mirror block names, relative to oprov.hcl. Errors
+// point at the policy attribute's line.
+func loadMirrorPolicy(path string, attr *hcl.Attribute) (*sign.Policy, error) {
+	name, err := hcldiag.String(attr)
+	if err != nil {
+		return nil, err
+	}
+	pp := name
+	if !filepath.IsAbs(pp) {
+		pp = filepath.Join(filepath.Dir(path), pp)
+	}
+	pol, err := sign.LoadPolicy(pp)
+	if errors.Is(err, fs.ErrNotExist) {
+		abs, _ := filepath.Abs(pp)
+		return nil, fmt.Errorf("%s: oci_mirror policy %q: there is no file %s (the path is relative to %s; write the policy there, or fix the path)", hcldiag.At(attr.Range), name, abs, FileName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: oci_mirror policy: %w", hcldiag.At(attr.Range), err)
+	}
+	return pol, nil
+}
+
+// checkTemplate checks a repository_template as OpenTofu does: known symbols only, and each of
+// ${hostname}, ${namespace} and ${type} used unless include selects exactly one value for it.
+func checkTemplate(t string, expr hcl.Expression, include []Pattern) error {
+	used := map[string]bool{}
 	for _, tr := range expr.Variables() {
 		switch v := tr.RootName(); v {
 		case "hostname", "namespace", "type":
+			used[v] = true
 		default:
 			return fmt.Errorf("repository_template %q uses ${%s}; only ${hostname}, ${namespace} and ${type} are known", t, v)
+		}
+	}
+	for _, sym := range []string{"hostname", "namespace", "type"} {
+		if !used[sym] && !selectsOne(include, sym) {
+			return fmt.Errorf("repository_template %q has no ${%s}, but include selects more than one %s, so they would share one repository (add ${%s}, as in %q; OpenTofu refuses it too)",
+				t, sym, map[string]string{"hostname": "registry host", "namespace": "namespace", "type": "provider"}[sym], sym, "HOST/providers/${namespace}/${type}")
 		}
 	}
 	v, err := evalTemplate(expr, artifact.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
@@ -216,6 +243,28 @@ func checkTemplate(t string, expr hcl.Expression) error {
 		return fmt.Errorf("repository_template %q: want HOST/PATH", t)
 	}
 	return nil
+}
+
+// selectsOne reports whether include patterns all name one and the same value for a symbol
+// (hostname, namespace or type) and everything before it, with no wildcard.
+func selectsOne(include []Pattern, sym string) bool {
+	key := func(p Pattern) []string {
+		switch sym {
+		case "hostname":
+			return []string{p.Hostname}
+		case "namespace":
+			return []string{p.Hostname, p.Namespace}
+		}
+		return []string{p.Hostname, p.Namespace, p.Type}
+	}
+	first := strings.Join(key(include[0]), "/")
+	for _, p := range include {
+		k := key(p)
+		if strings.Join(k, "/") != first || slices.Contains(k, "*") {
+			return false
+		}
+	}
+	return true
 }
 
 func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, error) {

@@ -20,7 +20,7 @@ type LockChange struct {
 	Addr      string `json:"address"`
 	Version   string `json:"version"`
 	Previous  string `json:"previous_version,omitempty"`
-	Platforms int    `json:"platforms"`
+	Platforms int    `json:"platform_count"` // "platforms" is always a list in oprov's JSON
 	Hashes    int    `json:"hashes"`
 }
 

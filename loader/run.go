@@ -86,6 +86,9 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 	}
 	text, credNotes := withCredentials(text, userCfg, res.CredentialFiles)
 	notes = append(notes, credNotes...)
+	if old, err := os.ReadFile(cfgPath); err == nil && string(old) == text {
+		return cfgPath, notes, nil // as it should be: a warm init in the same place writes nothing
+	}
 	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
 		return "", nil, err
 	}

@@ -476,7 +476,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 	mustOprov(b, env, "push", dir, from.Host+"/bench/src")
 	b.ResetTimer()
 	tarball := filepath.Join(b.TempDir(), "bench.tar")
-	saveT, saveRSS := timedOprov(b, env, "save", from.Host+"/bench/src:1.0.0", "-o", tarball)
+	saveT, saveRSS := timedOprov(b, env, "save", from.Host+"/bench/src:1.0.0", "--to", tarball)
 	loadT, loadRSS := timedOprov(b, env, "load", tarball, "--to", to.Host+"/airgap")
 	b.StopTimer()
 	b.ReportMetric(saveRSS, "MiB-save-rss")

@@ -174,7 +174,7 @@ func runHostile(t *testing.T, f *hostile.Front, ca *testca.CA, command string) (
 	var args []string
 	switch command {
 	case "pull":
-		args = []string{"pull", repo + ":1.0.0", "-o", out}
+		args = []string{"pull", repo + ":1.0.0", "--out-dir", out}
 	case "inspect":
 		args = []string{"inspect", repo}
 	case "install":
@@ -234,7 +234,7 @@ func interruptWhen(t *testing.T, f *hostile.Front, ca *testca.CA, command string
 	work := t.TempDir()
 	cache, out, cfg := filepath.Join(work, "cache"), filepath.Join(work, "out"), filepath.Join(work, "cfg")
 	env := []string{"OPROV_STALL_TIMEOUT=10m", "OPROV_MAX_PACKAGE_SIZE=2TB", "OPROV_CACHE_DIR=" + cache, "SSL_CERT_FILE=" + ca.File, "HOME=" + work}
-	args := []string{"pull", f.Host + "/providers/acme/hello:1.0.0", "-o", out}
+	args := []string{"pull", f.Host + "/providers/acme/hello:1.0.0", "--out-dir", out}
 	if command == "install" {
 		writeFile(t, filepath.Join(cfg, "main.tf"), helloConfig)
 		writeFile(t, filepath.Join(cfg, "oprov.hcl"), "oci_mirror {\n  repository_template = \""+f.Host+"/providers/${namespace}/${type}\"\n  include = [\"example.com/acme/*\"]\n}\n")

@@ -131,7 +131,7 @@ func helloRelease(t testing.TB) string {
 			return
 		}
 		r := oprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0",
-			"--platform", strings.Join(helloPlatforms, ","), "-o", helloDir, "--format", "json")
+			"--platform", strings.Join(helloPlatforms, ","), "--out-dir", helloDir, "-o", "json")
 		if r.Code != 0 {
 			helloErr = fmt.Errorf("oprov package: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			return
@@ -199,7 +199,7 @@ func counterRelease(t testing.TB) string {
 			return
 		}
 		r := oprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "counter"), "--version", "1.0.0",
-			"--platform", helloPlatforms[0], "-o", counterDir)
+			"--platform", helloPlatforms[0], "--out-dir", counterDir)
 		if r.Code != 0 {
 			counterErr = fmt.Errorf("oprov package: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}

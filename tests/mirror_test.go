@@ -152,7 +152,7 @@ func TestSaveLoadKeepsProvenance(t *testing.T) {
 	mustOprov(t, env, "attach", src+":1.0.0", "--artifact-type", "application/spdx+json", sbom)
 
 	tarball := filepath.Join(t.TempDir(), "hello.tar")
-	mustOprov(t, env, "save", src+":1.0.0", "-o", tarball)
+	mustOprov(t, env, "save", src+":1.0.0", "--to", tarball)
 
 	t.Run("a corrupted tarball is refused before anything is pushed", func(t *testing.T) {
 		data, err := os.ReadFile(tarball)

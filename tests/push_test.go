@@ -126,7 +126,7 @@ func inspectAndPull(t *testing.T, reg *testreg.Registry, dist, repo string, firs
 		t.Errorf("inspect 1.0.0: %s", r.Stdout)
 	}
 	out := t.TempDir()
-	mustOprov(t, nil, "pull", repo+":1.0.0", "--ca-file", reg.CAFile, "--platform", helloPlatforms[0], "-o", out)
+	mustOprov(t, nil, "pull", repo+":1.0.0", "--ca-file", reg.CAFile, "--platform", helloPlatforms[0], "--out-dir", out)
 	name := "terraform-provider-hello_1.0.0_" + helloPlatforms[0] + ".zip"
 	got, err := os.ReadFile(filepath.Join(out, name))
 	if err != nil {
@@ -174,7 +174,7 @@ func TestPackageIsReproducible(t *testing.T) {
 	dist := helloRelease(t)
 	host := helloPlatforms[0]
 	again := t.TempDir()
-	mustOprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0", "--platform", host, "-o", again)
+	mustOprov(t, nil, "package", "--go", filepath.Join(repoRoot, "examples", "hello"), "--version", "1.0.0", "--platform", host, "--out-dir", again)
 	name := "terraform-provider-hello_1.0.0_" + host + ".zip"
 	a, err := os.ReadFile(filepath.Join(dist, name))
 	if err != nil {

@@ -70,7 +70,7 @@ func packagePyhello(t testing.TB, dir string) (pyPackaged, time.Duration, error)
 	var out pyPackaged
 	start := time.Now()
 	r := oprov(t, pyEnv(t), "package", "--python", filepath.Join(repoRoot, "examples", "pyhello"), "--version", "1.0.0",
-		"--platform", strings.Join(pyPlatforms, ","), "-o", dir, "--format", "json")
+		"--platform", strings.Join(pyPlatforms, ","), "--out-dir", dir, "-o", "json")
 	took := time.Since(start)
 	if r.Code != 0 {
 		return out, took, fmt.Errorf("oprov package --python: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)

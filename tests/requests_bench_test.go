@@ -20,9 +20,15 @@ func countRequests(b *testing.B, bin, dir string, env []string, args ...string) 
 	if err != nil {
 		b.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
 	}
+	n, kinds := requestsIn(string(out))
+	return n, kinds
+}
+
+// requestsIn counts the requests OPROV_DEBUG_HTTP=1 logged in out, by method and path kind.
+func requestsIn(out string) (int, map[string]int) {
 	kinds := map[string]int{}
 	n := 0
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 || f[0] != "http:" {
 			continue

@@ -322,10 +322,10 @@ trust "lab" {
 	if r.Code != 0 || !strings.Contains(r.Stderr, "warning") || !strings.Contains(r.Stderr, "not signed") {
 		t.Errorf("warn mode: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	// A broken policy is an error that points at the line.
+	// A broken policy is an error that points at the line of the mistake.
 	writeFile(t, policy, "trust \"x\" {\n  keys = [\"k/trusted.pub\"]\n  mode = \"sometimes\"\n}\n")
 	r = oprov(t, nil, append([]string{"verify", f.R + ":2.0.0", "--policy", policy}, f.ca...)...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "policy.hcl:1") {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "policy.hcl:3") {
 		t.Errorf("bad policy: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

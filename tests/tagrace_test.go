@@ -100,7 +100,7 @@ func unsignedBuild(t *testing.T, sDist, bin, out string) map[string]packagedHash
 		zr.Close()
 		writeFile(t, filepath.Join(bin, p, uMarker), "this build was never signed\n")
 	}
-	r := mustOprov(t, nil, "package", "--bin", bin, "--name", "hello", "--version", "1.0.0", "-o", out, "--format", "json")
+	r := mustOprov(t, nil, "package", "--bin", bin, "--name", "hello", "--version", "1.0.0", "--out-dir", out, "-o", "json")
 	var res struct{ Packages []packagedHashes }
 	decodeJSON(t, r.Stdout, &res)
 	hashes := map[string]packagedHashes{}

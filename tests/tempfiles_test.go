@@ -244,7 +244,7 @@ func TestKilledInstallsLeaveNoGarbage(t *testing.T) {
 func TestKilledPullsLeaveNoGarbage(t *testing.T) {
 	b := newBigRelease(t, bigMB)
 	out := t.TempDir()
-	full := timed(t, b.env, "pull", b.repo+":1.0.0", "-o", t.TempDir())
+	full := timed(t, b.env, "pull", b.repo+":1.0.0", "--out-dir", t.TempDir())
 	t.Logf("a pull takes %v", full)
 	rng := seededRand(t)
 	var g garbage
@@ -254,10 +254,10 @@ func TestKilledPullsLeaveNoGarbage(t *testing.T) {
 				os.Remove(filepath.Join(out, name))
 			}
 		}
-	}, func() { n, _ := ownedTempBytes(out); g.add(n) }, "pull", b.repo+":1.0.0", "-o", out)
+	}, func() { n, _ := ownedTempBytes(out); g.add(n) }, "pull", b.repo+":1.0.0", "--out-dir", out)
 	g.report(t, "the output directory")
 
-	mustOprov(t, b.env, "pull", b.repo+":1.0.0", "-o", out)
+	mustOprov(t, b.env, "pull", b.repo+":1.0.0", "--out-dir", out)
 	entries, _ := os.ReadDir(out)
 	if len(entries) != len(b.sums)+1 {
 		t.Errorf("the output directory holds %v, want the %d zips and SHA256SUMS", entries, len(b.sums))
@@ -280,14 +280,14 @@ func TestKilledSavesLeaveNoGarbage(t *testing.T) {
 	b := newBigRelease(t, bigMB)
 	dir := t.TempDir()
 	tarball := filepath.Join(dir, "providers.tar")
-	full := timed(t, b.env, "save", b.repo+":1.0.0", "-o", filepath.Join(t.TempDir(), "timing.tar"))
+	full := timed(t, b.env, "save", b.repo+":1.0.0", "--to", filepath.Join(t.TempDir(), "timing.tar"))
 	t.Logf("a save takes %v", full)
 	var g garbage
 	killRuns(t, seededRand(t), 8, full, b.env, func() { os.Remove(tarball) },
-		func() { n, _ := ownedTempBytes(dir); g.add(n) }, "save", b.repo+":1.0.0", "-o", tarball)
+		func() { n, _ := ownedTempBytes(dir); g.add(n) }, "save", b.repo+":1.0.0", "--to", tarball)
 	g.report(t, "the tarball's directory")
 
-	mustOprov(t, b.env, "save", b.repo+":1.0.0", "-o", tarball)
+	mustOprov(t, b.env, "save", b.repo+":1.0.0", "--to", tarball)
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("beside the tarball: %v, want only it", entries)
 	}

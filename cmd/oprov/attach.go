@@ -36,7 +36,7 @@ func newAttachCmd(ios *IOStreams) *cobra.Command {
 	c.Flags().StringVar(&o.ArtifactType, "artifact-type", "", "the referrer's artifact type (required)")
 	c.Flags().StringVar(&o.MediaType, "media-type", "", "the file's media type (default: the artifact type)")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

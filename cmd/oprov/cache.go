@@ -23,7 +23,7 @@ type cacheOptions struct {
 
 func (o *cacheOptions) register(c *cobra.Command) {
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
-	o.output.register(c, true)
+	o.output.register(c)
 }
 
 // open checks the flags and opens the cache, which removes the temporary files of runs that are

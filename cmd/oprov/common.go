@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"sync"
-	"sync/atomic"
-	"time"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/oprov/oprov/internal/progress"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -35,22 +36,27 @@ func (f *registryFlags) options() oci.Options {
 	return oci.Options{PlainHTTP: f.PlainHTTP, CAFile: f.CAFile, RegistryConfig: f.RegistryConfig}
 }
 
-// outputFlag is -o text|json (or --format on commands whose -o is a directory).
-type outputFlag struct{ Format string }
+// outputFlag is -o/--output text|json: on every command, -o is the output format and nothing
+// else (paths have flags of their own, such as --out-dir).
+type outputFlag struct {
+	Format string
+	// pathHint names the flag that takes a path on a command that writes files: a value of -o
+	// that is not a format is then answered with that flag.
+	pathHint string
+}
 
-func (o *outputFlag) register(c *cobra.Command, short bool) {
-	if short {
-		c.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json")
-	} else {
-		c.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
-	}
+func (o *outputFlag) register(c *cobra.Command) {
+	c.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json")
 }
 
 func (o *outputFlag) check() error {
-	if o.Format != "text" && o.Format != "json" {
-		return usageErrorf("output format %q: want text or json", o.Format)
+	if o.Format == "text" || o.Format == "json" || o.Format == "" { // "": options not set by cobra
+		return nil
 	}
-	return nil
+	if o.pathHint != "" {
+		return usageErrorf("-o %q: -o/--output is the output format, text or json; to write into %q, use %s %s", o.Format, o.Format, o.pathHint, o.Format)
+	}
+	return usageErrorf("-o %q: -o/--output is the output format, text or json", o.Format)
 }
 
 func (o *outputFlag) JSON() bool { return o.Format == "json" }
@@ -75,10 +81,64 @@ func parsePlatforms(list []string) ([]manifest.Platform, error) {
 
 func parseRef(s string) (oci.Ref, error) {
 	r, err := oci.ParseRef(s)
-	if err != nil {
-		return oci.Ref{}, usageErrorf("%v", err)
+	if err == nil {
+		return r, nil
 	}
-	return r, nil
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		return oci.Ref{}, usageErrorf("reference %q: leave out %s:// and write %s (oprov speaks HTTPS to a registry; --plain-http for HTTP)", s, scheme, rest)
+	}
+	host, path, _ := strings.Cut(s, "/")
+	if path != "" && strings.ToLower(path) != path {
+		// The tag may have capitals; the repository path may not.
+		repo, tag, hasTag := strings.Cut(path, ":")
+		if lower := strings.ToLower(repo); lower != repo {
+			fixed := host + "/" + lower
+			if hasTag {
+				fixed += ":" + tag
+			}
+			return oci.Ref{}, usageErrorf("reference %q: repository names are lowercase in OCI registries (write %s)", s, fixed)
+		}
+	}
+	return oci.Ref{}, usageErrorf("%v", err)
+}
+
+// checkDir checks that a directory exists; what names the flag (and value) that needs it, and
+// fix says what to do instead.
+func checkDir(what, dir, fix string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s: no such directory %s (%s)", what, dir, fix)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case !st.IsDir():
+		return usageErrorf("%s: %s is not a directory (%s)", what, dir, fix)
+	}
+	return nil
+}
+
+// concurrencyFlag registers --concurrency, refusing when parsed a value that would move nothing.
+func concurrencyFlag(c *cobra.Command, p *int, usage string) {
+	*p = oci.DefaultConcurrency
+	c.Flags().Var(positiveInt{p}, "concurrency", usage)
+}
+
+// positiveInt is an int flag value of at least 1.
+type positiveInt struct{ p *int }
+
+func (v positiveInt) String() string { return strconv.Itoa(*v.p) }
+func (v positiveInt) Type() string   { return "int" }
+
+func (v positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a number")
+	}
+	if n < 1 {
+		return fmt.Errorf("give at least 1 (the default is %d)", oci.DefaultConcurrency)
+	}
+	*v.p = n
+	return nil
 }
 
 // parseVersionRef parses a reference that must name a version (REPO:VERSION).
@@ -93,76 +153,14 @@ func parseVersionRef(op, s string) (oci.Ref, error) {
 	return ref, nil
 }
 
-// progressBar shows bytes moved on a terminal's stderr, one line redrawn in place. It prints
-// nothing when stderr is not a terminal.
-type progressBar struct {
-	w      io.Writer
-	label  string
-	total  atomic.Int64
-	done   atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	active bool
+// newProgress is the one progress display every transfer uses: bytes, rate and time left on a
+// terminal's stderr, nothing otherwise.
+func newProgress(ios *IOStreams, label string) *progress.Bar {
+	return progress.New(ios.ErrOut, ios.ErrTTY, label)
 }
 
-func newProgress(ios *IOStreams, label string) *progressBar {
-	p := &progressBar{w: ios.ErrOut, label: label, stop: make(chan struct{})}
-	if !ios.ErrTTY {
-		return p
-	}
-	p.active = true
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.draw()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progressBar) Plan(n int64)    { p.total.Add(n) }
-func (p *progressBar) Advance(n int64) { p.done.Add(n) }
-
-func (p *progressBar) draw() {
-	if t := p.total.Load(); t > 0 {
-		fmt.Fprintf(p.w, "\r%s %s / %s (%d%%)   ", p.label, humanBytes(p.done.Load()), humanBytes(t), p.done.Load()*100/t)
-	}
-}
-
-// Finish stops redrawing and ends the line.
-func (p *progressBar) Finish() {
-	if !p.active {
-		return
-	}
-	close(p.stop)
-	p.wg.Wait()
-	if p.total.Load() > 0 {
-		p.draw()
-		fmt.Fprintln(p.w)
-	}
-	p.active = false
-}
-
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
+// humanBytes writes a size as the progress display does.
+func humanBytes(n int64) string { return progress.HumanBytes(n) }
 
 func plural(n int, word string) string {
 	if n == 1 {

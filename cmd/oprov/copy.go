@@ -41,9 +41,9 @@ copy cut short resumes where it stopped; each tag moves once its whole graph is 
 	}
 	c.Flags().StringVar(&o.Constraint, "version", "", "copy the versions meeting this constraint")
 	c.Flags().BoolVar(&o.AllVersions, "all-versions", false, "copy every version")
-	c.Flags().IntVar(&o.Concurrency, "concurrency", oci.DefaultConcurrency, "blobs to copy at once")
+	concurrencyFlag(c, &o.Concurrency, "blobs to copy at once")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

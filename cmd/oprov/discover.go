@@ -24,7 +24,12 @@ func newDiscoverCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "discover REPO:VERSION",
 		Short: "List what refers to a provider version: signatures, SBOMs, provenance",
-		Args:  argsRange(1, 1, "one reference: REPO:VERSION"),
+		Long: `List the OCI referrers of a provider version (signature bundles, SBOMs, SHA256SUMS provenance
+from 'oprov mirror', files added with 'oprov attach'), following referrers of referrers down to
+--depth levels, and cosign's sha256-<hex>.sig tag when there is one.`,
+		Example: `  oprov discover registry.example.com/providers/acme/hello:1.0.0
+  oprov discover registry.example.com/providers/acme/hello:1.0.0 --depth 1 -o json`,
+		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
 			return runDiscover(c.Context(), o)
@@ -32,7 +37,7 @@ func newDiscoverCmd(ios *IOStreams) *cobra.Command {
 	}
 	c.Flags().IntVar(&o.Depth, "depth", 2, "how many levels of referrers to follow")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

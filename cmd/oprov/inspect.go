@@ -26,6 +26,9 @@ func newInspectCmd(ios *IOStreams) *cobra.Command {
 		Long: `Without a version, list the repository's tags that are versions, highest first (other tags
 are ignored, as OpenTofu ignores them). With a version, list its platforms with their manifest
 and zip digests and sizes.`,
+		Example: `  oprov inspect registry.example.com/providers/acme/hello
+  oprov inspect registry.example.com/providers/acme/hello:1.0.0 -o json
+  oprov inspect oci-layout:./layout:1.0.0`,
 		Args: argsRange(1, 1, "one reference: REPO or REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
@@ -33,7 +36,7 @@ and zip digests and sizes.`,
 		},
 	}
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

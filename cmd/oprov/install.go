@@ -38,7 +38,7 @@ request is made.
 		RunE: func(c *cobra.Command, _ []string) error { return runInstall(c.Context(), o) },
 	}
 	o.flags.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

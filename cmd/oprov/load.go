@@ -29,6 +29,8 @@ func newLoadCmd(ios *IOStreams) *cobra.Command {
 signatures. Before anything is pushed, every blob is checked against its digest and, with
 --policy or --key, every version's signature is verified: a damaged or unsigned tarball pushes
 nothing.`,
+		Example: `  oprov load providers.tar --to airgap.internal/mirror --policy oprov-policy.hcl
+  oprov load providers.tar --to airgap.internal/mirror --key cosign.pub -o json`,
 		Args: argsRange(1, 1, "one tarball"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
@@ -39,7 +41,7 @@ nothing.`,
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "require signatures by this public key (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "require signatures under this trust policy")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 
@@ -70,5 +72,18 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	for _, l := range res {
 		fmt.Fprintf(o.io.Out, "Loaded %s into %s: %d uploaded, %d already there\n", strings.Join(l.Result.Tags, ", "), l.Repository, l.Result.Uploaded, l.Result.Skipped)
 	}
+	fmt.Fprintln(o.io.Out, loadChecks(o))
 	return nil
+}
+
+// loadChecks says what load checked before it pushed anything.
+func loadChecks(o *loadOptions) string {
+	const digests = "Checked: every blob against its digest"
+	switch {
+	case o.Policy != "":
+		return fmt.Sprintf("%s, and every version's signature under the policy %s (in warn mode, the warnings above name what was not verified).", digests, o.Policy)
+	case len(o.Keys) > 0:
+		return fmt.Sprintf("%s, and every version's signature, by one of %s.", digests, strings.Join(o.Keys, ", "))
+	}
+	return digests + ". Not checked: signatures (give --policy FILE or --key KEY.pub to require them)."
 }

@@ -22,6 +22,9 @@ func (f *loaderFlags) register(c *cobra.Command) {
 
 // open reads the configuration directory and opens the cache.
 func (f *loaderFlags) open(ios *IOStreams) (*loader.Project, loader.Options, error) {
+	if err := checkDir("-C", f.Dir, configDirPurpose); err != nil {
+		return nil, loader.Options{}, err
+	}
 	p, err := loader.Open(f.Dir)
 	if err != nil {
 		return nil, loader.Options{}, err
@@ -47,6 +50,9 @@ func openCache(dir string) (*cache.Cache, error) {
 func (s *IOStreams) streams() loader.Streams {
 	return loader.Streams{In: s.In, Out: s.Out, Err: s.ErrOut}
 }
+
+// configDirPurpose says what -C names, for its errors.
+const configDirPurpose = "give the directory that holds oprov.hcl and the .tf files"
 
 const loaderHelp = `oprov.hcl sits beside the .tf files and uses the vocabulary of OpenTofu's CLI configuration:
 

@@ -38,7 +38,7 @@ Entries for providers oprov does not manage are left byte for byte.
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "platforms to lock, OS_ARCH (repeatable; default every platform published)")
 	c.Flags().BoolVar(&o.Upgrade, "upgrade", false, "pick the newest allowed version even where the lock pins another")
 	o.flags.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -20,6 +20,7 @@ type loginOptions struct {
 	Username      string
 	PasswordStdin bool
 	registry      registryFlags
+	output        outputFlag
 }
 
 func newLoginCmd(ios *IOStreams) *cobra.Command {
@@ -39,10 +40,14 @@ read them (docker's config.json, or its configured credential helper).`,
 	c.Flags().StringVarP(&o.Username, "username", "u", "", "user name")
 	c.Flags().BoolVar(&o.PasswordStdin, "password-stdin", false, "read the password or token from standard input")
 	o.registry.register(c)
+	o.output.register(c)
 	return c
 }
 
 func runLogin(ctx context.Context, o *loginOptions) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
 	var password string
 	switch {
 	case o.PasswordStdin:
@@ -72,6 +77,9 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	}
 	if err := oci.Login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
 		return err
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, map[string]string{"host": o.Host, "username": o.Username})
 	}
 	fmt.Fprintf(o.io.Out, "Logged in to %s as %s\n", o.Host, o.Username)
 	return nil

@@ -120,15 +120,39 @@ func TestLogout(t *testing.T) {
 		t.Errorf("after logout the config holds %v, want only other.io", got)
 	}
 
-	// Logging out of a registry with no stored credentials is not an error.
-	ios, out, _ = testIO()
-	o := &logoutOptions{io: ios, Host: "never.example"}
-	o.registry.RegistryConfig = filepath.Join(t.TempDir(), "absent.json")
-	if err := runLogout(ctx, o); err != nil {
+	// Logging out of a registry with no stored credentials is not an error, and says so.
+	for _, config := range []string{filepath.Join(t.TempDir(), "absent.json"), config} {
+		ios, out, _ = testIO()
+		o := &logoutOptions{io: ios, Host: "never.example"}
+		o.registry.RegistryConfig = config
+		if err := runLogout(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if want := "No credentials were stored for never.example: nothing to remove\n"; out.String() != want {
+			t.Errorf("logout of a host without credentials said %q, want %q", out, want)
+		}
+	}
+}
+
+// TestLogoutJSONSaysWhatWasRemoved: -o json tells a script whether anything was removed.
+func TestLogoutJSONSaysWhatWasRemoved(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config.json")
+	cfg := `{"auths": {"example.com": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("a:b")) + `"}}}`
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "never.example") {
-		t.Errorf("logout output %q", out)
+	for _, want := range []bool{true, false} {
+		ios, out, _ := testIO()
+		o := &logoutOptions{io: ios, Host: "example.com", output: jsonOut}
+		o.registry.RegistryConfig = config
+		if err := runLogout(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var res struct{ Removed bool }
+		decodeJSON(t, out, &res)
+		if res.Removed != want {
+			t.Errorf("logout -o json: removed %v, want %v (%s)", res.Removed, want, out)
+		}
 	}
 }
 

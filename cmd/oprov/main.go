@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,8 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version, when set at build time with -ldflags "-X main.version=...", overrides the version
+// read from the build info (see currentVersion).
 var version = "dev"
 
 // Exit codes.
@@ -49,6 +51,10 @@ func systemStreams() *IOStreams {
 }
 
 func main() {
+	// Before signal handling and terminal checks, which cost more than printing does.
+	if printedVersion(os.Stdout, os.Args[1:]) {
+		os.Exit(exitOK)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, systemStreams(), os.Args[1:])
 	stop()
@@ -57,7 +63,10 @@ func main() {
 
 // run executes one command line and gives the exit code.
 func run(ctx context.Context, io *IOStreams, args []string) int {
-	oci.UserAgent = "oprov/" + version
+	if printedVersion(io.Out, args) {
+		return exitOK
+	}
+	oci.UserAgent = "oprov/" + currentVersion().Version
 	root := newRootCmd(io)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -81,6 +90,16 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// printedVersion answers 'oprov --version' and 'oprov version', the commonest calls that need no
+// command tree, without building one, and reports whether it did.
+func printedVersion(w io.Writer, args []string) bool {
+	if len(args) != 1 || (args[0] != "--version" && args[0] != "version") {
+		return false
+	}
+	fmt.Fprintln(w, currentVersion())
+	return true
 }
 
 // exitCodeError passes a child program's exit code through.
@@ -109,10 +128,25 @@ func newRootCmd(io *IOStreams) *cobra.Command {
 		Long: `oprov turns OpenTofu providers into OCI artifacts, publishes them to any container
 registry or OCI layout, and pulls and inspects them. OpenTofu >= 1.10 installs what it
 publishes natively through an oci_mirror block.`,
-		Version:       version,
+		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+  oprov push dist registry.example.com/providers/acme/hello
+  oprov init`,
+		Version:       currentVersion().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Any argument that reached the root is not a command: bad usage, exit 2.
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return unknownCommand(c, args[0])
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	// --version has no -v: -v is --verbose where a command has it (run, schema).
+	root.Flags().Bool("version", false, "print oprov's version")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SuggestionsMinimumDistance = 2
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
@@ -144,8 +178,57 @@ publishes natively through an oci_mirror block.`,
 		newDiscoverCmd(io),
 		newServeCmd(io),
 		newCacheCmd(io),
+		newVersionCmd(io),
 	)
+	addBuiltinExamples(root)
 	return root
+}
+
+// unknownCommand is the usage error for a word that names no command, with the nearest names.
+func unknownCommand(c *cobra.Command, word string) error {
+	hint := ""
+	if s := c.SuggestionsFor(word); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return usageErrorf("unknown command %q%s; 'oprov --help' lists the commands", word, hint)
+}
+
+// addBuiltinExamples gives cobra's own commands (help, completion and its shells) examples, as
+// every command has.
+func addBuiltinExamples(root *cobra.Command) {
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			found, rest, err := root.Find(args)
+			if err == nil && len(rest) > 0 { // a word that names no command
+				err = unknownCommand(root, rest[0])
+			}
+			if err != nil {
+				return err
+			}
+			return found.Help()
+		},
+	})
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	shells := map[string]string{
+		"bash":       "  source <(oprov completion bash)",
+		"zsh":        `  oprov completion zsh > "${fpath[1]}/_oprov"`,
+		"fish":       "  oprov completion fish > ~/.config/fish/completions/oprov.fish",
+		"powershell": "  oprov completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Example = "  oprov help push"
+		case "completion":
+			c.Example = shells["bash"] + "\n" + shells["zsh"] + "\n" + shells["fish"]
+			for _, sh := range c.Commands() {
+				sh.Example = shells[sh.Name()]
+			}
+		}
+	}
 }
 
 // argsRange is cobra.RangeArgs (max < 0: no maximum) with a usage error and a message that says
@@ -153,7 +236,7 @@ publishes natively through an oci_mirror block.`,
 func argsRange(min, max int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < min || (max >= 0 && len(args) > max) {
-			return usageErrorf("%s wants %s (see '%s --help')", c.CommandPath(), what, c.CommandPath())
+			return usageErrorf("%s wants %s (see '%s --help')", c.Name(), what, c.CommandPath())
 		}
 		return nil
 	}

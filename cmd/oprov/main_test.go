@@ -58,11 +58,3 @@ func TestFailuresExitOne(t *testing.T) {
 		t.Errorf("missing layout: exit %d, stderr %q", code, stderr)
 	}
 }
-
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 kB", 104857600: "104.9 MB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -46,7 +46,7 @@ resumes where it stopped.`,
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "platforms to mirror, OS_ARCH (repeatable; default all)")
 	c.Flags().StringSliceVar(&o.GPGKeys, "gpg-key", nil, "armored OpenPGP public key file to pin as the only allowed signer (repeatable)")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

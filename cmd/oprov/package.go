@@ -24,7 +24,7 @@ type packageOptions struct {
 func newPackageCmd(ios *IOStreams) *cobra.Command {
 	o := &packageOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "package (--go DIR | --python DIR | --bin DIR) --version VERSION -o DIST",
+		Use:   "package (--go DIR | --python DIR | --bin DIR) --version VERSION [--out-dir DIST]",
 		Short: "Build a provider's release zips and SHA256SUMS",
 		Long: `Build release packages: terraform-provider-TYPE_VERSION_OS_ARCH.zip per platform, and
 terraform-provider-TYPE_VERSION_SHA256SUMS. The zips are deterministic (sorted entries, fixed
@@ -45,8 +45,8 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 
     bin/linux_amd64/terraform-provider-hello
     bin/windows_amd64/terraform-provider-hello.exe`,
-		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 -o dist
-  oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o dist`,
+		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+  oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c.Context(), o) },
 	}
@@ -57,8 +57,9 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
 	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
 	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
-	f.StringVarP(&o.OutDir, "out", "o", "dist", "directory to write the release into")
-	o.output.register(c, false)
+	f.StringVar(&o.OutDir, "out-dir", "dist", "directory to write the release into")
+	o.output.register(c)
+	o.output.pathHint = "--out-dir"
 	return c
 }
 

@@ -50,12 +50,12 @@ oci-layout:DIR. Content already there is not uploaded again, and the tag moves l
 		},
 	}
 	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
-	c.Flags().IntVar(&o.Concurrency, "concurrency", oci.DefaultConcurrency, "blobs to upload at once")
+	concurrencyFlag(c, &o.Concurrency, "blobs to upload at once")
 	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it (needs --key)")
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key for --sign")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "with --sign: store cosign v2's sha256-<hex>.sig tag instead of a bundle referrer")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -105,7 +105,7 @@ func TestInspectPullLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	zip := filepath.Join(pulled, "terraform-provider-hello_1.0.0_linux_amd64.zip")
-	if want := "Pulled " + repo + ":1.0.0 (" + digest + ")\n  linux_amd64    " + zip + "\n"; out.String() != want {
+	if want := "Pulled " + repo + ":1.0.0 (" + digest + ")\n  linux_amd64    " + zip + "\nChecked: the index, manifest and zip digests. Not checked: signatures ('oprov verify " + repo + ":1.0.0 --key KEY.pub' checks them).\n"; out.String() != want {
 		t.Errorf("pull output %q, want %q", out, want)
 	}
 	if got := fileDigest(t, zip); got != zips["linux_amd64"] {
@@ -149,7 +149,7 @@ func TestPushErrors(t *testing.T) {
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Sign: true, output: textOut}), "--sign and --key go together")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Address: "x", output: textOut}), "--address")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: "nohost", output: textOut}), "HOST[:PORT]/PATH")
-	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{"yaml"}}), `output format "yaml"`)
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{Format: "yaml"}}), `-o "yaml": -o/--output is the output format, text or json`)
 
 	// A wrong key password stops the push before anything is read or written.
 	key, _ := keyPair(t, "k")

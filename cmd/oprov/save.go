@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,20 +23,23 @@ type saveOptions struct {
 func newSaveCmd(ios *IOStreams) *cobra.Command {
 	o := &saveOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "save REF... -o FILE.tar",
+		Use:   "save REF... --to FILE.tar",
 		Short: "Write provider versions, with their signatures, into one OCI-layout tarball",
 		Long: `Write the named versions (REPO:VERSION, or REPO for every version) with their referrers and
 cosign signatures into one OCI image-layout tarball, to carry across an air gap. Inside it each
 tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.`,
+		Example: `  oprov save registry.example.com/providers/acme/hello:1.0.0 --to providers.tar
+  oprov save registry.example.com/providers/acme/hello mirror.internal/providers/hashicorp/random --to providers.tar -o json`,
 		Args: argsRange(1, -1, "one or more references"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Refs = args
 			return runSave(c.Context(), o)
 		},
 	}
-	c.Flags().StringVarP(&o.Out, "out", "o", "", "the tarball to write (required)")
+	c.Flags().StringVar(&o.Out, "to", "", "the tarball to write (required)")
 	o.registry.register(c)
-	o.output.register(c, false)
+	o.output.register(c)
+	o.output.pathHint = "--to"
 	return c
 }
 
@@ -44,7 +48,11 @@ func runSave(ctx context.Context, o *saveOptions) error {
 		return err
 	}
 	if o.Out == "" {
-		return usageErrorf("save: -o FILE.tar is required")
+		return usageErrorf("save: --to FILE.tar is required")
+	}
+	// Before anything is fetched: a tarball that cannot be written is known now.
+	if err := checkDir("--to "+o.Out, filepath.Dir(o.Out), "create it, or write the tarball elsewhere"); err != nil {
+		return err
 	}
 	var items []mirror.SaveItem
 	for _, s := range o.Refs {

@@ -42,7 +42,7 @@ func TestSaveLoadLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	loaded := "oci-layout:" + filepath.Join(dest, "hello")
-	if !strings.HasPrefix(out.String(), "Loaded 1.0.0 into "+loaded+": ") || !strings.HasSuffix(out.String(), ", 0 already there\n") {
+	if !strings.HasPrefix(out.String(), "Loaded 1.0.0 into "+loaded+": ") || !strings.HasSuffix(out.String(), ", 0 already there\nChecked: every blob against its digest, and every version's signature, by one of "+pub+".\n") {
 		t.Errorf("load output %q", out)
 	}
 
@@ -94,7 +94,7 @@ func TestSaveAllVersionsJSON(t *testing.T) {
 func TestSaveLoadErrors(t *testing.T) {
 	ctx := context.Background()
 	ios, _, _ := testIO()
-	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:x"}, output: textOut}), "save: -o FILE.tar is required")
+	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:x"}, output: textOut}), "save: --to FILE.tar is required")
 	wantUsageError(t, runSave(ctx, &saveOptions{io: ios, Refs: []string{"nohost"}, Out: "x.tar", output: textOut}), "HOST[:PORT]/PATH")
 	out := filepath.Join(t.TempDir(), "x.tar")
 	err := runSave(ctx, &saveOptions{io: ios, Refs: []string{"oci-layout:" + filepath.Join(t.TempDir(), "missing")}, Out: out, output: textOut})

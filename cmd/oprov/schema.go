@@ -15,6 +15,7 @@ import (
 
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
@@ -56,7 +57,7 @@ same document as 'tofu providers schema -json'.`,
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "forward the provider's own log lines to stderr")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 
@@ -109,6 +110,8 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.Provi
 		return o.Target, addr, nil
 	case statErr == nil:
 		return schemaFromDir(ctx, o, addr)
+	case looksLikePath(o.Target):
+		return "", addr, usageErrorf("schema %s: no such file; give the path of a provider executable or source directory, or REPO:VERSION for a version in a registry", o.Target)
 	}
 	ref, err := parseRef(o.Target)
 	if err != nil {
@@ -165,6 +168,15 @@ func schemaFromDir(ctx context.Context, o *schemaOptions, addr artifact.Provider
 		return "", addr, err
 	}
 	return pkg.Executable, addr, nil
+}
+
+// looksLikePath tells a path from a reference: it starts like one, or is no reference at all.
+func looksLikePath(s string) bool {
+	if strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "~") || filepath.IsAbs(s) {
+		return true
+	}
+	_, err := oci.ParseRef(s)
+	return err != nil
 }
 
 // policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.

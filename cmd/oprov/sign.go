@@ -42,7 +42,7 @@ read by 'cosign verify' and 'oprov verify'.`,
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key file (required)")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "store the signature as cosign v2's sha256-<hex>.sig tag")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 

@@ -34,6 +34,9 @@ OpenTofu to install from the registries itself (without oprov's signature checks
 }
 
 func runTofurc(_ context.Context, o *tofurcOptions) error {
+	if err := checkDir("-C", o.Dir, configDirPurpose); err != nil {
+		return err
+	}
 	cfg, err := loader.LoadConfig(o.Dir)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
 	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
 	o.registry.register(c)
-	o.output.register(c, true)
+	o.output.register(c)
 	return c
 }
 
@@ -126,6 +126,9 @@ func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
 	}
 	r := d.Result
 	fmt.Fprintf(o.io.Out, "Verified %s (%s)\n", ref, r.Digest)
+	if d.Rule != "" {
+		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
+	}
 	for _, s := range r.Signatures {
 		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
 	}

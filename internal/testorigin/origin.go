@@ -260,6 +260,7 @@ func (o *Origin) serve(w http.ResponseWriter, r *http.Request, isOrigin bool) {
 		truncate(w, body)
 		return
 	}
+	w.Header().Set("Content-Length", fmt.Sprint(len(body))) // as real origins and CDNs announce sizes
 	w.WriteHeader(a.status)
 	w.Write(body)
 }

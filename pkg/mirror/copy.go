@@ -93,9 +93,6 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 		PostCopy: func(_ context.Context, d ocispec.Descriptor) error {
 			uploaded.Add(1)
 			bytes.Add(d.Size)
-			if opts.Progress != nil {
-				opts.Progress.Advance(d.Size)
-			}
 			return nil
 		},
 		OnCopySkipped: func(context.Context, ocispec.Descriptor) error { skipped.Add(1); return nil },
@@ -108,6 +105,9 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 			}
 			return preds, err
 		}
+	}
+	if opts.Progress != nil {
+		dst = progressDestination{dst, opts.Progress}
 	}
 	dstTag := opts.DstTag
 	if dstTag == nil {
@@ -143,6 +143,17 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 	}
 	res.Uploaded, res.Skipped, res.Bytes = uploaded.Load(), skipped.Load(), bytes.Load()
 	return res, nil
+}
+
+// progressDestination reports the bytes of every push as they are read, so a copy's progress
+// moves with its bytes rather than a blob at a time.
+type progressDestination struct {
+	Destination
+	p oci.Progress
+}
+
+func (d progressDestination) Push(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	return d.Destination.Push(ctx, desc, oci.ProgressReader(r, d.p))
 }
 
 // VerifyAll reads every blob reachable from the given tags (and their referrers and .sig tags),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
@@ -62,7 +63,7 @@ type Mirrored struct {
 	Version     string `json:"version"`
 	Tag         string `json:"tag"`
 	IndexDigest string `json:"index_digest"`
-	Platforms   int    `json:"platforms"`
+	Platforms   int    `json:"platform_count"`
 	Skipped     bool   `json:"skipped"` // already mirrored with identical digests
 	Uploaded    int    `json:"uploaded"`
 	KeyID       string `json:"gpg_key_id"`
@@ -407,8 +408,17 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*sou
 }
 
 type progressWriter struct {
-	w io.Writer
-	p oci.Progress
+	w       io.Writer
+	p       oci.Progress
+	planned atomic.Bool
+}
+
+// ExpectSize plans the download's bytes, once: without it, bytes downloaded would count against
+// the push's plan and the display would pass 100%.
+func (pw *progressWriter) ExpectSize(n int64) {
+	if pw.planned.CompareAndSwap(false, true) {
+		pw.p.Plan(n)
+	}
 }
 
 func (pw *progressWriter) Write(b []byte) (int, error) {

@@ -9,12 +9,15 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/oprov/oprov/internal/tfcreds"
@@ -116,7 +119,7 @@ const maxJSON = 16 << 20
 
 func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
 	var data []byte
-	err := o.get(ctx, u, func(body io.Reader) (int64, error) {
+	err := o.get(ctx, u, func(body io.Reader, _ int64) (int64, error) {
 		var err error
 		data, err = io.ReadAll(io.LimitReader(body, maxJSON+1))
 		return 0, err // nothing is passed on until the whole answer is in
@@ -133,11 +136,12 @@ func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
 	return nil
 }
 
-// get GETs u and hands the body of a 200 answer to read, which says how many bytes it passed on.
+// get GETs u and hands the body of a 200 answer, and its size (-1 when not known), to read, which
+// says how many bytes it passed on.
 // A failure that may pass (429, most 5xx, a reset, cut or timed-out connection, a refusal by a
 // host that answered before) is tried again after a backoff, or after what Retry-After asks, as
 // far as o.retry allows; but not once read has passed bytes on, which cannot be taken back.
-func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) (int64, error)) error {
+func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader, size int64) (int64, error)) error {
 	return o.retry.retrying(ctx, func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -158,7 +162,7 @@ func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader) 
 			return o.statusError(u, resp)
 		}
 		body := &netReader{r: resp.Body}
-		n, err := read(body)
+		n, err := read(body, resp.ContentLength)
 		if err != nil && body.err != nil && n == 0 && transientNetError(ctx, body.err, true) {
 			return &transientError{err: fmt.Errorf("GET %s: reading the answer: %w", u, body.err)}
 		}
@@ -221,11 +225,35 @@ func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func explainHTTP(u *url.URL, err error) error {
-	if strings.Contains(err.Error(), "certificate") {
+	const fix = "check the host in the provider address; where there is no network, mirror on a connected machine and carry the result over with 'oprov save' and 'oprov load'"
+	var (
+		dnsErr *net.DNSError
+		ne     net.Error
+		why    string
+	)
+	switch {
+	case strings.Contains(err.Error(), "certificate"):
 		return fmt.Errorf("GET %s: %v (trust the registry's CA with --ca-file or SSL_CERT_FILE)", u, err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = fmt.Sprintf("cannot reach the origin %s: connection refused", u.Host)
+	case errors.As(err, &dnsErr):
+		why = fmt.Sprintf("cannot resolve the origin's host %s", u.Hostname())
+	case errors.As(err, &ne) && ne.Timeout():
+		why = fmt.Sprintf("cannot reach the origin %s: timed out", u.Host)
+	default:
+		return fmt.Errorf("GET %s: %w", u, err)
 	}
-	return fmt.Errorf("GET %s: %w", u, err)
+	return &explainedError{msg: fmt.Sprintf("%s (GET %s); %s", why, u, fix), err: err}
 }
+
+// explainedError is a message that names the cause and the fix, over the error it explains.
+type explainedError struct {
+	msg string
+	err error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }
 
 // Versions lists the versions of NAMESPACE/TYPE the origin offers.
 func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginVersion, error) {
@@ -270,6 +298,10 @@ func (o *Origin) Download(ctx context.Context, namespace, typ, version string, p
 	return d, nil
 }
 
+// sizeExpecter is a writer that wants to know how many bytes are coming, such as a progress
+// display (Fetch tells it the answer's Content-Length, when there is one).
+type sizeExpecter interface{ ExpectSize(n int64) }
+
 // Fetch streams a URL's body into w, at most max bytes. Failures before the first byte reaches w
 // are retried like every GET; after that the error is returned, so w never gets a byte twice.
 func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
@@ -281,7 +313,10 @@ func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int6
 		return 0, fmt.Errorf("GET %s: only https URLs are fetched", rawURL)
 	}
 	var n int64
-	err = o.get(ctx, u, func(body io.Reader) (int64, error) {
+	err = o.get(ctx, u, func(body io.Reader, size int64) (int64, error) {
+		if e, ok := w.(sizeExpecter); ok && size >= 0 {
+			e.ExpectSize(size)
+		}
 		cw := &release.CountingWriter{W: w}
 		_, err := io.Copy(cw, io.LimitReader(body, max+1))
 		n = cw.N

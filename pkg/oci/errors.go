@@ -45,6 +45,8 @@ func Explain(op string, ref Ref, err error) error {
 		msg = fmt.Sprintf("429 from %s: rate limited even after retries (wait and try again)", host)
 	case errors.As(err, &resp) && resp.StatusCode >= 500:
 		msg = fmt.Sprintf("%d from %s after retries: the registry is failing (%s)", resp.StatusCode, host, strings.TrimSpace(resp.Error()))
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound && hasCode(resp, errcode.ErrorCodeNameUnknown):
+		msg = fmt.Sprintf("no repository %s on %s (check the path; 'oprov push' creates a repository)", ref.Repository, host)
 	case errors.Is(err, http.ErrSchemeMismatch):
 		msg = fmt.Sprintf("%s speaks plain HTTP, not HTTPS (pass --plain-http if that is intended)", host)
 	case errors.As(err, &unknownCA):
@@ -66,6 +68,16 @@ func Explain(op string, ref Ref, err error) error {
 		return fmt.Errorf("%s %s: %w", op, ref, err)
 	}
 	return &explainedError{msg: fmt.Sprintf("%s %s: %s", op, ref, msg), err: err}
+}
+
+// hasCode reports whether a registry's error answer carries the OCI error code.
+func hasCode(resp *errcode.ErrorResponse, code string) bool {
+	for _, e := range resp.Errors {
+		if e.Code == code {
+			return true
+		}
+	}
+	return false
 }
 
 type explainedError struct {

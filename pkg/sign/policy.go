@@ -52,17 +52,17 @@ type Rule struct {
 }
 
 type policyFile struct {
-	Mode  *string     `hcl:"mode,optional"`
-	Trust []trustFile `hcl:"trust,block"`
+	Mode  *hcl.Attribute `hcl:"mode,optional"`
+	Trust []trustFile    `hcl:"trust,block"`
 }
 
 type trustFile struct {
-	Name         string    `hcl:"name,label"`
-	Providers    []string  `hcl:"providers,optional"`
-	Repositories []string  `hcl:"repositories,optional"`
-	Keys         []string  `hcl:"keys"`
-	Mode         *string   `hcl:"mode,optional"`
-	DeclRange    hcl.Range `hcl:",def_range"`
+	Name         string         `hcl:"name,label"`
+	Providers    []string       `hcl:"providers,optional"`
+	Repositories []string       `hcl:"repositories,optional"`
+	Keys         []string       `hcl:"keys"`
+	Mode         *hcl.Attribute `hcl:"mode,optional"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
 }
 
 // LoadPolicy reads and checks a policy file. Errors point at file:line.
@@ -80,12 +80,10 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 	if err := hcldiag.Decode(file, src, &pf); err != nil {
 		return nil, err
 	}
-	p := &Policy{Path: file, Mode: ModeEnforce}
-	if pf.Mode != nil {
-		if err := checkMode(*pf.Mode); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		p.Mode = *pf.Mode
+	p := &Policy{Path: file}
+	var err error
+	if p.Mode, err = readMode(pf.Mode, ModeEnforce, ""); err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, tf := range pf.Trust {
@@ -94,12 +92,9 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 			return nil, fmt.Errorf("%s: trust %q is declared twice", at, tf.Name)
 		}
 		seen[tf.Name] = true
-		r := &Rule{Name: tf.Name, Providers: tf.Providers, Repositories: tf.Repositories, Mode: p.Mode}
-		if tf.Mode != nil {
-			if err := checkMode(*tf.Mode); err != nil {
-				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
-			}
-			r.Mode = *tf.Mode
+		r := &Rule{Name: tf.Name, Providers: tf.Providers, Repositories: tf.Repositories}
+		if r.Mode, err = readMode(tf.Mode, p.Mode, fmt.Sprintf("trust %q: ", tf.Name)); err != nil {
+			return nil, err
 		}
 		if len(r.Providers)+len(r.Repositories) == 0 {
 			return nil, fmt.Errorf("%s: trust %q matches nothing: give providers or repositories", at, tf.Name)
@@ -124,11 +119,20 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 	return p, nil
 }
 
-func checkMode(m string) error {
-	if m != ModeEnforce && m != ModeWarn {
-		return fmt.Errorf("mode %q: want %q or %q", m, ModeEnforce, ModeWarn)
+// readMode reads a mode attribute, or gives dflt when there is none. Errors point at its line,
+// then say what (such as `trust "acme": `).
+func readMode(a *hcl.Attribute, dflt, what string) (string, error) {
+	if a == nil {
+		return dflt, nil
 	}
-	return nil
+	m, err := hcldiag.String(a)
+	if err != nil {
+		return "", err
+	}
+	if m != ModeEnforce && m != ModeWarn {
+		return "", fmt.Errorf("%s: %smode %q: want %q (refuse what no trusted key signed) or %q (report it and go on)", hcldiag.At(a.Range), what, m, ModeEnforce, ModeWarn)
+	}
+	return m, nil
 }
 
 // Match finds the rule for a repository (HOST/PATH) and, when known, a provider address
