@@ -4,21 +4,21 @@ package hcldiag
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// Decode parses an HCL file's content and decodes it into target, a pointer to a struct tagged
-// as gohcl tags them (see decode.go); errors point at file:line.
+// Decode parses an HCL file's content and decodes it into target (gohcl tags); errors point at
+// file:line.
 func Decode(file string, src []byte, target any) error {
 	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
 	if diags.HasErrors() {
 		return Error(diags)
 	}
-	if diags := decodeBody(f.Body, reflect.ValueOf(target).Elem()); diags.HasErrors() {
+	if diags := gohcl.DecodeBody(f.Body, nil, target); diags.HasErrors() {
 		return Error(diags)
 	}
 	return nil
@@ -53,7 +53,7 @@ func At(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Li
 // String reads an attribute decoded as *hcl.Attribute (so that its line is known) as a string.
 func String(a *hcl.Attribute) (string, error) {
 	var s string
-	if diags := decodeAttribute(a, reflect.ValueOf(&s).Elem()); diags.HasErrors() {
+	if diags := gohcl.DecodeExpression(a.Expr, nil, &s); diags.HasErrors() {
 		return "", Error(diags)
 	}
 	return s, nil
