@@ -16,8 +16,6 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
-	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -26,7 +24,10 @@ func init() {
 	RegisterLocalKind(LocalKind{
 		Name:   "Go module",
 		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
-		Open:   func(d LocalDir, env *Env) LocalSource { return &goDirSource{d: d, env: env} },
+		Open: func(d LocalDir, env *Env) LocalSource {
+			return &builtHere{d: d, env: env, fresh: "source, built", reused: "source, cached build",
+				build: func(ctx context.Context, env *Env) (*Built, error) { return BuildGo(ctx, env.Cache, d) }}
+		},
 	})
 }
 
@@ -35,39 +36,6 @@ const DevVersion = "0.0.0-dev"
 
 // Dev is DevVersion parsed.
 var Dev = versions.MustParseVersion(DevVersion)
-
-// goDirSource is a provider kept as Go source beside the configuration: it offers one version,
-// built for this machine on demand and cached by a hash of the source tree.
-type goDirSource struct {
-	d   LocalDir
-	env *Env
-}
-
-func (s *goDirSource) Dir() string                                { return s.d.Dir }
-func (s *goDirSource) ForDisplay(artifact.ProviderAddress) string { return s.d.Dir }
-
-func (s *goDirSource) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
-	return versions.List{Dev}, nil
-}
-
-func (s *goDirSource) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
-	return []manifest.Platform{Host()}, nil
-}
-
-func (s *goDirSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
-	if platform != Host() {
-		return nil, fmt.Errorf("%s is kept as source in %s: it is built for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
-	}
-	b, err := BuildGo(ctx, s.env.Cache, s.d)
-	if err != nil {
-		return nil, err
-	}
-	detail := "source, cached build"
-	if b.Rebuilt {
-		detail = "source, built"
-	}
-	return &Package{Addr: addr, Version: DevVersion, Platform: platform, Executable: b.Executable, Auth: Authentication{Method: "local"}, Detail: detail}, nil
-}
 
 // Built is a source provider built for this machine.
 type Built struct {

@@ -8,10 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/apparentlymart/go-versions/versions"
-
-	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -20,43 +16,11 @@ func init() {
 	RegisterLocalKind(LocalKind{
 		Name:   "Python project (pyproject.toml)",
 		Detect: release.IsPyProject,
-		Open:   func(d LocalDir, env *Env) LocalSource { return &pyDirSource{d: d, env: env} },
+		Open: func(d LocalDir, env *Env) LocalSource {
+			return &builtHere{d: d, env: env, fresh: "source, venv built", reused: "source, cached venv",
+				build: func(ctx context.Context, env *Env) (*Built, error) { return BuildPython(ctx, env.Cache, d, env.logf) }}
+		},
 	})
-}
-
-// pyDirSource is a provider kept as a Python project beside the configuration: a pyproject.toml
-// whose console script terraform-provider-TYPE runs the provider. It offers one version, installed
-// with pip into a venv of its own in the cache, keyed by a hash of the source tree and of the
-// interpreter.
-type pyDirSource struct {
-	d   LocalDir
-	env *Env
-}
-
-func (s *pyDirSource) Dir() string                                { return s.d.Dir }
-func (s *pyDirSource) ForDisplay(artifact.ProviderAddress) string { return s.d.Dir }
-
-func (s *pyDirSource) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
-	return versions.List{Dev}, nil
-}
-
-func (s *pyDirSource) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
-	return []manifest.Platform{Host()}, nil
-}
-
-func (s *pyDirSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
-	if platform != Host() {
-		return nil, fmt.Errorf("%s is kept as source in %s: its venv is for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
-	}
-	b, err := BuildPython(ctx, s.env.Cache, s.d, s.env.logf)
-	if err != nil {
-		return nil, err
-	}
-	detail := "source, cached venv"
-	if b.Rebuilt {
-		detail = "source, venv built"
-	}
-	return &Package{Addr: addr, Version: DevVersion, Platform: platform, Executable: b.Executable, Auth: Authentication{Method: "local"}, Detail: detail}, nil
 }
 
 // BuildPython installs a Python provider kept as source into a venv in the cache, with pip,
