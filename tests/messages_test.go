@@ -49,7 +49,7 @@ func referenceMessages(reg *testreg.Registry) []messageCase {
 		{"a repository that does not exist", args("inspect", reg.Host+"/providers/acme/nothing-here"), 1,
 			"no repository providers/acme/nothing-here on " + reg.Host, "'oprov push' creates a repository"},
 		{"schema of a missing file", args("schema", "./terraform-provider-missing"), 2,
-			"schema ./terraform-provider-missing: no such file", "give the path of a provider executable, or REPO:VERSION"},
+			"schema ./terraform-provider-missing: no such file", "give the path of a provider executable or source directory, or REPO:VERSION"},
 		{"a reference with https://", args("inspect", "https://"+reg.Host+"/providers/acme/hello"), 2,
 			"leave out https://", "write " + reg.Host + "/providers/acme/hello"},
 		{"a reference with capitals", args("pull", reg.Host+"/Providers/Acme/Hello:1.0.0"), 2,
