@@ -63,7 +63,7 @@ func BenchmarkPythonLaunch(b *testing.B) {
 	for _, mode := range []struct {
 		reattach bool
 		label    string
-	}{{true, "as oprov run (reattach; pyhello through the relay)"}, {false, "as oprov schema (automatic mTLS)"}} {
+	}{{true, "as oprov run (reattach; pyhello through the proxy)"}, {false, "as oprov schema (automatic mTLS)"}} {
 		h, p := median(times[fmt.Sprintf("hello/%v", mode.reattach)]), median(times[fmt.Sprintf("pyhello/%v", mode.reattach)])
 		fmt.Printf("  examples/hello %8s   pyhello %8s   ratio %.1fx   [%s]\n", h.Round(100*time.Microsecond), p.Round(time.Millisecond), float64(p)/float64(h), mode.label)
 		if mode.reattach {
