@@ -1,9 +1,6 @@
 package tests
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -176,21 +173,6 @@ func checkCacheAccounts(t *testing.T, env []string, cache string) {
 	}
 }
 
-// sha256Of hashes a file.
-func sha256Of(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // TestKilledInstallsLeaveNoGarbage: 20 installs of a 3 x 50 MiB release killed with SIGKILL at
 // random points, then one normal install. Afterwards the cache's temporary space is empty, its
 // size on disk is the sum of its entries, and every entry matches its digest.
@@ -268,7 +250,7 @@ func TestKilledPullsLeaveNoGarbage(t *testing.T) {
 		case e.Name() == "terraform-provider-bench_1.0.0_SHA256SUMS":
 		case !isZip:
 			t.Errorf("left in the output directory: %s", e.Name())
-		case sha256Of(t, filepath.Join(out, e.Name())) != want:
+		case fileSHA256(t, filepath.Join(out, e.Name())) != want:
 			t.Errorf("%s does not match its digest", e.Name())
 		}
 	}

@@ -61,25 +61,32 @@ const (
 	severityWarning = 2
 )
 
-// fields gives every occurrence of a length-delimited field of a message, in order. A message
-// that does not parse gives what was read up to the damage.
-func fields(msg []byte, num protowire.Number) [][]byte {
-	var out [][]byte
+// walk calls fn for each field of a message, with its number, wire type and the bytes that
+// follow its tag. A message that does not parse is walked up to the damage.
+func walk(msg []byte, fn func(n protowire.Number, typ protowire.Type, value []byte)) {
 	for len(msg) > 0 {
 		n, typ, tl := protowire.ConsumeTag(msg)
 		if tl < 0 {
-			return out
+			return
 		}
 		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
 		if vl < 0 {
-			return out
+			return
 		}
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(msg[tl:])
-			out = append(out, v)
-		}
+		fn(n, typ, msg[tl:])
 		msg = msg[tl+vl:]
 	}
+}
+
+// fields gives every occurrence of a length-delimited field of a message, in order.
+func fields(msg []byte, num protowire.Number) [][]byte {
+	var out [][]byte
+	walk(msg, func(n protowire.Number, typ protowire.Type, value []byte) {
+		if n == num && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(value)
+			out = append(out, v)
+		}
+	})
 	return out
 }
 
@@ -96,20 +103,11 @@ func field(msg []byte, num protowire.Number) []byte {
 // varintField gives the last occurrence of a varint field, or 0.
 func varintField(msg []byte, num protowire.Number) uint64 {
 	var v uint64
-	for len(msg) > 0 {
-		n, typ, tl := protowire.ConsumeTag(msg)
-		if tl < 0 {
-			return v
-		}
-		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
-		if vl < 0 {
-			return v
-		}
+	walk(msg, func(n protowire.Number, typ protowire.Type, value []byte) {
 		if n == num && typ == protowire.VarintType {
-			v, _ = protowire.ConsumeVarint(msg[tl:])
+			v, _ = protowire.ConsumeVarint(value)
 		}
-		msg = msg[tl+vl:]
-	}
+	})
 	return v
 }
 
