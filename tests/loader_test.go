@@ -80,7 +80,8 @@ func TestLoaderWithTofu(t *testing.T) {
 
 	t.Run("oprov init, then plain tofu apply", func(t *testing.T) {
 		dir := f.freshCopy(t)
-		mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir)
+		r := mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir)
+		expectPreinstalled(t, r.Stdout)
 		mustTofu(t, tofu, dir, f.env, "apply", "-auto-approve", "-input=false")
 		expectHelloOutputs(t, tofu, dir, f.env, true)
 		// tofu init kept oprov's lock: every platform's hashes are still there.
@@ -149,12 +150,21 @@ func TestLoaderWithTerraform(t *testing.T) {
 	terraform := peers.Require(t, "terraform")
 	f := newLoaderFixture(t, helloConfig)
 	env := append(f.env, "OPROV_TOFU="+terraform)
-	mustOprov(t, env, "init", "-C", f.cfg)
+	expectPreinstalled(t, mustOprov(t, env, "init", "-C", f.cfg).Stdout)
 	mustTofu(t, terraform, f.cfg, f.env, "apply", "-auto-approve", "-input=false")
 	expectHelloOutputs(t, terraform, f.cfg, f.env, false)
 	hashes := lockHashes(t, filepath.Join(f.cfg, ".terraform.lock.hcl"), "example.com/acme/hello")
 	if len(hashes) != 2*len(f.push.Platforms) {
 		t.Errorf("lock after terraform init: %v", hashes)
+	}
+}
+
+// expectPreinstalled checks that tofu (or terraform) init found the provider oprov placed in
+// .terraform/providers and checked it against the lock rather than installing it again.
+func expectPreinstalled(t *testing.T, initOut string) {
+	t.Helper()
+	if !strings.Contains(initOut, "Using previously-installed example.com/acme/hello v1.0.0") {
+		t.Errorf("init installed the provider itself rather than using the one oprov placed:\n%s", initOut)
 	}
 }
 

@@ -83,6 +83,9 @@ func installAndConfigure(ctx context.Context, ios *IOStreams, flags *loaderFlags
 	for _, n := range notes {
 		fmt.Fprintf(ios.ErrOut, "oprov: note: %s\n", n)
 	}
+	for _, err := range p.LinkProviders(res) {
+		fmt.Fprintf(ios.ErrOut, "oprov: note: %v; tofu init installs it from the cache itself\n", err)
+	}
 	return p, res, cfgPath, nil
 }
 

@@ -1,0 +1,78 @@
+package loader
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLinkProviders(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	host := hostPlatform().String()
+	other := "plan9_386"
+	res := &InstallResult{Installed: []Installed{
+		{Addr: "example.com/acme/hello", Version: "1.0.0", Platform: host, MirrorRoot: filepath.Join(cache, "a")},
+		{Addr: "example.com/acme/other", Version: "2.0.0", Platform: other, MirrorRoot: filepath.Join(cache, "b")},
+	}}
+	p := &Project{Dir: dir}
+	link := filepath.Join(dir, ".terraform", "providers", "example.com", "acme", "hello", "1.0.0", host)
+	want := filepath.Join(cache, "a", "example.com", "acme", "hello", "1.0.0", host)
+	readLink := func() string {
+		t.Helper()
+		got, err := os.Readlink(link)
+		if err != nil {
+			t.Fatalf("no link: %v", err)
+		}
+		return got
+	}
+
+	if errs := p.LinkProviders(res); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := readLink(); got != want {
+		t.Errorf("link points at %s, want %s", got, want)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".terraform", "providers", "example.com", "acme", "other")); err == nil {
+		t.Error("a package for another platform was linked")
+	}
+
+	// A link to another package (an older cache entry) is replaced; nothing is left beside it.
+	res.Installed[0].MirrorRoot = filepath.Join(cache, "c")
+	if errs := p.LinkProviders(res); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := readLink(); !strings.HasPrefix(got, filepath.Join(cache, "c")) {
+		t.Errorf("stale link kept: %s", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(link)); len(entries) != 1 {
+		t.Errorf("the version directory holds %d entries, want only the link", len(entries))
+	}
+
+	// tofu's own copy is left to tofu.
+	os.Remove(link)
+	if err := os.Mkdir(link, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if errs := p.LinkProviders(res); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if st, err := os.Lstat(link); err != nil || !st.IsDir() {
+		t.Errorf("tofu's directory was replaced: %v %v", st, err)
+	}
+
+	// What cannot be linked is reported, naming the provider.
+	blocked := &Project{Dir: t.TempDir()}
+	writeTestFile(t, filepath.Join(blocked.Dir, ".terraform"), "not a directory")
+	errs := blocked.LinkProviders(res)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "example.com/acme/hello 1.0.0") {
+		t.Errorf("errors = %v, want one naming the provider", errs)
+	}
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
