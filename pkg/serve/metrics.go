@@ -2,65 +2,85 @@ package serve
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	vm "github.com/VictoriaMetrics/metrics"
 )
 
-// metrics are what /metrics exposes, on a registry of the server's own (so two servers in one
-// process, as in tests, do not collide), with the Go runtime's and the process's collectors.
+// metrics are what /metrics exposes, on a set of the server's own (so two servers in one process,
+// as in tests, do not collide), with the Go runtime's and the process's metrics. The library is
+// github.com/VictoriaMetrics/metrics rather than Prometheus' client, whose dependencies' package
+// initialisation cost every oprov command start-up time. Labelled series are made on first use,
+// by their full name (see series).
 type metrics struct {
-	reg              *prometheus.Registry
-	requests         *prometheus.CounterVec
-	duration         *prometheus.HistogramVec
-	inFlight         prometheus.Gauge
-	archiveBytes     prometheus.Counter
-	archiveCache     *prometheus.CounterVec
-	refused          *prometheus.CounterVec
-	registryInFlight prometheus.Gauge
-	registryBytes    prometheus.Counter
+	set              *vm.Set
+	inFlight         *vm.Gauge
+	archiveBytes     *vm.Counter
+	registryInFlight *vm.Gauge
+	registryBytes    *vm.Counter
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oprov_serve_requests_total", Help: "HTTP requests answered, by route and status code.",
-		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "oprov_serve_request_duration_seconds", Help: "Time to answer a request, by route.",
-			Buckets: []float64{.001, .005, .025, .1, .5, 1, 2.5, 10, 30, 120},
-		}, []string{"route"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "oprov_serve_requests_in_flight", Help: "Requests being answered now (downloads included).",
-		}),
-		archiveBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "oprov_serve_archive_bytes_total", Help: "Archive bytes sent to clients.",
-		}),
-		archiveCache: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oprov_serve_archive_cache_total", Help: "Archives needed, by whether the cache had them (hit) or they were fetched (miss).",
-		}, []string{"result"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oprov_serve_refused_total", Help: "Versions or archives refused, by reason (policy, digest, registry, not_found).",
-		}, []string{"reason"}),
-		registryInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "oprov_serve_registry_calls_in_flight", Help: "Calls to the registry (or layout) under way; bounded by --registry-concurrency.",
-		}),
-		registryBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "oprov_serve_registry_bytes_total", Help: "Archive bytes fetched from the registry (or layout) into the cache.",
-		}),
+	set := vm.NewSet()
+	return &metrics{
+		set:              set,
+		inFlight:         set.NewGauge("oprov_serve_requests_in_flight", nil),
+		archiveBytes:     set.NewCounter("oprov_serve_archive_bytes_total"),
+		registryInFlight: set.NewGauge("oprov_serve_registry_calls_in_flight", nil),
+		registryBytes:    set.NewCounter("oprov_serve_registry_bytes_total"),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.archiveBytes, m.archiveCache, m.refused,
-		m.registryInFlight, m.registryBytes,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
+}
+
+// request counts one answered request (oprov_serve_requests_total{route,code}) and its time
+// (oprov_serve_request_duration_seconds{route}, a histogram).
+func (m *metrics) request(route string, code int, d time.Duration) {
+	m.set.GetOrCreateCounter(series("oprov_serve_requests_total", "route", route, "code", strconv.Itoa(code))).Inc()
+	m.set.GetOrCreateHistogram(series("oprov_serve_request_duration_seconds", "route", route)).Update(d.Seconds())
+}
+
+// archiveCache counts an archive needed, by result: hit (in the cache) or miss (fetched).
+func (m *metrics) archiveCache(result string) {
+	m.set.GetOrCreateCounter(series("oprov_serve_archive_cache_total", "result", result)).Inc()
+}
+
+// refused counts a version or archive refused, by reason (policy, digest, registry, not_found).
+func (m *metrics) refused(reason string) {
+	m.set.GetOrCreateCounter(series("oprov_serve_refused_total", "reason", reason)).Inc()
+}
+
+// labelEscaper escapes a label value as Prometheus' text format reads it.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// series names one series of a metric: name{label="value",...}, from label and value pairs.
+func series(name string, labelValues ...string) string {
+	var b strings.Builder
+	b.WriteString(name)
+	sep := byte('{')
+	for i := 0; i+1 < len(labelValues); i += 2 {
+		b.WriteByte(sep)
+		sep = ','
+		b.WriteString(labelValues[i])
+		b.WriteString(`="`)
+		labelEscaper.WriteString(&b, labelValues[i+1])
+		b.WriteByte('"')
+	}
+	if sep == ',' {
+		b.WriteByte('}')
+	}
+	return b.String()
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		m.set.WritePrometheus(w)
+		vm.WriteProcessMetrics(w)
+		vm.WriteFDMetrics(w)
+	})
 }
 
 // Plan and Advance make the metrics an oci.Progress for fetches from the registry.
 func (m *metrics) Plan(int64)      {}
-func (m *metrics) Advance(n int64) { m.registryBytes.Add(float64(n)) }
+func (m *metrics) Advance(n int64) { m.registryBytes.AddInt64(n) }

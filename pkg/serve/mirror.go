@@ -60,7 +60,7 @@ func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 
 // fail answers with a status and the reason, and puts the reason in the access log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, rf refusal, err error) {
-	s.metrics.refused.WithLabelValues(rf.reason).Inc()
+	s.metrics.refused(rf.reason)
 	note(r.Context(), slog.String("refused", rf.reason), slog.String("error", err.Error()))
 	http.Error(w, err.Error(), rf.status)
 }
@@ -123,7 +123,7 @@ func (s *Server) screen(ctx context.Context, g *generation, rq request, list ver
 			})
 			if err != nil {
 				reasons[i] = err.Error()
-				s.metrics.refused.WithLabelValues(classify(err).reason).Inc()
+				s.metrics.refused(classify(err).reason)
 			} else {
 				ok[i] = true
 			}
@@ -226,7 +226,7 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	result := map[bool]string{true: "hit", false: "miss"}[hit]
-	s.metrics.archiveCache.WithLabelValues(result).Inc()
+	s.metrics.archiveCache(result)
 	note(ctx, slog.String("cache", result))
 	f, err := os.Open(path)
 	if err != nil {

@@ -137,10 +137,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		rw := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), entryKey{}, e)))
 		d := time.Since(start)
-		s.metrics.requests.WithLabelValues(rt, fmt.Sprint(rw.status)).Inc()
-		s.metrics.duration.WithLabelValues(rt).Observe(d.Seconds())
+		s.metrics.request(rt, rw.status, d)
 		if rt == "archive" {
-			s.metrics.archiveBytes.Add(float64(rw.bytes))
+			s.metrics.archiveBytes.AddInt64(rw.bytes)
 		}
 		level := slog.LevelInfo
 		if rw.status >= 500 {
