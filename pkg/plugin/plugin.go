@@ -8,7 +8,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -108,7 +107,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		sets[v] = goplugin.PluginSet{"provider": grpcProvider{}}
 	}
 	cmd := exec.Command(opts.Path, opts.Args...)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = providerEnv(opts)
 	ownGroup(cmd)
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
 	reattachTLS := p.newClient(opts, sets)
@@ -222,29 +221,6 @@ func (p *Provider) exitNote(s string) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.ToValidUTF8(t.buf, nil))
 }
 
 // Pid is the provider's process ID.

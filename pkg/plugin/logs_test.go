@@ -1,0 +1,45 @@
+package plugin
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestWithQuietLogs(t *testing.T) {
+	got := withQuietLogs([]string{"HOME=/h", "TF_LOG_PROVIDER=debug"})
+	want := []string{"HOME=/h", "TF_LOG_PROVIDER=debug", "TF_LOG_SDK=off"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v (the user's TF_LOG_PROVIDER stands)", got, want)
+	}
+	if got := withQuietLogs(nil); !slices.Equal(got, quietLogEnv) {
+		t.Errorf("got %v, want %v", got, quietLogEnv)
+	}
+	// A variable whose name only starts the same is not the same variable.
+	if got := withQuietLogs([]string{"TF_LOG_SDK_PROTO=trace"}); !slices.Contains(got, "TF_LOG_SDK=off") {
+		t.Errorf("TF_LOG_SDK_PROTO was taken for TF_LOG_SDK: %v", got)
+	}
+	if env := providerEnv(Options{Log: &bytes.Buffer{}}); slices.Contains(env, "TF_LOG_SDK=off") {
+		t.Error("logs were switched off although oprov -v reads them")
+	}
+}
+
+// The tail is the last max bytes of everything written, whatever the sizes of the writes.
+func TestTailBuffer(t *testing.T) {
+	for _, size := range []int{1, 7, 100, 4095, 4096, 5000} {
+		tb := &tailBuffer{max: 4096}
+		var all []byte
+		for i := 0; len(all) < 50_000; i++ {
+			line := []byte(fmt.Sprintf("%0*d\n", size, i))
+			all = append(all, line...)
+			tb.Write(line)
+			if want := all[max(0, len(all)-4096):]; tb.String() != string(want) {
+				t.Fatalf("writes of %d: after %d bytes the tail is %d bytes, not the last %d", size, len(all), len(tb.String()), len(want))
+			}
+		}
+		if cap(tb.buf) > 2*4096 {
+			t.Errorf("writes of %d: the buffer grew to %d", size, cap(tb.buf))
+		}
+	}
+}
