@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"sync"
-
-	"github.com/gofrs/flock"
 )
 
 // Record is one audit line: one provider call.
@@ -38,14 +36,14 @@ type Decision struct {
 }
 
 // Audit appends records as JSON lines to a file, or to a stream ("-" means stderr). Several
-// processes may share one file: each record is one write to a file opened for appending, under
-// an exclusive lock on the file.
+// processes may share one file: it is opened for appending, and each record is one write, which
+// the kernel places whole at the end of the file, never inside or across another process's
+// record (POSIX O_APPEND; a regular file is written under its inode's lock).
 type Audit struct {
 	Values bool // record prior and planned values (sensitive attributes redacted)
 	mu     sync.Mutex
 	w      io.Writer
 	f      *os.File
-	lock   *flock.Flock
 }
 
 // OpenAudit opens path for appending ("-" for the given stderr).
@@ -57,10 +55,10 @@ func OpenAudit(path string, values bool, stderr io.Writer) (*Audit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit file: %w", err)
 	}
-	return &Audit{Values: values, w: f, f: f, lock: flock.New(path)}, nil
+	return &Audit{Values: values, w: f, f: f}, nil
 }
 
-// Write appends one record.
+// Write appends one record, in one write.
 func (a *Audit) Write(r *Record) error {
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -69,12 +67,6 @@ func (a *Audit) Write(r *Record) error {
 	data = append(data, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lock != nil {
-		if err := a.lock.Lock(); err != nil {
-			return err
-		}
-		defer a.lock.Unlock()
-	}
 	_, err = a.w.Write(data)
 	return err
 }
@@ -84,6 +76,5 @@ func (a *Audit) Close() error {
 	if a.f == nil {
 		return nil
 	}
-	a.lock.Close()
 	return a.f.Close()
 }
