@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,4 +126,56 @@ func BenchmarkProxyLatency(b *testing.B) {
 	fmt.Printf("\nproxy added latency per call over %d calls: p50 %v, p99 %v (direct p50 %v, through the proxy p50 %v; target p50 <= 0.5ms)\n", n, p50, p99, pct(direct, 0.5), pct(proxied, 0.5))
 	b.ReportMetric(float64(p50.Microseconds()), "us-p50-added")
 	b.ReportMetric(float64(p99.Microseconds()), "us-p99-added")
+}
+
+// BenchmarkProxyCPU measures the CPU time the proxy adds per call when tofu keeps ten calls in
+// flight (its default parallelism): this process's CPU (the calling side, plus the proxy in the
+// second half) over the same calls made directly and through the proxy.
+func BenchmarkProxyCPU(b *testing.B) {
+	conn, stop := startProxied(b, &recorder{})
+	defer stop()
+	g, err := StartGroup(context.Background(), []Member{{Addr: "example.com/acme/echo", Options: selfAsProvider(b)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Stop()
+	req := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "acme_thing")
+	const workers, perWorker = 10, 500
+	run := func(c *grpc.ClientConn) time.Duration {
+		before := cpuTime(b)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perWorker; i++ {
+					var resp rawMsg
+					if err := c.Invoke(context.Background(), "/tfplugin6.Provider/ValidateResourceConfig", &rawMsg{b: req}, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return cpuTime(b) - before
+	}
+	run(conn) // warm both paths
+	run(g.Providers[0].conn)
+	var direct, proxied time.Duration
+	for i := 0; i < max(b.N, 3); i++ {
+		direct += run(g.Providers[0].conn)
+		proxied += run(conn)
+	}
+	calls := time.Duration(max(b.N, 3) * workers * perWorker)
+	fmt.Printf("\nproxy CPU per call, %d in flight: %v (direct %v per call, through the proxy %v)\n", workers, (proxied-direct)/calls, direct/calls, proxied/calls)
+	b.ReportMetric(float64((proxied-direct)/calls)/1e3, "us-cpu-added")
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
