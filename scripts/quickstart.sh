@@ -42,7 +42,7 @@ done
 bin=$(go env GOBIN)
 bin=${bin:-$(go env GOPATH)/bin}
 echo "== installing oprov into $bin"
-go install ./cmd/oprov
+CGO_ENABLED=0 go install ./cmd/oprov # static, as the README installs it
 oprov=$bin/oprov
 
 echo "== packaging examples/hello 1.0.0 for $platforms"

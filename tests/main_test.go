@@ -39,6 +39,8 @@ func testMain(m *testing.M) int {
 	for out, pkg := range map[string]string{oprovBin: "./cmd/oprov", rssWrap: "./tests/internal/rsswrap"} {
 		build := exec.Command("go", "build", "-o", out, pkg)
 		build.Dir = repoRoot
+		// As the README installs it: a static executable (see TestBinaryIsStatic).
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, msg)
 			return 1
