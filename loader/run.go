@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,17 +102,31 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 // RunInit runs 'PROGRAM init ARGS...' in the configuration directory with the CLI configuration
 // at cfgPath, and gives its exit code.
 func (p *Project) RunInit(ctx context.Context, program, cfgPath string, args []string, st Streams) (int, error) {
-	abs, err := filepath.Abs(cfgPath)
+	cmd, err := p.initCommand(ctx, program, cfgPath, args)
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, program, append([]string{"init"}, args...)...)
-	cmd.Dir = p.Dir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+abs)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = st.In, st.Out, st.Err
 	err = cmd.Run()
 	if _, ok := err.(*exec.ExitError); ok || err == nil {
 		return cmd.ProcessState.ExitCode(), nil
 	}
 	return 0, fmt.Errorf("running %s init: %w", program, err)
+}
+
+// ErrNoExec is ExecInit's answer where the system cannot replace a process with another: run
+// RunInit instead.
+var ErrNoExec = errors.New("cannot replace the process on this system")
+
+// initCommand is 'PROGRAM init ARGS...' in the configuration directory, with TF_CLI_CONFIG_FILE
+// naming the CLI configuration at cfgPath.
+func (p *Project) initCommand(ctx context.Context, program, cfgPath string, args []string) (*exec.Cmd, error) {
+	abs, err := filepath.Abs(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, program, append([]string{"init"}, args...)...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+abs)
+	return cmd, cmd.Err
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/oprov/oprov/loader"
 	"github.com/spf13/cobra"
 )
 
@@ -16,15 +17,19 @@ type initOptions struct {
 	flags loaderFlags
 	// Args follow "init" on the command line of the program (OPROV_TOFU, default tofu).
 	Args []string
+	// Exec replaces oprov with the program once the providers are installed (the command line
+	// does; tests, which call runInit in their own process, do not).
+	Exec bool
 }
 
 func newInitCmd(ios *IOStreams) *cobra.Command {
-	o := &initOptions{io: ios}
+	o := &initOptions{io: ios, Exec: true}
 	c := &cobra.Command{
 		Use:   "init [-- INIT-ARGS...]",
 		Short: "Install the managed providers, then run tofu init with them",
 		Long: `Run 'oprov install', then 'tofu init' with the CLI configuration it wrote
-(TF_CLI_CONFIG_FILE), passing any arguments after --. Set OPROV_TOFU to run another program,
+(TF_CLI_CONFIG_FILE), passing any arguments after --; oprov hands its process over to tofu
+(exec), so signals and the exit code are tofu's own. Set OPROV_TOFU to run another program,
 such as terraform. Your own CLI configuration's settings are kept where that is safe; oprov says
 what it could not keep. Afterwards plain 'tofu plan' and 'tofu apply' work as usual.
 
@@ -59,6 +64,11 @@ func runInit(ctx context.Context, o *initOptions) error {
 		return err
 	}
 	printInstalled(o.io.ErrOut, res)
+	if o.Exec {
+		if err := p.ExecInit(programPath, cfgPath, o.Args); !errors.Is(err, loader.ErrNoExec) {
+			return err
+		}
+	}
 	code, err := p.RunInit(ctx, programPath, cfgPath, o.Args, o.io.streams())
 	if err != nil {
 		return err
