@@ -190,6 +190,10 @@ func TestRunSourceProvider(t *testing.T) {
 	if !strings.Contains(r.Stderr, "(source, built") {
 		t.Errorf("first run did not build the provider:\n%s", r.Stderr)
 	}
+	// -v reads the provider's logs, so its SDK is not told to keep quiet.
+	if !strings.Contains(r.Stderr, "Served request") {
+		t.Errorf("run -v did not forward the provider SDK's request logs:\n%.2000s", r.Stderr)
+	}
 	expectHelloOutputs(t, tofu, cfg, env, false)
 	r = mustOprov(t, env, apply...)
 	if !strings.Contains(r.Stderr, "(source, cached build") {
