@@ -80,8 +80,7 @@ func TestLoaderWithTofu(t *testing.T) {
 
 	t.Run("oprov init, then plain tofu apply", func(t *testing.T) {
 		dir := f.freshCopy(t)
-		r := mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir)
-		expectPreinstalled(t, r.Stdout)
+		expectPreinstalled(t, mustOprov(t, append(f.env, "OPROV_TOFU="+tofu), "init", "-C", dir).Stdout)
 		mustTofu(t, tofu, dir, f.env, "apply", "-auto-approve", "-input=false")
 		expectHelloOutputs(t, tofu, dir, f.env, true)
 		// tofu init kept oprov's lock: every platform's hashes are still there.
