@@ -19,11 +19,11 @@ func TestExecInit(t *testing.T) {
 		err := p.ExecInit(os.Getenv("OPROV_TEST_EXEC_PROGRAM"), "cli.tfrc", []string{"-upgrade"})
 		t.Fatalf("ExecInit returned: %v", err)
 	}
-	dir, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
-	program := filepath.Join(t.TempDir(), "fake-tofu")
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("reads the environment as exec passed it from /proc")
 	}
+	dir, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	program := filepath.Join(t.TempDir(), "fake-tofu")
 	// The environment as exec passed it (a shell's own would hide a duplicate, which a Go
 	// program such as tofu reads first-wins).
 	script := `#!/bin/sh

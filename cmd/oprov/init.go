@@ -8,8 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/oprov/oprov/loader"
 	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/loader"
 )
 
 type initOptions struct {
