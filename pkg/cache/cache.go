@@ -62,8 +62,13 @@ func DefaultDir() (string, error) {
 }
 
 // Open opens (creating) a cache directory and removes the temporary files of processes that are
-// gone. Close it when done.
+// gone. Close it when done. The directory is made absolute: paths into the cache end up in
+// files read from elsewhere (the CLI configuration, links in .terraform/providers).
 func Open(dir string) (*Cache, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	}
 	for _, sub := range []string{"blobs/sha256", "versions", "mirror", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(sub)), 0o755); err != nil {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)

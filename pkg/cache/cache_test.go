@@ -184,3 +184,17 @@ func TestOpenSweepsWhatDeadRunsLeft(t *testing.T) {
 		t.Errorf("left in tmp/ after both closed: %v", left)
 	}
 }
+
+// A relative cache directory is made absolute: its paths are written into files read from
+// other directories (the CLI configuration, links in .terraform/providers).
+func TestOpenMakesTheDirectoryAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Open("rel-cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !filepath.IsAbs(c.Dir) || filepath.Base(c.Dir) != "rel-cache" {
+		t.Errorf("Dir = %q, want an absolute path ending in rel-cache", c.Dir)
+	}
+}
