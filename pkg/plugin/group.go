@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,7 +44,11 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.Providers[i], errs[i] = Start(ctx, m.Options)
+			opts := m.Options
+			if opts.Type == "" {
+				opts.Type = m.Addr[strings.LastIndexByte(m.Addr, '/')+1:]
+			}
+			g.Providers[i], errs[i] = Start(ctx, opts)
 		}()
 	}
 	wg.Wait()

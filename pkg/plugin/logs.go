@@ -3,21 +3,25 @@ package plugin
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
 
 // quietLogEnv are the settings that switch off the logs of providers built on HashiCorp's Go SDKs
-// (terraform-plugin-log): the SDK's own, with its subsystems (protocol, framework, helper/schema),
-// and the provider's. Unset, they log every request at TRACE, as JSON on stderr, for tofu to
-// filter: about 100 lines and 45 KB per resource applied, which costs the provider the writing
-// and oprov the reading (go-plugin parses each line) when nobody reads them.
-var quietLogEnv = []string{"TF_LOG_SDK=off", "TF_LOG_PROVIDER=off"}
+// (terraform-plugin-log): the SDK's own (TF_LOG_SDK; its protocol, framework and helper/schema
+// loggers follow it unless set themselves), and the provider's own tflog lines, which
+// terraform-plugin-go reads from TF_LOG_PROVIDER_<TYPE> (added per provider, see providerEnv).
+// Unset, they log every request at TRACE, as JSON on stderr, for tofu to filter: about 100 lines
+// and 45 KB per resource applied, which costs the provider the writing and oprov the reading
+// (go-plugin parses each line) when nobody reads them. What a provider prints through Go's
+// standard log package (SDKv2 sends it at TRACE whatever the level) still arrives.
+var quietLogEnv = []string{"TF_LOG_SDK=off"}
 
-// withQuietLogs adds quietLogEnv to env, except for variables env sets already (the user's own
+// withQuietLogs adds settings to env, except for variables env sets already (the user's own
 // choice stands).
-func withQuietLogs(env []string) []string {
-	for _, kv := range quietLogEnv {
+func withQuietLogs(env []string, settings ...string) []string {
+	for _, kv := range settings {
 		name := kv[:strings.IndexByte(kv, '=')+1]
 		set := false
 		for _, e := range env {
@@ -37,10 +41,16 @@ func withQuietLogs(env []string) []string {
 // logs switched off unless someone reads them (opts.Log).
 func providerEnv(opts Options) []string {
 	env := append(os.Environ(), opts.Env...)
-	if opts.Log == nil {
-		env = withQuietLogs(env)
+	if opts.Log != nil {
+		return env
 	}
-	return env
+	settings := quietLogEnv
+	if opts.Type != "" {
+		// terraform-plugin-go names the variable after the type, with '-' as '_', in capitals.
+		name := strings.ToUpper(strings.ReplaceAll(opts.Type, "-", "_"))
+		settings = append(slices.Clip(settings), "TF_LOG_PROVIDER_"+name+"=off")
+	}
+	return withQuietLogs(env, settings...)
 }
 
 // tailBuffer keeps the last max bytes written to it. It grows to twice that before it drops the

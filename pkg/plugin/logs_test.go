@@ -8,19 +8,21 @@ import (
 )
 
 func TestWithQuietLogs(t *testing.T) {
-	got := withQuietLogs([]string{"HOME=/h", "TF_LOG_PROVIDER=debug"})
-	want := []string{"HOME=/h", "TF_LOG_PROVIDER=debug", "TF_LOG_SDK=off"}
+	settings := []string{"TF_LOG_SDK=off", "TF_LOG_PROVIDER_ACME_THING=off"}
+	got := withQuietLogs([]string{"HOME=/h", "TF_LOG_PROVIDER_ACME_THING=debug"}, settings...)
+	want := []string{"HOME=/h", "TF_LOG_PROVIDER_ACME_THING=debug", "TF_LOG_SDK=off"}
 	if !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v (the user's TF_LOG_PROVIDER stands)", got, want)
-	}
-	if got := withQuietLogs(nil); !slices.Equal(got, quietLogEnv) {
-		t.Errorf("got %v, want %v", got, quietLogEnv)
+		t.Errorf("got %v, want %v (the user's TF_LOG_PROVIDER_ACME_THING stands)", got, want)
 	}
 	// A variable whose name only starts the same is not the same variable.
-	if got := withQuietLogs([]string{"TF_LOG_SDK_PROTO=trace"}); !slices.Contains(got, "TF_LOG_SDK=off") {
+	if got := withQuietLogs([]string{"TF_LOG_SDK_PROTO=trace"}, settings...); !slices.Contains(got, "TF_LOG_SDK=off") {
 		t.Errorf("TF_LOG_SDK_PROTO was taken for TF_LOG_SDK: %v", got)
 	}
-	if env := providerEnv(Options{Log: &bytes.Buffer{}}); slices.Contains(env, "TF_LOG_SDK=off") {
+	// The provider's own setting is named after its type, as terraform-plugin-go reads it.
+	if env := providerEnv(Options{Type: "acme-thing"}); !slices.Contains(env, "TF_LOG_PROVIDER_ACME_THING=off") || !slices.Contains(env, "TF_LOG_SDK=off") {
+		t.Errorf("environment lacks the quiet settings: %v", env[max(0, len(env)-3):])
+	}
+	if env := providerEnv(Options{Type: "thing", Log: &bytes.Buffer{}}); slices.Contains(env, "TF_LOG_SDK=off") || slices.Contains(env, "TF_LOG_PROVIDER_THING=off") {
 		t.Error("logs were switched off although oprov -v reads them")
 	}
 }

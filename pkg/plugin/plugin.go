@@ -47,6 +47,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Log, when set, receives the provider's own log lines (oprov -v).
 	Log io.Writer
+	// Type is the provider's type, the last part of its address: its own logs are switched off
+	// by TF_LOG_PROVIDER_<TYPE> when nobody reads them (see providerEnv). A group sets it.
+	Type string
 	// Protocols limits the protocol versions offered (default 5 and 6).
 	Protocols []int
 	// ForReattach serves without TLS, so that tofu or terraform can reattach to the provider
