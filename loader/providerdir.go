@@ -6,11 +6,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
-// ProviderDir is OpenTofu's (and Terraform's) per-configuration provider directory, relative to
-// the configuration: .terraform/providers/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH.
-var ProviderDir = filepath.Join(".terraform", "providers")
+// providerDir is OpenTofu's (and Terraform's) per-configuration provider directory,
+// DATA_DIR/providers/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, where DATA_DIR is TF_DATA_DIR (relative
+// to the configuration) or .terraform.
+func (p *Project) providerDir() string {
+	data := os.Getenv("TF_DATA_DIR")
+	if data == "" {
+		data = ".terraform"
+	}
+	if !filepath.IsAbs(data) {
+		data = filepath.Join(p.Dir, data)
+	}
+	return filepath.Join(data, "providers")
+}
 
 // LinkProviders places each installed provider for this machine in the configuration's provider
 // directory, as a symlink to its unpacked package in the cache: what tofu init itself does when it
@@ -23,6 +34,9 @@ var ProviderDir = filepath.Join(".terraform", "providers")
 // another package is replaced in one rename. It returns the providers it could not link, each
 // with why: tofu installs those itself, as it would without oprov.
 func (p *Project) LinkProviders(res *InstallResult) []error {
+	if runtime.GOOS == "windows" {
+		return nil // symlinks need privileges there; tofu copies the package itself
+	}
 	var errs []error
 	host := hostPlatform().String()
 	for _, in := range res.Installed {
@@ -30,7 +44,7 @@ func (p *Project) LinkProviders(res *InstallResult) []error {
 			continue
 		}
 		rel := filepath.Join(filepath.FromSlash(in.Addr), in.Version, in.Platform)
-		if err := linkPackage(filepath.Join(in.MirrorRoot, rel), filepath.Join(p.Dir, ProviderDir, rel)); err != nil {
+		if err := linkPackage(filepath.Join(in.MirrorRoot, rel), filepath.Join(p.providerDir(), rel)); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", in.Addr, in.Version, err))
 		}
 	}

@@ -61,6 +61,16 @@ func TestLinkProviders(t *testing.T) {
 		t.Errorf("tofu's directory was replaced: %v %v", st, err)
 	}
 
+	// TF_DATA_DIR moves tofu's data directory, relative to the configuration: the link follows.
+	t.Setenv("TF_DATA_DIR", "data")
+	if errs := p.LinkProviders(res); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Readlink(filepath.Join(dir, "data", "providers", "example.com", "acme", "hello", "1.0.0", host)); err != nil {
+		t.Errorf("TF_DATA_DIR was not followed: %v", err)
+	}
+	t.Setenv("TF_DATA_DIR", "")
+
 	// What cannot be linked is reported, naming the provider.
 	blocked := &Project{Dir: t.TempDir()}
 	writeTestFile(t, filepath.Join(blocked.Dir, ".terraform"), "not a directory")

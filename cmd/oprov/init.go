@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,13 +19,14 @@ type initOptions struct {
 	flags loaderFlags
 	// Args follow "init" on the command line of the program (OPROV_TOFU, default tofu).
 	Args []string
-	// Exec replaces oprov with the program once the providers are installed (the command line
-	// does; tests, which call runInit in their own process, do not).
+	// Exec replaces oprov with the program once the providers are installed.
 	Exec bool
 }
 
 func newInitCmd(ios *IOStreams) *cobra.Command {
-	o := &initOptions{io: ios, Exec: true}
+	// Exec only with the process's own streams: a caller with its own streams (a test) keeps its
+	// process and gets tofu's output.
+	o := &initOptions{io: ios, Exec: ios.Out == io.Writer(os.Stdout) && ios.ErrOut == io.Writer(os.Stderr)}
 	c := &cobra.Command{
 		Use:   "init [-- INIT-ARGS...]",
 		Short: "Install the managed providers, then run tofu init with them",
@@ -65,6 +67,9 @@ func runInit(ctx context.Context, o *initOptions) error {
 		return err
 	}
 	printInstalled(o.io.ErrOut, res)
+	if err := ctx.Err(); err != nil {
+		return err // interrupted while installing: tofu is not started
+	}
 	if o.Exec {
 		if err := p.ExecInit(programPath, cfgPath, o.Args); !errors.Is(err, loader.ErrNoExec) {
 			return err
