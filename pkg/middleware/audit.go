@@ -36,9 +36,10 @@ type Decision struct {
 }
 
 // Audit appends records as JSON lines to a file, or to a stream ("-" means stderr). Several
-// processes may share one file: it is opened for appending, and each record is one write, which
-// the kernel places whole at the end of the file, never inside or across another process's
-// record (POSIX O_APPEND; a regular file is written under its inode's lock).
+// processes may share one file on a local filesystem: it is opened for appending, and each record
+// is one write, which the kernel places whole at the end of the file, never inside or across
+// another process's record (POSIX O_APPEND; a regular file is written under its inode's lock).
+// NFS does not promise this for appends from several hosts.
 type Audit struct {
 	Values bool // record prior and planned values (sensitive attributes redacted)
 	mu     sync.Mutex
