@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -17,6 +18,8 @@ type Installed struct {
 	Platform   string                `json:"platform"`
 	Zip        string                `json:"zip_digest"`
 	MirrorRoot string                `json:"mirror"`
+	Dir        string                `json:"-"` // the package's own directory under MirrorRoot
+	Executable string                `json:"executable"`
 	FromCache  bool                  `json:"from_cache"` // nothing was downloaded for it
 	Auth       source.Authentication `json:"authentication"`
 }
@@ -69,7 +72,7 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 		pkgs[i] = pkg
 	}
 	for _, pkg := range pkgs {
-		in, err := s.opts.materialize(ctx, pkg, p.Lock.Entries[pkg.Addr.String()])
+		in, err := s.opts.install(ctx, pkg, p.Lock.Entries[pkg.Addr.String()])
 		if err != nil {
 			return nil, err
 		}
@@ -121,33 +124,35 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 	return pkg, nil
 }
 
-// materialize makes a zip package ready to run: fetched into the cache (unless there), checked
-// against the lock entry (when given), and unpacked safely as a filesystem mirror.
-func (o *Options) materialize(ctx context.Context, pkg *source.Package, e *LockEntry) (*Installed, error) {
-	in := &Installed{Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(), Auth: pkg.Auth, FromCache: pkg.FromCache}
-	in.MirrorRoot = o.Cache.MirrorRoot(pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform)
-	// Already unpacked: tofu checks the unpacked package against the lock's h1: hash whenever
-	// it installs from the mirror, so the zip need not be hashed again.
-	if o.Cache.HasMirror(in.MirrorRoot) {
-		return in, nil
-	}
-	var check func(*source.Package) error
-	if e != nil {
-		check = func(pkg *source.Package) error { return checkAgainstLock(e, pkg) }
-	}
-	fetched, err := o.fetchZip(ctx, pkg)
+// install puts one package into the cache through its one door (cache.Install: fetched by
+// digest, unpacked safely, its files hashed and checked in this call against the lock, the
+// source's statement or the verified zip) and gives it ready for OpenTofu. e is the lock entry
+// that judges it, or nil.
+func (o *Options) install(ctx context.Context, pkg *source.Package, e *LockEntry) (*Installed, error) {
+	entry, err := o.Cache.Install(ctx, pkg.ForCache(o.Progress), lockJudge(e, pkg))
 	if err != nil {
 		return nil, err
 	}
-	in.FromCache = in.FromCache && !fetched
-	// The zip's h1: is computed while it is unpacked, and checked before the package appears.
-	var refused error // the check's own errors already name the provider
-	accept := func(h1 string) error { refused = acceptH1(pkg, h1, check); return refused }
-	if in.MirrorRoot, err = o.Cache.EnsureMirrorChecked(ctx, pkg.Zip, pkg.Addr, pkg.Version, pkg.Platform, accept); err != nil {
-		if refused != nil {
-			return nil, refused
-		}
-		return nil, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
+	if err := pkg.Learn(entry.H1); err != nil {
+		return nil, err
 	}
-	return in, nil
+	return &Installed{
+		Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(),
+		MirrorRoot: entry.Root, Dir: entry.Dir, Executable: entry.Executable,
+		Auth: pkg.Auth, FromCache: pkg.FromCache && !entry.Fetched,
+	}, nil
+}
+
+// lockJudge judges a package's h1: by a lock entry: one the lock records is vouched for, one it
+// does not is refused. A lock with no h1: hashes (or no entry) has nothing to say.
+func lockJudge(e *LockEntry, pkg *source.Package) cache.Judge {
+	return func(h1 string) (bool, error) {
+		if e == nil || !e.HasScheme("h1:") {
+			return false, nil
+		}
+		if !e.Has(h1) {
+			return false, fmt.Errorf("%s %s: the %s package's %s %w, so nothing was installed", pkg.Addr, e.Version, pkg.Platform, h1, ErrLockMismatch)
+		}
+		return true, nil
+	}
 }

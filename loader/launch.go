@@ -2,12 +2,7 @@ package loader
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
@@ -15,26 +10,6 @@ import (
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
-
-// PackageDir is where a mirror root holds a provider's unpacked package.
-func PackageDir(root string, addr artifact.ProviderAddress, version string, p manifest.Platform) string {
-	return filepath.Join(root, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
-}
-
-// FindExecutable finds a provider's executable in its unpacked package: the file whose name
-// starts with terraform-provider-TYPE.
-func FindExecutable(pkgDir, typ string) (string, error) {
-	entries, err := os.ReadDir(pkgDir)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), "terraform-provider-"+typ) {
-			return filepath.Join(pkgDir, e.Name()), nil
-		}
-	}
-	return "", fmt.Errorf("%s holds no terraform-provider-%s executable", pkgDir, typ)
-}
 
 // FetchRef gets the version one reference names (a tag or a digest) ready to run, through the
 // same source and checks as an install: resolved once, the signature per the policy (when one is
@@ -57,11 +32,11 @@ func FetchRef(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress, p
 			pkg.Version = fn.Version
 		}
 	}
-	in, err := opts.materialize(ctx, pkg, nil)
+	in, err := opts.install(ctx, pkg, nil)
 	if err != nil {
 		return "", err
 	}
-	return FindExecutable(PackageDir(in.MirrorRoot, addr, pkg.Version, pkg.Platform), addr.Type)
+	return in.Executable, nil
 }
 
 // Launchable is a provider ready to launch: its address and executable, and a word on where it
@@ -83,16 +58,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			return nil, err
 		}
 		for _, in := range res.Installed {
-			addr, err := artifact.ParseProviderAddress(in.Addr)
-			if err != nil {
-				return nil, err
-			}
-			pl, _ := manifest.ParsePlatform(in.Platform)
-			exe, err := FindExecutable(PackageDir(in.MirrorRoot, addr, in.Version, pl), addr.Type)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: exe, What: in.Version})
+			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: in.Executable, What: in.Version})
 		}
 	}
 	s := newSession(&opts)

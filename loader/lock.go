@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/apparentlymart/go-versions/versions"
@@ -67,8 +66,12 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 			if err != nil {
 				return err
 			}
-			if pkg.H1 == "" {
-				if _, err := s.opts.ensureZip(gctx, pkg, nil); err != nil {
+			if pkg.H1 == "" { // the index states none: the zip's contents say
+				z, err := s.opts.Cache.PutZip(gctx, pkg.ForCache(s.opts.Progress), true)
+				if err != nil {
+					return err
+				}
+				if err := pkg.Learn(z.H1); err != nil {
 					return err
 				}
 			}
@@ -130,59 +133,4 @@ func hasVersion(list versions.List, v versions.Version) bool {
 		}
 	}
 	return false
-}
-
-// ensureZip makes sure the cache holds a package's zip (fetchZip) and that its h1: is known and
-// agrees with what the source said (acceptH1). It reports whether anything was downloaded.
-func (o *Options) ensureZip(ctx context.Context, pkg *source.Package, check func(*source.Package) error) (bool, error) {
-	fetched, err := o.fetchZip(ctx, pkg)
-	if err != nil {
-		return fetched, err
-	}
-	h1, err := release.HashZipH1Context(ctx, o.Cache.BlobPath(pkg.Zip))
-	if err != nil {
-		return fetched, err
-	}
-	return fetched, acceptH1(pkg, h1, check)
-}
-
-// fetchZip makes sure the cache holds a package's zip, checked: a cached one is re-hashed (a
-// cache on disk can be tampered with), a missing one is fetched against its digest, unless it is
-// over the maximum package size. It reports whether anything was downloaded.
-func (o *Options) fetchZip(ctx context.Context, pkg *source.Package) (bool, error) {
-	c := o.Cache
-	if c.HasBlob(pkg.Zip) {
-		return false, c.CheckBlob(pkg.Zip)
-	}
-	// Refused before the cache is touched: a package over the limit is never fetched.
-	if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
-		return false, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
-	}
-	if _, err := c.PutBlob(ctx, pkg.Zip, pkg.Size, func(w io.Writer) error { return pkg.Fetch(ctx, w, o.Progress) }); err != nil {
-		return false, fmt.Errorf("%s %s: %w", pkg.Addr, pkg.Version, err)
-	}
-	return true, nil
-}
-
-// acceptH1 takes the h1: computed from a package's zip. It must equal the one the source knew (an
-// index's h1: annotation, say): an index that lies about its packages is refused. When the h1:
-// was not known, it is checked with check (when given) and told to the source.
-func acceptH1(pkg *source.Package, h1 string, check func(*source.Package) error) error {
-	if pkg.H1 != "" {
-		if pkg.H1 != h1 {
-			return fmt.Errorf("%s %s: the %s package (%s) hashes to %s, but the version's index records %s for it (%s): it does not describe its own package, so nothing was installed",
-				pkg.Addr, pkg.Version, pkg.Platform, pkg.Zip, h1, pkg.H1, manifest.AnnotationH1)
-		}
-		return nil
-	}
-	pkg.H1 = h1
-	if check != nil {
-		if err := check(pkg); err != nil {
-			return err
-		}
-	}
-	if pkg.RecordH1 != nil {
-		return pkg.RecordH1(h1)
-	}
-	return nil
 }

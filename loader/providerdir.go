@@ -43,8 +43,11 @@ func (p *Project) LinkProviders(res *InstallResult) []error {
 		if in.Platform != host {
 			continue
 		}
-		rel := filepath.Join(filepath.FromSlash(in.Addr), in.Version, in.Platform)
-		if err := linkPackage(filepath.Join(in.MirrorRoot, rel), filepath.Join(p.providerDir(), rel)); err != nil {
+		rel, err := filepath.Rel(in.MirrorRoot, in.Dir) // HOST/NS/TYPE/VERSION/OS_ARCH, tofu's layout too
+		if err == nil {
+			err = linkPackage(in.Dir, filepath.Join(p.providerDir(), rel))
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", in.Addr, in.Version, err))
 		}
 	}

@@ -11,9 +11,14 @@ func TestLinkProviders(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	host := hostPlatform().String()
 	other := "plan9_386"
+	// installed is a package unpacked under the mirror root cache/root, as the cache lays it out.
+	installed := func(addr, version, platform, root string) Installed {
+		root = filepath.Join(cache, root)
+		return Installed{Addr: addr, Version: version, Platform: platform, MirrorRoot: root, Dir: filepath.Join(root, addr, version, platform)}
+	}
 	res := &InstallResult{Installed: []Installed{
-		{Addr: "example.com/acme/hello", Version: "1.0.0", Platform: host, MirrorRoot: filepath.Join(cache, "a")},
-		{Addr: "example.com/acme/other", Version: "2.0.0", Platform: other, MirrorRoot: filepath.Join(cache, "b")},
+		installed("example.com/acme/hello", "1.0.0", host, "a"),
+		installed("example.com/acme/other", "2.0.0", other, "b"),
 	}}
 	p := &Project{Dir: dir}
 	link := filepath.Join(dir, ".terraform", "providers", "example.com", "acme", "hello", "1.0.0", host)
@@ -38,7 +43,7 @@ func TestLinkProviders(t *testing.T) {
 	}
 
 	// A link to another package (an older cache entry) is replaced; nothing is left beside it.
-	res.Installed[0].MirrorRoot = filepath.Join(cache, "c")
+	res.Installed[0] = installed("example.com/acme/hello", "1.0.0", host, "c")
 	if errs := p.LinkProviders(res); len(errs) != 0 {
 		t.Fatal(errs)
 	}

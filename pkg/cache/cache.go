@@ -20,8 +20,6 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
@@ -44,9 +42,14 @@ import (
 type Cache struct {
 	Dir string
 
-	mu    sync.Mutex
-	tmp   *scratch.Dir  // this Cache's own temporary directory, from first use until Close
-	swept scratch.Swept // what Open removed of processes that are gone
+	// Repair makes a zip that no longer matches its digest be removed and fetched again, rather
+	// than refused: for a long-running server, which logs what it repaired.
+	Repair bool
+
+	mu      sync.Mutex
+	tmp     *scratch.Dir  // this Cache's own temporary directory, from first use until Close
+	swept   scratch.Swept // what Open removed of processes that are gone
+	checked sync.Map      // zip digests re-hashed (or stored) by this Cache
 }
 
 // DefaultDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.
@@ -183,43 +186,39 @@ func (c *Cache) Lock(ctx context.Context, name string) (func(), error) {
 	return func() { fl.Unlock() }, nil
 }
 
-// BlobPath is where a zip with digest d lives in the cache.
-func (c *Cache) BlobPath(d digest.Digest) string {
+// blobPath is where a zip with digest d lives in the cache.
+func (c *Cache) blobPath(d digest.Digest) string {
 	return filepath.Join(c.Dir, "blobs", string(d.Algorithm()), d.Encoded())
 }
 
-// HasBlob reports whether the cache holds a zip.
-func (c *Cache) HasBlob(d digest.Digest) bool {
-	st, err := os.Stat(c.BlobPath(d))
+// HasZip reports whether the cache holds a zip (unchecked: PutZip checks it before use).
+func (c *Cache) HasZip(d digest.Digest) bool {
+	st, err := os.Stat(c.blobPath(d))
 	return err == nil && st.Mode().IsRegular()
 }
 
-// PutBlob stores a zip, written by fetch and checked against d and size (unless size is -1, for
+// putBlob stores a zip, written by fetch and checked against d and size (unless size is -1, for
 // unknown), unless the cache has it.
-func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch func(io.Writer) error) (string, error) {
+func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size int64, fetch func(io.Writer) error) error {
 	if err := d.Validate(); err != nil || d.Algorithm() != digest.SHA256 {
-		return "", fmt.Errorf("cache: unsupported digest %q", d)
+		return fmt.Errorf("cache: unsupported digest %q", d)
 	}
-	dest := c.BlobPath(d)
-	if c.HasBlob(d) {
-		c.MarkUsed(dest)
-		return dest, nil
-	}
+	dest := c.blobPath(d)
 	unlock, err := c.Lock(ctx, "blob-"+d.Encoded())
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer unlock()
-	if c.HasBlob(d) { // another process stored it while this one waited
-		return dest, nil
+	if c.HasZip(d) { // another process stored it while this one waited
+		return c.checkBlob(d)
 	}
 	tmp, err := c.TmpDir()
 	if err != nil {
-		return "", err
+		return err
 	}
 	f, err := os.CreateTemp(tmp, "blob-*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.Remove(f.Name())
 	h := sha256.New()
@@ -236,18 +235,15 @@ func (c *Cache) PutBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 		err = cerr
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
 	if got := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(h.Sum(nil))); got != d || (size >= 0 && cw.N != size) {
-		return "", fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.N, d, size)
+		return fmt.Errorf("downloaded zip is %s (%d bytes), want %s (%d bytes)", got, cw.N, d, size)
 	}
 	if err := os.Chmod(f.Name(), 0o444); err != nil {
-		return "", err
+		return err
 	}
-	if err := os.Rename(f.Name(), dest); err != nil {
-		return "", err
-	}
-	return dest, nil
+	return os.Rename(f.Name(), dest)
 }
 
 // capWriter refuses to write more than left bytes: a zip never grows past what its descriptor
@@ -265,20 +261,27 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// CheckBlob re-hashes a cached zip, about to be used, and compares it with d: a cache on disk can
-// be tampered with.
-func (c *Cache) CheckBlob(d digest.Digest) error {
-	c.MarkUsed(c.BlobPath(d))
-	return c.checkBlob(d)
+// checkBlobOnce re-hashes a cached zip the first time this Cache uses it, and compares it with
+// d: a cache on disk can be tampered with.
+func (c *Cache) checkBlobOnce(d digest.Digest) error {
+	c.MarkUsed(c.blobPath(d))
+	if _, ok := c.checked.Load(d); ok {
+		return nil
+	}
+	if err := c.checkBlob(d); err != nil {
+		return err
+	}
+	c.checked.Store(d, true)
+	return nil
 }
 
 func (c *Cache) checkBlob(d digest.Digest) error {
-	got, err := sha256File(c.BlobPath(d))
+	got, err := sha256File(c.blobPath(d))
 	if err != nil {
 		return err
 	}
 	if got != d.Encoded() {
-		return fmt.Errorf("cached zip %s was changed on disk (it now hashes to sha256:%s): run 'oprov cache verify --fix' to remove the damaged entries of %s", d, got, c.Dir)
+		return fmt.Errorf("cached zip %s %w (it now hashes to sha256:%s): run 'oprov cache verify --fix' to remove the damaged entries of %s", d, ErrDamaged, got, c.Dir)
 	}
 	return nil
 }
@@ -347,84 +350,4 @@ func (c *Cache) writeFile(dest string, write func(io.Writer) error) error {
 		return err
 	}
 	return d.WriteFile(dest, write)
-}
-
-// MirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
-// for one platform. The same bytes published under two names get two roots.
-func (c *Cache) MirrorRoot(zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) string {
-	key := sha256.Sum256([]byte(addr.String() + "\x00" + version + "\x00" + p.String()))
-	return filepath.Join(c.Dir, "mirror", zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
-}
-
-// unpackedSum is the file at the top of an unpacked entry that records the h1: of the zip it was
-// unpacked from, for Verify. OpenTofu's (and Terraform's) filesystem-mirror search ignores files
-// less than three levels deep.
-const unpackedSum = ".oprov-h1"
-
-// EnsureMirror unpacks a cached zip, safely, as ROOT/HOST/NS/TYPE/VERSION/OS_ARCH unless that root
-// exists already, and returns the root. The whole root is built under tmp/ and renamed into
-// place, so it is either complete or absent; the root records the package's h1: hash (for
-// Verify), computed while unpacking.
-func (c *Cache) EnsureMirror(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform) (string, error) {
-	return c.EnsureMirrorChecked(ctx, zip, addr, version, p, nil)
-}
-
-// EnsureMirrorChecked is EnsureMirror that, when it unpacks, hands the package's h1: hash
-// (computed while unpacking) to check before the root appears: an error from check leaves
-// nothing. check is not called when the root exists already.
-func (c *Cache) EnsureMirrorChecked(ctx context.Context, zip digest.Digest, addr artifact.ProviderAddress, version string, p manifest.Platform, check func(h1 string) error) (string, error) {
-	root := c.MirrorRoot(zip, addr, version, p)
-	if c.HasMirror(root) {
-		return root, nil
-	}
-	unlock, err := c.Lock(ctx, "mirror-"+filepath.Base(root))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if st, err := os.Stat(root); err == nil && st.IsDir() {
-		return root, nil
-	}
-	tmpRoot, err := c.TmpDir()
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(tmpRoot, "mirror-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	pkg := filepath.Join(tmp, addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
-	h1 := ""
-	record := func(got string) error {
-		h1 = got
-		if check != nil {
-			return check(got)
-		}
-		return nil
-	}
-	if err := release.ExtractChecked(ctx, c.BlobPath(zip), filepath.Dir(pkg), pkg, release.DefaultExtractLimits, record); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(h1+"\n"), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, root); err != nil {
-		return "", err
-	}
-	return root, nil
-}
-
-// HasMirror reports whether an unpacked package's root (from MirrorRoot) is in the cache, and
-// marks it used.
-func (c *Cache) HasMirror(root string) bool {
-	st, err := os.Stat(root)
-	if err != nil || !st.IsDir() {
-		return false
-	}
-	c.markUsed(root, st)
-	return true
 }

@@ -42,13 +42,25 @@ func makeZip(t *testing.T, content string) []byte {
 	return b.Bytes()
 }
 
+var (
+	helloAddr, _ = artifact.ParseProviderAddress("example.com/acme/hello")
+	linuxAMD64   = manifest.Platform{OS: "linux", Arch: "amd64"}
+)
+
+// testPackage is a package of example.com/acme/hello 1.0.0 for linux_amd64 whose zip is data.
+func testPackage(data []byte) *Package {
+	return &Package{Addr: helloAddr, Version: "1.0.0", Platform: linuxAMD64, Filename: "terraform-provider-hello_1.0.0_linux_amd64.zip",
+		Zip: digest.FromBytes(data), Size: int64(len(data)),
+		Fetch: func(_ context.Context, w io.Writer) error { _, err := w.Write(data); return err }}
+}
+
 func putZip(t *testing.T, c *Cache, data []byte) digest.Digest {
 	t.Helper()
-	d := digest.FromBytes(data)
-	if _, err := c.PutBlob(context.Background(), d, int64(len(data)), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	pkg := testPackage(data)
+	if _, err := c.PutZip(context.Background(), pkg, false); err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return pkg.Zip
 }
 
 // filled is a cache holding one version (its record, its zip, the zip unpacked), a zip no
@@ -67,7 +79,7 @@ func fill(t *testing.T) *filled {
 	}
 	t.Cleanup(func() { c.Close() })
 	f := &filled{c: c, zip: putZip(t, c, makeZip(t, "hello")), orphan: putZip(t, c, makeZip(t, "republished"))}
-	h1, err := release.HashZipH1(c.BlobPath(f.zip))
+	h1, err := release.HashZipH1(c.blobPath(f.zip))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +91,11 @@ func fill(t *testing.T) *filled {
 		t.Fatal(err)
 	}
 	f.record = c.metaPath(repo, "1.0.0")
-	addr, _ := artifact.ParseProviderAddress("example.com/acme/hello")
-	if f.unpacked, err = c.EnsureMirror(context.Background(), f.zip, addr, "1.0.0", manifest.Platform{OS: "linux", Arch: "amd64"}); err != nil {
+	in, err := c.Install(context.Background(), testPackage(makeZip(t, "hello")), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	f.unpacked = in.Root
 	// A build, made as BuildGo makes one: in the temporary directory, sealed, renamed in.
 	tmp, _ := os.MkdirTemp(mustTmp(t, c), "build-")
 	os.WriteFile(filepath.Join(tmp, "terraform-provider-internal"), []byte("#!/bin/sh\n"), 0o755)

@@ -22,7 +22,7 @@ func removedNames(res *PruneResult) map[string]bool {
 func TestPruneByLastUse(t *testing.T) {
 	f := fill(t)
 	long := time.Now().Add(-40 * 24 * time.Hour)
-	for _, p := range []string{f.c.BlobPath(f.zip), f.c.BlobPath(f.orphan), f.record, f.unpacked, f.build} {
+	for _, p := range []string{f.c.blobPath(f.zip), f.c.blobPath(f.orphan), f.record, f.unpacked, f.build} {
 		os.Chtimes(p, long, long)
 	}
 	// Used again just now: the zip (a PutBlob that finds it) and the record (a read).
@@ -40,12 +40,12 @@ func TestPruneByLastUse(t *testing.T) {
 	if len(got) != 3 || !got[want[0]] || !got[want[1]] {
 		t.Errorf("removed %v, want %v and the build", got, want)
 	}
-	for _, p := range []string{f.c.BlobPath(f.orphan), f.unpacked, f.build} {
+	for _, p := range []string{f.c.blobPath(f.orphan), f.unpacked, f.build} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there", p)
 		}
 	}
-	for _, p := range []string{f.c.BlobPath(f.zip), f.record} {
+	for _, p := range []string{f.c.blobPath(f.zip), f.record} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s, used just now, was removed", p)
 		}
@@ -67,7 +67,7 @@ func TestPruneUnused(t *testing.T) {
 	if got := removedNames(dry); len(got) != 1 || !got["zip "+f.orphan.String()] {
 		t.Errorf("dry run would remove %v, want only the orphan zip", got)
 	}
-	if _, err := os.Stat(f.c.BlobPath(f.orphan)); err != nil {
+	if _, err := os.Stat(f.c.blobPath(f.orphan)); err != nil {
 		t.Errorf("a dry run removed the orphan zip")
 	}
 	if _, err := f.c.Prune(ctx, PruneOptions{Unused: true}); err != nil {
@@ -109,14 +109,14 @@ func TestPruneWaitsForWriters(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "locking the cache") {
 		t.Errorf("prune while the zip's lock is held: %v", err)
 	}
-	if _, err := os.Stat(f.c.BlobPath(f.orphan)); err != nil {
+	if _, err := os.Stat(f.c.blobPath(f.orphan)); err != nil {
 		t.Errorf("the locked zip was removed")
 	}
 	unlock()
 	if _, err := f.c.Prune(context.Background(), PruneOptions{Unused: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(f.c.BlobPath(f.orphan))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(f.c.blobPath(f.orphan))); !os.IsNotExist(err) {
 		t.Errorf("the zip is still there once unlocked")
 	}
 }

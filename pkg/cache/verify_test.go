@@ -48,7 +48,7 @@ func TestVerifyFindsEveryKindOfDamage(t *testing.T) {
 	if res.Checked != 5 || len(res.Problems) != 0 || len(res.Unchecked) != 0 {
 		t.Fatalf("a whole cache: %+v", res)
 	}
-	overwrite(t, f.c.BlobPath(f.orphan), "not the zip")
+	overwrite(t, f.c.blobPath(f.orphan), "not the zip")
 	overwrite(t, f.record, "{not json")
 	pkg, _ := unpackedPackage(f.unpacked)
 	overwrite(t, filepath.Join(pkg, "terraform-provider-hello_v1.0.0"), "changed")
@@ -86,7 +86,7 @@ func TestVerifyUnpackedAgainstWhatIsLeft(t *testing.T) {
 	f := fill(t)
 	ctx := context.Background()
 	pkg, _ := unpackedPackage(f.unpacked)
-	os.Remove(f.c.BlobPath(f.zip))
+	os.Remove(f.c.blobPath(f.zip))
 	os.Remove(f.record)
 	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 0 || len(res.Unchecked) != 0 {
 		t.Fatalf("a whole package against its recorded sum: %+v", res)
@@ -99,7 +99,7 @@ func TestVerifyUnpackedAgainstWhatIsLeft(t *testing.T) {
 	f = fill(t)
 	pkg, _ = unpackedPackage(f.unpacked)
 	os.Remove(filepath.Join(f.unpacked, unpackedSum)) // unpacked by an earlier oprov
-	os.Remove(f.c.BlobPath(f.zip))
+	os.Remove(f.c.blobPath(f.zip))
 	if res, _ := f.c.Verify(ctx, false, nil); len(res.Problems) != 0 || len(res.Unchecked) != 0 {
 		t.Fatalf("a whole package against its version record: %+v", res)
 	}

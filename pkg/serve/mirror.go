@@ -221,14 +221,14 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	note(ctx, zipDigestKey(pkg.Zip))
-	path, hit, err := s.ensureBlob(ctx, pkg)
+	z, err := s.ensureZip(ctx, pkg, false)
 	if err != nil {
 		return err
 	}
-	result := map[bool]string{true: "hit", false: "miss"}[hit]
+	result := map[bool]string{false: "hit", true: "miss"}[z.Fetched]
 	s.metrics.archiveCache(result)
 	note(ctx, slog.String("cache", result))
-	f, err := os.Open(path)
+	f, err := os.Open(z.Path)
 	if err != nil {
 		return err
 	}

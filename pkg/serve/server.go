@@ -59,9 +59,8 @@ type Server struct {
 	genMu sync.Mutex
 	gen   *generation
 
-	flight  singleflight.Group
-	h1s     sync.Map // zip digest -> h1: hash, computed once
-	checked sync.Map // zip digest -> true once the cached blob was re-hashed in this process
+	flight singleflight.Group
+	h1s    sync.Map // zip digest -> h1: hash, computed once
 }
 
 // New makes a server.
@@ -69,6 +68,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Template == nil || cfg.Cache == nil {
 		return nil, fmt.Errorf("serve: a template and a cache are needed")
 	}
+	cfg.Cache.Repair = true // a long-running server fetches a damaged zip again, and logs it
 	if cfg.RegistryConcurrency < 1 {
 		cfg.RegistryConcurrency = 1
 	}

@@ -188,7 +188,7 @@ func TestTamperedBlob(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "does not match its digest sha256:"+zh) || !strings.Contains(lines[0], `"refused":"digest"`) {
 		t.Errorf("the log does not name the digest mismatch: %v", lines)
 	}
-	if s.cache.HasBlob(digestOf(zh)) {
+	if s.cache.HasZip(digestOf(zh)) {
 		t.Error("the tampered zip is in the cache")
 	}
 	var leftovers []string

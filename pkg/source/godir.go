@@ -61,7 +61,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if host.OS == "windows" {
 		name += ".exe"
 	}
-	exe := filepath.Join(c.Dir, "builds", key, name)
+	exe := filepath.Join(c.BuildDir(key), name)
 	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
 	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
 		if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
@@ -79,7 +79,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 // has it: build fills a temporary directory, which is renamed into place once complete, under a
 // lock so that concurrent runs build it once. It reports whether it built.
 func buildOnce(ctx context.Context, c *cache.Cache, key, name string, build func(tmp string) error) (bool, error) {
-	dir := filepath.Join(c.Dir, "builds", key)
+	dir := c.BuildDir(key)
 	exe := filepath.Join(dir, name)
 	if fileExists(exe) {
 		c.MarkUsed(dir)

@@ -50,7 +50,7 @@ func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(stri
 	}
 	key = "py-" + key
 	name := "terraform-provider-" + s.Addr.Type
-	out := &Built{Addr: s.Addr.String(), Executable: filepath.Join(c.Dir, "builds", key, name), Key: key}
+	out := &Built{Addr: s.Addr.String(), Executable: filepath.Join(c.BuildDir(key), name), Key: key}
 	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
 		logf("oprov: installing %s from %s into a venv with pip (once per change of its source)", s.Addr, s.Dir)
 		return buildVenv(ctx, python, s.Dir, tmp, name, entry)

@@ -75,6 +75,29 @@ type Package struct {
 	Detail string
 }
 
+// ForCache is the package as the cache takes it in (cache.Install, cache.PutZip), its zip
+// fetched with progress reported to progress.
+func (p *Package) ForCache(progress oci.Progress) *cache.Package {
+	return &cache.Package{
+		Addr: p.Addr, Version: p.Version, Platform: p.Platform, Filename: p.Filename,
+		Zip: p.Zip, Size: p.Size, H1: p.H1,
+		Fetch: func(ctx context.Context, w io.Writer) error { return p.Fetch(ctx, w, progress) },
+	}
+}
+
+// Learn takes the h1: hash the cache computed from the package's zip: when the source did not
+// know it, it is kept on the package and told to the source to remember.
+func (p *Package) Learn(h1 string) error {
+	if p.H1 != "" || h1 == "" {
+		return nil
+	}
+	p.H1 = h1
+	if p.RecordH1 != nil {
+		return p.RecordH1(h1)
+	}
+	return nil
+}
+
 // Authentication says how a package was authenticated.
 type Authentication struct {
 	// Method is "cosign" (a signature over the index digest), "none" (no policy applies), or

@@ -1,0 +1,301 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/release"
+)
+
+// Package is one platform's provider package as the cache takes it in: what it is, the zip's
+// digest (which a signature or a lock file vouches for), and how to fetch the zip.
+type Package struct {
+	Addr     artifact.ProviderAddress
+	Version  string
+	Platform manifest.Platform
+	Filename string
+	Zip      digest.Digest
+	Size     int64 // -1 when unknown
+	// H1 is the unpacked package's h1: hash as the source states it (an index's annotation), or
+	// "": the cache refuses a package that does not hash to it.
+	H1 string
+	// Fetch streams the zip into w; the cache checks what it writes against Zip and Size.
+	Fetch func(ctx context.Context, w io.Writer) error
+}
+
+func (p *Package) name() string { return p.Addr.String() + " " + p.Version }
+
+// Judge decides on the h1: hash of a package about to be used, as computed in this call. An
+// error refuses the package; vouched says that something the caller trusts (a lock file's h1:
+// hashes) records exactly this hash.
+type Judge func(h1 string) (vouched bool, err error)
+
+// Zip is a package's zip in the cache, checked against its digest by this Cache.
+type Zip struct {
+	Path    string
+	H1      string // the h1: of its contents, when asked for
+	Fetched bool   // it was downloaded in this call
+	// Repaired says the cached copy no longer matched its digest and was fetched again (Repair).
+	Repaired bool
+}
+
+// Installed is a package unpacked in the cache as a filesystem mirror, its files checked in this
+// call against a hash that the caller's judge, the source's signed statement, or the verified zip
+// vouches for.
+type Installed struct {
+	Root       string // the filesystem mirror: Root/HOST/NS/TYPE/VERSION/OS_ARCH
+	Dir        string // the package's own directory under Root
+	Executable string // the terraform-provider-TYPE executable in Dir
+	H1         string
+	Fetched    bool // its zip was downloaded in this call
+}
+
+// ErrDamaged marks a cache entry whose bytes no longer match what they were checked against when
+// stored.
+var ErrDamaged = errors.New("was changed on disk")
+
+// Install is the one door into the cache for a provider package: it makes sure the zip is there
+// (fetched by digest unless cached; a cached one re-hashed once per Cache), unpacks it safely as
+// a filesystem mirror unless that is there already, hashes the unpacked files (h1:), and checks
+// that hash before returning: against the source's own statement (pkg.H1), then judge; when
+// judge does not vouch for it, an entry unpacked earlier must also match its zip. A package
+// unpacked from one zip never stands for another: entries are keyed by the zip's digest and the
+// provider's name, version and platform, and their files are hashed on every use. Nothing that
+// fails a check is left in place of a good entry; a changed entry is refused with how to clear it.
+func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge) (*Installed, error) {
+	if judge == nil {
+		judge = func(string) (bool, error) { return false, nil }
+	}
+	in := &Installed{Root: c.mirrorRoot(pkg)}
+	in.Dir = filepath.Join(in.Root, MirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	var err error
+	if c.hasDir(in.Root) {
+		err = c.checkUnpacked(ctx, pkg, in, judge)
+	} else {
+		err = c.unpack(ctx, pkg, in, judge)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if in.Executable, err = findExecutable(in.Dir, pkg.Addr.Type); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+	}
+	return in, nil
+}
+
+// unpack fetches the zip and unpacks it under tmp/, computing its h1: while writing, and renames
+// it into place only once the hash passes.
+func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge Judge) error {
+	z, err := c.PutZip(ctx, pkg, false)
+	if err != nil {
+		return err
+	}
+	in.Fetched = z.Fetched
+	unlock, err := c.Lock(ctx, "mirror-"+filepath.Base(in.Root))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if c.hasDir(in.Root) { // another process unpacked it while this one waited
+		return c.checkUnpacked(ctx, pkg, in, judge)
+	}
+	tmpRoot, err := c.TmpDir()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "mirror-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	dir := filepath.Join(tmp, MirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	var refused error // the judge's own errors are returned as they are
+	check := func(h1 string) error {
+		in.H1 = h1
+		if pkg.H1 != "" && h1 != pkg.H1 {
+			refused = lieError(pkg, h1)
+		} else {
+			_, refused = judge(h1)
+		}
+		return refused
+	}
+	if err := release.ExtractChecked(ctx, z.Path, filepath.Dir(dir), dir, release.DefaultExtractLimits, check); err != nil {
+		if refused != nil {
+			return refused
+		}
+		return fmt.Errorf("%s: %w", pkg.name(), err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(in.H1+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, in.Root)
+}
+
+// checkUnpacked hashes an entry unpacked earlier and checks it as unpack checks a fresh one. A
+// record of an earlier check is never taken as proof: the files are hashed now.
+func (c *Cache) checkUnpacked(ctx context.Context, pkg *Package, in *Installed, judge Judge) error {
+	got, err := hashDir(in.Dir)
+	if err != nil {
+		return fmt.Errorf("%s: the cache's unpacked package %s cannot be read (%v): run 'oprov cache verify --fix' to remove it", pkg.name(), in.Root, err)
+	}
+	in.H1 = got
+	recorded := c.recordedH1(in.Root)
+	if pkg.H1 != "" && got != pkg.H1 {
+		if got != recorded {
+			return c.damaged(pkg, in, pkg.H1)
+		}
+		return lieError(pkg, got)
+	}
+	vouched, err := judge(got)
+	if err != nil {
+		if got != recorded {
+			return c.damaged(pkg, in, recorded)
+		}
+		return err
+	}
+	if vouched {
+		return nil
+	}
+	// Nothing the caller trusts names the hash (a source's statement may come from a record on
+	// this disk): the zip, checked against its digest, does.
+	z, err := c.PutZip(ctx, pkg, true)
+	if err != nil {
+		return err
+	}
+	in.Fetched = z.Fetched
+	if got != z.H1 {
+		return c.damaged(pkg, in, z.H1)
+	}
+	return nil
+}
+
+// damaged is the refusal of an unpacked entry whose files no longer hash to want.
+func (c *Cache) damaged(pkg *Package, in *Installed, want string) error {
+	return fmt.Errorf("%s: the cache's unpacked package %s %w: its files hash to %s, not to the checksum %s its verified package has, so nothing was used (run 'oprov cache verify --fix' to remove the damaged entries of %s, then run again)",
+		pkg.name(), in.Dir, ErrDamaged, in.H1, want, c.Dir)
+}
+
+// lieError refuses a package whose source stated another h1: than its zip holds.
+func lieError(pkg *Package, h1 string) error {
+	return fmt.Errorf("%s: the %s package (%s) hashes to %s, but the version's index records %s for it (%s): it does not describe its own package, so nothing was installed",
+		pkg.name(), pkg.Platform, pkg.Zip, h1, pkg.H1, manifest.AnnotationH1)
+}
+
+// recordedH1 is the h1: an unpacked entry recorded when it was unpacked: a hint for messages and
+// Verify, never a proof.
+func (c *Cache) recordedH1(root string) string {
+	data, err := os.ReadFile(filepath.Join(root, unpackedSum))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// PutZip makes sure the cache holds a package's zip, checked: a missing one is fetched against its
+// digest and size (refused before any byte is fetched when over the maximum package size), a
+// cached one is re-hashed the first time this Cache uses it (a cache on disk can be changed). A
+// damaged one is refused, or, with Repair, removed and fetched again. With withH1 it also gives
+// the h1: of the zip's contents, which must agree with pkg.H1 when the source stated one.
+func (c *Cache) PutZip(ctx context.Context, pkg *Package, withH1 bool) (*Zip, error) {
+	z, err := c.putZip(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	if withH1 {
+		if z.H1, err = release.HashZipH1Context(ctx, z.Path); err != nil {
+			return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+		}
+		if pkg.H1 != "" && z.H1 != pkg.H1 {
+			return nil, lieError(pkg, z.H1)
+		}
+	}
+	return z, nil
+}
+
+func (c *Cache) putZip(ctx context.Context, pkg *Package) (*Zip, error) {
+	z := &Zip{Path: c.blobPath(pkg.Zip)}
+	if c.HasZip(pkg.Zip) {
+		err := c.checkBlobOnce(pkg.Zip)
+		if err == nil || !c.Repair || !errors.Is(err, ErrDamaged) {
+			return z, err
+		}
+		os.Remove(z.Path)
+		z.Repaired = true
+	}
+	// Refused before the cache is touched: a package over the limit is never fetched.
+	if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+	}
+	if err := c.putBlob(ctx, pkg.Zip, pkg.Size, func(w io.Writer) error { return pkg.Fetch(ctx, w) }); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+	}
+	c.checked.Store(pkg.Zip, true) // checked on its way in
+	z.Fetched = true
+	return z, nil
+}
+
+// MirrorPath is where a filesystem mirror holds a provider's unpacked package, relative to the
+// mirror: HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, the layout OpenTofu and Terraform read (and the one
+// of their own provider directory, .terraform/providers).
+func MirrorPath(addr artifact.ProviderAddress, version string, p manifest.Platform) string {
+	return filepath.Join(addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
+}
+
+// mirrorRoot is the filesystem-mirror directory holding one zip unpacked as one provider version
+// for one platform. The same bytes published under two names get two roots.
+func (c *Cache) mirrorRoot(pkg *Package) string {
+	key := sha256.Sum256([]byte(pkg.Addr.String() + "\x00" + pkg.Version + "\x00" + pkg.Platform.String()))
+	return filepath.Join(c.Dir, "mirror", pkg.Zip.Encoded()[:32]+"-"+hex.EncodeToString(key[:8]))
+}
+
+// unpackedSum is the file at the top of an unpacked entry that records the h1: of the zip it was
+// unpacked from, for Verify. OpenTofu's (and Terraform's) filesystem-mirror search ignores files
+// less than three levels deep.
+const unpackedSum = ".oprov-h1"
+
+// hasDir reports whether an entry's directory is in the cache, and marks it used.
+func (c *Cache) hasDir(root string) bool {
+	st, err := os.Stat(root)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	c.markUsed(root, st)
+	return true
+}
+
+// hashDir is the h1: hash of an unpacked package, as OpenTofu computes it for a directory.
+func hashDir(dir string) (string, error) { return dirhash.HashDir(dir, "", dirhash.Hash1) }
+
+// findExecutable finds a provider's executable in its unpacked package: the regular file whose
+// name starts with terraform-provider-TYPE.
+func findExecutable(dir, typ string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), "terraform-provider-"+typ) {
+			return filepath.Join(dir, e.Name()), nil
+		}
+	}
+	return "", fmt.Errorf("%s holds no terraform-provider-%s executable", dir, typ)
+}
+
+// BuildDir is where the cache keeps one build of a provider kept as source, by its key.
+func (c *Cache) BuildDir(key string) string { return filepath.Join(c.Dir, "builds", key) }
