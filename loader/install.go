@@ -1,14 +1,9 @@
 package loader
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"runtime"
-	"sort"
-	"sync/atomic"
-
-	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
@@ -16,157 +11,148 @@ import (
 	"github.com/oprov/oprov/pkg/source"
 )
 
-// Options tune locking and installing.
-type Options struct {
-	Cache    *cache.Cache
-	Registry oci.Options
-	// Platforms lists the platforms to lock; empty means every platform a version publishes.
-	Platforms []manifest.Platform
-	// Upgrade re-resolves constraints even where the lock pins a version that meets them.
-	Upgrade bool
-	// Log receives warnings (policy mode warn) and notes.
-	Log io.Writer
-	// Progress hears about downloads.
-	Progress oci.Progress
-	// Host is the platform to install for (default: this machine's).
-	Host manifest.Platform
-
-	network *atomic.Bool // set once any source opened a registry
+// Installed is one provider made ready for OpenTofu.
+type Installed struct {
+	Addr       string                `json:"address"`
+	Version    string                `json:"version"`
+	Platform   string                `json:"platform"`
+	Zip        string                `json:"zip_digest"`
+	MirrorRoot string                `json:"mirror"`
+	Dir        string                `json:"-"` // the package's own directory under MirrorRoot
+	Executable string                `json:"executable"`
+	FromCache  bool                  `json:"from_cache"` // nothing was downloaded for it
+	Auth       source.Authentication `json:"authentication"`
 }
 
-func hostPlatform() manifest.Platform {
-	return manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+// InstallResult is what Install did.
+type InstallResult struct {
+	Installed []Installed  `json:"installed"`
+	Locked    []LockChange `json:"locked,omitempty"`
+	Unmanaged []string     `json:"unmanaged,omitempty"`
+	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
+	Network   bool         `json:"network"`
+	// CredentialFiles are the docker-style credential files the CLI configuration points OpenTofu
+	// at: those oprov read that OpenTofu would not find on its own.
+	CredentialFiles []string `json:"credential_files,omitempty"`
 }
 
-func (o *Options) host() manifest.Platform {
-	if o.Host.OS != "" {
-		return o.Host
+// Install makes every managed provider ready: it locks those the lock file lacks (or whose
+// constraints the locked version no longer meets), asks each provider's source for this machine's
+// package (verified per the policy), checks it against the lock, fetches its zip into the cache,
+// and unpacks it into the cache's filesystem mirror. With a warm cache and a complete lock it
+// makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
+func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
+	s := newSession(&opts)
+	res := &InstallResult{CredentialFiles: oci.TofuCredentialFiles(opts.Registry.RegistryConfig)}
+	for _, r := range p.Unmanaged {
+		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
 	}
-	return hostPlatform()
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Log != nil {
-		fmt.Fprintf(o.Log, format+"\n", args...)
+	for _, pv := range p.Local {
+		res.Sources = append(res.Sources, pv.Addr())
 	}
-}
-
-// Provider is a provider the configuration requires, with the block of oprov.hcl that manages it:
-// an oci_mirror block (Mirror) or a provider block that keeps it as source (Kept).
-type Provider struct {
-	Req    *Requirement
-	Mirror *Mirror
-	Kept   *SourceProvider
-}
-
-// Addr is the provider's address.
-func (p *Provider) Addr() string { return p.Req.Addr.String() }
-
-// Project is a configuration directory with its oprov.hcl and lock file.
-type Project struct {
-	Dir       string
-	Config    *Config
-	Managed   []*Provider    // from OCI repositories: locked and installed; sorted by address
-	Local     []*Provider    // kept as source, launched by oprov run; sorted by address
-	Unmanaged []*Requirement // providers no block selects: OpenTofu installs them as usual
-	Lock      *Lock
-}
-
-// Open reads a configuration directory: oprov.hcl, the modules' required_providers, and the lock.
-func Open(dir string) (*Project, error) {
-	cfg, err := LoadConfig(dir)
-	if err != nil {
+	lockedNow := map[string]bool{}
+	for _, pv := range p.Managed {
+		if p.lockCovers(pv) {
+			continue
+		}
+		c, err := p.lockOne(ctx, s, pv)
+		if err != nil {
+			return nil, err
+		}
+		res.Locked = append(res.Locked, *c)
+		lockedNow[pv.Addr()] = true
+	}
+	// Check every provider against the lock before anything is unpacked.
+	pkgs := make([]*source.Package, len(p.Managed))
+	for i, pv := range p.Managed {
+		pkg, err := p.lockedPackage(ctx, s, pv)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[i] = pkg
+	}
+	for _, pkg := range pkgs {
+		in, err := s.opts.install(ctx, pkg, p.Lock.Entries[pkg.Addr.String()])
+		if err != nil {
+			return nil, err
+		}
+		in.FromCache = in.FromCache && !lockedNow[in.Addr] // locking it just now went to the registry
+		res.Installed = append(res.Installed, *in)
+	}
+	if err := p.Lock.Write(); err != nil {
 		return nil, err
 	}
-	reqs, err := ReadRequirements(dir)
+	res.Network = s.env.Network.Load()
+	return res, nil
+}
+
+// lockCovers reports whether the lock pins a version of pv that meets its constraints, with hashes.
+func (p *Project) lockCovers(pv *Provider) bool {
+	e := p.Lock.Entries[pv.Addr()]
+	if e == nil || len(e.Hashes) == 0 {
+		return false
+	}
+	set, err := allowed(pv.Req)
 	if err != nil {
-		return nil, err
+		return false
 	}
-	lock, err := ReadLock(dir)
+	v, err := manifest.ParseVersion(e.Version)
+	return err == nil && set.Has(v)
+}
+
+// lockedPackage asks pv's source for this machine's package of the locked version and checks it
+// against the lock. An answer from cached metadata that disagrees is asked again of the origin.
+func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*source.Package, error) {
+	e := p.Lock.Entries[pv.Addr()]
+	v, err := manifest.ParseVersion(e.Version)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %s: %w", p.Lock.Path, pv.Addr(), err)
 	}
-	p := &Project{Dir: dir, Config: cfg, Lock: lock}
-	addrs := make([]string, 0, len(reqs))
-	for a := range reqs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	for _, a := range addrs {
-		r := reqs[a]
-		switch sp, m := cfg.SourceFor(r.Addr), cfg.MirrorFor(r.Addr); {
-		case sp != nil:
-			p.Local = append(p.Local, &Provider{Req: r, Kept: sp})
-		case m != nil:
-			if _, err := m.RepositoryRef(r.Addr); err != nil {
-				return nil, err
+	src := s.source(pv)
+	pkg, err := src.PackageFor(ctx, pv.Req.Addr, v, s.opts.host())
+	if err == nil {
+		if err = checkAgainstLock(e, pkg); err != nil && pkg.FromCache && errors.Is(err, ErrLockMismatch) {
+			pkg, err = src.PackageFor(source.WithoutCache(ctx), pv.Req.Addr, v, s.opts.host())
+			if err == nil {
+				err = checkAgainstLock(e, pkg)
 			}
-			p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m})
-		default:
-			p.Unmanaged = append(p.Unmanaged, r)
 		}
 	}
-	if len(p.Managed) == 0 && len(p.Local) == 0 {
-		return nil, fmt.Errorf("no provider in %s's required_providers matches an oci_mirror or provider block of %s (check include and exclude)", dir, cfg.Path)
-	}
-	for _, sp := range cfg.Sources {
-		if reqs[sp.Addr.String()] == nil {
-			return nil, fmt.Errorf("%s:%d: provider %q is kept as source but the configuration does not require it (add it to required_providers)", sp.Range.Filename, sp.Range.Start.Line, sp.Addr)
-		}
-	}
-	return p, nil
-}
-
-// session holds one command's sources: each oci_mirror block's source resolves each version once
-// and keeps its registry connections for the whole command.
-type session struct {
-	opts    *Options
-	env     *source.Env
-	mirrors map[*Mirror]*source.OCI
-}
-
-func newSession(opts *Options) *session {
-	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
-	return &session{opts: opts, env: env, mirrors: map[*Mirror]*source.OCI{}}
-}
-
-// source gives the Source that manages a provider.
-func (s *session) source(pv *Provider) source.Source {
-	if pv.Kept != nil {
-		return source.OpenLocal(pv.Kept.LocalDir(), s.env)
-	}
-	src := s.mirrors[pv.Mirror]
-	if src == nil {
-		src = source.NewOCI(s.env, pv.Mirror.Policy, pv.Mirror.RepositoryRef)
-		s.mirrors[pv.Mirror] = src
-	}
-	return src
-}
-
-// allowed parses a provider's constraints into the set of versions they allow.
-func allowed(req *Requirement) (versions.Set, error) {
-	set, err := manifest.Constraints(req.ConstraintString())
 	if err != nil {
-		return versions.Set{}, fmt.Errorf("%s: %w", req.Addr, err)
+		return nil, err
 	}
-	return set, nil
+	return pkg, nil
 }
 
-// ErrLockMismatch marks a registry or cache whose content disagrees with the lock file.
-var ErrLockMismatch = errors.New("does not match the lock file")
+// install puts one package into the cache through its one door (cache.Install: fetched by
+// digest, unpacked safely, its files hashed and checked in this call against the lock, the
+// source's statement or the verified zip) and gives it ready for OpenTofu. e is the lock entry
+// that judges it, or nil.
+func (o *Options) install(ctx context.Context, pkg *source.Package, e *LockEntry) (*Installed, error) {
+	entry, err := o.Cache.Install(ctx, pkg.ForCache(o.Progress), lockJudge(e, pkg))
+	if err != nil {
+		return nil, err
+	}
+	if err := pkg.Learn(entry.H1); err != nil {
+		return nil, err
+	}
+	return &Installed{
+		Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(),
+		MirrorRoot: entry.Root, Dir: entry.Dir, Executable: entry.Executable,
+		Auth: pkg.Auth, FromCache: pkg.FromCache && !entry.Fetched,
+	}, nil
+}
 
-// checkAgainstLock refuses a package the lock does not record.
-func checkAgainstLock(e *LockEntry, pkg *source.Package) error {
-	zh := zhOf(pkg)
-	if e.HasScheme("zh:") && !e.Has(zh) {
-		return fmt.Errorf("%s %s: the registry's %s zip (%s) %w: the tag was moved or the release republished since it was locked, so nothing was installed (if the new release is expected, run 'oprov lock --upgrade' and review the change)",
-			pkg.Addr, e.Version, pkg.Platform, pkg.Zip, ErrLockMismatch)
+// lockJudge judges a package's h1: by a lock entry: one the lock records is vouched for, one it
+// does not is refused. A lock with no h1: hashes (or no entry) has nothing to say.
+func lockJudge(e *LockEntry, pkg *source.Package) cache.Judge {
+	return func(h1 string) (bool, error) {
+		if e == nil || !e.HasScheme("h1:") {
+			return false, nil
+		}
+		if !e.Has(h1) {
+			return false, fmt.Errorf("%s %s: the %s package's %s %w, so nothing was installed", pkg.Addr, e.Version, pkg.Platform, h1, ErrLockMismatch)
+		}
+		return true, nil
 	}
-	if pkg.H1 != "" && e.HasScheme("h1:") && !e.Has(pkg.H1) {
-		return fmt.Errorf("%s %s: the %s package's %s %w, so nothing was installed", pkg.Addr, e.Version, pkg.Platform, pkg.H1, ErrLockMismatch)
-	}
-	if !e.HasScheme("zh:") && !e.HasScheme("h1:") {
-		return fmt.Errorf("%s %s: the lock file records no zh: or h1: hash to check the package against (run 'oprov lock')", pkg.Addr, e.Version)
-	}
-	return nil
 }

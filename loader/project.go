@@ -1,0 +1,172 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"sync/atomic"
+
+	"github.com/apparentlymart/go-versions/versions"
+
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/source"
+)
+
+// Options tune locking and installing.
+type Options struct {
+	Cache    *cache.Cache
+	Registry oci.Options
+	// Platforms lists the platforms to lock; empty means every platform a version publishes.
+	Platforms []manifest.Platform
+	// Upgrade re-resolves constraints even where the lock pins a version that meets them.
+	Upgrade bool
+	// Log receives warnings (policy mode warn) and notes.
+	Log io.Writer
+	// Progress hears about downloads.
+	Progress oci.Progress
+	// Host is the platform to install for (default: this machine's).
+	Host manifest.Platform
+
+	network *atomic.Bool // set once any source opened a registry
+}
+
+func hostPlatform() manifest.Platform {
+	return manifest.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+}
+
+func (o *Options) host() manifest.Platform {
+	if o.Host.OS != "" {
+		return o.Host
+	}
+	return hostPlatform()
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+// Provider is a provider the configuration requires, with the block of oprov.hcl that manages it:
+// an oci_mirror block (Mirror) or a provider block that keeps it as source (Kept).
+type Provider struct {
+	Req    *Requirement
+	Mirror *Mirror
+	Kept   *SourceProvider
+}
+
+// Addr is the provider's address.
+func (p *Provider) Addr() string { return p.Req.Addr.String() }
+
+// Project is a configuration directory with its oprov.hcl and lock file.
+type Project struct {
+	Dir       string
+	Config    *Config
+	Managed   []*Provider    // from OCI repositories: locked and installed; sorted by address
+	Local     []*Provider    // kept as source, launched by oprov run; sorted by address
+	Unmanaged []*Requirement // providers no block selects: OpenTofu installs them as usual
+	Lock      *Lock
+}
+
+// Open reads a configuration directory: oprov.hcl, the modules' required_providers, and the lock.
+func Open(dir string) (*Project, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := ReadRequirements(dir)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := ReadLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Project{Dir: dir, Config: cfg, Lock: lock}
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	for _, a := range addrs {
+		r := reqs[a]
+		switch sp, m := cfg.SourceFor(r.Addr), cfg.MirrorFor(r.Addr); {
+		case sp != nil:
+			p.Local = append(p.Local, &Provider{Req: r, Kept: sp})
+		case m != nil:
+			if _, err := m.RepositoryRef(r.Addr); err != nil {
+				return nil, err
+			}
+			p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m})
+		default:
+			p.Unmanaged = append(p.Unmanaged, r)
+		}
+	}
+	if len(p.Managed) == 0 && len(p.Local) == 0 {
+		return nil, fmt.Errorf("no provider in %s's required_providers matches an oci_mirror or provider block of %s (check include and exclude)", dir, cfg.Path)
+	}
+	for _, sp := range cfg.Sources {
+		if reqs[sp.Addr.String()] == nil {
+			return nil, fmt.Errorf("%s:%d: provider %q is kept as source but the configuration does not require it (add it to required_providers)", sp.Range.Filename, sp.Range.Start.Line, sp.Addr)
+		}
+	}
+	return p, nil
+}
+
+// session holds one command's sources: each oci_mirror block's source resolves each version once
+// and keeps its registry connections for the whole command.
+type session struct {
+	opts    *Options
+	env     *source.Env
+	mirrors map[*Mirror]*source.OCI
+}
+
+func newSession(opts *Options) *session {
+	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
+	return &session{opts: opts, env: env, mirrors: map[*Mirror]*source.OCI{}}
+}
+
+// source gives the Source that manages a provider.
+func (s *session) source(pv *Provider) source.Source {
+	if pv.Kept != nil {
+		return source.OpenLocal(pv.Kept.LocalDir(), s.env)
+	}
+	src := s.mirrors[pv.Mirror]
+	if src == nil {
+		src = source.NewOCI(s.env, pv.Mirror.Policy, pv.Mirror.RepositoryRef)
+		s.mirrors[pv.Mirror] = src
+	}
+	return src
+}
+
+// allowed parses a provider's constraints into the set of versions they allow.
+func allowed(req *Requirement) (versions.Set, error) {
+	set, err := manifest.Constraints(req.ConstraintString())
+	if err != nil {
+		return versions.Set{}, fmt.Errorf("%s: %w", req.Addr, err)
+	}
+	return set, nil
+}
+
+// ErrLockMismatch marks a registry or cache whose content disagrees with the lock file.
+var ErrLockMismatch = errors.New("does not match the lock file")
+
+// checkAgainstLock refuses a package the lock does not record.
+func checkAgainstLock(e *LockEntry, pkg *source.Package) error {
+	zh := zhOf(pkg)
+	if e.HasScheme("zh:") && !e.Has(zh) {
+		return fmt.Errorf("%s %s: the registry's %s zip (%s) %w: the tag was moved or the release republished since it was locked, so nothing was installed (if the new release is expected, run 'oprov lock --upgrade' and review the change)",
+			pkg.Addr, e.Version, pkg.Platform, pkg.Zip, ErrLockMismatch)
+	}
+	if pkg.H1 != "" && e.HasScheme("h1:") && !e.Has(pkg.H1) {
+		return fmt.Errorf("%s %s: the %s package's %s %w, so nothing was installed", pkg.Addr, e.Version, pkg.Platform, pkg.H1, ErrLockMismatch)
+	}
+	if !e.HasScheme("zh:") && !e.HasScheme("h1:") {
+		return fmt.Errorf("%s %s: the lock file records no zh: or h1: hash to check the package against (run 'oprov lock')", pkg.Addr, e.Version)
+	}
+	return nil
+}
