@@ -6,7 +6,6 @@ import (
 	"io"
 	"runtime"
 	"sort"
-	"sync/atomic"
 
 	"github.com/apparentlymart/go-versions/versions"
 
@@ -30,8 +29,6 @@ type Options struct {
 	Progress oci.Progress
 	// Host is the platform to install for (default: this machine's).
 	Host manifest.Platform
-
-	network *atomic.Bool // set once any source opened a registry
 }
 
 func hostPlatform() manifest.Platform {
@@ -43,12 +40,6 @@ func (o *Options) host() manifest.Platform {
 		return o.Host
 	}
 	return hostPlatform()
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Log != nil {
-		fmt.Fprintf(o.Log, format+"\n", args...)
-	}
 }
 
 // Provider is a provider the configuration requires, with the block of oprov.hcl that manages it:

@@ -13,7 +13,7 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.opentofu.provider","manifests":[]}`))
 	f.Add([]byte("null"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := ParseIndex(data)
+		ix, err := ParseIndexLimit(data, DefaultMaxEntries)
 		if err != nil {
 			return
 		}

@@ -300,13 +300,10 @@ func (e *TooManyEntriesError) Error() string {
 	return fmt.Sprintf("index lists %d entries, over the limit of %d", e.N, e.Max)
 }
 
-// ParseIndex parses and validates a provider index the way OpenTofu reads it, and more strictly:
-// the media type and artifact type must be the provider's, every provider-target entry must be an
-// image manifest with a platform and a valid digest, and no two entries may share a platform. It
-// allows at most DefaultMaxEntries entries.
-func ParseIndex(data []byte) (*Index, error) { return ParseIndexLimit(data, DefaultMaxEntries) }
-
-// ParseIndexLimit is ParseIndex with at most maxEntries entries (of any kind): more is a
+// ParseIndexLimit parses and validates a provider index the way OpenTofu reads it, and more
+// strictly: the media type and artifact type must be the provider's, every provider-target entry
+// must be an image manifest with a platform and a valid digest, and no two entries may share a
+// platform. It allows at most maxEntries entries (of any kind; DefaultMaxEntries is oprov's): more is a
 // *TooManyEntriesError, found before any entry is looked at.
 func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 	if len(data) > MaxManifestSize {

@@ -33,7 +33,7 @@ func TestBuildIsDeterministicAndSorted(t *testing.T) {
 	if ba.Index.Descriptor.Digest != bb.Index.Descriptor.Digest {
 		t.Fatalf("input order changed the index digest: %s vs %s", ba.Index.Descriptor.Digest, bb.Index.Descriptor.Digest)
 	}
-	ix, err := ParseIndex(ba.Index.Data)
+	ix, err := ParseIndexLimit(ba.Index.Data, DefaultMaxEntries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestParseIndexRefuses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseIndex(tc.data)
+			_, err := ParseIndexLimit(tc.data, DefaultMaxEntries)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -136,7 +136,7 @@ func TestParseIndexRefuses(t *testing.T) {
 			"digest": digest.FromString("sbom").String(), "size": 4,
 		})
 	})
-	ix, err := ParseIndex(withSBOM)
+	ix, err := ParseIndexLimit(withSBOM, DefaultMaxEntries)
 	if err != nil || len(ix.Others) != 1 || len(ix.Entries) != 2 {
 		t.Fatalf("index with an SBOM entry: %v %+v", err, ix)
 	}
@@ -239,7 +239,7 @@ func TestIndexRecordsH1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := ParseIndex(built.Index.Data)
+	ix, err := ParseIndexLimit(built.Index.Data, DefaultMaxEntries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestIndexRecordsH1(t *testing.T) {
 		t.Errorf("darwin_arm64 has no h1 but parsed %q", e.H1)
 	}
 	bad := strings.Replace(string(built.Index.Data), a.H1, "h1:not-a-hash", 1)
-	if ix, err = ParseIndex([]byte(bad)); err != nil {
+	if ix, err = ParseIndexLimit([]byte(bad), DefaultMaxEntries); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := ix.Lookup(a.Platform); e.H1 != "" {

@@ -234,9 +234,6 @@ func (p *Provider) Pid() int {
 	return 0
 }
 
-// Exited reports whether the provider process has ended.
-func (p *Provider) Exited() bool { return p.client.Exited() }
-
 // Stop asks the provider to stop its work (StopProvider), then shuts the process down: go-plugin
 // closes the connection and asks it to exit, and kills it after a grace period. Its unix socket
 // is removed. Stop may be called more than once.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
@@ -135,66 +134,6 @@ func (p *Provider) Schema(ctx context.Context) (*ProviderSchema, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("provider %s is not connected", p.Path)
-}
-
-// Metadata lists what the provider offers, by name (GetMetadata).
-type Metadata struct {
-	Resources          []string `json:"resources"`
-	DataSources        []string `json:"data_sources"`
-	Functions          []string `json:"functions"`
-	EphemeralResources []string `json:"ephemeral_resources,omitempty"`
-}
-
-// Metadata calls GetMetadata.
-func (p *Provider) Metadata(ctx context.Context) (*Metadata, error) {
-	m := &Metadata{}
-	switch {
-	case p.v6 != nil:
-		resp, err := p.v6.GetMetadata(ctx, &tfplugin6.GetMetadata_Request{})
-		if err != nil {
-			return nil, fmt.Errorf("GetMetadata: %w", err)
-		}
-		if d := diags6(resp.Diagnostics); d != nil {
-			return nil, fmt.Errorf("GetMetadata: the provider reported: %w", d)
-		}
-		for _, r := range resp.Resources {
-			m.Resources = append(m.Resources, r.TypeName)
-		}
-		for _, r := range resp.DataSources {
-			m.DataSources = append(m.DataSources, r.TypeName)
-		}
-		for _, r := range resp.Functions {
-			m.Functions = append(m.Functions, r.Name)
-		}
-		for _, r := range resp.EphemeralResources {
-			m.EphemeralResources = append(m.EphemeralResources, r.TypeName)
-		}
-	case p.v5 != nil:
-		resp, err := p.v5.GetMetadata(ctx, &tfplugin5.GetMetadata_Request{})
-		if err != nil {
-			return nil, fmt.Errorf("GetMetadata: %w", err)
-		}
-		if d := diags5(resp.Diagnostics); d != nil {
-			return nil, fmt.Errorf("GetMetadata: the provider reported: %w", d)
-		}
-		for _, r := range resp.Resources {
-			m.Resources = append(m.Resources, r.TypeName)
-		}
-		for _, r := range resp.DataSources {
-			m.DataSources = append(m.DataSources, r.TypeName)
-		}
-		for _, r := range resp.Functions {
-			m.Functions = append(m.Functions, r.Name)
-		}
-		for _, r := range resp.EphemeralResources {
-			m.EphemeralResources = append(m.EphemeralResources, r.TypeName)
-		}
-	}
-	sort.Strings(m.Resources)
-	sort.Strings(m.DataSources)
-	sort.Strings(m.Functions)
-	sort.Strings(m.EphemeralResources)
-	return m, nil
 }
 
 func schemaMap[S any](in map[string]S, conv func(S) *Schema) map[string]*Schema {

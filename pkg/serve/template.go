@@ -54,9 +54,6 @@ func ParseTemplate(s, address string) (*Template, error) {
 	return t, nil
 }
 
-// String gives the template as written.
-func (t *Template) String() string { return t.raw }
-
 // Fixed gives the one provider a template without variables holds, or nil.
 func (t *Template) Fixed() *artifact.ProviderAddress { return t.fixed }
 
