@@ -55,12 +55,6 @@ func (f *loaderFixture) freshCopy(t testing.TB) string {
 	return dir
 }
 
-func (f *loaderFixture) mirrorEntries(t *testing.T) int {
-	t.Helper()
-	entries, _ := os.ReadDir(filepath.Join(f.cache, "mirror"))
-	return len(entries)
-}
-
 // TestLoaderWithTofu: oprov lock and oprov init, then plain tofu apply; the lock is complete for
 // every platform, plain tofu init via oci_mirror accepts it, and a warm cache works offline.
 func TestLoaderWithTofu(t *testing.T) {

@@ -30,7 +30,7 @@ func TestSaveLoadLayout(t *testing.T) {
 	// Loading with a key that did not sign pushes nothing.
 	_, otherPub := keyPair(t, "other")
 	dest := filepath.Join(t.TempDir(), "loaded")
-	ios, out, _ = testIO()
+	ios, _, _ = testIO()
 	err = runLoad(ctx, &loadOptions{io: ios, File: tarball, To: "oci-layout:" + dest, Keys: []string{otherPub}, output: textOut})
 	wantErrorContaining(t, err, "nothing was pushed")
 	if _, err := os.Stat(dest); !os.IsNotExist(err) {
