@@ -31,13 +31,20 @@ const oprovHCL = `oci_mirror {
 
 func newLoaderFixture(t testing.TB, tf string) *loaderFixture {
 	t.Helper()
+	return newLoaderFixtureOf(t, tf, helloRelease(t))
+}
+
+// newLoaderFixtureOf is newLoaderFixture with the release in dist (zips and SHA256SUMS) pushed
+// as example.com/acme/hello.
+func newLoaderFixtureOf(t testing.TB, tf, dist string) *loaderFixture {
+	t.Helper()
 	f := &loaderFixture{reg: testreg.Start(t, testreg.Options{}), keys: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache"), cfg: t.TempDir()}
 	f.repo = f.reg.Host + "/providers/acme/hello"
 	// SSL_CERT_FILE lets oprov, tofu and terraform all trust the test CA; HOME keeps the user's
 	// own CLI configuration out of the test.
 	f.env = []string{"OPROV_CACHE_DIR=" + f.cache, "SSL_CERT_FILE=" + f.reg.CAFile, "COSIGN_PASSWORD=test", "HOME=" + t.TempDir()}
 	mustOprov(t, f.env, "keygen", "--output-key-prefix", filepath.Join(f.keys, "cosign"))
-	f.push = pushJSON(t, f.env, helloRelease(t), f.repo, "--address", "example.com/acme/hello", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
+	f.push = pushJSON(t, f.env, dist, f.repo, "--address", "example.com/acme/hello", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
 	writeFile(t, filepath.Join(f.cfg, "main.tf"), tf)
 	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), strings.NewReplacer("%HOST%", f.reg.Host, "%KEYS%", f.keys).Replace(oprovHCL))
 	return f
