@@ -8,15 +8,14 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
@@ -135,9 +134,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err := o.printInfo(info); err != nil {
 		return err
 	}
-	stopping, stop := secondSignal()
-	defer stop()
-	return srv.Run(ctx, ln, serve.RunOptions{TLS: tlsConfig, Drain: o.Drain, Stopping: stopping})
+	return srv.Run(ctx, ln, serve.RunOptions{TLS: tlsConfig, Drain: o.Drain, Stopping: signals.Again(ctx)})
 }
 
 // config checks the flags and gives the server's configuration (without the cache) and the
@@ -259,29 +256,6 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 	}
 	fmt.Fprintf(w, "CLI configuration for clients (~/.tofurc, ~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n%s", info.CLIConfig)
 	return nil
-}
-
-// secondSignal gives a channel closed when a second SIGINT or SIGTERM arrives (the first ends the
-// command's context and starts the drain), and a function that stops listening.
-func secondSignal() (<-chan struct{}, func()) {
-	ch, done := make(chan struct{}), make(chan struct{})
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		defer signal.Stop(sig)
-		for n := 0; ; {
-			select {
-			case <-sig:
-				if n++; n == 2 {
-					close(ch)
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ch, func() { close(done) }
 }
 
 // urlHost is the host name or IP address of a URL, or "".
