@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -181,20 +182,11 @@ func looksLikePath(s string) bool {
 
 // policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.
 func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
-	switch {
-	case len(keys) > 0 && policyFile != "":
+	p, err := sign.NewPolicy(sign.PolicyFrom{Keys: keys, File: policyFile, Rule: "--key", KeysName: "--key"})
+	if errors.Is(err, sign.ErrKeysAndPolicy) {
 		return nil, usageErrorf("give --key or --policy, not both")
-	case policyFile != "":
-		return sign.LoadPolicy(policyFile)
-	case len(keys) > 0:
-		pks, err := sign.LoadPublicKeys(keys)
-		if err != nil {
-			return nil, err
-		}
-		rule := &sign.Rule{Name: "--key", Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}, Keys: pks}
-		return &sign.Policy{Path: "--key", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
 	}
-	return nil, nil
+	return p, err
 }
 
 func printSchema(w io.Writer, addr string, protocol int, s *plugin.ProviderSchema) {
