@@ -337,39 +337,8 @@ func (c *Config) MirrorFor(addr artifact.ProviderAddress) *Mirror {
 	return nil
 }
 
-// Pattern is an include/exclude pattern as OpenTofu's CLI configuration has them: HOST/NS/TYPE or
-// NS/TYPE (on the default host), each part a name or "*".
-type Pattern struct{ Hostname, Namespace, Type string }
+// Pattern is an include/exclude pattern of an oci_mirror block (artifact.Pattern).
+type Pattern = artifact.Pattern
 
-// ParsePattern parses a provider address pattern.
-func ParsePattern(s string) (Pattern, error) {
-	parts := strings.Split(strings.ToLower(s), "/")
-	switch len(parts) {
-	case 2:
-		parts = append([]string{artifact.DefaultProviderHost.String()}, parts...)
-	case 3:
-	default:
-		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
-	}
-	for _, p := range parts {
-		if p == "" || (strings.Contains(p, "*") && p != "*") {
-			return Pattern{}, fmt.Errorf("pattern %q: each part must be a name or a lone *", s)
-		}
-	}
-	if parts[0] == "*" && (parts[1] != "*" || parts[2] != "*") {
-		// OpenTofu allows a wildcard hostname only with wildcard namespace and type.
-		return Pattern{}, fmt.Errorf("pattern %q: a * hostname needs * namespace and type", s)
-	}
-	if parts[1] == "*" && parts[2] != "*" {
-		return Pattern{}, fmt.Errorf("pattern %q: a * namespace needs a * type", s)
-	}
-	return Pattern{Hostname: parts[0], Namespace: parts[1], Type: parts[2]}, nil
-}
-
-// Match reports whether the pattern covers addr.
-func (p Pattern) Match(addr artifact.ProviderAddress) bool {
-	m := func(pat, s string) bool { return pat == "*" || pat == s }
-	return m(p.Hostname, addr.Hostname.String()) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
-}
-
-func (p Pattern) String() string { return p.Hostname + "/" + p.Namespace + "/" + p.Type }
+// ParsePattern parses a provider address pattern (artifact.ParsePattern).
+func ParsePattern(s string) (Pattern, error) { return artifact.ParsePattern(s) }
