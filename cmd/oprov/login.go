@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-
-	"github.com/oprov/oprov/pkg/oci"
 )
 
 type loginOptions struct {
@@ -75,7 +73,7 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	if o.Username == "" || password == "" {
 		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
 	}
-	if err := oci.Login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
+	if err := o.io.Deps.login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
 		return err
 	}
 	if o.output.JSON() {

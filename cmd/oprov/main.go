@@ -39,6 +39,8 @@ type IOStreams struct {
 	ErrTTY bool
 	// InTTY is true when In is a terminal: prompts are shown only then.
 	InTTY bool
+	// Deps build what commands reach beyond the streams (registries, the cache).
+	Deps Factory
 }
 
 func systemStreams() *IOStreams {

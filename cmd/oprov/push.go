@@ -98,7 +98,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		addr.Type = rel.Type
 	}
 
-	target, err := oci.Open(ctx, ref, o.registry.options(), true)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("push", ref, err)
 	}

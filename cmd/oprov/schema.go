@@ -147,7 +147,7 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.Provi
 
 // loaderOptions open the cache for a build or a fetch.
 func (o *schemaOptions) loaderOptions() (loader.Options, error) {
-	cache, err := openCache(o.CacheDir)
+	cache, err := o.io.Deps.openCache(o.CacheDir)
 	if err != nil {
 		return loader.Options{}, err
 	}

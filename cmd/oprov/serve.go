@@ -101,7 +101,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Cache, err = openCache(o.CacheDir); err != nil {
+	if cfg.Cache, err = o.io.Deps.openCache(o.CacheDir); err != nil {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
