@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 type loginOptions struct {
@@ -57,12 +54,10 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	case o.io.InTTY:
 		if o.Username == "" {
 			fmt.Fprint(o.io.ErrOut, "Username: ")
-			line, _ := bufio.NewReader(o.io.In).ReadString('\n')
+			line, _ := o.io.readLine()
 			o.Username = strings.TrimSpace(line)
 		}
-		fmt.Fprint(o.io.ErrOut, "Password: ")
-		b, err := term.ReadPassword(int(os.Stdin.Fd()))
-		fmt.Fprintln(o.io.ErrOut)
+		b, err := o.io.readPassword("Password: ")
 		if err != nil {
 			return err
 		}
