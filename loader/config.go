@@ -174,40 +174,32 @@ func parsePatterns(list []string) ([]Pattern, error) {
 }
 
 // mirrorPolicy gives the trust policy an oci_mirror block asks for: a policy file, or public_keys
-// as shorthand for a policy that enforces those keys for the block; nil for neither.
+// as shorthand for a policy that enforces those keys for the block; nil for neither. Paths are
+// relative to oprov.hcl.
 func mirrorPolicy(path, at string, mf mirrorFile) (*sign.Policy, error) {
-	switch {
-	case mf.Policy != nil && len(mf.PublicKeys) > 0:
-		return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
-	case mf.Policy != nil:
-		return loadMirrorPolicy(path, mf.Policy)
-	case len(mf.PublicKeys) > 0:
-		rule := &sign.Rule{Name: fmt.Sprintf("oci_mirror at %s", at), Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}}
-		for i, k := range mf.PublicKeys {
-			pk, err := sign.LoadPublicKeyFrom(path, k, fmt.Sprintf("public_keys[%d]", i))
-			if err != nil {
-				return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
-			}
-			rule.Keys = append(rule.Keys, pk)
+	from := sign.PolicyFrom{Keys: mf.PublicKeys, Base: path, Rule: fmt.Sprintf("oci_mirror at %s", at), KeysName: "public_keys"}
+	if mf.Policy == nil {
+		pol, err := sign.NewPolicy(from)
+		if err != nil {
+			return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
 		}
-		return &sign.Policy{Path: path, Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
+		return pol, nil
 	}
-	return nil, nil
-}
-
-// loadMirrorPolicy loads the policy file an oci_mirror block names, relative to oprov.hcl. Errors
-// point at the policy attribute's line.
-func loadMirrorPolicy(path string, attr *hcl.Attribute) (*sign.Policy, error) {
+	if len(mf.PublicKeys) > 0 {
+		return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
+	}
+	attr := mf.Policy
 	name, err := hcldiag.String(attr)
 	if err != nil {
 		return nil, err
 	}
-	pp := name
-	if !filepath.IsAbs(pp) {
-		pp = filepath.Join(filepath.Dir(path), pp)
-	}
-	pol, err := sign.LoadPolicy(pp)
+	from.File = name
+	pol, err := sign.NewPolicy(from)
 	if errors.Is(err, fs.ErrNotExist) {
+		pp := name
+		if !filepath.IsAbs(pp) {
+			pp = filepath.Join(filepath.Dir(path), pp)
+		}
 		abs, _ := filepath.Abs(pp)
 		return nil, fmt.Errorf("%s: oci_mirror policy %q: there is no file %s (the path is relative to %s; write the policy there, or fix the path)", hcldiag.At(attr.Range), name, abs, FileName)
 	}
@@ -345,39 +337,8 @@ func (c *Config) MirrorFor(addr artifact.ProviderAddress) *Mirror {
 	return nil
 }
 
-// Pattern is an include/exclude pattern as OpenTofu's CLI configuration has them: HOST/NS/TYPE or
-// NS/TYPE (on the default host), each part a name or "*".
-type Pattern struct{ Hostname, Namespace, Type string }
+// Pattern is an include/exclude pattern of an oci_mirror block (artifact.Pattern).
+type Pattern = artifact.Pattern
 
-// ParsePattern parses a provider address pattern.
-func ParsePattern(s string) (Pattern, error) {
-	parts := strings.Split(strings.ToLower(s), "/")
-	switch len(parts) {
-	case 2:
-		parts = append([]string{artifact.DefaultProviderHost.String()}, parts...)
-	case 3:
-	default:
-		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
-	}
-	for _, p := range parts {
-		if p == "" || (strings.Contains(p, "*") && p != "*") {
-			return Pattern{}, fmt.Errorf("pattern %q: each part must be a name or a lone *", s)
-		}
-	}
-	if parts[0] == "*" && (parts[1] != "*" || parts[2] != "*") {
-		// OpenTofu allows a wildcard hostname only with wildcard namespace and type.
-		return Pattern{}, fmt.Errorf("pattern %q: a * hostname needs * namespace and type", s)
-	}
-	if parts[1] == "*" && parts[2] != "*" {
-		return Pattern{}, fmt.Errorf("pattern %q: a * namespace needs a * type", s)
-	}
-	return Pattern{Hostname: parts[0], Namespace: parts[1], Type: parts[2]}, nil
-}
-
-// Match reports whether the pattern covers addr.
-func (p Pattern) Match(addr artifact.ProviderAddress) bool {
-	m := func(pat, s string) bool { return pat == "*" || pat == s }
-	return m(p.Hostname, addr.Hostname.String()) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
-}
-
-func (p Pattern) String() string { return p.Hostname + "/" + p.Namespace + "/" + p.Type }
+// ParsePattern parses a provider address pattern (artifact.ParsePattern).
+func ParsePattern(s string) (Pattern, error) { return artifact.ParsePattern(s) }

@@ -3,7 +3,6 @@
 package loader
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"syscall"
@@ -13,7 +12,7 @@ import (
 // owns the terminal, the signals and the exit code, and nothing of oprov waits beside it. It
 // returns only if the program could not be started.
 func (p *Project) ExecInit(program, cfgPath string, args []string) error {
-	cmd, err := p.initCommand(context.Background(), program, cfgPath, args)
+	cmd, err := p.initCommand(program, cfgPath, args)
 	if err != nil {
 		return err
 	}

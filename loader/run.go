@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
 )
@@ -100,18 +101,23 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 }
 
 // RunInit runs 'PROGRAM init ARGS...' in the configuration directory with the CLI configuration
-// at cfgPath, and gives its exit code.
+// at cfgPath, and gives its exit code. SIGINT and SIGTERM are passed on to the program, which
+// decides what they mean (tofu finishes what it is writing), and RunInit waits for it: the
+// program is not started if ctx has already ended, and never killed because it did.
 func (p *Project) RunInit(ctx context.Context, program, cfgPath string, args []string, st Streams) (int, error) {
-	cmd, err := p.initCommand(ctx, program, cfgPath, args)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	cmd, err := p.initCommand(program, cfgPath, args)
 	if err != nil {
 		return 0, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = st.In, st.Out, st.Err
-	err = cmd.Run()
-	if _, ok := err.(*exec.ExitError); ok || err == nil {
-		return cmd.ProcessState.ExitCode(), nil
+	code, err := signals.Run(cmd, signals.KillAfter)
+	if err != nil {
+		return 0, fmt.Errorf("running %s init: %w", program, err)
 	}
-	return 0, fmt.Errorf("running %s init: %w", program, err)
+	return code, nil
 }
 
 // ErrNoExec is ExecInit's answer where the system cannot replace a process with another: run
@@ -120,12 +126,12 @@ var ErrNoExec = errors.New("cannot replace the process on this system")
 
 // initCommand is 'PROGRAM init ARGS...' in the configuration directory, with TF_CLI_CONFIG_FILE
 // naming the CLI configuration at cfgPath.
-func (p *Project) initCommand(ctx context.Context, program, cfgPath string, args []string) (*exec.Cmd, error) {
+func (p *Project) initCommand(program, cfgPath string, args []string) (*exec.Cmd, error) {
 	abs, err := filepath.Abs(cfgPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, program, append([]string{"init"}, args...)...)
+	cmd := exec.Command(program, append([]string{"init"}, args...)...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+abs)
 	return cmd, cmd.Err

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/oprov/oprov/internal/progress"
 	"github.com/oprov/oprov/manifest"
@@ -169,20 +168,16 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// passwordFunc reads COSIGN_PASSWORD, or prompts on a terminal.
+// passwordFunc reads COSIGN_PASSWORD, or prompts on a terminal (the injected streams).
 func passwordFunc(ios *IOStreams) sign.PassFunc {
 	var prompt sign.PassFunc
 	if ios.InTTY {
 		prompt = func(confirm bool) ([]byte, error) {
-			fmt.Fprint(ios.ErrOut, "Password for the key: ")
-			pw, err := term.ReadPassword(int(os.Stdin.Fd()))
-			fmt.Fprintln(ios.ErrOut)
+			pw, err := ios.readPassword("Password for the key: ")
 			if err != nil || !confirm {
 				return pw, err
 			}
-			fmt.Fprint(ios.ErrOut, "Again: ")
-			again, err := term.ReadPassword(int(os.Stdin.Fd()))
-			fmt.Fprintln(ios.ErrOut)
+			again, err := ios.readPassword("Again: ")
 			if err != nil {
 				return nil, err
 			}

@@ -71,11 +71,11 @@ func runCopy(ctx context.Context, o *copyOptions) error {
 	if dst.Reference != "" {
 		return usageErrorf("copy: the destination is a repository; the versions keep their tags")
 	}
-	st, err := oci.Open(ctx, src.WithReference(""), o.registry.options(), false)
+	st, err := o.io.Deps.openTarget(ctx, src.WithReference(""), o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
-	dt, err := oci.Open(ctx, dst, o.registry.options(), true)
+	dt, err := o.io.Deps.openTarget(ctx, dst, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("copy", dst, err)
 	}

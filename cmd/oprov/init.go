@@ -62,11 +62,12 @@ func runInit(ctx context.Context, o *initOptions) error {
 	if err != nil {
 		return fmt.Errorf("init: cannot run %q: %v (install OpenTofu, or set OPROV_TOFU to the program to run)", program, errors.Unwrap(err))
 	}
-	p, res, cfgPath, err := installAndConfigure(ctx, o.io, &o.flags, program)
+	p, prep, err := installAndConfigure(ctx, o.io, &o.flags, program)
 	if err != nil {
 		return err
 	}
-	printInstalled(o.io.ErrOut, res)
+	cfgPath := prep.CLIConfig
+	printInstalled(o.io.ErrOut, prep.InstallResult)
 	if err := ctx.Err(); err != nil {
 		return err // interrupted while installing: tofu is not started
 	}

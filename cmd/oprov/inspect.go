@@ -48,7 +48,7 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}

@@ -46,10 +46,11 @@ func runInstall(ctx context.Context, o *installOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	_, res, cfgPath, err := installAndConfigure(ctx, o.io, &o.flags, tofuProgram())
+	_, prep, err := installAndConfigure(ctx, o.io, &o.flags, tofuProgram())
 	if err != nil {
 		return err
 	}
+	res, cfgPath := prep.InstallResult, prep.CLIConfig
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, struct {
 			*loader.InstallResult
@@ -61,32 +62,25 @@ func runInstall(ctx context.Context, o *installOptions) error {
 	return nil
 }
 
-// installAndConfigure installs the configuration's providers (with progress) and writes the CLI
-// configuration for program, printing notes on what of the user's own could not be kept.
-func installAndConfigure(ctx context.Context, ios *IOStreams, flags *loaderFlags, program string) (*loader.Project, *loader.InstallResult, string, error) {
+// installAndConfigure prepares the configuration's providers for program (with progress), and
+// prints the notes on what of the user's own could not be kept.
+func installAndConfigure(ctx context.Context, ios *IOStreams, flags *loaderFlags, program string) (*loader.Project, *loader.Prepared, error) {
 	p, opts, err := flags.open(ios)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, err
 	}
 	defer opts.Cache.Close()
 	bar := newProgress(ios, "installing")
 	opts.Progress = bar
-	res, err := p.Install(ctx, opts)
+	prep, err := p.Prepare(ctx, opts, program)
 	bar.Finish()
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, err
 	}
-	cfgPath, notes, err := p.WriteCLIConfig(res, program)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	for _, n := range notes {
+	for _, n := range prep.Notes {
 		fmt.Fprintf(ios.ErrOut, "oprov: note: %s\n", n)
 	}
-	for _, err := range p.LinkProviders(res) {
-		fmt.Fprintf(ios.ErrOut, "oprov: note: %v; tofu init installs it from the cache itself\n", err)
-	}
-	return p, res, cfgPath, nil
+	return p, prep, nil
 }
 
 func printInstalled(w io.Writer, res *loader.InstallResult) {

@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
-	"github.com/oprov/oprov/pkg/cache"
 )
 
 // loaderFlags are shared by the commands that work on a configuration directory.
@@ -29,22 +28,11 @@ func (f *loaderFlags) open(ios *IOStreams) (*loader.Project, loader.Options, err
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
-	cache, err := openCache(f.CacheDir)
+	cache, err := ios.Deps.openCache(f.CacheDir)
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
 	return p, loader.Options{Cache: cache, Registry: f.registry.options(), Log: ios.ErrOut}, nil
-}
-
-// openCache opens the cache directory, or the default one for "".
-func openCache(dir string) (*cache.Cache, error) {
-	if dir == "" {
-		var err error
-		if dir, err = cache.DefaultDir(); err != nil {
-			return nil, err
-		}
-	}
-	return cache.Open(dir)
 }
 
 func (s *IOStreams) streams() loader.Streams {

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
-
-	"github.com/oprov/oprov/pkg/oci"
 )
 
 type loginOptions struct {
@@ -59,12 +54,10 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	case o.io.InTTY:
 		if o.Username == "" {
 			fmt.Fprint(o.io.ErrOut, "Username: ")
-			line, _ := bufio.NewReader(o.io.In).ReadString('\n')
+			line, _ := o.io.readLine()
 			o.Username = strings.TrimSpace(line)
 		}
-		fmt.Fprint(o.io.ErrOut, "Password: ")
-		b, err := term.ReadPassword(int(os.Stdin.Fd()))
-		fmt.Fprintln(o.io.ErrOut)
+		b, err := o.io.readPassword("Password: ")
 		if err != nil {
 			return err
 		}
@@ -75,7 +68,7 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	if o.Username == "" || password == "" {
 		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
 	}
-	if err := oci.Login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
+	if err := o.io.Deps.login(ctx, o.Host, o.Username, password, o.registry.options()); err != nil {
 		return err
 	}
 	if o.output.JSON() {

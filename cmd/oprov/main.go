@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -40,6 +39,8 @@ type IOStreams struct {
 	ErrTTY bool
 	// InTTY is true when In is a terminal: prompts are shown only then.
 	InTTY bool
+	// Deps build what commands reach beyond the streams (registries, the cache).
+	Deps Factory
 }
 
 func systemStreams() *IOStreams {
@@ -55,7 +56,7 @@ func main() {
 	if printedVersion(os.Stdout, os.Args[1:]) {
 		os.Exit(exitOK)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signals.Context(context.Background())
 	code := run(ctx, systemStreams(), os.Args[1:])
 	stop()
 	os.Exit(code)

@@ -76,7 +76,7 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := oci.Open(ctx, to, o.registry.options(), true)
+	t, err := o.io.Deps.openTarget(ctx, to, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("mirror", to, err)
 	}

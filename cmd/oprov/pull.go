@@ -55,7 +55,7 @@ func runPull(ctx context.Context, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("pull", ref, err)
 	}

@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/publish"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -82,6 +83,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 			return fmt.Errorf("push: %w", err)
 		}
 	}
+	if _, _, err := release.SourceDateEpoch(); err != nil {
+		return err // before anything is read: publish records it on the index
+	}
 	rel, err := release.Collect(ctx, o.Sources)
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
@@ -94,33 +98,24 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		addr.Type = rel.Type
 	}
 
-	target, err := oci.Open(ctx, ref, o.registry.options(), true)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), true)
 	if err != nil {
 		return oci.Explain("push", ref, err)
-	}
-	created, err := sourceDateEpoch()
-	if err != nil {
-		return err
 	}
 	bar := newProgress(o.io, "pushing")
-	var res pushed
-	res.PushResult, err = artifact.PushRelease(ctx, target, rel, ref.Reference, artifact.PushOptions{
-		Concurrency: o.Concurrency, Progress: bar, Index: manifest.IndexOptions{Created: created},
-	})
+	res, err := publish.Release(ctx, target, ref, rel, publish.Options{Concurrency: o.Concurrency, Progress: bar, Signer: signer, LegacyTag: o.LegacyTag})
 	bar.Finish()
-	if err != nil {
-		return oci.Explain("push", ref, err)
-	}
-	if oci.IsPlainHTTP(target) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)", ref.Registry))
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", w)
-	}
-	if signer != nil {
-		if res.Signed, err = sign.Sign(ctx, target, ref, res.Index, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
-			return oci.Explain("sign", ref, fmt.Errorf("the version was pushed (%s) but signing it failed: %w", res.Index.Digest, err))
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", w)
 		}
+	}
+	var se *publish.SignError
+	switch {
+	case errors.As(err, &se):
+		return oci.Explain("sign", ref, se)
+	case err != nil:
+		return oci.Explain("push", ref, err)
 	}
 	return printPushed(o, ref, rel, addr, res)
 }
@@ -147,16 +142,6 @@ func versionTagged(ref oci.Ref, rel *release.Release) (oci.Ref, error) {
 	return ref.WithReference(tag), nil
 }
 
-// sourceDateEpoch gives SOURCE_DATE_EPOCH as an RFC 3339 time for the index's created annotation,
-// or "" when it is not set: the index never records the wall clock.
-func sourceDateEpoch() (string, error) {
-	t, ok, err := release.SourceDateEpoch()
-	if err != nil || !ok {
-		return "", err
-	}
-	return t.Format(time.RFC3339), nil
-}
-
 type platformJSON struct {
 	Platform string `json:"platform"`
 	Manifest string `json:"manifest_digest"`
@@ -166,13 +151,7 @@ type platformJSON struct {
 	H1       string `json:"h1,omitempty"` // recorded on the index entry (dev.oprov.h1)
 }
 
-type pushed struct {
-	*artifact.PushResult
-	Signed   *sign.SignResult
-	Warnings []string
-}
-
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res pushed) error {
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res *publish.Result) error {
 	tofurc := ""
 	if !ref.IsLayout() {
 		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)

@@ -198,18 +198,3 @@ func TestInspectErrors(t *testing.T) {
 	err := runPull(ctx, &pullOptions{io: ios, Ref: repo + ":1.0.0", Platforms: []string{"windows_amd64"}, OutDir: t.TempDir(), output: textOut})
 	wantErrorContaining(t, err, "has no windows_amd64 package")
 }
-
-func TestSourceDateEpoch(t *testing.T) {
-	t.Setenv("SOURCE_DATE_EPOCH", "")
-	if s, err := sourceDateEpoch(); s != "" || err != nil {
-		t.Errorf("unset: %q %v", s, err)
-	}
-	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
-	if s, err := sourceDateEpoch(); s != "2023-11-14T22:13:20Z" || err != nil {
-		t.Errorf("1700000000: %q %v", s, err)
-	}
-	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
-	if _, err := sourceDateEpoch(); err == nil {
-		t.Error("a non-number was accepted")
-	}
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,9 +18,7 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
-	"github.com/oprov/oprov/pkg/source"
 )
 
 type schemaOptions struct {
@@ -101,15 +100,28 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.Provi
 		}
 		addr = a
 	}
+	guess := func(a artifact.ProviderAddress) {
+		if o.Address == "" {
+			addr = a
+		}
+	}
 	st, statErr := os.Stat(o.Target)
 	switch {
 	case statErr == nil && !st.IsDir():
-		if o.Address == "" {
-			addr = localAddress(strings.SplitN(strings.TrimSuffix(filepath.Base(o.Target), ".exe"), "_", 2)[0])
-		}
+		guess(loader.ExecutableAddress(o.Target))
 		return o.Target, addr, nil
 	case statErr == nil:
-		return schemaFromDir(ctx, o, addr)
+		dir, err := filepath.Abs(o.Target)
+		if err != nil {
+			return "", addr, err
+		}
+		guess(loader.DirAddress(dir))
+		opts, err := o.loaderOptions()
+		if err != nil {
+			return "", addr, err
+		}
+		exe, err := loader.BuildDir(ctx, dir, addr, "oprov schema "+o.Target, opts)
+		return exe, addr, err
 	case looksLikePath(o.Target):
 		return "", addr, usageErrorf("schema %s: no such file; give the path of a provider executable or source directory, or REPO:VERSION for a version in a registry", o.Target)
 	}
@@ -120,54 +132,26 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.Provi
 	if ref.Reference == "" {
 		return "", addr, usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
 	}
-	if o.Address == "" {
-		addr = artifact.GuessProviderAddress(ref)
-	}
+	guess(artifact.GuessProviderAddress(ref))
 	policy, err := policyFromFlags(o.Keys, o.Policy)
 	if err != nil {
 		return "", addr, err
 	}
-	cache, err := openCache(o.CacheDir)
+	opts, err := o.loaderOptions()
 	if err != nil {
 		return "", addr, err
 	}
-	exe, err := loader.FetchRef(ctx, ref, addr, policy, loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut})
+	exe, err := loader.FetchRef(ctx, ref, addr, policy, opts)
 	return exe, addr, err
 }
 
-// localAddress is the address a provider outside any registry is reported under without
-// --address: local/TYPE, TYPE read from a terraform-provider-TYPE name when there is one.
-func localAddress(name string) artifact.ProviderAddress {
-	typ, ok := release.TypeFromName(name)
-	if !ok {
-		typ = "unknown"
-	}
-	return artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
-}
-
-// schemaFromDir builds a provider source directory (any kind pkg/source knows: a Go module, a
-// Python project) for this machine through the cache, as 'oprov run' does.
-func schemaFromDir(ctx context.Context, o *schemaOptions, addr artifact.ProviderAddress) (string, artifact.ProviderAddress, error) {
-	dir, err := filepath.Abs(o.Target)
+// loaderOptions open the cache for a build or a fetch.
+func (o *schemaOptions) loaderOptions() (loader.Options, error) {
+	cache, err := o.io.Deps.openCache(o.CacheDir)
 	if err != nil {
-		return "", addr, err
+		return loader.Options{}, err
 	}
-	if o.Address == "" {
-		addr = localAddress("terraform-provider-" + filepath.Base(dir))
-		if t, ok := release.TypeFromName(filepath.Base(dir)); ok {
-			addr.Type = t
-		}
-	}
-	cache, err := openCache(o.CacheDir)
-	if err != nil {
-		return "", addr, err
-	}
-	src := source.OpenLocal(source.LocalDir{Addr: addr, Dir: dir, At: "oprov schema " + o.Target}, &source.Env{Cache: cache, Log: o.io.ErrOut})
-	pkg, err := src.PackageFor(ctx, addr, source.Dev, source.Host())
-	if err != nil {
-		return "", addr, err
-	}
-	return pkg.Executable, addr, nil
+	return loader.Options{Cache: cache, Registry: o.registry.options(), Log: o.io.ErrOut}, nil
 }
 
 // looksLikePath tells a path from a reference: it starts like one, or is no reference at all.
@@ -181,20 +165,11 @@ func looksLikePath(s string) bool {
 
 // policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.
 func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
-	switch {
-	case len(keys) > 0 && policyFile != "":
+	p, err := sign.NewPolicy(sign.PolicyFrom{Keys: keys, File: policyFile, Rule: "--key", KeysName: "--key"})
+	if errors.Is(err, sign.ErrKeysAndPolicy) {
 		return nil, usageErrorf("give --key or --policy, not both")
-	case policyFile != "":
-		return sign.LoadPolicy(policyFile)
-	case len(keys) > 0:
-		pks, err := sign.LoadPublicKeys(keys)
-		if err != nil {
-			return nil, err
-		}
-		rule := &sign.Rule{Name: "--key", Mode: sign.ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}, Keys: pks}
-		return &sign.Policy{Path: "--key", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}, nil
 	}
-	return nil, nil
+	return p, err
 }
 
 func printSchema(w io.Writer, addr string, protocol int, s *plugin.ProviderSchema) {

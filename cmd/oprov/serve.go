@@ -3,21 +3,16 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/serve"
@@ -106,7 +101,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Cache, err = openCache(o.CacheDir); err != nil {
+	if cfg.Cache, err = o.io.Deps.openCache(o.CacheDir); err != nil {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
@@ -124,7 +119,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	defer ln.Close()
 	info := serveInfo{Listen: ln.Addr().String(), Source: o.Source, URL: o.URL}
 	if info.URL == "" {
-		info.URL = defaultURL(ln.Addr().(*net.TCPAddr))
+		info.URL = serve.DefaultURL(ln.Addr().(*net.TCPAddr))
 	}
 	tlsConfig, caFile, err := o.tlsConfig(info.URL)
 	if err != nil {
@@ -135,9 +130,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err := o.printInfo(info); err != nil {
 		return err
 	}
-	stopping, stop := secondSignal()
-	defer stop()
-	return srv.Run(ctx, ln, serve.RunOptions{TLS: tlsConfig, Drain: o.Drain, Stopping: stopping})
+	return srv.Run(ctx, ln, serve.RunOptions{TLS: tlsConfig, Drain: o.Drain, Stopping: signals.Again(ctx)})
 }
 
 // config checks the flags and gives the server's configuration (without the cache) and the
@@ -168,23 +161,8 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	if a := tmpl.Fixed(); a != nil {
 		include = []string{a.String()}
 	}
-	if len(o.Include) > 0 {
-		var pats []loader.Pattern
-		for _, s := range o.Include {
-			p, err := loader.ParsePattern(s)
-			if err != nil {
-				return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)
-			}
-			pats = append(pats, p)
-		}
-		cfg.Include = func(addr artifact.ProviderAddress) bool {
-			for _, p := range pats {
-				if p.Match(addr) {
-					return true
-				}
-			}
-			return false
-		}
+	if cfg.Include, err = artifact.MatchAny(o.Include); err != nil {
+		return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)
 	}
 	return cfg, include, nil
 }
@@ -207,45 +185,18 @@ func (o *serveOptions) check(ctx context.Context, srv *serve.Server, cfg serve.C
 	return nil
 }
 
-// defaultURL is the base URL for a listening address: a wildcard address is reached on loopback.
-func defaultURL(a *net.TCPAddr) string {
-	host := a.IP.String()
-	if a.IP.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return "https://" + net.JoinHostPort(host, fmt.Sprint(a.Port)) + "/"
-}
-
-// tlsConfig loads --tls-cert/--tls-key, or the local CA's certificate for loopback and the URL's
-// host, made on first start; it gives the CA file clients trust in the second case.
+// tlsConfig is the server's TLS configuration (serve.TLSConfig), with the CA file clients trust
+// when it is the local CA's.
 func (o *serveOptions) tlsConfig(base string) (*tls.Config, string, error) {
-	if o.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
-		if err != nil {
-			return nil, "", fmt.Errorf("serve: --tls-cert/--tls-key: %w", err)
-		}
-		return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}, "", nil
+	cfg, caFile, err := serve.TLSConfig(serve.TLSOptions{CertFile: o.TLSCert, KeyFile: o.TLSKey, StateDir: o.StateDir, URL: base})
+	var kp *serve.KeyPairError
+	switch {
+	case errors.As(err, &kp):
+		return nil, "", fmt.Errorf("serve: --tls-cert/--tls-key: %w", kp.Err)
+	case err != nil:
+		return nil, "", fmt.Errorf("serve: %w", err)
 	}
-	dir := o.StateDir
-	if dir == "" {
-		var err error
-		if dir, err = defaultStateDir(); err != nil {
-			return nil, "", err
-		}
-	}
-	dir, err := filepath.Abs(dir) // clients get the CA's path from any directory
-	if err != nil {
-		return nil, "", err
-	}
-	hosts := []string{"127.0.0.1", "::1", "localhost"}
-	if h := urlHost(base); h != "" && !slices.Contains(hosts, h) {
-		hosts = append(hosts, h)
-	}
-	l, cfg, err := serve.EnsureLocalTLS(dir, hosts)
-	if err != nil {
-		return nil, "", fmt.Errorf("serve: local certificate in %s: %w", dir, err)
-	}
-	return cfg, l.CAFile, nil
+	return cfg, caFile, nil
 }
 
 func (o *serveOptions) printInfo(info serveInfo) error {
@@ -259,48 +210,4 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 	}
 	fmt.Fprintf(w, "CLI configuration for clients (~/.tofurc, ~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n%s", info.CLIConfig)
 	return nil
-}
-
-// secondSignal gives a channel closed when a second SIGINT or SIGTERM arrives (the first ends the
-// command's context and starts the drain), and a function that stops listening.
-func secondSignal() (<-chan struct{}, func()) {
-	ch, done := make(chan struct{}), make(chan struct{})
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		defer signal.Stop(sig)
-		for n := 0; ; {
-			select {
-			case <-sig:
-				if n++; n == 2 {
-					close(ch)
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ch, func() { close(done) }
-}
-
-// urlHost is the host name or IP address of a URL, or "".
-func urlHost(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
-}
-
-// defaultStateDir is $XDG_STATE_HOME/oprov/serve, else ~/.local/state/oprov/serve.
-func defaultStateDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "oprov", "serve"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("serve: no state directory for the local CA: pass --state-dir (%w)", err)
-	}
-	return filepath.Join(home, ".local", "state", "oprov", "serve"), nil
 }

@@ -61,7 +61,7 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
-	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}

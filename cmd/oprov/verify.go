@@ -90,7 +90,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 		addr = a.String()
 	}
-	target, err := oci.Open(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("verify", ref, err)
 	}

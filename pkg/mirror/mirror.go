@@ -20,6 +20,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/publish"
 	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
@@ -174,7 +175,7 @@ func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versi
 }
 
 // pushPackages downloads every package into a temporary directory (each checked as it streams
-// in), checks them as a release, and pushes them as one version.
+// in) and publishes them as one version, as 'oprov push' does.
 func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.Package, opts Options) (*artifact.PushResult, error) {
 	parent := opts.TempDir
 	if parent == "" {
@@ -198,11 +199,11 @@ func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rel, err := release.Collect(ctx, paths)
+	res, err := publish.Files(ctx, t, opts.To.WithReference(tag), paths, publish.Options{Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}
-	return artifact.PushRelease(ctx, t, rel, tag, artifact.PushOptions{Progress: opts.Progress})
+	return res.PushResult, nil
 }
 
 // selectPlatforms picks the platforms to mirror: those asked for, each of which the source must

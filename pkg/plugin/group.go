@@ -3,15 +3,14 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/oprov/oprov/internal/signals"
 )
 
 // Member is one provider of a launch group: the address tofu knows it by, how to start it, and
@@ -114,7 +113,7 @@ func (g *Group) ReattachJSON() ([]byte, error) {
 }
 
 // KillAfter is how long a command that ignores a forwarded signal has before it is killed.
-const KillAfter = 30 * time.Second
+const KillAfter = signals.KillAfter
 
 // Run runs cmd with TF_REATTACH_PROVIDERS set to the group, passes SIGINT and SIGTERM on to it
 // (killing it if it ignores them for KillAfter), and gives its exit code: 128+N when a signal N
@@ -128,42 +127,5 @@ func (g *Group) Run(cmd *exec.Cmd) (int, error) {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, "TF_REATTACH_PROVIDERS="+string(rj))
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var killTimer <-chan time.Time
-	for {
-		select {
-		case s := <-sigs:
-			cmd.Process.Signal(s)
-			if killTimer == nil {
-				killTimer = time.After(KillAfter)
-			}
-		case <-killTimer:
-			cmd.Process.Kill()
-		case err := <-done:
-			return exitCode(err)
-		}
-	}
-}
-
-// exitCode turns a finished command's error into its exit code.
-func exitCode(err error) (int, error) {
-	if err == nil {
-		return 0, nil
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return 0, err
-	}
-	code := ee.ExitCode()
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && code < 0 && ws.Signaled() {
-		code = 128 + int(ws.Signal())
-	}
-	return code, nil
+	return signals.Run(cmd, KillAfter)
 }

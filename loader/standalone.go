@@ -1,0 +1,56 @@
+package loader
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/source"
+)
+
+// A provider can be launched outside any configuration ('oprov schema'): an executable, a
+// provider source directory (BuildDir), or a version in a repository (FetchRef). These give the
+// executable and the address it is reported under when none is given.
+
+// ExecutableAddress is the address an executable outside any registry is reported under:
+// local/TYPE, TYPE read from a terraform-provider-TYPE[_...][.exe] name, else "unknown".
+func ExecutableAddress(path string) artifact.ProviderAddress {
+	return localAddress(strings.SplitN(strings.TrimSuffix(filepath.Base(path), ".exe"), "_", 2)[0])
+}
+
+// DirAddress is the address a provider source directory is reported under: local/TYPE, TYPE from
+// a terraform-provider-TYPE directory name, else the directory's name itself.
+func DirAddress(dir string) artifact.ProviderAddress {
+	base := filepath.Base(dir)
+	addr := localAddress("terraform-provider-" + base)
+	if t, ok := release.TypeFromName(base); ok {
+		addr.Type = t
+	}
+	return addr
+}
+
+func localAddress(name string) artifact.ProviderAddress {
+	typ, ok := release.TypeFromName(name)
+	if !ok {
+		typ = "unknown"
+	}
+	return artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
+}
+
+// BuildDir builds a provider source directory (any kind pkg/source knows: a Go module, a Python
+// project) for this machine through the cache, as 'oprov run' builds the providers kept as
+// source, and gives the executable. at says who asked, for messages.
+func BuildDir(ctx context.Context, dir string, addr artifact.ProviderAddress, at string, opts Options) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	src := source.OpenLocal(source.LocalDir{Addr: addr, Dir: abs, At: at}, &source.Env{Cache: opts.Cache, Log: opts.Log})
+	pkg, err := src.PackageFor(ctx, addr, source.Dev, source.Host())
+	if err != nil {
+		return "", err
+	}
+	return pkg.Executable, nil
+}
