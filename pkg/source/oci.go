@@ -188,7 +188,16 @@ func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *c
 		},
 	}
 	if len(meta.Verified) == 0 {
-		pkg.Auth = Authentication{Method: "none"}
+		pkg.Auth = Authentication{Method: "none", Subject: meta.Index}
+		if s.policy != nil {
+			// Only a warn-mode policy lets metadata with no verification stand in (trusted): it
+			// warns on every use, as it did when the version was resolved.
+			if r := s.policy.Match(repo.Repo(), addr.String()); r != nil {
+				pkg.Auth.Rule = r.Name
+			}
+			pkg.Auth.Warning = fmt.Sprintf("index %s of %s was not verified by a key the policy trusts (answered from the cache)", meta.Index, repo.WithReference(meta.Tag))
+			s.env.warn(addr, meta.Version, pkg.Auth.Warning)
+		}
 	}
 	return pkg
 }
@@ -232,7 +241,7 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 		rv.auth.Rule = d.Rule
 		if d.Warning != nil {
 			rv.auth.Warning = d.Warning.Error()
-			s.env.logf("oprov: warning (policy mode warn): %s %s: %v", addr, v.Version, d.Warning)
+			s.env.warn(addr, v.Version, rv.auth.Warning)
 		}
 		if d.Result != nil {
 			rv.auth.Method = "cosign"

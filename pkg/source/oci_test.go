@@ -241,6 +241,17 @@ func TestOCIPolicy(t *testing.T) {
 	if !strings.Contains(log.String(), "warning") || !strings.Contains(log.String(), "2.0.0") {
 		t.Errorf("warn mode logged %q", log.String())
 	}
+	// Once per version and command, however often it is asked for, from the registry or the cache.
+	for _, ctx := range []context.Context{ctx, source.WithoutCache(ctx)} {
+		for _, p := range testfix.Platforms() {
+			if _, err := warn.PackageFor(ctx, f.addr, v("2.0.0"), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := strings.Count(log.String(), "warning"); n != 1 {
+		t.Errorf("%d warnings about one version in one command:\n%s", n, log.String())
+	}
 }
 
 // Cached metadata stands in for the registry only where it records a verification the policy
@@ -285,10 +296,24 @@ func TestOCICachedMetadataUnderPolicy(t *testing.T) {
 	if f.reg.Requests() == before {
 		t.Error("the other key's policy did not ask the registry")
 	}
-	// A warn-mode policy takes what the cache says.
-	pkg, err = f.source(f.env(nil), testfix.Policy(sign.ModeWarn, f.other)).PackageFor(ctx, f.addr, v("2.0.0"), linux)
+	// A warn-mode policy takes what the cache says, and warns each time about what it did not
+	// verify.
+	var log bytes.Buffer
+	pkg, err = f.source(f.env(&log), testfix.Policy(sign.ModeWarn, f.other)).PackageFor(ctx, f.addr, v("2.0.0"), linux)
 	if err != nil || !pkg.FromCache {
-		t.Errorf("warn mode over cached metadata: %v, %+v", err, pkg)
+		t.Fatalf("warn mode over cached metadata: %v, %+v", err, pkg)
+	}
+	if a := pkg.Auth; a.Method != "none" || a.Warning == "" || a.Rule != "testfix" || a.Subject != f.idx["2.0.0"].Digest {
+		t.Errorf("warn mode over cached metadata: authentication %+v", a)
+	}
+	if !strings.Contains(log.String(), "warning") || !strings.Contains(log.String(), "2.0.0") {
+		t.Errorf("warn mode over cached metadata logged %q", log.String())
+	}
+	// With no policy, nothing is said.
+	log.Reset()
+	pkg, err = f.source(f.env(&log), nil).PackageFor(ctx, f.addr, v("2.0.0"), linux)
+	if err != nil || pkg.Auth.Warning != "" || log.Len() != 0 {
+		t.Errorf("no policy over cached metadata: %v, %+v, log %q", err, pkg.Auth, log.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apparentlymart/go-versions/versions"
@@ -147,6 +148,15 @@ type Env struct {
 	Registry oci.Options
 	Log      io.Writer
 	Network  atomic.Bool
+	warned   sync.Map // versions warned about, "ADDR VERSION"
+}
+
+// warn says once per Env (a command, or one generation of a server) that a warn-mode policy let
+// a version through unverified, and why.
+func (e *Env) warn(addr artifact.ProviderAddress, version, why string) {
+	if _, said := e.warned.LoadOrStore(addr.String()+" "+version, true); !said {
+		e.logf("oprov: warning (policy mode warn): %s %s: %s", addr, version, why)
+	}
 }
 
 func (e *Env) logf(format string, args ...any) {
