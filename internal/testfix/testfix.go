@@ -72,6 +72,18 @@ func Cache(t testing.TB) *cache.Cache {
 	return c
 }
 
+// Reopen opens c's directory again, as the next command does: a new Cache that has checked
+// nothing yet.
+func Reopen(t testing.TB, c *cache.Cache) *cache.Cache {
+	t.Helper()
+	again, err := cache.Open(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { again.Close() })
+	return again
+}
+
 // Release is one version of a provider, packaged: a zip per platform, each holding a small
 // script named as the provider's executable that says which type, version and platform it is.
 type Release struct {
@@ -135,6 +147,16 @@ func (r *Release) Zip(p manifest.Platform) digest.Digest {
 	panic("testfix: release " + r.Version + " has no package for " + p.String())
 }
 
+// ZipPath is where a platform's zip was written.
+func (r *Release) ZipPath(p manifest.Platform) string {
+	for _, a := range r.Release.Artifacts {
+		if a.Name.Platform == p {
+			return a.Path
+		}
+	}
+	panic("testfix: release " + r.Version + " has no package for " + p.String())
+}
+
 // H1 is a platform's h1: hash.
 func (r *Release) H1(p manifest.Platform) string { return r.Hashes[p].H1 }
 
@@ -166,6 +188,7 @@ type Key struct {
 	PubPath string // cosign.pub, PEM
 	Public  sign.PublicKey
 	signer  *sign.Signer
+	pem     []byte
 }
 
 func password(bool) ([]byte, error) { return []byte("testfix"), nil }
@@ -185,7 +208,38 @@ func NewKey(t testing.TB) *Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Key{PubPath: pub, Public: pk, signer: s}
+	pem, err := os.ReadFile(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Key{PubPath: pub, Public: pk, signer: s, pem: pem}
+}
+
+var shared struct {
+	sync.Mutex
+	keys map[int]*Key
+}
+
+// SharedKey is the n-th key pair of the test process: made once (an encrypted key takes half a
+// second to make and open) and kept in memory, its public key written into the asking test's
+// own directory.
+func SharedKey(t testing.TB, n int) *Key {
+	t.Helper()
+	shared.Lock()
+	k := shared.keys[n]
+	if k == nil {
+		k = NewKey(t)
+		if shared.keys == nil {
+			shared.keys = map[int]*Key{}
+		}
+		shared.keys[n] = k
+	}
+	shared.Unlock()
+	pub := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(pub, k.pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &Key{PubPath: pub, Public: k.Public, signer: k.signer, pem: k.pem}
 }
 
 // Policy is a policy that trusts the keys for every provider, in mode (sign.ModeEnforce or
