@@ -36,7 +36,7 @@ type repoFixture struct {
 
 func newRepoFixture(t *testing.T) *repoFixture {
 	t.Helper()
-	f := &repoFixture{reg: testfix.StartRegistry(t), key: testfix.NewKey(t), other: testfix.NewKey(t),
+	f := &repoFixture{reg: testfix.StartRegistry(t), key: testfix.SharedKey(t, 0), other: testfix.SharedKey(t, 1),
 		addr: testfix.Addr(t, "example.com/acme/hello"), rels: map[string]*testfix.Release{}, idx: map[string]ocispec.Descriptor{}, cache: testfix.Cache(t)}
 	f.repo = f.reg.Repo(t, "providers/acme/hello")
 	for v, k := range map[string]*testfix.Key{"1.0.0": f.key, "1.1.0": f.key, "2.0.0": nil, "3.0.0": f.other} {
