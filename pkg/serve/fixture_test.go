@@ -2,10 +2,8 @@ package serve
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,8 +14,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
@@ -27,7 +25,7 @@ import (
 var testPlatforms = []manifest.Platform{{OS: "linux", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}, {OS: "windows", Arch: "amd64"}}
 
 // layoutFixture is an OCI layout holding example.com/acme/hello in several versions, some signed
-// with a key pair of the fixture's own.
+// with a key pair of the test process's (internal/testfix builds it).
 type layoutFixture struct {
 	dir    string // the layout
 	pubKey string
@@ -35,70 +33,23 @@ type layoutFixture struct {
 	index  map[string]string                               // index digest by version
 }
 
-func password(bool) ([]byte, error) { return []byte("test"), nil }
-
 // newLayout pushes one release per version (signed when signed[version]) into a fresh layout.
 func newLayout(t *testing.T, signed map[string]bool) *layoutFixture {
 	t.Helper()
-	ctx := context.Background()
-	work := t.TempDir()
-	f := &layoutFixture{dir: filepath.Join(work, "layout"), hashes: map[string]map[manifest.Platform]release.Hashes{}, index: map[string]string{}}
-	key, pub, err := sign.GenerateKeyPair(filepath.Join(work, "cosign"), password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.pubKey = pub
-	signer, err := sign.LoadSigner(key, password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := oci.Ref{Layout: f.dir}
-	target, err := oci.Open(ctx, ref, oci.Options{}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &layoutFixture{dir: filepath.Join(t.TempDir(), "layout"), hashes: map[string]map[manifest.Platform]release.Hashes{}, index: map[string]string{}}
+	key := testfix.SharedKey(t, 0)
+	f.pubKey = key.PubPath
+	repo := testfix.Layout(t, f.dir)
 	for version, sig := range signed {
-		pkg, err := release.PackageBinaries(fakeBinaries(t, version), release.PackageOptions{
-			Version: version, Type: "hello", Platforms: testPlatforms, OutDir: filepath.Join(work, "dist-"+version),
-		})
-		if err != nil {
-			t.Fatal(err)
+		rel := testfix.NewRelease(t, "hello", version, testPlatforms...)
+		f.hashes[version] = rel.Hashes
+		signer := key
+		if !sig {
+			signer = nil
 		}
-		f.hashes[version] = pkg.Hashes
-		tag, _ := manifest.VersionToTag(version)
-		res, err := artifact.PushRelease(ctx, target, pkg.Release, tag, artifact.PushOptions{Concurrency: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.index[version] = res.Index.Digest.String()
-		if sig {
-			if _, err := sign.Sign(ctx, target, ref.WithReference(tag), res.Index, signer, sign.SignOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		f.index[version] = repo.PushSigned(t, rel, signer).Digest.String()
 	}
 	return f
-}
-
-// fakeBinaries lays out DIR/OS_ARCH/terraform-provider-hello, a script naming its platform and
-// version, so each version's zips differ.
-func fakeBinaries(t *testing.T, version string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, p := range testPlatforms {
-		name := "terraform-provider-hello"
-		if p.OS == "windows" {
-			name += ".exe"
-		}
-		path := filepath.Join(dir, p.String(), name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte("#!/bin/sh\necho "+p.String()+" "+version+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // testServer is a server over a layout fixture, with its log captured.
