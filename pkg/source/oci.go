@@ -155,17 +155,7 @@ func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr artifact.Provi
 	if r == nil {
 		return s.policy.Mode == sign.ModeWarn
 	}
-	if r.Mode == sign.ModeWarn {
-		return true
-	}
-	for _, k := range r.Keys {
-		for _, h := range meta.Verified {
-			if k.Hint == h {
-				return true
-			}
-		}
-	}
-	return false
+	return r.Mode == sign.ModeWarn || verifiedBy(r, meta)
 }
 
 // cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
@@ -173,7 +163,6 @@ func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *c
 	zp := &artifact.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
 	pkg := &Package{
 		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
-		Auth:      Authentication{Method: "cosign", Subject: meta.Index, Keys: meta.VerifiedKeys},
 		FromCache: true,
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
 			t, err := s.target(ctx, repo)
@@ -187,19 +176,41 @@ func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *c
 			return s.env.Cache.WriteMeta(repo, meta)
 		},
 	}
-	if len(meta.Verified) == 0 {
-		pkg.Auth = Authentication{Method: "none", Subject: meta.Index}
-		if s.policy != nil {
-			// Only a warn-mode policy lets metadata with no verification stand in (trusted): it
-			// warns on every use, as it did when the version was resolved.
-			if r := s.policy.Match(repo.Repo(), addr.String()); r != nil {
-				pkg.Auth.Rule = r.Name
-			}
-			pkg.Auth.Warning = fmt.Sprintf("index %s of %s was not verified by a key the policy trusts (answered from the cache)", meta.Index, repo.WithReference(meta.Tag))
-			s.env.warn(addr, meta.Version, pkg.Auth.Warning)
+	pkg.Auth = s.cachedAuth(addr, repo, meta)
+	return pkg
+}
+
+// cachedAuth says how a version answered from cached metadata stands under the policy now
+// (trusted let the metadata stand in): verified by a key the rule that applies trusts, or let
+// through unverified by a warn-mode rule, which warns; with no policy, nothing was required.
+func (s *OCI) cachedAuth(addr artifact.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta) Authentication {
+	a := Authentication{Method: "none", Subject: meta.Index}
+	if s.policy == nil {
+		return a
+	}
+	r := s.policy.Match(repo.Repo(), addr.String())
+	if r != nil {
+		a.Rule = r.Name
+		if verifiedBy(r, meta) {
+			a.Method, a.Keys = "cosign", meta.VerifiedKeys
+			return a
 		}
 	}
-	return pkg
+	a.Warning = fmt.Sprintf("index %s of %s was not verified by a key the policy trusts (answered from the cache)", meta.Index, repo.WithReference(meta.Tag))
+	s.env.warn(addr, meta.Version, a.Warning)
+	return a
+}
+
+// verifiedBy reports whether cached metadata records a verification by a key r trusts.
+func verifiedBy(r *sign.Rule, meta *cache.VersionMeta) bool {
+	for _, k := range r.Keys {
+		for _, h := range meta.Verified {
+			if k.Hint == h {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Resolved is one version's index, resolved and verified once, with the platform

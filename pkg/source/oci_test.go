@@ -285,8 +285,12 @@ func TestOCICachedMetadataUnderPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pkg.FromCache || f.reg.Requests() != before || pkg.Auth.Method != "cosign" || pkg.Auth.Subject != f.idx["1.0.0"].Digest {
-		t.Errorf("verified and cached: from cache %v, %d requests, auth %+v", pkg.FromCache, f.reg.Requests()-before, pkg.Auth)
+	if a := pkg.Auth; !pkg.FromCache || f.reg.Requests() != before || a.Method != "cosign" || a.Subject != f.idx["1.0.0"].Digest || len(a.Keys) != 1 || a.Rule != "testfix" {
+		t.Errorf("verified and cached: from cache %v, %d requests, auth %+v", pkg.FromCache, f.reg.Requests()-before, a)
+	}
+	// With no policy now, an earlier verification is not reported as this command's.
+	if pkg, err := f.source(f.env(nil), nil).PackageFor(ctx, f.addr, v("1.0.0"), linux); err != nil || !pkg.FromCache || pkg.Auth.Method != "none" {
+		t.Errorf("no policy over verified metadata: %v %+v", err, pkg)
 	}
 	// ... but not under a policy that trusts another key: that one asks the registry, and refuses.
 	before = f.reg.Requests()
