@@ -18,11 +18,15 @@ import (
 type AuditConfig struct {
 	Path   string // absolute, or "-" for stderr
 	Values bool
+	// Continue: on_error = "continue", calls go on when the audit cannot be written; by
+	// default ("fail") they fail.
+	Continue bool
 }
 
 type auditFile struct {
 	Path      string    `hcl:"path"`
 	Values    *bool     `hcl:"values,optional"`
+	OnError   *string   `hcl:"on_error,optional"`
 	DeclRange hcl.Range `hcl:",def_range"`
 }
 
@@ -42,6 +46,15 @@ func (c *Config) parseMiddleware(cf *configFile) error {
 			return fmt.Errorf("%s:%d: audit: path is empty (give a file, or \"-\" for stderr)", a.DeclRange.Filename, a.DeclRange.Start.Line)
 		}
 		c.Audit = &AuditConfig{Path: a.Path, Values: a.Values != nil && *a.Values}
+		if a.OnError != nil {
+			switch *a.OnError {
+			case "fail":
+			case "continue":
+				c.Audit.Continue = true
+			default:
+				return fmt.Errorf("%s:%d: audit: on_error = %q: want \"fail\" (the default: a call whose record cannot be written fails) or \"continue\"", a.DeclRange.Filename, a.DeclRange.Start.Line, *a.OnError)
+			}
+		}
 		if a.Path != "-" && !filepath.IsAbs(a.Path) {
 			c.Audit.Path = filepath.Join(filepath.Dir(c.Path), a.Path)
 		}
@@ -110,13 +123,21 @@ func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, l
 		return func() {}, nil
 	}
 	var audit *middleware.Audit
+	warn := func(s string) { fmt.Fprintf(stderr, "oprov: warning: %s\n", s) }
 	if cfg.Audit != nil {
 		var err error
 		if audit, err = middleware.OpenAudit(cfg.Audit.Path, cfg.Audit.Values, stderr); err != nil {
-			return nil, err
+			if !cfg.Audit.Continue {
+				return nil, fmt.Errorf("%w (on_error = \"continue\" in the audit block goes on without it)", err)
+			}
+			warn(fmt.Sprintf("%v; on_error = \"continue\": going on without an audit trail", err))
+			if len(cfg.Rules) == 0 {
+				return func() {}, nil
+			}
+		} else {
+			audit.Continue, audit.Warn = cfg.Audit.Continue, warn
 		}
 	}
-	warn := func(s string) { fmt.Fprintf(stderr, "oprov: warning: %s\n", s) }
 	for i := range members {
 		l := ls[i]
 		members[i].Middleware = func(pr *plugin.Provider) (plugin.Middleware, error) {
@@ -149,7 +170,9 @@ func schemaFor(ctx context.Context, pr *plugin.Provider, audit *middleware.Audit
 		if err != nil {
 			rec.Error = err.Error()
 		}
-		audit.Write(rec)
+		if werr := audit.Put(rec); werr != nil {
+			return nil, werr
+		}
 	}
 	return s, err
 }

@@ -33,6 +33,7 @@ type Decision struct {
 	Rule    string `json:"rule"`
 	Effect  string `json:"effect"`
 	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"` // the rule could not be evaluated: why
 }
 
 // Audit appends records as JSON lines to a file, or to a stream ("-" means stderr). Several
@@ -42,9 +43,17 @@ type Decision struct {
 // NFS does not promise this for appends from several hosts.
 type Audit struct {
 	Values bool // record prior and planned values (sensitive attributes redacted)
+	// Continue lets calls go on when a record cannot be written (on_error = "continue"); by
+	// default the call fails, and so does every later one (see Put).
+	Continue bool
+	// Warn hears, once, that records are being lost when Continue is set.
+	Warn func(string)
+
 	mu     sync.Mutex
 	w      io.Writer
 	f      *os.File
+	broken error // the first failed write
+	warned bool
 }
 
 // OpenAudit opens path for appending ("-" for the given stderr).
@@ -59,17 +68,63 @@ func OpenAudit(path string, values bool, stderr io.Writer) (*Audit, error) {
 	return &Audit{Values: values, w: f, f: f}, nil
 }
 
-// Write appends one record, in one write.
+// Write appends one record, in one write. Values JSON cannot hold are already written as marked
+// strings (see Unencodable); should encoding fail all the same, the values are replaced by a
+// marked string saying why, so the record itself is never lost.
 func (a *Audit) Write(r *Record) error {
 	data, err := json.Marshal(r)
 	if err != nil {
-		return err
+		c := *r
+		for _, v := range []*any{&c.Prior, &c.Planned} {
+			if *v != nil {
+				if _, verr := json.Marshal(*v); verr != nil {
+					*v = Unencodable + verr.Error()
+				}
+			}
+		}
+		if data, err = json.Marshal(&c); err != nil {
+			return err
+		}
 	}
 	data = append(data, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, err = a.w.Write(data)
 	return err
+}
+
+// Put writes a record under the audit's error policy. When the write fails: with Continue, the
+// call goes on and Warn hears of it (once); otherwise Put returns an error for the call to fail
+// with, and the audit is broken: Broken refuses every later call.
+func (a *Audit) Put(r *Record) error {
+	err := a.Write(r)
+	if err == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.Continue {
+		if !a.warned && a.Warn != nil {
+			a.warned = true
+			a.Warn(fmt.Sprintf("audit: %v; on_error = \"continue\": calls go on, and records are lost", err))
+		}
+		return nil
+	}
+	if a.broken == nil {
+		a.broken = err
+	}
+	return fmt.Errorf("oprov: the audit trail cannot be written (%v), so the call fails; set on_error = \"continue\" in the audit block to go on without it", err)
+}
+
+// Broken gives, once a write has failed and the audit does not continue, the error every call
+// now fails with, before it reaches the provider.
+func (a *Audit) Broken() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.broken == nil {
+		return nil
+	}
+	return fmt.Errorf("oprov: the audit trail cannot be written (%v), so no call goes through; set on_error = \"continue\" in the audit block to go on without it", a.broken)
 }
 
 // Close closes the audit file.

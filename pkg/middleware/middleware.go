@@ -2,10 +2,18 @@ package middleware
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
@@ -23,43 +31,83 @@ type Config struct {
 	Warn func(string)
 }
 
-// resourceSchema is a resource type's block and the type its values have.
-type resourceSchema struct {
+// schema is a block and the type its values have.
+type schema struct {
 	block *plugin.Block
 	ty    cty.Type
 }
 
 type middleware struct {
-	cfg       Config
-	resources map[string]resourceSchema
+	cfg         Config
+	resources   map[string]schema
+	dataSources map[string]schema
+	ephemeral   map[string]schema
+	functions   map[string]*plugin.Function
+
+	mu    sync.Mutex
+	kept  map[string]keptState // by keptKey: what a plan saw, for a deny at apply
+	noted map[string]bool      // decode failures already warned about
 }
+
+// keptState is an object's private data and identity as the plan saw them, so that a deny at
+// apply can hand them back as they were.
+type keptState struct{ private, identity []byte }
 
 // New makes the middleware for one provider.
 func New(cfg Config) (plugin.Middleware, error) {
-	m := &middleware{cfg: cfg, resources: map[string]resourceSchema{}}
+	m := &middleware{cfg: cfg, resources: map[string]schema{}, dataSources: map[string]schema{}, ephemeral: map[string]schema{},
+		functions: map[string]*plugin.Function{}, kept: map[string]keptState{}, noted: map[string]bool{}}
 	if cfg.Warn == nil {
 		m.cfg.Warn = func(string) {}
 	}
-	if cfg.Schema != nil {
-		for name, s := range cfg.Schema.ResourceSchemas {
-			ty, err := impliedType(s.Block)
-			if err != nil {
-				return nil, fmt.Errorf("%s: resource %s's schema: %w", cfg.Provider, name, err)
+	if s := cfg.Schema; s != nil {
+		for _, set := range []struct {
+			what string
+			from map[string]*plugin.Schema
+			to   map[string]schema
+		}{{"resource", s.ResourceSchemas, m.resources}, {"data source", s.DataSourceSchemas, m.dataSources}, {"ephemeral resource", s.EphemeralResourceSchemas, m.ephemeral}} {
+			for name, sc := range set.from {
+				ty, err := impliedType(sc.Block)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s %s's schema: %w", cfg.Provider, set.what, name, err)
+				}
+				set.to[name] = schema{block: sc.Block, ty: ty}
 			}
-			m.resources[name] = resourceSchema{block: s.Block, ty: ty}
+		}
+		for name, f := range s.Functions {
+			m.functions[name] = f
 		}
 	}
 	return m, nil
 }
 
-// Unary handles one call: resource changes are checked against the rules, and every call is
-// recorded.
+// Actions of the calls that are judged besides plan and apply (whose action comes from the
+// change), and of the streams the middleware knows.
+var callActions = map[string]string{
+	"ImportResourceState": "import", "MoveResourceState": "move", "ReadDataSource": "read",
+	"OpenEphemeralResource": "open", "RenewEphemeralResource": "renew", "CloseEphemeralResource": "close",
+	"CallFunction": "call", "PlanAction": "plan-action", "InvokeAction": "invoke",
+	"DeleteState": "delete-state", "LockState": "lock-state", "UnlockState": "unlock-state", "WriteStateBytes": "write-state",
+	"ReadResource": "refresh", "ListResource": "list", "ReadStateBytes": "read-state",
+}
+
+// Unary handles one call: every call that can change something is judged by the rules before
+// (or, for import and move, on) its result, and every call is recorded.
 func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) ([]byte, error) {
 	start := time.Now()
 	rec := &Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: call.RPC()}
-	info := rpcs[rec.RPC]
+	info, known := rpcs[rec.RPC]
 	if info.nameField != 0 {
 		rec.Kind, rec.Name = info.kind, string(field(call.Request, info.nameField))
+	}
+	rec.Action = callActions[rec.RPC]
+	if !known {
+		rec.Action = "unknown"
+	}
+	if a := m.cfg.Audit; a != nil {
+		if err := a.Broken(); err != nil {
+			return nil, status.Error(codes.Unavailable, err.Error())
+		}
 	}
 	var resp []byte
 	var err error
@@ -68,21 +116,72 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 		resp, err = m.plan(ctx, call, next, rec)
 	case "ApplyResourceChange":
 		resp, err = m.apply(ctx, call, next, rec)
+	case "ImportResourceState":
+		resp, err = m.imported(ctx, call, next, rec)
+	case "MoveResourceState":
+		resp, err = m.move(ctx, call, next, rec)
+	case "ReadDataSource":
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, field(call.Request, 2)))
+	case "OpenEphemeralResource":
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, field(call.Request, 2)))
+	case "CallFunction":
+		resp, err = m.before(ctx, call, next, rec, m.functionChange(rec, fields(call.Request, 2)))
+	case "RenewEphemeralResource", "CloseEphemeralResource", "DeleteState", "LockState", "UnlockState":
+		resp, err = m.before(ctx, call, next, rec, Change{Kind: rec.Kind, Type: rec.Name, Action: rec.Action, Provider: m.cfg.Provider})
+	case "PlanAction":
+		resp, err = m.before(ctx, call, next, rec, Change{Kind: rec.Kind, Type: rec.Name, Action: rec.Action, Provider: m.cfg.Provider,
+			Err: errors.New("oprov does not decode action configurations")})
 	default:
 		resp, err = next(ctx, call.Request)
 	}
 	if err == nil {
 		m.noteResult(rec, info, resp)
 	}
-	m.record(rec, start, err)
+	if werr := m.record(rec, start, err); werr != nil {
+		return nil, status.Error(codes.Unavailable, werr.Error())
+	}
 	return resp, err
+}
+
+// Gate judges a stream (InvokeAction, WriteStateBytes) on its first request, before the provider
+// sees it: a deny ends the stream with an error.
+func (m *middleware) Gate(ctx context.Context, call *plugin.Call) error {
+	if a := m.cfg.Audit; a != nil {
+		if err := a.Broken(); err != nil {
+			return status.Error(codes.Unavailable, err.Error())
+		}
+	}
+	ch := Change{Action: callActions[call.RPC()], Provider: m.cfg.Provider}
+	switch call.RPC() {
+	case "InvokeAction":
+		ch.Kind, ch.Type = "action", string(field(call.Request, 1))
+		ch.Err = errors.New("oprov does not decode action configurations")
+	case "WriteStateBytes":
+		ch.Kind, ch.Type = "state_store", string(field(field(call.Request, 1), 1))
+	default:
+		return nil
+	}
+	var denied []string
+	for _, v := range m.judge(ch, &Record{}) {
+		if v.severity == severityError {
+			denied = append(denied, v.summary+": "+v.detail)
+		}
+	}
+	if len(denied) > 0 {
+		return status.Error(codes.PermissionDenied, strings.Join(denied, "; "))
+	}
+	return nil
 }
 
 // Done records a call that passed through unseen (a stream, or a method the middleware has no
 // table entry for).
 func (m *middleware) Done(method string, took time.Duration, err error) {
 	c := &plugin.Call{Method: method}
-	m.record(&Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: c.RPC()}, time.Now().Add(-took), err)
+	rec := &Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: c.RPC(), Action: callActions[c.RPC()]}
+	if rec.Action == "" {
+		rec.Action = "unknown"
+	}
+	m.record(rec, time.Now().Add(-took), err)
 }
 
 // Own records a call oprov itself made to the provider.
@@ -101,14 +200,12 @@ func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
 			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(field(fe, 1))})
 		}
 	}
-	if rec.RPC == "ReadResource" || rec.RPC == "ReadDataSource" {
-		rec.Action = "read"
-	}
 }
 
-func (m *middleware) record(rec *Record, start time.Time, err error) {
+// record writes the call's audit line; an error means the call must fail (see Audit.Put).
+func (m *middleware) record(rec *Record, start time.Time, err error) error {
 	if m.cfg.Audit == nil {
-		return
+		return nil
 	}
 	rec.Time = start.UTC().Format(time.RFC3339Nano)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
@@ -118,28 +215,40 @@ func (m *middleware) record(rec *Record, start time.Time, err error) {
 	if !m.cfg.Audit.Values {
 		rec.Prior, rec.Planned = nil, nil
 	}
-	if werr := m.cfg.Audit.Write(rec); werr != nil {
-		m.cfg.Warn(fmt.Sprintf("audit: %v", werr))
-	}
+	return m.cfg.Audit.Put(rec)
 }
 
 // plan forwards a plan, then judges the planned change: a deny rule adds an error diagnostic, so
-// the plan fails before anything is applied; a warn rule adds a warning.
+// the plan fails before anything is applied; a warn rule adds a warning. It keeps the object's
+// private data and identity for a deny at apply.
 func (m *middleware) plan(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
 	resp, err := next(ctx, call.Request)
 	if err != nil {
 		return nil, err
 	}
+	prior := field(call.Request, planPriorState)
+	m.mu.Lock()
+	if len(m.kept) > 10000 {
+		clear(m.kept) // a bound, never reached by one run's resources in practice
+	}
+	m.kept[keptKey(rec.Name, prior)] = keptState{private: field(call.Request, planPriorPrivate), identity: field(call.Request, planPriorIdentity)}
+	m.mu.Unlock()
 	replace := len(fields(resp, planRequiresReplace)) > 0
-	ch := m.change(rec, field(call.Request, planPriorState), field(resp, planPlannedState), replace)
+	ch := m.change(rec, prior, field(resp, planPlannedState), replace)
 	for _, d := range m.judge(ch, rec) {
 		resp = appendDiagnostic(resp, rpcs["PlanResourceChange"].diagField, d.severity, d.summary, d.detail)
 	}
 	return resp, nil
 }
 
-// apply judges the change again before it is made: a deny rule answers with an error and the
-// prior state, and the provider is never asked to apply it.
+func keptKey(typ string, priorDV []byte) string {
+	h := sha256.Sum256(priorDV)
+	return typ + "\x00" + string(h[:])
+}
+
+// apply judges the change again before it is made: a deny rule answers with an error, the prior
+// state, and the private data and identity the object had, and the provider is never asked to
+// apply it.
 func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
 	prior := field(call.Request, applyPriorState)
 	ch := m.change(rec, prior, field(call.Request, applyPlannedState), false)
@@ -149,41 +258,233 @@ func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.N
 			denied = appendDiagnostic(denied, rpcs["ApplyResourceChange"].diagField, d.severity, d.summary, d.detail)
 		}
 	}
-	if denied != nil {
-		resp := protowire.AppendBytes(protowire.AppendTag(nil, applyNewState, protowire.BytesType), prior)
-		return append(resp, denied...), nil
+	if denied == nil {
+		return next(ctx, call.Request)
 	}
-	return next(ctx, call.Request)
+	m.mu.Lock()
+	k, ok := m.kept[keptKey(rec.Name, prior)]
+	m.mu.Unlock()
+	if !ok { // no plan seen for it: what tofu planned to keep is the best there is
+		k = keptState{private: field(call.Request, applyPlannedPrivate), identity: field(call.Request, applyPlannedIdentity)}
+	}
+	resp := protowire.AppendBytes(protowire.AppendTag(nil, applyNewState, protowire.BytesType), prior)
+	if len(k.private) > 0 {
+		resp = protowire.AppendBytes(protowire.AppendTag(resp, applyNewPrivate, protowire.BytesType), k.private)
+	}
+	if len(k.identity) > 0 {
+		resp = protowire.AppendBytes(protowire.AppendTag(resp, applyNewIdentity, protowire.BytesType), k.identity)
+	}
+	return append(resp, denied...), nil
+}
+
+// before judges a call on its request: a deny answers with the rules' diagnostics (for a
+// function, its error) and the provider never sees the call; warnings are added to its answer.
+func (m *middleware) before(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record, ch Change) ([]byte, error) {
+	vs := m.judge(ch, rec)
+	if denies(vs) {
+		return m.refusal(rec.RPC, vs), nil
+	}
+	resp, err := next(ctx, call.Request)
+	if err != nil {
+		return nil, err
+	}
+	return m.withWarnings(rec.RPC, resp, vs), nil
+}
+
+// denies reports whether any verdict is an error.
+func denies(vs []verdict) bool {
+	for _, v := range vs {
+		if v.severity == severityError {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal is the answer to a denied call: its diagnostics, or a function's error.
+func (m *middleware) refusal(rpc string, vs []verdict) []byte {
+	if rpc == "CallFunction" {
+		var text []string
+		for _, v := range vs {
+			if v.severity == severityError {
+				text = append(text, v.summary+": "+v.detail)
+			}
+		}
+		fe := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), strings.Join(text, "; "))
+		return protowire.AppendBytes(protowire.AppendTag(nil, callFunctionError, protowire.BytesType), fe)
+	}
+	var resp []byte
+	for _, v := range vs {
+		resp = appendDiagnostic(resp, rpcs[rpc].diagField, v.severity, v.summary, v.detail)
+	}
+	return resp
+}
+
+// withWarnings adds warn verdicts to a response (for a function, which has no warnings, they go
+// to oprov's stderr).
+func (m *middleware) withWarnings(rpc string, resp []byte, vs []verdict) []byte {
+	for _, v := range vs {
+		if rpcs[rpc].diagField == 0 {
+			m.cfg.Warn(v.summary + ": " + v.detail)
+			continue
+		}
+		resp = appendDiagnostic(resp, rpcs[rpc].diagField, v.severity, v.summary, v.detail)
+	}
+	return resp
+}
+
+// imported judges what an import brings in: each imported object, as a change from nothing.
+func (m *middleware) imported(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
+	resp, err := next(ctx, call.Request)
+	if err != nil {
+		return nil, err
+	}
+	var vs []verdict
+	for _, ir := range fields(resp, 1) {
+		typ := string(field(ir, 1))
+		ch := Change{Kind: "resource", Type: typ, Action: "import", Provider: m.cfg.Provider}
+		m.values(&ch, rec, m.resources, typ, nil, field(ir, 2))
+		vs = append(vs, m.judge(ch, rec)...)
+	}
+	if denies(vs) {
+		return m.refusal(rec.RPC, vs), nil
+	}
+	return m.withWarnings(rec.RPC, resp, vs), nil
+}
+
+// move judges a state move across types on its result: prior is the source object as stored
+// (decoded when its type is this provider's), planned the object of the target type.
+func (m *middleware) move(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
+	resp, err := next(ctx, call.Request)
+	if err != nil {
+		return nil, err
+	}
+	src, target := string(field(call.Request, 2)), rec.Name
+	ch := Change{Kind: "resource", Type: target, SourceType: src, Action: "move", Provider: m.cfg.Provider}
+	m.values(&ch, rec, m.resources, target, nil, field(resp, 1))
+	if ch.Err == nil {
+		raw := field(field(call.Request, 4), 1) // RawState.json
+		rs, ok := m.resources[src]
+		switch {
+		case len(raw) == 0:
+		case ok && string(field(call.Request, 1)) == m.cfg.Provider || ok && len(field(call.Request, 1)) == 0:
+			v, err := ctyjson.Unmarshal(raw, rs.ty)
+			if err != nil {
+				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
+				break
+			}
+			ch.Prior = goValue(v, rs.block, false)
+			rec.Prior = goValue(v, rs.block, true)
+		default:
+			// Another provider's type: no schema to redact it with, so the audit says only that.
+			if err := json.Unmarshal(raw, &ch.Prior); err != nil {
+				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
+			}
+			rec.Prior = "(another provider's object: not recorded)"
+		}
+	}
+	vs := m.judge(ch, rec)
+	if denies(vs) {
+		return m.refusal(rec.RPC, vs), nil
+	}
+	return m.withWarnings(rec.RPC, resp, vs), nil
+}
+
+// configChange is the change a data source read or an ephemeral open makes: its configuration,
+// as planned.
+func (m *middleware) configChange(rec *Record, schemas map[string]schema, configDV []byte) Change {
+	ch := Change{Kind: rec.Kind, Type: rec.Name, Action: rec.Action, Provider: m.cfg.Provider}
+	m.values(&ch, rec, schemas, rec.Name, nil, configDV)
+	return ch
+}
+
+// functionChange gives a function's arguments as planned: a list, each decoded with its
+// parameter's type.
+func (m *middleware) functionChange(rec *Record, args [][]byte) Change {
+	ch := Change{Kind: "function", Type: rec.Name, Action: "call", Provider: m.cfg.Provider}
+	f, ok := m.functions[rec.Name]
+	if !ok {
+		ch.Err = fmt.Errorf("function %s is not in the provider's schema", rec.Name)
+		return ch
+	}
+	vals := []any{}
+	for i, a := range args {
+		var p *plugin.Parameter
+		switch {
+		case i < len(f.Parameters):
+			p = f.Parameters[i]
+		case f.VariadicParameter != nil:
+			p = f.VariadicParameter
+		default:
+			ch.Err = fmt.Errorf("function %s: argument %d has no parameter", rec.Name, i+1)
+			return ch
+		}
+		ty, err := ctyjson.UnmarshalType(p.Type)
+		if err == nil {
+			var v cty.Value
+			if v, err = decodeDynamic(a, ty); err == nil {
+				vals = append(vals, plainValue(v, false))
+				continue
+			}
+		}
+		ch.Err = fmt.Errorf("function %s: argument %d: %w", rec.Name, i+1, err)
+		return ch
+	}
+	ch.Planned = vals
+	if m.cfg.Audit != nil && m.cfg.Audit.Values {
+		rec.Planned = vals
+	}
+	return ch
+}
+
+// values decodes prior and planned values of a type from schemas into a change (for the rules)
+// and the record (for the audit); a value that does not decode sets ch.Err.
+func (m *middleware) values(ch *Change, rec *Record, schemas map[string]schema, typ string, priorDV, plannedDV []byte) (prior, planned cty.Value, ok bool) {
+	sc, found := schemas[typ]
+	if !found {
+		ch.Err = fmt.Errorf("%s %s is not in the provider's schema", ch.Kind, typ)
+		m.noteDecode(typ, ch.Err)
+		return cty.NilVal, cty.NilVal, false
+	}
+	var err1, err2 error
+	prior, err1 = decodeDynamic(priorDV, sc.ty)
+	planned, err2 = decodeDynamic(plannedDV, sc.ty)
+	if err := errors.Join(err1, err2); err != nil {
+		ch.Err = fmt.Errorf("%s values do not decode: %w", typ, err)
+		m.noteDecode(typ, ch.Err)
+		return cty.NilVal, cty.NilVal, false
+	}
+	ch.Prior, ch.Planned = goValue(prior, sc.block, false), goValue(planned, sc.block, false)
+	if m.cfg.Audit != nil && m.cfg.Audit.Values {
+		rec.Prior, rec.Planned = goValue(prior, sc.block, true), goValue(planned, sc.block, true)
+	}
+	return prior, planned, true
+}
+
+// noteDecode warns once per type about values that do not decode when no rule will say so.
+func (m *middleware) noteDecode(typ string, err error) {
+	if len(m.cfg.Rules) > 0 {
+		return // every rule that reads the values reports it
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.noted[typ] {
+		m.noted[typ] = true
+		m.cfg.Warn(fmt.Sprintf("%s: %v: the audit has no values for it", m.cfg.Provider, err))
+	}
 }
 
 // change decodes a resource change and derives its action: create, update, replace, delete or
 // no-op.
 func (m *middleware) change(rec *Record, priorDV, plannedDV []byte, replace bool) Change {
-	ch := Change{Type: rec.Name, Provider: m.cfg.Provider}
-	rs, ok := m.resources[rec.Name]
-	prior, plannedV := cty.DynamicVal, cty.DynamicVal
+	ch := Change{Kind: "resource", Type: rec.Name, Provider: m.cfg.Provider}
+	prior, planned, ok := m.values(&ch, rec, m.resources, rec.Name, priorDV, plannedDV)
 	if ok {
-		var err1, err2 error
-		prior, err1 = decodeDynamic(priorDV, rs.ty)
-		plannedV, err2 = decodeDynamic(plannedDV, rs.ty)
-		if err1 != nil || err2 != nil {
-			m.cfg.Warn(fmt.Sprintf("%s: cannot decode %s values (%v %v): rules see no values", m.cfg.Provider, rec.Name, err1, err2))
-			ok = false
-		}
-	}
-	if !ok {
+		ch.Action = action(prior, planned, replace)
+	} else {
 		ch.Action = rawAction(priorDV, plannedDV, replace)
-		rec.Action = ch.Action
-		return ch
 	}
-	ch.Action = action(prior, plannedV, replace)
 	rec.Action = ch.Action
-	if len(m.cfg.Rules) > 0 {
-		ch.Prior, ch.Planned = goValue(prior, rs.block, false), goValue(plannedV, rs.block, false)
-	}
-	if m.cfg.Audit != nil && m.cfg.Audit.Values {
-		rec.Prior, rec.Planned = goValue(prior, rs.block, true), goValue(plannedV, rs.block, true)
-	}
 	return ch
 }
 
@@ -230,24 +531,31 @@ type verdict struct {
 	summary, detail string
 }
 
-// judge evaluates every rule on a change; it records what matched.
+// judge evaluates every rule on a change and records what matched. A rule that cannot be
+// evaluated counts against the call: a deny rule denies it, naming the error; a warn rule warns.
 func (m *middleware) judge(ch Change, rec *Record) []verdict {
 	var out []verdict
+	what := ch.Action + " of " + ch.Type
 	for _, r := range m.cfg.Rules {
 		hit, err := r.Matches(ch)
+		var v verdict
+		switch {
+		case err != nil && r.Effect == Deny:
+			v = verdict{severityError, fmt.Sprintf("oprov policy %q cannot be evaluated on %s, so it denies it", r.Name, what), err.Error()}
+		case err != nil:
+			v = verdict{severityWarning, fmt.Sprintf("oprov policy %q cannot be evaluated on %s", r.Name, what), err.Error()}
+		case !hit:
+			continue
+		case r.Effect == Deny:
+			v = verdict{severityError, fmt.Sprintf("oprov policy %q denies %s", r.Name, what), r.Message}
+		default:
+			v = verdict{severityWarning, fmt.Sprintf("oprov policy %q warns about %s", r.Name, what), r.Message}
+		}
+		d := Decision{Rule: r.Name, Effect: r.Effect, Message: r.Message}
 		if err != nil {
-			m.cfg.Warn(fmt.Sprintf("%s %s: %v", m.cfg.Provider, ch.Type, err))
-			continue
+			d.Error = err.Error()
 		}
-		if !hit {
-			continue
-		}
-		rec.Policy = append(rec.Policy, Decision{Rule: r.Name, Effect: r.Effect, Message: r.Message})
-		v := verdict{severity: severityWarning, summary: fmt.Sprintf("oprov policy %q warns about %s of %s", r.Name, ch.Action, ch.Type)}
-		if r.Effect == Deny {
-			v = verdict{severity: severityError, summary: fmt.Sprintf("oprov policy %q denies %s of %s", r.Name, ch.Action, ch.Type)}
-		}
-		v.detail = r.Message
+		rec.Policy = append(rec.Policy, d)
 		out = append(out, v)
 	}
 	return out

@@ -17,11 +17,20 @@ const (
 // Rule is one policy rule: a CEL expression over a resource change that, when true, denies or
 // warns. Expressions read:
 //
-//	resource.type, resource.address  the resource type, and its address when known ("" otherwise:
-//	                                 the protocol does not tell providers)
-//	action                           "create", "update", "replace", "delete" or "no-op"
+//	resource.type, resource.address  the resource type (data source, function, ...), and its
+//	                                 address when known ("" otherwise: the protocol does not tell
+//	                                 providers)
+//	resource.kind                    resource, data_source, ephemeral_resource, function, action
+//	                                 or state_store
+//	resource.source_type             for a move, the type the object moves from
+//	action                           "create", "update", "replace", "delete", "no-op", "import",
+//	                                 "move", "read", "open", "renew", "close", "call", "invoke",
+//	                                 ... (see the README)
 //	prior, planned                   the values before and after (null when absent)
 //	provider                         the provider's address, e.g. "example.com/acme/hello"
+//
+// A rule that cannot be evaluated (a value that did not decode, a missing key, a type error)
+// counts against the call: a deny rule denies it, a warn rule warns (see Matches).
 type Rule struct {
 	Name    string
 	Effect  string
@@ -67,18 +76,29 @@ func NewRule(name, effect, expr, message string) (*Rule, error) {
 
 // Change is what a rule is evaluated on.
 type Change struct {
-	Type, Address, Action, Provider string
-	Prior, Planned                  any
+	Kind, Type, SourceType, Address, Action, Provider string
+	Prior, Planned                                    any
+	// Err says why the values could not be decoded: then prior and planned are not given to the
+	// rule at all, and a rule that reads them fails to evaluate (one that decides without them,
+	// on resource.type say, still can).
+	Err error
 }
 
-// Matches evaluates the rule on a change. An evaluation error (a missing attribute, say) is
-// returned so the caller can report it; it does not count as a match.
+// Matches evaluates the rule on a change. An evaluation error (a missing key, values that did
+// not decode) is returned; the caller counts it against the call (a deny rule denies).
 func (r *Rule) Matches(c Change) (bool, error) {
-	out, _, err := r.prg.Eval(map[string]any{
-		"resource": map[string]string{"type": c.Type, "address": c.Address},
-		"action":   c.Action, "prior": c.Prior, "planned": c.Planned, "provider": c.Provider,
-	})
+	vars := map[string]any{
+		"resource": map[string]string{"type": c.Type, "address": c.Address, "kind": c.Kind, "source_type": c.SourceType},
+		"action":   c.Action, "provider": c.Provider,
+	}
+	if c.Err == nil {
+		vars["prior"], vars["planned"] = c.Prior, c.Planned
+	}
+	out, _, err := r.prg.Eval(vars)
 	if err != nil {
+		if c.Err != nil {
+			return false, fmt.Errorf("rule %q: %v (the values did not decode: %v)", r.Name, err, c.Err)
+		}
 		return false, fmt.Errorf("rule %q: %v", r.Name, err)
 	}
 	b, ok := out.Value().(bool)

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 
 	"github.com/zclconf/go-cty/cty"
@@ -17,7 +18,14 @@ const Redacted = "(sensitive)"
 // Unknown stands in for a value known only after apply.
 const Unknown = "(known after apply)"
 
-// impliedType is the object type a schema block describes, as tofu encodes its values.
+// Unencodable marks, in the audit, a value JSON cannot hold (a number beyond float64, 1e400):
+// it is written as a string, this marker followed by the value's own text.
+const Unencodable = "(unencodable) "
+
+// impliedType is the object type a schema block describes, as tofu encodes its values. It
+// follows tofu's configschema rules: a list or map of nested blocks whose element type holds a
+// dynamic type anywhere is itself dynamic (a tuple or an object on the wire, each value carrying
+// its type), since its elements may differ in type.
 func impliedType(b *plugin.Block) (cty.Type, error) {
 	if b == nil {
 		return cty.EmptyObject, nil
@@ -35,7 +43,12 @@ func impliedType(b *plugin.Block) (cty.Type, error) {
 		if err != nil {
 			return cty.NilType, fmt.Errorf("block %s: %w", name, err)
 		}
-		attrs[name] = collection(nb.NestingMode, t)
+		switch {
+		case (nb.NestingMode == "list" || nb.NestingMode == "map") && t.HasDynamicTypes():
+			attrs[name] = cty.DynamicPseudoType
+		default:
+			attrs[name] = collection(nb.NestingMode, t)
+		}
 	}
 	return cty.Object(attrs), nil
 }
@@ -86,7 +99,7 @@ func goValue(v cty.Value, b *plugin.Block, redact bool) any {
 		return Unknown
 	}
 	if b == nil || !v.Type().IsObjectType() {
-		return plain(v)
+		return plainValue(v, redact)
 	}
 	out := map[string]any{}
 	for name := range v.Type().AttributeTypes() {
@@ -95,22 +108,26 @@ func goValue(v cty.Value, b *plugin.Block, redact bool) any {
 		case a != nil && a.Sensitive && redact && !av.IsNull():
 			out[name] = Redacted
 		case a != nil && a.NestedType != nil:
-			out[name] = nested(av, &plugin.Block{Attributes: a.NestedType.Attributes}, redact)
+			out[name] = nested(av, a.NestedType.NestingMode, &plugin.Block{Attributes: a.NestedType.Attributes}, redact)
 		case nb != nil:
-			out[name] = nested(av, nb.Block, redact)
+			out[name] = nested(av, nb.NestingMode, nb.Block, redact)
 		default:
-			out[name] = plain(av)
+			out[name] = plainValue(av, redact)
 		}
 	}
 	return out
 }
 
-// nested converts a nested block or nested attribute value: an object, or a collection of them.
-func nested(v cty.Value, b *plugin.Block, redact bool) any {
-	if v.IsNull() || !v.IsKnown() || v.Type().IsObjectType() {
+// nested converts a nested block or nested attribute value by its nesting mode: one object, or a
+// collection of them. A dynamic list arrives as a tuple and a dynamic map as an object.
+func nested(v cty.Value, mode string, b *plugin.Block, redact bool) any {
+	if v.IsNull() || !v.IsKnown() || mode == "single" || mode == "group" || mode == "" {
 		return goValue(v, b, redact)
 	}
-	if v.Type().IsMapType() {
+	if !v.CanIterateElements() {
+		return plainValue(v, redact)
+	}
+	if mode == "map" {
 		out := map[string]any{}
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
@@ -118,12 +135,50 @@ func nested(v cty.Value, b *plugin.Block, redact bool) any {
 		}
 		return out
 	}
-	var out []any
+	out := []any{}
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		out = append(out, goValue(e, b, redact))
 	}
 	return out
+}
+
+// plainValue converts a value with no schema below it; for the audit (redact), numbers JSON
+// cannot hold become marked strings.
+func plainValue(v cty.Value, forAudit bool) any {
+	if forAudit {
+		return auditPlain(v)
+	}
+	return plain(v)
+}
+
+// auditPlain is plain with every number JSON cannot hold written as a marked string.
+func auditPlain(v cty.Value) any {
+	switch {
+	case v.IsNull() || !v.IsKnown():
+		return plain(v)
+	case v.Type() == cty.Number:
+		f := v.AsBigFloat()
+		if x, _ := f.Float64(); math.IsInf(x, 0) {
+			return Unencodable + f.Text('g', -1)
+		}
+		return number(f)
+	case v.Type().IsObjectType() || v.Type().IsMapType():
+		out := map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = auditPlain(e)
+		}
+		return out
+	case v.CanIterateElements():
+		out := []any{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, auditPlain(e))
+		}
+		return out
+	}
+	return plain(v)
 }
 
 // plain converts a value with no schema below it.

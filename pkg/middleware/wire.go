@@ -22,7 +22,7 @@ var rpcs = map[string]rpcInfo{
 	"GetMetadata": {diagField: 2}, "GetProviderSchema": {diagField: 4}, "GetSchema": {diagField: 4},
 	"ValidateProviderConfig": {diagField: 2}, "PrepareProviderConfig": {diagField: 2},
 	"ConfigureProvider": {diagField: 1}, "Configure": {diagField: 1}, "GetFunctions": {diagField: 2},
-	"GetResourceIdentitySchemas": {diagField: 2}, "MoveResourceState": {diagField: 2},
+	"GetResourceIdentitySchemas": {diagField: 2}, "MoveResourceState": {"resource", 5, 2},
 	"ValidateResourceConfig": {"resource", 1, 1}, "ValidateResourceTypeConfig": {"resource", 1, 1},
 	"UpgradeResourceState": {"resource", 1, 2}, "UpgradeResourceIdentity": {"resource", 1, 2},
 	"ReadResource": {"resource", 1, 2}, "PlanResourceChange": {"resource", 1, 4},
@@ -36,23 +36,29 @@ var rpcs = map[string]rpcInfo{
 	"CallFunction":               {kind: "function", nameField: 1},
 	"ValidateStateStoreConfig":   {"state_store", 1, 1}, "ConfigureStateStore": {"state_store", 1, 1},
 	"LockState": {"state_store", 1, 2}, "UnlockState": {"state_store", 1, 1}, "GetStates": {"state_store", 1, 2},
-	"DeleteState": {"state_store", 1, 1}, "PlanAction": {diagField: 1}, "ValidateActionConfig": {"action", 1, 1},
+	"DeleteState": {"state_store", 1, 1}, "PlanAction": {"action", 1, 1}, "ValidateActionConfig": {"action", 1, 1},
 }
 
 // Fields of the messages the middleware reads.
 const (
-	planPriorState      = 2 // PlanResourceChange.Request
-	planPlannedState    = 1 // PlanResourceChange.Response
-	planRequiresReplace = 2 // PlanResourceChange.Response
-	applyPriorState     = 2 // ApplyResourceChange.Request
-	applyPlannedState   = 3 // ApplyResourceChange.Request
-	applyNewState       = 1 // ApplyResourceChange.Response
-	callFunctionError   = 2 // CallFunction.Response: FunctionError{text = 1}
-	dynamicMsgpack      = 1 // DynamicValue
-	dynamicJSON         = 2
-	diagSeverity        = 1 // Diagnostic
-	diagSummary         = 2
-	diagDetail          = 3
+	planPriorState       = 2 // PlanResourceChange.Request
+	planPlannedState     = 1 // PlanResourceChange.Response
+	planRequiresReplace  = 2 // PlanResourceChange.Response
+	applyPriorState      = 2 // ApplyResourceChange.Request
+	applyPlannedState    = 3 // ApplyResourceChange.Request
+	planPriorPrivate     = 5 // PlanResourceChange.Request
+	planPriorIdentity    = 8 // PlanResourceChange.Request
+	applyPlannedPrivate  = 5 // ApplyResourceChange.Request
+	applyPlannedIdentity = 7 // ApplyResourceChange.Request
+	applyNewState        = 1 // ApplyResourceChange.Response
+	applyNewPrivate      = 2 // ApplyResourceChange.Response
+	applyNewIdentity     = 5 // ApplyResourceChange.Response
+	callFunctionError    = 2 // CallFunction.Response: FunctionError{text = 1}
+	dynamicMsgpack       = 1 // DynamicValue
+	dynamicJSON          = 2
+	diagSeverity         = 1 // Diagnostic
+	diagSummary          = 2
+	diagDetail           = 3
 )
 
 // Diagnostic severities on the wire.

@@ -40,6 +40,12 @@ type Middleware interface {
 	Own(method string, took time.Duration, err error)
 }
 
+// Gate is what a Middleware may also do for streaming calls (InvokeAction, WriteStateBytes): see
+// the first request message before the provider does, and end the call with an error instead.
+type Gate interface {
+	Gate(ctx context.Context, call *Call) error
+}
+
 // rawMsg is a gRPC message kept as its wire bytes.
 type rawMsg struct{ b []byte }
 
@@ -144,7 +150,12 @@ func (x *Proxy) handle(_ any, stream grpc.ServerStream) error {
 		return x.unary(ctx, method, stream)
 	}
 	start := time.Now()
-	err := x.pump(ctx, method, stream)
+	var err error
+	if g, ok := x.mw.(Gate); ok && isProviderService(method) {
+		err = x.gated(ctx, g, method, stream)
+	} else {
+		err = x.pump(ctx, method, stream, nil)
+	}
 	if x.mw != nil && isProviderService(method) {
 		x.mw.Done(method, time.Since(start), err)
 	}
@@ -175,13 +186,34 @@ func (x *Proxy) unary(ctx context.Context, method string, stream grpc.ServerStre
 	return stream.SendMsg(&rawMsg{b: resp})
 }
 
-// pump forwards a call of any shape (unary or streaming either way) message by message.
-func (x *Proxy) pump(ctx context.Context, method string, in grpc.ServerStream) error {
+// gated passes a stream's first request message to the gate, then forwards the stream.
+func (x *Proxy) gated(ctx context.Context, g Gate, method string, in grpc.ServerStream) error {
+	var first rawMsg
+	if err := in.RecvMsg(&first); err != nil {
+		if errors.Is(err, io.EOF) { // no request at all: nothing to judge
+			return x.pump(ctx, method, in, nil)
+		}
+		return err
+	}
+	if err := g.Gate(ctx, &Call{Method: method, Protocol: x.p.Protocol, Request: first.b}); err != nil {
+		return err
+	}
+	return x.pump(ctx, method, in, &first)
+}
+
+// pump forwards a call of any shape (unary or streaming either way) message by message; first,
+// when given, is a request already received from tofu.
+func (x *Proxy) pump(ctx context.Context, method string, in grpc.ServerStream, first *rawMsg) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out, err := x.p.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, callOpts...)
 	if err != nil {
 		return err
+	}
+	if first != nil {
+		if err := out.SendMsg(first); err != nil {
+			return err
+		}
 	}
 	sendErr := make(chan error, 1)
 	go func() {
