@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
 	Proxies   []*Proxy    // by member: nil where tofu talks to the provider directly
+	// Dir is the run's private directory (mode 0700): every member's sockets and temporary
+	// files are inside it, and Stop removes it.
+	Dir string
 }
 
 // StopTimeout bounds how long Stop waits for all providers before giving up on them.
@@ -36,7 +40,11 @@ const StopTimeout = 10 * time.Second
 // StartGroup starts every member at once. If any fails, the ones that started are stopped and the
 // error names the member's address.
 func StartGroup(ctx context.Context, members []Member) (*Group, error) {
-	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members))}
+	dir, err := makePrivateDir()
+	if err != nil {
+		return nil, fmt.Errorf("private directory for the providers' sockets: %w", err)
+	}
+	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members)), Dir: dir}
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -46,6 +54,9 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 			opts := m.Options
 			if opts.Type == "" {
 				opts.Type = m.Addr[strings.LastIndexByte(m.Addr, '/')+1:]
+			}
+			if opts.Dir, errs[i] = subDir(dir, strconv.Itoa(i)); errs[i] != nil {
+				return
 			}
 			g.Providers[i], errs[i] = Start(ctx, opts)
 		}()
@@ -97,6 +108,9 @@ func (g *Group) Stop() {
 		}
 	}
 	wg.Wait()
+	if g.Dir != "" {
+		os.RemoveAll(g.Dir)
+	}
 }
 
 // ReattachJSON renders TF_REATTACH_PROVIDERS for the whole group.

@@ -18,7 +18,15 @@ import (
 // TestMain lets the test binary stand in for a provider: with OPROV_TEST_SERVE_PROVIDER set it
 // serves the go-plugin handshake and gRPC health service (protocol 6) and nothing else.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("OPROV_TEST_DIAL"); path != "" {
+		dialAndExit(path)
+	}
 	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		if os.Getenv("OPROV_TEST_OLD_GOPLUGIN") != "" {
+			// As a provider built with a go-plugin that predates PLUGIN_UNIX_SOCKET_DIR: its
+			// socket goes in the temporary directory.
+			os.Unsetenv("PLUGIN_UNIX_SOCKET_DIR")
+		}
 		goplugin.Serve(&goplugin.ServeConfig{
 			HandshakeConfig:  Handshake,
 			VersionedPlugins: map[int]goplugin.PluginSet{6: {"provider": emptyProvider{}}},

@@ -56,6 +56,10 @@ type Options struct {
 	// (they connect without a client certificate). The socket lives in a private directory
 	// (mode 0700), which is what protects it; otherwise mutual TLS is negotiated automatically.
 	ForReattach bool
+	// Dir is the private directory (mode 0700) the provider's sockets and temporary files go
+	// in; it is its TMPDIR. A group gives each member one inside its run's directory; when empty,
+	// Start makes one and Stop removes it.
+	Dir string
 }
 
 // Provider is a running provider.
@@ -68,6 +72,8 @@ type Provider struct {
 	v5       tfplugin5.ProviderClient
 	v6       tfplugin6.ProviderClient
 	conn     *grpc.ClientConn
+	dir      string // the private directory (see Options.Dir)
+	ownDir   bool   // Start made dir, and Stop removes it
 	stopOnce sync.Once
 	askOnce  sync.Once
 	onAsk    func(method string, took time.Duration, err error) // hears of oprov's own StopProvider
@@ -109,10 +115,16 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	for _, v := range protocols {
 		sets[v] = goplugin.PluginSet{"provider": grpcProvider{}}
 	}
+	ownDir := opts.Dir == ""
+	if ownDir {
+		if opts.Dir, err = makePrivateDir(); err != nil {
+			return nil, fmt.Errorf("provider %s: private directory: %w", opts.Path, err)
+		}
+	}
 	cmd := exec.Command(opts.Path, opts.Args...)
-	cmd.Env = providerEnv(opts)
+	cmd.Env = append(providerEnv(opts), "TMPDIR="+opts.Dir) // the last one wins
 	ownGroup(cmd)
-	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
+	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir}
 	reattachTLS := p.newClient(opts, sets)
 	rpc, err := p.client.Client()
 	if err != nil {
@@ -170,7 +182,7 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		Cmd:              p.cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         !opts.ForReattach,
-		UnixSocketConfig: &goplugin.UnixSocketConfig{}, // a private directory, removed on Kill
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir}, // a 0700 directory in ours, removed on Kill
 		StartTimeout:     opts.StartTimeout,
 		Logger:           logger,
 		Stderr:           p.stderr,
@@ -249,8 +261,14 @@ func (p *Provider) Stop(ctx context.Context) {
 		if addr != "" {
 			os.Remove(addr)
 		}
+		if p.ownDir {
+			os.RemoveAll(p.dir)
+		}
 	})
 }
+
+// Dir is the private directory the provider's sockets live in.
+func (p *Provider) Dir() string { return p.dir }
 
 // askToStop calls StopProvider (Stop in protocol 5) once, bounded in time, and tells onAsk.
 func (p *Provider) askToStop(ctx context.Context) {
@@ -279,6 +297,9 @@ func (p *Provider) askToStop(ctx context.Context) {
 func (p *Provider) kill() {
 	killGroup(p.cmd)
 	p.client.Kill()
+	if p.ownDir {
+		os.RemoveAll(p.dir)
+	}
 }
 
 // Reattach is the TF_REATTACH_PROVIDERS entry for the running provider.
