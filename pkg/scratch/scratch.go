@@ -1,13 +1,17 @@
 // Package scratch gives every temporary file oprov writes a visible owner, so that what a killed
 // process leaves behind can be removed at once, and what a live one is writing never is.
 //
-// Every name in a parent directory that starts with Prefix (.oprov-tmp-PID-RAND...) is owned:
+// A name in a parent directory is owned only when it has the full form oprov gives it,
+// Prefix+PID-RAND (and a suffix for files), never by its prefix alone: a user's own
+// ".oprov-tmp-notes" or ".oprov-tmp-mine/" is never touched.
 //
 //   - a regular file is a lock, held (flock) by the process that made it for as long as it
 //     works on it. A temporary file beside a user's target is its own lock; a lock file named
 //     X.lock also guards the owner directory X beside it;
 //   - an owner directory X holds a process's temporary files. Its lock file is made (and locked)
-//     before it and removed after it, so a directory without its lock file is never in use.
+//     before it and removed after it, so a directory is removed only with its lock file: one
+//     without it did not come from a killed run (whichever moment oprov is killed at, the lock
+//     file is still there), and oprov cannot tell it made it.
 //
 // When a process dies, however it dies, the operating system drops its locks: any later Sweep of
 // the parent can take them and remove what they guard. A live process's locks cannot be taken, so
@@ -22,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -34,8 +39,17 @@ const Prefix = ".oprov-tmp-"
 
 const lockSuffix = ".lock"
 
-// IsOwned reports whether a name in a parent directory is owned (see the package comment).
-func IsOwned(name string) bool { return strings.HasPrefix(name, Prefix) }
+// ownedName is the full form of an owned name: Prefix, the PID, "-", the random part, and for
+// files a suffix (".lock", or "." and the target's name for a temporary file that is its own
+// lock). oprov's random part is 16 hex digits; letters and digits are accepted.
+var ownedName = regexp.MustCompile(`^` + regexp.QuoteMeta(Prefix) + `[0-9]+-[0-9a-z]+(\..+)?$`)
+
+// IsOwned reports whether a name in a parent directory has an owned name's full form (see the
+// package comment).
+func IsOwned(name string) bool { return ownedName.MatchString(name) }
+
+// isLockName reports whether an owned name is a file's (a lock's): it has a suffix.
+func isLockName(name string) bool { return IsOwned(name) && strings.Contains(name[len(Prefix):], ".") }
 
 // createAttempts bounds the retries when sweepers catch a new file between its creation and its
 // lock (a few system calls apart): only ever seen with sweeps in a tight loop.

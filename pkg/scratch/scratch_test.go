@@ -129,18 +129,44 @@ func TestSweepSparesALiveOwner(t *testing.T) {
 	}
 }
 
-// TestOrphanDirectoryIsSwept: an owner directory without its lock file is never in use.
-func TestOrphanDirectoryIsSwept(t *testing.T) {
+// TestOrphanDirectoryIsKept: a directory of an owned name without its lock file did not come
+// from a killed run, and oprov cannot tell it made it: it stays.
+func TestOrphanDirectoryIsKept(t *testing.T) {
 	parent := t.TempDir()
-	orphan := filepath.Join(parent, Prefix+"1-00")
+	orphan := filepath.Join(parent, Prefix+"1-0123456789abcdef")
 	os.MkdirAll(filepath.Join(orphan, "x"), 0o755)
 	os.WriteFile(filepath.Join(orphan, "x", "f"), []byte("abc"), 0o644)
-	os.WriteFile(filepath.Join(parent, "user-file"), []byte("mine"), 0o644)
-	if s := Sweep(parent); s.Owners != 1 || s.Bytes != 3 {
+	if s := Sweep(parent); s.Owners != 0 {
 		t.Errorf("Sweep: %+v", s)
 	}
-	if left := names(t, parent); len(left) != 1 || left[0] != "user-file" {
-		t.Errorf("left: %v, want only the user's own file", left)
+	if _, err := os.Stat(filepath.Join(orphan, "x", "f")); err != nil {
+		t.Errorf("the directory was swept: %v", err)
+	}
+}
+
+// TestSweepSparesUsersLookalikes: names that only start with the prefix are the user's, files
+// and directories alike: never swept, never listed; a killed owner beside them still goes.
+func TestSweepSparesUsersLookalikes(t *testing.T) {
+	parent := t.TempDir()
+	dead := killedOwner(t, parent)
+	mine := []string{Prefix + "notes", Prefix + "mine", Prefix + "notes.lock", Prefix + "x-1.txt"}
+	os.WriteFile(filepath.Join(parent, mine[0]), []byte("my notes"), 0o644)
+	os.MkdirAll(filepath.Join(parent, mine[1], "sub"), 0o755)
+	os.WriteFile(filepath.Join(parent, mine[2]), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(parent, mine[3]), []byte("y"), 0o644)
+	if s := Sweep(parent); s.Owners != 1 {
+		t.Errorf("Sweep removed %d owners, want 1 (the killed one)", s.Owners)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the killed owner's directory is still there")
+	}
+	for _, n := range mine {
+		if _, err := os.Stat(filepath.Join(parent, n)); err != nil {
+			t.Errorf("the user's %s was swept: %v", n, err)
+		}
+	}
+	if got := List(parent); len(got) != 0 {
+		t.Errorf("List counts the user's files as owners: %+v", got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package scratch
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,39 +38,21 @@ func guarded(lock string) string {
 }
 
 // Sweep removes, from parent, everything owned by processes that are gone: each owned file
-// whose lock can be taken, with the directory it guards, and each owner directory without its
-// lock file. Live owners are left alone. A missing parent is an empty one.
+// whose lock can be taken, with the owner directory it guards. Live owners are left alone, and
+// so is anything whose name only looks like oprov's (see IsOwned), or a directory of an owned
+// name without its lock file. A missing parent is an empty one.
 func Sweep(parent string) Swept {
 	var s Swept
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
-		if !IsOwned(e.Name()) {
+		if !e.Type().IsRegular() || !isLockName(e.Name()) {
 			continue
 		}
-		path := filepath.Join(parent, e.Name())
-		var n int64
-		var ok bool
-		switch {
-		case e.IsDir():
-			n, ok = sweepOrphan(path)
-		case e.Type().IsRegular():
-			n, ok = sweepLocked(path)
-		}
-		if ok {
+		if n, ok := sweepLocked(filepath.Join(parent, e.Name())); ok {
 			s.Add(Swept{Owners: 1, Bytes: n})
 		}
 	}
 	return s
-}
-
-// sweepOrphan removes an owner directory whose lock file is gone: the lock file comes first and
-// goes last, so such a directory is never in use.
-func sweepOrphan(dir string) (int64, bool) {
-	if _, err := os.Lstat(dir + lockSuffix); !errors.Is(err, fs.ErrNotExist) {
-		return 0, false // guarded: judged by its lock file
-	}
-	size, _ := Usage(dir)
-	return size, os.RemoveAll(dir) == nil
 }
 
 // sweepLocked removes an owned file, and the directory it guards, if its lock can be taken.
@@ -109,15 +90,12 @@ func List(parent string) []Owner {
 		}
 		path := filepath.Join(parent, e.Name())
 		o := Owner{Path: path}
-		if e.IsDir() {
-			if _, err := os.Lstat(path + lockSuffix); err == nil {
-				continue // described with its lock file
-			}
-		} else {
-			o.Live, o.Since = probe(path)
-			if dir := guarded(path); dir != "" {
-				o.Path = dir
-			}
+		if e.IsDir() || !isLockName(e.Name()) {
+			continue // a directory is described with its lock file; one without is not oprov's to judge
+		}
+		o.Live, o.Since = probe(path)
+		if dir := guarded(path); dir != "" {
+			o.Path = dir
 		}
 		if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), Prefix), "-"); ok {
 			o.PID, _ = strconv.Atoi(pid)
