@@ -1,5 +1,7 @@
 // Command terraform-provider-recorder is a test provider for oprov's middleware: a resource with a
-// sensitive attribute, a data source and a function, served over plugin protocol 6, that appends
+// sensitive attribute (importable, movable from recorder_old, with private data), a resource
+// whose list of blocks holds a dynamic attribute (recorder_stack), a data source and a function,
+// served over plugin protocol 6, that appends
 // the name of every gRPC call it serves to the file $RECORDER_LOG. Tests count those lines against
 // oprov's audit trail.
 package main
@@ -25,7 +27,7 @@ func main() {
 			MagicCookieValue: "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2",
 		},
 		VersionedPlugins: map[int]plugin.PluginSet{6: {"provider": &tf6server.GRPCProviderPlugin{
-			GRPCProvider: func() tfprotov6.ProviderServer { return server() },
+			GRPCProvider: func() tfprotov6.ProviderServer { return withStack{server()} },
 			Name:         address,
 		}}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -26,7 +27,10 @@ func (*recorder) Schema(context.Context, provider.SchemaRequest, *provider.Schem
 func (*recorder) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
 
 func (*recorder) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return &thing{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return &thing{typeName: "recorder_thing"} },
+		func() resource.Resource { return &thing{typeName: "recorder_old"} },
+	}
 }
 
 func (*recorder) DataSources(context.Context) []func() datasource.DataSource {
@@ -38,7 +42,46 @@ func (*recorder) Functions(context.Context) []func() function.Function {
 }
 
 // thing is recorder_thing: a name, tags, a sensitive secret, and an id derived from the name.
-type thing struct{}
+// It keeps private data ("made-by" = "recorder"), imports by id ("thing-NAME"), and takes state
+// moved from recorder_old, the same resource under another type name.
+type thing struct{ typeName string }
+
+var (
+	_ resource.ResourceWithImportState = &thing{}
+	_ resource.ResourceWithMoveState   = &thing{}
+)
+
+func (t *thing) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	m := thingModel{ID: types.StringValue(req.ID), Name: types.StringValue(strings.TrimPrefix(req.ID, "thing-")),
+		Tags: types.MapNull(types.StringType), Secret: types.StringNull()}
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, "made-by", []byte(`"recorder"`))...)
+}
+
+func (t *thing) MoveState(context.Context) []resource.StateMover {
+	return []resource.StateMover{{StateMover: func(ctx context.Context, req resource.MoveStateRequest, resp *resource.MoveStateResponse) {
+		if req.SourceTypeName != "recorder_old" || req.SourceRawState == nil {
+			return
+		}
+		var old struct {
+			ID, Name, Secret string
+			Tags             map[string]string
+		}
+		if err := json.Unmarshal(req.SourceRawState.JSON, &old); err != nil {
+			resp.Diagnostics.AddError("recorder_old state", err.Error())
+			return
+		}
+		tags, _ := types.MapValueFrom(ctx, types.StringType, old.Tags)
+		m := thingModel{ID: types.StringValue(old.ID), Name: types.StringValue(old.Name), Tags: tags, Secret: types.StringValue(old.Secret)}
+		if old.Tags == nil {
+			m.Tags = types.MapNull(types.StringType)
+		}
+		if old.Secret == "" {
+			m.Secret = types.StringNull()
+		}
+		resp.Diagnostics.Append(resp.TargetState.Set(ctx, m)...)
+	}}}
+}
 
 type thingModel struct {
 	ID     types.String `tfsdk:"id"`
@@ -47,8 +90,8 @@ type thingModel struct {
 	Secret types.String `tfsdk:"secret"`
 }
 
-func (*thing) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = "recorder_thing"
+func (t *thing) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = t.typeName
 }
 
 func (*thing) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -65,6 +108,7 @@ func (*thing) Create(ctx context.Context, req resource.CreateRequest, resp *reso
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	m.ID = types.StringValue("thing-" + m.Name.ValueString())
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, "made-by", []byte(`"recorder"`))...)
 }
 
 func (*thing) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
