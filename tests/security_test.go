@@ -281,3 +281,37 @@ func TestRunSocketsPrivate(t *testing.T) {
 		t.Errorf("left in TMPDIR after the run: %v", names)
 	}
 }
+
+// The sweep beside a lock file removes only what oprov can tell it made: a user's
+// .oprov-tmp-notes and .oprov-tmp-mine/ survive oprov lock, and a killed writer's leftovers (a
+// temporary file that was its own lock, an owner directory with its lock file) are removed.
+func TestSweepSparesUsersFiles(t *testing.T) {
+	f := newLoaderFixture(t, helloConfig)
+	mine := map[string]bool{".oprov-tmp-notes": false, ".oprov-tmp-mine": true}
+	for name, dir := range mine {
+		if dir {
+			writeFile(t, filepath.Join(f.cfg, name, "draft.txt"), "mine")
+		} else {
+			writeFile(t, filepath.Join(f.cfg, name), "my notes")
+		}
+	}
+	// What a killed oprov leaves: nobody holds these files' locks any more.
+	killed := []string{".oprov-tmp-99999-0123456789abcdef..terraform.lock.hcl", ".oprov-tmp-99999-fedcba9876543210.lock", ".oprov-tmp-99999-fedcba9876543210"}
+	writeFile(t, filepath.Join(f.cfg, killed[0]), "half a lock file")
+	writeFile(t, filepath.Join(f.cfg, killed[1]), "")
+	writeFile(t, filepath.Join(f.cfg, killed[2], "partial"), "x")
+	mustOprov(t, f.env, "lock", "-C", f.cfg)
+	for name := range mine {
+		if _, err := os.Stat(filepath.Join(f.cfg, name)); err != nil {
+			t.Errorf("oprov lock removed the user's %s: %v", name, err)
+		}
+	}
+	for _, name := range killed {
+		if _, err := os.Stat(filepath.Join(f.cfg, name)); !os.IsNotExist(err) {
+			t.Errorf("a killed writer's %s is still there: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.cfg, ".terraform.lock.hcl")); err != nil {
+		t.Errorf("no lock file written: %v", err)
+	}
+}

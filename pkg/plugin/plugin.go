@@ -122,7 +122,9 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		}
 	}
 	cmd := exec.Command(opts.Path, opts.Args...)
-	cmd.Env = append(providerEnv(opts), "TMPDIR="+opts.Dir) // the last one wins
+	// The last value of a variable wins: the provider's sockets and temporary files go in the
+	// private directory, whatever oprov's own environment says.
+	cmd.Env = append(providerEnv(opts), "PLUGIN_UNIX_SOCKET_DIR="+opts.Dir, "TMPDIR="+opts.Dir)
 	ownGroup(cmd)
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir}
 	reattachTLS := p.newClient(opts, sets)
@@ -182,7 +184,7 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		Cmd:              p.cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         !opts.ForReattach,
-		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir}, // a 0700 directory in ours, removed on Kill
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir},
 		StartTimeout:     opts.StartTimeout,
 		Logger:           logger,
 		Stderr:           p.stderr,

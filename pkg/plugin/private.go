@@ -11,10 +11,12 @@ import (
 // lives in a directory oprov makes with mode 0700 for one run (a group, or one Start) and removes
 // when it ends:
 //
-//   - go-plugin's own socket directory (PLUGIN_UNIX_SOCKET_DIR) is made inside it;
-//   - the provider's TMPDIR is set to it, for providers whose go-plugin predates
-//     PLUGIN_UNIX_SOCKET_DIR (they make /tmp/pluginNNN with the umask's mode) and for SDKs that
-//     make their own socket under the temporary directory (the Python tf SDK);
+//   - it is the provider's PLUGIN_UNIX_SOCKET_DIR, where go-plugin's server makes its socket
+//     (go-plugin's client sets that variable only with a RunnerFunc, so without it a provider
+//     listens on /tmp/pluginNNN with the umask's mode);
+//   - it is the provider's TMPDIR too, for providers whose go-plugin predates
+//     PLUGIN_UNIX_SOCKET_DIR and for SDKs that make their own socket under the temporary
+//     directory (the Python tf SDK);
 //   - the proxy's socket is made inside it.
 
 // maxBaseLen bounds the temporary directory the private one is made in: a unix socket's path is
