@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,11 +293,19 @@ func TestAuditWriteFailure(t *testing.T) {
 		}
 		var warned []string
 		a.Continue, a.Warn = cont, func(s string) { warned = append(warned, s) }
-		m, _ := New(Config{Provider: "p", Audit: a})
+		m, _ := New(Config{Provider: "p", Audit: a, Warn: a.Warn})
 		served := 0
 		next := func(context.Context, []byte) ([]byte, error) { served++; return nil, nil }
-		_, err1 := m.Unary(context.Background(), call("GetProviderSchema", nil), next)
-		_, err2 := m.Unary(context.Background(), call("ApplyResourceChange", typeName("x")), next)
+		// A refused call answers with an error diagnostic where its response has them.
+		callErr := func(rpc string, req []byte) error {
+			resp, err := m.Unary(context.Background(), call(rpc, req), next)
+			if d := diagnostics(resp, rpcs[rpc].diagField); err == nil && len(d) == 1 && d[0].Severity == "error" {
+				return errors.New(string(field(fields(resp, rpcs[rpc].diagField)[0], diagDetail)))
+			}
+			return err
+		}
+		err1 := callErr("GetProviderSchema", nil)
+		err2 := callErr("ApplyResourceChange", typeName("x"))
 		a.Close()
 		if cont {
 			if err1 != nil || err2 != nil || served != 2 || len(warned) != 1 {
@@ -304,7 +313,7 @@ func TestAuditWriteFailure(t *testing.T) {
 			}
 			continue
 		}
-		if err1 == nil || !strings.Contains(err1.Error(), "audit trail cannot be written") || err2 == nil || served != 1 {
+		if err1 == nil || !strings.Contains(err1.Error(), "audit trail cannot be written") || err2 == nil || served != 1 || len(warned) != 1 {
 			t.Errorf("fail: errors %v / %v, served %d (the apply must never reach the provider)", err1, err2, served)
 		}
 	}

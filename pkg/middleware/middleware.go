@@ -106,7 +106,7 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 	}
 	if a := m.cfg.Audit; a != nil {
 		if err := a.Broken(); err != nil {
-			return nil, status.Error(codes.Unavailable, err.Error())
+			return m.failed(rec.RPC, err)
 		}
 	}
 	var resp []byte
@@ -138,9 +138,19 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 		m.noteResult(rec, info, resp)
 	}
 	if werr := m.record(rec, start, err); werr != nil {
-		return nil, status.Error(codes.Unavailable, werr.Error())
+		m.cfg.Warn(werr.Error())
+		return m.failed(rec.RPC, werr)
 	}
 	return resp, err
+}
+
+// failed is the answer to a call that must fail: an error diagnostic tofu shows as it is, where
+// the call's response has diagnostics, otherwise a gRPC error.
+func (m *middleware) failed(rpc string, err error) ([]byte, error) {
+	if f := rpcs[rpc].diagField; f != 0 {
+		return appendDiagnostic(nil, f, severityError, "oprov: the call is refused", err.Error()), nil
+	}
+	return nil, status.Error(codes.Unavailable, err.Error())
 }
 
 // Gate judges a stream (InvokeAction, WriteStateBytes) on its first request, before the provider

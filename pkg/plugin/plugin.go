@@ -185,13 +185,16 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         !opts.ForReattach,
 		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: opts.Dir},
-		StartTimeout:     opts.StartTimeout,
-		Logger:           logger,
-		Stderr:           p.stderr,
-		TLSConfig:        reattachTLS,
-		GRPCDialOptions:  dialOpts,
-		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
+		// p.cmd's environment already holds oprov's (providerEnv); go-plugin would append it
+		// again after ours, and its TMPDIR would win over the private directory's.
+		SkipHostEnv:     true,
+		StartTimeout:    opts.StartTimeout,
+		Logger:          logger,
+		Stderr:          p.stderr,
+		TLSConfig:       reattachTLS,
+		GRPCDialOptions: dialOpts,
+		SyncStdout:      io.Discard,
+		SyncStderr:      io.Discard,
 	})
 	return reattachTLS
 }

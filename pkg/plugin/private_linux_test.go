@@ -95,6 +95,8 @@ func TestSocketsArePrivate(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("dropping to another user needs root")
 	}
+	// oprov's own TMPDIR is set, as it often is: the providers' must still be the private one.
+	t.Setenv("TMPDIR", t.TempDir())
 	old := selfAsProvider(t)
 	old.Env = append(old.Env, "OPROV_TEST_OLD_GOPLUGIN=1")
 	nop := func(*Provider) (Middleware, error) { return nopMiddleware{}, nil }
