@@ -473,8 +473,8 @@ func (m *middleware) values(ch *Change, rec *Record, schemas map[string]schema, 
 
 // noteDecode warns once per type about values that do not decode when no rule will say so.
 func (m *middleware) noteDecode(typ string, err error) {
-	if len(m.cfg.Rules) > 0 {
-		return // every rule that reads the values reports it
+	if len(m.cfg.Rules) > 0 || m.cfg.Schema == nil {
+		return // every rule that reads the values reports it; without a schema nothing is decoded
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
