@@ -349,3 +349,27 @@ func TestGateInvokeAction(t *testing.T) {
 		t.Errorf("gate on another action: %v", err)
 	}
 }
+
+// A value unknown at plan reads as Unknown: a rule on it does not match then, and the same
+// change with the value known (tofu's plan at apply time) is denied.
+func TestUnknownAtPlanJudgedAgain(t *testing.T) {
+	m := stackMiddleware(t, nil, mustRule(t, "no-prod", Deny, `planned != null && planned.name == 'prod-db'`, ""))
+	ty := cty.Object(map[string]cty.Type{"name": cty.String, "setting": cty.DynamicPseudoType})
+	req := dynamicAs(t, typeName("acme_stack"), planPriorState, cty.NullVal(ty), ty)
+	for _, tc := range []struct {
+		name   cty.Value
+		denied bool
+	}{{cty.UnknownVal(cty.String), false}, {cty.StringVal("prod-db"), true}} {
+		planned := cty.ObjectVal(map[string]cty.Value{"name": tc.name, "setting": cty.EmptyTupleVal})
+		next := func(context.Context, []byte) ([]byte, error) {
+			return dynamicAs(t, nil, planPlannedState, planned, ty), nil
+		}
+		resp, err := m.Unary(context.Background(), call("PlanResourceChange", req), next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diagnostics(resp, 4); (len(d) == 1 && d[0].Severity == "error") != tc.denied {
+			t.Errorf("name %#v: diagnostics %+v, want denied=%v", tc.name, d, tc.denied)
+		}
+	}
+}
