@@ -9,8 +9,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/artifact"
 )
 
 // UserCLIConfig finds the CLI configuration the user's own tofu (or terraform) would read:
@@ -82,7 +84,7 @@ func CLIConfig(installed []Installed, userPath string) (string, []string, error)
 		fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %s\n    include = [%q]\n  }\n", hclString(in.MirrorRoot), in.Addr)
 	}
 	if len(userMethods) == 0 {
-		fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n", hclList(managed))
+		fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n", config.HCLList(managed))
 	} else {
 		for _, m := range userMethods {
 			b.WriteString(m)
@@ -93,14 +95,6 @@ func CLIConfig(installed []Installed, userPath string) (string, []string, error)
 }
 
 func hclString(s string) string { return fmt.Sprintf("%q", filepath.ToSlash(s)) }
-
-func hclList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
 
 // splitUserConfig returns the user's configuration without its provider_installation blocks
 // (kept byte for byte), and those blocks' installation methods re-rendered with the managed
@@ -200,7 +194,7 @@ func renderMethod(m *hclsyntax.Block, managed []string) (string, string, error) 
 				}
 				items = append(items, e.AsString())
 			}
-			fmt.Fprintf(&b, "    %s = %s\n", n, hclList(items))
+			fmt.Fprintf(&b, "    %s = %s\n", n, config.HCLList(items))
 		default:
 			return "", "", fmt.Errorf("%s has an unexpected type", n)
 		}
@@ -210,31 +204,6 @@ func renderMethod(m *hclsyntax.Block, managed []string) (string, string, error) 
 		ex = append(ex, e)
 	}
 	sort.Strings(ex)
-	fmt.Fprintf(&b, "    exclude = %s\n  }\n", hclList(ex))
+	fmt.Fprintf(&b, "    exclude = %s\n  }\n", config.HCLList(ex))
 	return b.String(), note, nil
-}
-
-// MirrorCLIConfig renders the plain oci_mirror CLI configuration of oprov.hcl's blocks, for
-// OpenTofu >= 1.10 users who want OpenTofu to install from the registries itself.
-func (c *Config) MirrorCLIConfig() string {
-	var b strings.Builder
-	b.WriteString("provider_installation {\n")
-	var includes []string
-	for _, m := range c.Mirrors {
-		var inc, exc []string
-		for _, p := range m.Include {
-			inc = append(inc, p.String())
-		}
-		for _, p := range m.Exclude {
-			exc = append(exc, p.String())
-		}
-		includes = append(includes, inc...)
-		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n", m.RepositoryTemplate, hclList(inc))
-		if len(exc) > 0 {
-			fmt.Fprintf(&b, "    exclude             = %s\n", hclList(exc))
-		}
-		b.WriteString("  }\n")
-	}
-	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", hclList(includes))
-	return b.String()
 }

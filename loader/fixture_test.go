@@ -9,6 +9,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/cache"
 )
 
@@ -71,12 +72,12 @@ func (w *world) projectTrusting(t *testing.T, reqs map[string]string, lock, trus
 	}
 	tf.WriteString("  }\n}\n")
 	files := map[string]string{
-		loader.FileName: "oci_mirror {\n  repository_template = \"" + w.reg.Host + "/providers/${namespace}/${type}\"\n" +
+		config.FileName: "oci_mirror {\n  repository_template = \"" + w.reg.Host + "/providers/${namespace}/${type}\"\n" +
 			"  include = [\"example.com/acme/*\"]\n  " + trust + "\n}\n",
 		"main.tf": tf.String(),
 	}
 	if lock != "" {
-		files[loader.LockFileName] = lock
+		files[config.LockFileName] = lock
 	}
 	testfix.WriteFiles(t, dir, files)
 	return dir
@@ -111,9 +112,9 @@ const randomBlock = `provider "registry.opentofu.org/hashicorp/random" {
 `
 
 // readLock reads the project's lock entry for addr.
-func readLock(t *testing.T, dir, addr string) *loader.LockEntry {
+func readLock(t *testing.T, dir, addr string) *config.LockEntry {
 	t.Helper()
-	l, err := loader.ReadLock(dir)
+	l, err := config.ReadLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

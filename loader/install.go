@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
@@ -128,7 +129,7 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 // digest, unpacked safely, its files hashed and checked in this call against the lock, the
 // source's statement or the verified zip) and gives it ready for OpenTofu. e is the lock entry
 // that judges it, or nil.
-func (o *Options) install(ctx context.Context, pkg *source.Package, e *LockEntry) (*Installed, error) {
+func (o *Options) install(ctx context.Context, pkg *source.Package, e *config.LockEntry) (*Installed, error) {
 	entry, err := o.Cache.Install(ctx, pkg.ForCache(o.Progress), lockJudge(e, pkg))
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func (o *Options) install(ctx context.Context, pkg *source.Package, e *LockEntry
 
 // lockJudge judges a package's h1: by a lock entry: one the lock records is vouched for, one it
 // does not is refused. A lock with no h1: hashes (or no entry) has nothing to say.
-func lockJudge(e *LockEntry, pkg *source.Package) cache.Judge {
+func lockJudge(e *config.LockEntry, pkg *source.Package) cache.Judge {
 	return func(h1 string) (bool, error) {
 		if e == nil || !e.HasScheme("h1:") {
 			return false, nil

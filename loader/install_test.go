@@ -12,6 +12,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 )
@@ -66,7 +67,7 @@ func TestInstall(t *testing.T) {
 	// A cold cache with the lock: fetched and checked against the lock, not locked again.
 	opts := w.opts()
 	opts.Cache = testfix.Cache(t)
-	lockBefore := readFile(t, dir, loader.LockFileName)
+	lockBefore := readFile(t, dir, config.LockFileName)
 	res, err = open(t, dir).Install(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestInstall(t *testing.T) {
 	if len(res.Locked) != 0 || res.Installed[0].FromCache || res.Installed[0].Zip != w.rels["hello"]["1.1.0"].Zip(host).String() {
 		t.Errorf("cold cache: %+v", res)
 	}
-	if readFile(t, dir, loader.LockFileName) != lockBefore {
+	if readFile(t, dir, config.LockFileName) != lockBefore {
 		t.Error("an install with a complete lock rewrote it")
 	}
 }
@@ -128,7 +129,7 @@ func TestInstallRefusesLockMismatch(t *testing.T) {
 			if got := unpacked(t, opts.Cache.Dir); len(got) != 0 {
 				t.Errorf("unpacked after a refusal: %v", got)
 			}
-			if readFile(t, dir, loader.LockFileName) != lock {
+			if readFile(t, dir, config.LockFileName) != lock {
 				t.Error("a refused install changed the lock file")
 			}
 		})
@@ -167,7 +168,7 @@ func TestInstallMovedTag(t *testing.T) {
 		t.Errorf("moved tag, old lock: %v", err)
 	}
 	// A lock of the new release, with the old cache: the second look installs the new one.
-	testfix.WriteFiles(t, dir, map[string]string{loader.LockFileName: lockBlock(hello, "1.1.0", "1.1.0", moved.LockHashes()...)})
+	testfix.WriteFiles(t, dir, map[string]string{config.LockFileName: lockBlock(hello, "1.1.0", "1.1.0", moved.LockHashes()...)})
 	res, err := open(t, dir).Install(ctx, w.opts())
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +198,7 @@ func TestInstallRefusesLyingIndex(t *testing.T) {
 		t.Errorf("unpacked: %v", got)
 	}
 
-	testfix.WriteFiles(t, dir, map[string]string{loader.LockFileName: lockBlock("example.com/acme/liar", "1.0.0", "1.0.0", honest...)})
+	testfix.WriteFiles(t, dir, map[string]string{config.LockFileName: lockBlock("example.com/acme/liar", "1.0.0", "1.0.0", honest...)})
 	opts := w.opts()
 	opts.Cache = testfix.Cache(t)
 	if _, err := open(t, dir).Install(ctx, opts); err == nil {

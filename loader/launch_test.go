@@ -10,6 +10,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
@@ -84,9 +85,9 @@ func TestLaunchables(t *testing.T) {
 	host := testfix.Host()
 	dir := w.project(t, map[string]string{"hello": "~> 1.0", "tiny": ">= 0.0.0-dev"}, "")
 	testfix.GoModule(t, filepath.Join(dir, "tiny"), "tiny")
-	mirrorOnly := readFile(t, dir, loader.FileName)
+	mirrorOnly := readFile(t, dir, config.FileName)
 	cfg := mirrorOnly + "provider \"example.com/acme/tiny\" {\n  source = \"./tiny\"\n}\n"
-	testfix.WriteFiles(t, dir, map[string]string{loader.FileName: cfg})
+	testfix.WriteFiles(t, dir, map[string]string{config.FileName: cfg})
 
 	p := open(t, dir)
 	if len(p.Local) != 1 || len(p.Managed) != 1 {
@@ -133,7 +134,7 @@ func TestLaunchables(t *testing.T) {
 
 	// A managed provider that cannot be installed stops the launch.
 	testfix.WriteFiles(t, dir, map[string]string{
-		loader.FileName: mirrorOnly,
+		config.FileName: mirrorOnly,
 		"main.tf":       "terraform {\n  required_providers {\n    hello = { source = \"example.com/acme/hello\", version = \">= 9.0\" }\n  }\n}\n",
 	})
 	if _, err := open(t, dir).Launchables(ctx, w.opts()); err == nil {

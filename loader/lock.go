@@ -8,6 +8,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
@@ -82,7 +83,7 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	entry := &LockEntry{Addr: pv.Addr(), Version: chosen.String(), Constraints: pv.Req.ConstraintString()}
+	entry := &config.LockEntry{Addr: pv.Addr(), Version: chosen.String(), Constraints: pv.Req.ConstraintString()}
 	for _, pkg := range pkgs {
 		entry.Hashes = append(entry.Hashes, pkg.H1, zhOf(pkg))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 )
 
@@ -38,16 +39,16 @@ func TestOpen(t *testing.T) {
 		files map[string]string
 		want  string
 	}{
-		"no oprov.hcl":    {map[string]string{loader.FileName: ""}, "no oprov.hcl"},
-		"nothing matches": {map[string]string{loader.FileName: strings.ReplaceAll(readFile(t, dir, loader.FileName), "example.com/acme/*", "example.com/nobody/*")}, "matches an oci_mirror or provider block"},
-		"kept not required": {map[string]string{loader.FileName: readFile(t, dir, loader.FileName) + "provider \"example.com/acme/tiny\" {\n  source = \"./tiny\"\n}\n"},
+		"no oprov.hcl":    {map[string]string{config.FileName: ""}, "no oprov.hcl"},
+		"nothing matches": {map[string]string{config.FileName: strings.ReplaceAll(readFile(t, dir, config.FileName), "example.com/acme/*", "example.com/nobody/*")}, "matches an oci_mirror or provider block"},
+		"kept not required": {map[string]string{config.FileName: readFile(t, dir, config.FileName) + "provider \"example.com/acme/tiny\" {\n  source = \"./tiny\"\n}\n"},
 			"is kept as source but the configuration does not require it"},
-		"broken lock":  {map[string]string{loader.LockFileName: "provider {"}, "fix or delete the lock file"},
+		"broken lock":  {map[string]string{config.LockFileName: "provider {"}, "fix or delete the lock file"},
 		"broken .tf":   {map[string]string{"bad.tf": "terraform {"}, "bad.tf"},
-		"bad template": {map[string]string{loader.FileName: strings.ReplaceAll(readFile(t, dir, loader.FileName), "/providers/", "/UPPER/")}, "repository_template gives"},
+		"bad template": {map[string]string{config.FileName: strings.ReplaceAll(readFile(t, dir, config.FileName), "/providers/", "/UPPER/")}, "repository_template gives"},
 	} {
 		d := t.TempDir()
-		for _, name := range []string{loader.FileName, "main.tf", loader.LockFileName} {
+		for _, name := range []string{config.FileName, "main.tf", config.LockFileName} {
 			testfix.WriteFiles(t, d, map[string]string{name: readFile(t, dir, name)})
 		}
 		for f, content := range c.files {
@@ -94,12 +95,12 @@ func TestLockAll(t *testing.T) {
 	if e == nil || e.Version != "1.1.0" || e.Constraints != "~> 1.0" || !slices.Equal(e.Hashes, w.rels["hello"]["1.1.0"].LockHashes()) {
 		t.Errorf("lock entry %+v, want every platform's h1: and zh: of 1.1.0 %v", e, w.rels["hello"]["1.1.0"].LockHashes())
 	}
-	if !strings.HasPrefix(readFile(t, dir, loader.LockFileName), randomBlock) {
-		t.Errorf("the entry oprov does not manage changed:\n%s", readFile(t, dir, loader.LockFileName))
+	if !strings.HasPrefix(readFile(t, dir, config.LockFileName), randomBlock) {
+		t.Errorf("the entry oprov does not manage changed:\n%s", readFile(t, dir, config.LockFileName))
 	}
 
 	// A locked version that still meets the constraints stays, unless upgrading.
-	testfix.WriteFiles(t, dir, map[string]string{loader.LockFileName: randomBlock + lockBlock(hello, "1.0.0", "~> 1.0", "h1:stale=")})
+	testfix.WriteFiles(t, dir, map[string]string{config.LockFileName: randomBlock + lockBlock(hello, "1.0.0", "~> 1.0", "h1:stale=")})
 	changes, err = open(t, dir).LockAll(ctx, w.opts())
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestLockAllRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `meets ">= 5.0"`) || !strings.Contains(err.Error(), "1.0.0") || !strings.Contains(err.Error(), "2.0.0") {
 		t.Errorf("no version meets: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, loader.LockFileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, config.LockFileName)); err == nil {
 		t.Error("a failed lock wrote the lock file")
 	}
 
@@ -152,7 +153,7 @@ func TestLockAllRefusals(t *testing.T) {
 	if _, err := open(t, dir).LockAll(ctx, w.opts()); err == nil || !strings.Contains(err.Error(), "3.0.0") {
 		t.Errorf("an unsigned version: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, loader.LockFileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, config.LockFileName)); err == nil {
 		t.Error("a refused version was locked")
 	}
 }

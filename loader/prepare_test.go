@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/cache"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestPrepare(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, FileName), "provider \"example.com/acme/dev\" {\n  source = \"./dev\"\n}\n")
+	writeTestFile(t, filepath.Join(dir, config.FileName), "provider \"example.com/acme/dev\" {\n  source = \"./dev\"\n}\n")
 	if err := os.Mkdir(filepath.Join(dir, "dev"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
@@ -45,9 +46,9 @@ func (o *Options) host() manifest.Platform {
 // Provider is a provider the configuration requires, with the block of oprov.hcl that manages it:
 // an oci_mirror block (Mirror) or a provider block that keeps it as source (Kept).
 type Provider struct {
-	Req    *Requirement
-	Mirror *Mirror
-	Kept   *SourceProvider
+	Req    *config.Requirement
+	Mirror *config.Mirror
+	Kept   *config.SourceProvider
 }
 
 // Addr is the provider's address.
@@ -56,24 +57,24 @@ func (p *Provider) Addr() string { return p.Req.Addr.String() }
 // Project is a configuration directory with its oprov.hcl and lock file.
 type Project struct {
 	Dir       string
-	Config    *Config
-	Managed   []*Provider    // from OCI repositories: locked and installed; sorted by address
-	Local     []*Provider    // kept as source, launched by oprov run; sorted by address
-	Unmanaged []*Requirement // providers no block selects: OpenTofu installs them as usual
-	Lock      *Lock
+	Config    *config.Config
+	Managed   []*Provider           // from OCI repositories: locked and installed; sorted by address
+	Local     []*Provider           // kept as source, launched by oprov run; sorted by address
+	Unmanaged []*config.Requirement // providers no block selects: OpenTofu installs them as usual
+	Lock      *config.Lock
 }
 
 // Open reads a configuration directory: oprov.hcl, the modules' required_providers, and the lock.
 func Open(dir string) (*Project, error) {
-	cfg, err := LoadConfig(dir)
+	cfg, err := config.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := ReadRequirements(dir)
+	reqs, err := config.ReadRequirements(dir)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := ReadLock(dir)
+	lock, err := config.ReadLock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +114,12 @@ func Open(dir string) (*Project, error) {
 type session struct {
 	opts    *Options
 	env     *source.Env
-	mirrors map[*Mirror]*source.OCI
+	mirrors map[*config.Mirror]*source.OCI
 }
 
 func newSession(opts *Options) *session {
 	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
-	return &session{opts: opts, env: env, mirrors: map[*Mirror]*source.OCI{}}
+	return &session{opts: opts, env: env, mirrors: map[*config.Mirror]*source.OCI{}}
 }
 
 // source gives the Source that manages a provider.
@@ -135,7 +136,7 @@ func (s *session) source(pv *Provider) source.Source {
 }
 
 // allowed parses a provider's constraints into the set of versions they allow.
-func allowed(req *Requirement) (versions.Set, error) {
+func allowed(req *config.Requirement) (versions.Set, error) {
 	set, err := manifest.Constraints(req.ConstraintString())
 	if err != nil {
 		return versions.Set{}, fmt.Errorf("%s: %w", req.Addr, err)
@@ -147,7 +148,7 @@ func allowed(req *Requirement) (versions.Set, error) {
 var ErrLockMismatch = errors.New("does not match the lock file")
 
 // checkAgainstLock refuses a package the lock does not record.
-func checkAgainstLock(e *LockEntry, pkg *source.Package) error {
+func checkAgainstLock(e *config.LockEntry, pkg *source.Package) error {
 	zh := zhOf(pkg)
 	if e.HasScheme("zh:") && !e.Has(zh) {
 		return fmt.Errorf("%s %s: the registry's %s zip (%s) %w: the tag was moved or the release republished since it was locked, so nothing was installed (if the new release is expected, run 'oprov lock --upgrade' and review the change)",

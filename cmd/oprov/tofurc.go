@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -37,7 +37,7 @@ func runTofurc(_ context.Context, o *tofurcOptions) error {
 	if err := checkDir("-C", o.Dir, configDirPurpose); err != nil {
 		return err
 	}
-	cfg, err := loader.LoadConfig(o.Dir)
+	cfg, err := config.LoadConfig(o.Dir)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // provider's constraints against its repository's tags and pins them in .terraform.lock.hcl,
 // verifies signatures under a trust policy, caches zips by content address, unpacks them safely
 // into a filesystem mirror, and writes the CLI configuration that installs from there.
-package loader
+package config
 
 import (
 	"errors"
