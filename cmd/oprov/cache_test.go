@@ -131,7 +131,7 @@ func TestCacheReportsTempSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(tmp, "blob-1"), make([]byte, 2000), 0o644)
-	dead := filepath.Join(dir, "tmp", scratch.Prefix+"4242-gone")
+	dead := filepath.Join(dir, "tmp", scratch.Prefix+"4242-00000000000000aa")
 	os.MkdirAll(dead, 0o700)
 	os.WriteFile(dead+".lock", nil, 0o600)
 	os.WriteFile(filepath.Join(dead, "blob-2"), make([]byte, 3000), 0o644)

@@ -166,7 +166,7 @@ func TestOpenSweepsWhatDeadRunsLeft(t *testing.T) {
 	defer live.Close()
 	os.WriteFile(filepath.Join(mustTmp(t, live), "blob-downloading"), make([]byte, 1000), 0o644)
 	// A dead owner: its lock file is there, and nobody holds it.
-	dead := filepath.Join(dir, "tmp", scratch.Prefix+"99999-dead")
+	dead := filepath.Join(dir, "tmp", scratch.Prefix+"99999-00000000000000dd")
 	os.MkdirAll(dead, 0o700)
 	os.WriteFile(dead+".lock", nil, 0o600)
 	os.WriteFile(filepath.Join(dead, "blob-partial"), make([]byte, 300), 0o644)

@@ -41,8 +41,8 @@ const lockSuffix = ".lock"
 
 // ownedName is the full form of an owned name: Prefix, the PID, "-", the random part, and for
 // files a suffix (".lock", or "." and the target's name for a temporary file that is its own
-// lock). oprov's random part is 16 hex digits; letters and digits are accepted.
-var ownedName = regexp.MustCompile(`^` + regexp.QuoteMeta(Prefix) + `[0-9]+-[0-9a-z]+(\..+)?$`)
+// lock). The random part is the 16 hex digits oprov writes: nothing else is taken for ours.
+var ownedName = regexp.MustCompile(`^` + regexp.QuoteMeta(Prefix) + `[0-9]+-[0-9a-f]{16}(\..+)?$`)
 
 // IsOwned reports whether a name in a parent directory has an owned name's full form (see the
 // package comment).
