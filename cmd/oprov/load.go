@@ -16,6 +16,7 @@ type loadOptions struct {
 	To       string
 	Keys     []string
 	Policy   string
+	keyless  keylessFlags
 	registry registryFlags
 	output   outputFlag
 }
@@ -40,6 +41,7 @@ nothing.`,
 	c.Flags().StringVar(&o.To, "to", "", "registry (and path prefix) to load into (required)")
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "require signatures by this public key (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "require signatures under this trust policy")
+	o.keyless.register(c)
 	o.registry.register(c)
 	o.output.register(c)
 	return c
@@ -52,7 +54,7 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	if o.To == "" {
 		return usageErrorf("load: --to HOST[/PREFIX] is required")
 	}
-	policy, err := policyFromFlags(o.Keys, o.Policy)
+	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return err
 	}

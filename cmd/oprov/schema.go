@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/sign"
 )
 
 type schemaOptions struct {
@@ -27,6 +25,7 @@ type schemaOptions struct {
 	Address  string
 	Keys     []string
 	Policy   string
+	keyless  keylessFlags
 	CacheDir string
 	Verbose  bool
 	registry registryFlags
@@ -53,6 +52,7 @@ same document as 'tofu providers schema -json'.`,
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for the JSON keys (default: guessed from the name)")
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "verify a repository version's signature with this public key (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "verify a repository version's signature under this trust policy")
+	o.keyless.register(c)
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "forward the provider's own log lines to stderr")
 	o.registry.register(c)
@@ -133,7 +133,7 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.Provi
 		return "", addr, usageErrorf("schema %s: name a version (%s:VERSION)", ref, ref)
 	}
 	guess(artifact.GuessProviderAddress(ref))
-	policy, err := policyFromFlags(o.Keys, o.Policy)
+	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return "", addr, err
 	}
@@ -161,15 +161,6 @@ func looksLikePath(s string) bool {
 	}
 	_, err := oci.ParseRef(s)
 	return err != nil
-}
-
-// policyFromFlags makes a policy from --key (enforce these keys) or --policy, or nil for neither.
-func policyFromFlags(keys []string, policyFile string) (*sign.Policy, error) {
-	p, err := sign.NewPolicy(sign.PolicyFrom{Keys: keys, File: policyFile, Rule: "--key", KeysName: "--key"})
-	if errors.Is(err, sign.ErrKeysAndPolicy) {
-		return nil, usageErrorf("give --key or --policy, not both")
-	}
-	return p, err
 }
 
 func printSchema(w io.Writer, addr string, protocol int, s *plugin.ProviderSchema) {

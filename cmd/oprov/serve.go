@@ -30,6 +30,7 @@ type serveOptions struct {
 	StateDir    string
 	Keys        []string
 	Policy      string
+	keyless     keylessFlags
 	CacheDir    string
 	Concurrency int
 	Refresh     time.Duration
@@ -82,6 +83,7 @@ connections and lets downloads under way finish (a second one cuts them off).`,
 	f.IntVar(&o.Concurrency, "registry-concurrency", 8, "at most this many calls to the registry at once")
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
 	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
+	o.keyless.register(c)
 	o.registry.register(c)
 	o.output.register(c)
 	return c
@@ -149,7 +151,7 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	if err != nil {
 		return serve.Config{}, nil, usageErrorf("serve: %v", err)
 	}
-	policy, err := policyFromFlags(o.Keys, o.Policy)
+	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return serve.Config{}, nil, err
 	}

@@ -16,6 +16,7 @@ type verifyOptions struct {
 	Ref       string
 	Keys      []string
 	Policy    string
+	keyless   keylessFlags
 	Address   string
 	Platforms []string
 	AllZips   bool
@@ -26,7 +27,7 @@ type verifyOptions struct {
 func newVerifyCmd(ios *IOStreams) *cobra.Command {
 	o := &verifyOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "verify REPO:VERSION (--key PUB... | --policy FILE)",
+		Use:   "verify REPO:VERSION (--key PUB... | --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE | --policy FILE)",
 		Short: "Verify a provider version's signature and digests",
 		Long: `Verify that a provider version is signed by a trusted key, in any of cosign's storage
 forms (bundle referrer, sha256-<hex>.sig tag, or simple-signing referrer as cosign's
@@ -37,10 +38,19 @@ digest the tag resolves to now. The index must be the version the tag says. Ever
 manifest is fetched and checked against its digest, and so is the zip of each platform fetched:
 this machine's platform by default, those named with --platform, or all with --all-platforms.
 
+A keyless signature (a short-lived Fulcio certificate, as cosign signs from CI) counts when its
+certificate chains to a certificate authority of --trusted-root, its time is proven by an RFC 3161
+timestamp or a transparency-log entry of that root and lies inside the certificate's validity,
+and its identity matches --certificate-identity(-regexp), --certificate-oidc-issuer(-regexp) and
+any --certificate-github-workflow-* claims given. Nothing is fetched but from the registry.
+
 With --policy, the trust policy picks the keys for this repository (or --address provider) and
 its mode: enforce fails, warn reports and exits 0.`,
 		Example: `  oprov verify registry.example.com/providers/acme/hello:1.0.0 --key cosign.pub
-  oprov verify registry.example.com/providers/acme/hello:1.0.0 --policy oprov-policy.hcl`,
+  oprov verify registry.example.com/providers/acme/hello:1.0.0 --policy oprov-policy.hcl
+  oprov verify registry.example.com/providers/acme/hello:1.0.0 --trusted-root trusted_root.json \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com \
+    --certificate-identity-regexp '^https://github.com/acme/providers/\.github/workflows/release\.yml@refs/tags/v'`,
 		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
@@ -49,6 +59,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 	}
 	c.Flags().StringSliceVar(&o.Keys, "key", nil, "trusted public key file (repeatable)")
 	c.Flags().StringVar(&o.Policy, "policy", "", "trust policy file (HCL)")
+	o.keyless.register(c)
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for policy rules that match providers")
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
 	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
@@ -61,8 +72,8 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if (len(o.Keys) == 0) == (o.Policy == "") {
-		return usageErrorf("verify: give --key PUB (one or more) or --policy FILE")
+	if (len(o.Keys) == 0 && len(o.keyless.identities()) == 0) == (o.Policy == "") {
+		return usageErrorf("verify: give --key PUB (one or more) or --policy FILE, or a keyless identity: --certificate-identity with --certificate-oidc-issuer and --trusted-root")
 	}
 	ref, err := parseVersionRef("verify", o.Ref)
 	if err != nil {
@@ -73,14 +84,14 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	opts := sign.VerifyOptions{Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips}
-	var policy *sign.Policy
-	if o.Policy != "" {
-		if policy, err = sign.LoadPolicy(o.Policy); err != nil {
-			return err
-		}
-	}
-	if opts.Keys, err = sign.LoadPublicKeys(o.Keys); err != nil {
+	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
+	if err != nil {
 		return err
+	}
+	if o.Policy == "" {
+		// Keys and identities given as flags: one rule, applied as such (no policy wording).
+		r := policy.Rules[0]
+		opts.Keys, opts.Identities, opts.TrustedRoot, policy = r.Keys, r.Identities, r.TrustedRoot, nil
 	}
 	addr := ""
 	if o.Address != "" {
@@ -130,7 +141,11 @@ func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
 		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
 	}
 	for _, s := range r.Signatures {
-		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
+		if s.Signer != nil {
+			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s, keyless\n", s.Manifest, s.Form, s.Signer)
+		} else {
+			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
+		}
 	}
 	for _, p := range r.Platforms {
 		what := "manifest checked"

@@ -27,6 +27,11 @@ const (
 	CosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
 	SimpleSigningType   = types.SimpleSigningMediaType
 	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	// Keyless simple-signing layers carry the Fulcio certificate, its chain, and the RFC 3161
+	// timestamp (and the Rekor bundle) in these annotations.
+	CertificateAnnotation = "dev.sigstore.cosign/certificate"
+	ChainAnnotation       = "dev.sigstore.cosign/chain"
+	TimestampAnnotation   = "dev.sigstore.cosign/rfc3161timestamp"
 	// CosignSigArtifactType marks cosign's simple-signing signature stored as a referrer.
 	CosignSigArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
 	bundleContentAnnot    = "dev.sigstore.bundle.content"
@@ -128,6 +133,7 @@ type signedBundle struct {
 	payload     []byte
 	sigs        [][]byte
 	hint        string
+	keyless     *keyless // set when a certificate, not a key, signed it
 }
 
 func parseBundle(data []byte) (*signedBundle, error) {
@@ -142,6 +148,12 @@ func parseBundle(data []byte) (*signedBundle, error) {
 	out := &signedBundle{payloadType: env.GetPayloadType(), payload: env.GetPayload()}
 	if pk := b.GetVerificationMaterial().GetPublicKey(); pk != nil {
 		out.hint = pk.GetHint()
+	} else if vm := b.GetVerificationMaterial(); vm.GetCertificate() != nil || vm.GetX509CertificateChain() != nil {
+		k, err := newKeylessBundle(&b)
+		if err != nil {
+			return nil, err
+		}
+		out.keyless = k
 	}
 	for _, s := range env.GetSignatures() {
 		out.sigs = append(out.sigs, s.GetSig())
@@ -168,6 +180,15 @@ func (sb *signedBundle) verify(key PublicKey) ([]digest.Digest, error) {
 	}
 	if !ok {
 		return nil, errNotThisKey
+	}
+	return sb.subjects()
+}
+
+// subjects checks that the bundle's statement is a cosign signature and returns the digests it
+// names as subjects.
+func (sb *signedBundle) subjects() ([]digest.Digest, error) {
+	if sb.payloadType != InTotoPayloadType {
+		return nil, fmt.Errorf("the envelope's payload type is %q, not %q", sb.payloadType, InTotoPayloadType)
 	}
 	var st statement
 	if err := json.Unmarshal(sb.payload, &st); err != nil {
@@ -196,6 +217,7 @@ type legacySignature struct {
 	layer     ocispec.Descriptor
 	payload   []byte
 	signature []byte
+	keyless   *keyless // set when the layer carries cosign's certificate annotation
 }
 
 // newLegacyLayer signs a simple-signing payload naming subject's digest, as cosign sign does by
@@ -251,6 +273,11 @@ func (ls *legacySignature) verify(key PublicKey) (digest.Digest, error) {
 	if key.verifier.VerifySignature(bytes.NewReader(ls.signature), bytes.NewReader(ls.payload)) != nil {
 		return "", errNotThisKey
 	}
+	return ls.subject()
+}
+
+// subject reads the digest the simple-signing payload names.
+func (ls *legacySignature) subject() (digest.Digest, error) {
 	var p payload.SimpleContainerImage
 	if err := json.Unmarshal(ls.payload, &p); err != nil {
 		return "", fmt.Errorf("the signed payload is not valid JSON: %w", err)

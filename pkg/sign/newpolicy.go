@@ -12,7 +12,13 @@ import (
 // policy). Relative paths are relative to Base's directory.
 type PolicyFrom struct {
 	Keys []string // key files, or PEM keys themselves
-	File string   // a policy file
+	// Identities are keyless signers trusted beside the keys (--certificate-identity and its
+	// kin); they need TrustedRoot.
+	Identities []Identity
+	// TrustedRoot is sigstore's trusted_root.json (--trusted-root): the root keyless signatures
+	// are checked against, offline; for a policy file, the root of the rules that name none.
+	TrustedRoot string
+	File        string // a policy file
 	// Base is the file that named the keys or the policy file ("": they were given on the command
 	// line, relative to the working directory). It is the keys' policy's Path.
 	Base string
@@ -23,23 +29,44 @@ type PolicyFrom struct {
 }
 
 // ErrKeysAndPolicy is NewPolicy's answer to keys and a policy file at once: give one.
-var ErrKeysAndPolicy = errors.New("give keys or a policy file, not both")
+var ErrKeysAndPolicy = errors.New("give keys or identities, or a policy file, not both")
+
+// ErrNoTrustedRoot is NewPolicy's answer to identities without a trusted root.
+var ErrNoTrustedRoot = errors.New("a keyless identity needs a trusted root to check certificates against, offline: give --trusted-root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it)")
 
 // NewPolicy is the one way keys or a policy file become a Policy: a file is loaded and checked
 // (LoadPolicy); keys become a policy with one rule that enforces them for every provider and
 // repository. Neither gives nil: no verification asked for.
 func NewPolicy(f PolicyFrom) (*Policy, error) {
+	var tr *TrustedRoot
+	if f.TrustedRoot != "" {
+		file := f.TrustedRoot
+		if f.Base != "" && !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(f.Base), file)
+		}
+		var err error
+		if tr, err = LoadTrustedRoot(file); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range f.Identities {
+		if err := id.Check(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case len(f.Keys) > 0 && f.File != "":
+	case (len(f.Keys) > 0 || len(f.Identities) > 0) && f.File != "":
 		return nil, ErrKeysAndPolicy
 	case f.File != "":
 		file := f.File
 		if f.Base != "" && !filepath.IsAbs(file) {
 			file = filepath.Join(filepath.Dir(f.Base), file)
 		}
-		return LoadPolicy(file)
-	case len(f.Keys) > 0:
-		rule := &Rule{Name: f.Rule, Mode: ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}}
+		return loadPolicy(file, tr)
+	case len(f.Identities) > 0 && tr == nil:
+		return nil, ErrNoTrustedRoot
+	case len(f.Keys) > 0 || len(f.Identities) > 0:
+		rule := &Rule{Name: f.Rule, Mode: ModeEnforce, Providers: []string{"*/*/*"}, Repositories: []string{"**"}, Identities: f.Identities, TrustedRoot: tr}
 		for i, k := range f.Keys {
 			var pk PublicKey
 			var err error

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
 	"github.com/oprov/oprov/internal/hcldiag"
 
@@ -22,20 +24,31 @@ const (
 	ModeWarn    = "warn"    // it is reported, and used anyway
 )
 
-// Policy maps provider addresses and repositories to the keys allowed to sign them:
+// Policy maps provider addresses and repositories to the keys and keyless identities allowed to
+// sign them:
 //
-//	mode = "enforce"                # default for every rule: enforce or warn
+//	mode         = "enforce"           # default for every rule: enforce or warn
+//	trusted_root = "trusted_root.json" # default for every rule: sigstore's trusted root, for identities
 //
 //	trust "acme" {
 //	  providers    = ["example.com/acme/*"]                    # provider source addresses
 //	  repositories = ["registry.example.com/providers/acme/*"] # OCI repositories
 //	  keys         = ["keys/acme.pub", "keys/acme-2027.pub"]   # several keys, for rotation
 //	  mode         = "warn"                                    # optional, overrides the default
+//
+//	  identity {                                               # a keyless signer (repeatable)
+//	    issuer         = "https://token.actions.githubusercontent.com" # or issuer_regexp
+//	    subject_regexp = "^https://github.com/acme/providers/\\.github/workflows/release\\.yml@refs/tags/v.*$" # or subject
+//	    repository     = "acme/providers" # optional GitHub workflow claims, exact
+//	    ref            = "refs/tags/v1.0.0"
+//	    trigger        = "push"
+//	  }
 //	}
 //
-// Patterns use '*' for one path element and a trailing "/**" for any depth. Key paths are
-// relative to the policy file; a value starting with "-----BEGIN" is the PEM key itself. The first
-// rule that matches decides; a provider no rule matches is refused in enforce mode.
+// Patterns use '*' for one path element and a trailing "/**" for any depth. Key and trusted root
+// paths are relative to the policy file; a key starting with "-----BEGIN" is the PEM key itself.
+// A rule needs keys or identities (or both: either may sign); identities need a trusted root. The
+// first rule that matches decides; a provider no rule matches is refused in enforce mode.
 type Policy struct {
 	Path  string
 	Mode  string
@@ -48,34 +61,60 @@ type Rule struct {
 	Providers    []string
 	Repositories []string
 	Keys         []PublicKey
+	Identities   []Identity
+	TrustedRoot  *TrustedRoot
 	Mode         string
 }
 
 type policyFile struct {
-	Mode  *hcl.Attribute `hcl:"mode,optional"`
-	Trust []trustFile    `hcl:"trust,block"`
+	Mode        *hcl.Attribute `hcl:"mode,optional"`
+	TrustedRoot *string        `hcl:"trusted_root,optional"`
+	Trust       []trustFile    `hcl:"trust,block"`
 }
 
 type trustFile struct {
 	Name         string         `hcl:"name,label"`
 	Providers    []string       `hcl:"providers,optional"`
 	Repositories []string       `hcl:"repositories,optional"`
-	Keys         []string       `hcl:"keys"`
+	Keys         []string       `hcl:"keys,optional"`
+	Identities   []identityFile `hcl:"identity,block"`
+	TrustedRoot  *string        `hcl:"trusted_root,optional"`
 	Mode         *hcl.Attribute `hcl:"mode,optional"`
 	DeclRange    hcl.Range      `hcl:",def_range"`
 }
 
+type identityFile struct {
+	Issuer        string    `hcl:"issuer,optional"`
+	IssuerRegexp  string    `hcl:"issuer_regexp,optional"`
+	Subject       string    `hcl:"subject,optional"`
+	SubjectRegexp string    `hcl:"subject_regexp,optional"`
+	Repository    string    `hcl:"repository,optional"`
+	Ref           string    `hcl:"ref,optional"`
+	Trigger       string    `hcl:"trigger,optional"`
+	DeclRange     hcl.Range `hcl:",def_range"`
+}
+
 // LoadPolicy reads and checks a policy file. Errors point at file:line.
 func LoadPolicy(file string) (*Policy, error) {
+	return loadPolicy(file, nil)
+}
+
+func loadPolicy(file string, defaultRoot *TrustedRoot) (*Policy, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("trust policy: %w", err)
 	}
-	return ParsePolicy(file, src)
+	return parsePolicy(file, src, defaultRoot)
 }
 
 // ParsePolicy parses a policy from src; file names it in errors and anchors relative key paths.
 func ParsePolicy(file string, src []byte) (*Policy, error) {
+	return parsePolicy(file, src, nil)
+}
+
+// parsePolicy parses a policy; defaultRoot (--trusted-root) serves rules and policies that name
+// no trusted root of their own.
+func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, error) {
 	var pf policyFile
 	if err := hcldiag.Decode(file, src, &pf); err != nil {
 		return nil, err
@@ -84,6 +123,25 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 	var err error
 	if p.Mode, err = readMode(pf.Mode, ModeEnforce, ""); err != nil {
 		return nil, err
+	}
+	roots := map[string]*TrustedRoot{}
+	loadRoot := func(name string) (*TrustedRoot, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(filepath.Dir(file), name)
+		}
+		if roots[name] == nil {
+			tr, err := LoadTrustedRoot(name)
+			if err != nil {
+				return nil, err
+			}
+			roots[name] = tr
+		}
+		return roots[name], nil
+	}
+	if pf.TrustedRoot != nil {
+		if defaultRoot, err = loadRoot(*pf.TrustedRoot); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 	}
 	seen := map[string]bool{}
 	for _, tf := range pf.Trust {
@@ -104,8 +162,25 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 				return nil, fmt.Errorf("%s: trust %q: bad pattern %q", at, tf.Name, pat)
 			}
 		}
-		if len(tf.Keys) == 0 {
-			return nil, fmt.Errorf("%s: trust %q lists no keys", at, tf.Name)
+		if len(tf.Keys) == 0 && len(tf.Identities) == 0 {
+			return nil, fmt.Errorf("%s: trust %q lists no keys and no identity", at, tf.Name)
+		}
+		for _, idf := range tf.Identities {
+			id := Identity{Issuer: idf.Issuer, IssuerRegexp: idf.IssuerRegexp, Subject: idf.Subject, SubjectRegexp: idf.SubjectRegexp,
+				Repository: idf.Repository, Ref: idf.Ref, Trigger: idf.Trigger}
+			if err := id.Check(); err != nil {
+				return nil, fmt.Errorf("%s: trust %q: %w", hcldiag.At(idf.DeclRange), tf.Name, err)
+			}
+			r.Identities = append(r.Identities, id)
+		}
+		r.TrustedRoot = defaultRoot
+		if tf.TrustedRoot != nil {
+			if r.TrustedRoot, err = loadRoot(*tf.TrustedRoot); err != nil {
+				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+			}
+		}
+		if len(r.Identities) > 0 && r.TrustedRoot == nil {
+			return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it) in the rule or at the top of the policy", at, tf.Name)
 		}
 		for i, k := range tf.Keys {
 			pk, err := LoadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
@@ -117,6 +192,19 @@ func ParsePolicy(file string, src []byte) (*Policy, error) {
 		p.Rules = append(p.Rules, r)
 	}
 	return p, nil
+}
+
+// TrustsSigner tells whether one of the rule's identities matches a keyless signer recorded
+// earlier (as in the cache's metadata).
+func (r *Rule) TrustsSigner(s CertSigner) bool {
+	summary := certificate.Summary{SubjectAlternativeName: s.Subject}
+	summary.Issuer, summary.GithubWorkflowRepository, summary.GithubWorkflowRef, summary.GithubWorkflowTrigger = s.Issuer, s.Repository, s.Ref, s.Trigger
+	for _, id := range r.Identities {
+		if m, err := id.matcher(); err == nil && m.Verify(summary) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readMode reads a mode attribute, or gives dflt when there is none. Errors point at its line,
@@ -226,7 +314,7 @@ func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *arti
 		}
 		return nil, err
 	}
-	opts.Keys = r.Keys
+	opts.Keys, opts.Identities, opts.TrustedRoot = r.Keys, r.Identities, r.TrustedRoot
 	res, err := VerifyVersion(ctx, t, ref, v, opts)
 	d := &Decision{Rule: r.Name, Mode: r.Mode, Result: res}
 	if err != nil {

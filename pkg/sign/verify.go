@@ -25,9 +25,14 @@ import (
 
 var errNotThisKey = errors.New("not signed by this key")
 
+const noTrust = "no trusted keys or identities given (pass --key, --certificate-identity with --certificate-oidc-issuer, or --policy)"
+
 // VerifyOptions says what to trust and what to check.
 type VerifyOptions struct {
 	Keys []PublicKey
+	// Identities are the keyless signers trusted, checked against TrustedRoot, offline.
+	Identities  []Identity
+	TrustedRoot *TrustedRoot
 	// Every platform's manifest is always fetched and checked. Zips is the platforms whose zips
 	// are fetched and checked too (each must exist); AllZips fetches every platform's zip; HostZip
 	// fetches this machine's platform's zip when the version has one.
@@ -45,8 +50,18 @@ type VerifyOptions struct {
 type Signature struct {
 	Form     Form          `json:"form"`
 	Manifest digest.Digest `json:"signature_manifest"`
-	Key      string        `json:"key"`
-	KeyHint  string        `json:"key_hint"` // base64 sha256 of the key, as sigstore bundles name keys
+	Key      string        `json:"key,omitempty"`
+	KeyHint  string        `json:"key_hint,omitempty"` // base64 sha256 of the key, as sigstore bundles name keys
+	// Signer is who signed keylessly, as the certificate says.
+	Signer *CertSigner `json:"signer,omitempty"`
+}
+
+// By names who made the signature: the key, or the certificate's identity.
+func (s Signature) By() string {
+	if s.Signer != nil {
+		return s.Signer.String()
+	}
+	return s.Key
 }
 
 // Checked is a platform whose digest chain checked out.
@@ -96,8 +111,8 @@ type candidate struct {
 
 // Verify resolves ref once and verifies what it resolved to (VerifyVersion).
 func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions) (*Result, error) {
-	if len(opts.Keys) == 0 {
-		return nil, &Error{Ref: ref, Reason: "no trusted keys given (pass --key or --policy)"}
+	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
+		return nil, &Error{Ref: ref, Reason: noTrust}
 	}
 	v, err := artifact.ResolveVersion(ctx, t, ref)
 	if err != nil {
@@ -116,8 +131,8 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 	fail := func(format string, args ...any) error {
 		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(opts.Keys) == 0 {
-		return nil, fail("no trusted keys given (pass --key or --policy)")
+	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
+		return nil, fail(noTrust)
 	}
 	res := &Result{Reference: ref.String(), Version: v.Version, Digest: v.Index.Digest.String()}
 
@@ -134,7 +149,7 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sigs, sigErr = checkSignatures(ctx, t, v, opts.Keys, fail)
+		sigs, sigErr = checkSignatures(ctx, t, v, opts, fail)
 	}()
 	if !skipPlatformCheck {
 		platforms, chainErr = fetchPlatforms(ctx, t, v)
@@ -163,7 +178,7 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 // checkSignatures finds the signatures stored for v's index and keeps those a trusted key made
 // over exactly that digest; the index must also be the version the tag claimed, or a tag moved
 // onto another validly signed version would pass.
-func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, keys []PublicKey, fail func(string, ...any) error) ([]Signature, error) {
+func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, opts VerifyOptions, fail func(string, ...any) error) ([]Signature, error) {
 	cands, err := findSignatures(ctx, t, v.Index)
 	if err != nil {
 		return nil, err
@@ -180,7 +195,7 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, k
 			problems = append(problems, c.problem)
 			continue
 		}
-		sig, problem := checkCandidate(c, keys, v.Index.Digest)
+		sig, problem := checkCandidate(c, opts, v.Index.Digest)
 		if sig != nil {
 			good = append(good, *sig)
 		} else if problem != "" {
@@ -190,8 +205,11 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, k
 	if len(good) == 0 {
 		if len(problems) == 0 {
 			var names []string
-			for _, k := range keys {
+			for _, k := range opts.Keys {
 				names = append(names, k.Name)
+			}
+			for _, id := range opts.Identities {
+				names = append(names, "identity "+id.String())
 			}
 			return nil, fail("%d signature(s) found, none by a trusted key (trusted: %s)", len(cands), strings.Join(names, ", "))
 		}
@@ -256,8 +274,11 @@ func checkZips(ctx context.Context, t oci.ReadOnly, v *artifact.Version, platfor
 
 // checkCandidate checks one signature against the trusted keys. It returns the signature when it
 // is good, or a problem when a trusted key made it but it does not fit.
-func checkCandidate(c candidate, keys []PublicKey, want digest.Digest) (*Signature, string) {
-	for _, k := range keys {
+func checkCandidate(c candidate, opts VerifyOptions, want digest.Digest) (*Signature, string) {
+	if k := c.keylessOf(); k != nil {
+		return checkKeyless(c, k, opts, want)
+	}
+	for _, k := range opts.Keys {
 		var names []digest.Digest
 		var err error
 		switch c.form {
@@ -282,6 +303,47 @@ func checkCandidate(c candidate, keys []PublicKey, want digest.Digest) (*Signatu
 		return nil, fmt.Sprintf("%s signature %s by %s names %s, not %s: it was made for another artifact", c.form, short(c.manifest), k.Name, joinDigests(names), want)
 	}
 	return nil, ""
+}
+
+// keylessOf gives the certificate material of a keyless candidate, or nil for a key signature.
+func (c candidate) keylessOf() *keyless {
+	switch {
+	case c.bundle != nil:
+		return c.bundle.keyless
+	case c.legacy != nil:
+		return c.legacy.keyless
+	}
+	return nil
+}
+
+// checkKeyless checks a keyless signature against the trusted root and the trusted identities.
+// Its problems are always reported: they name who signed, so that a refusal says which identity
+// was found.
+func checkKeyless(c candidate, k *keyless, opts VerifyOptions, want digest.Digest) (*Signature, string) {
+	var names []digest.Digest
+	var who *CertSigner
+	var err error
+	switch c.form {
+	case FormBundle:
+		if who, err = k.check(opts.TrustedRoot, opts.Identities, want); err == nil {
+			names, err = c.bundle.subjects()
+		}
+	default:
+		if who, err = k.check(opts.TrustedRoot, opts.Identities, want); err == nil {
+			var d digest.Digest
+			d, err = c.legacy.subject()
+			names = []digest.Digest{d}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s signature %s: %v", c.form, short(c.manifest), err)
+	}
+	for _, n := range names {
+		if n == want {
+			return &Signature{Form: c.form, Manifest: c.manifest, Signer: who}, ""
+		}
+	}
+	return nil, fmt.Sprintf("%s signature %s by %s names %s, not %s: it was made for another artifact", c.form, short(c.manifest), who, joinDigests(names), want)
 }
 
 func short(d digest.Digest) string {
@@ -403,6 +465,12 @@ func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest dige
 			c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
 		} else {
 			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
+			if cert := l.Annotations[CertificateAnnotation]; cert != "" {
+				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[TimestampAnnotation])
+				if err != nil {
+					c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
+				}
+			}
 		}
 		out = append(out, c)
 	}

@@ -2,8 +2,10 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -201,16 +203,38 @@ func (s *OCI) cachedAuth(addr artifact.ProviderAddress, repo oci.Ref, meta *cach
 	return a
 }
 
-// verifiedBy reports whether cached metadata records a verification by a key r trusts.
+// verifiedBy reports whether cached metadata records a verification by a key or a keyless
+// identity r trusts.
 func verifiedBy(r *sign.Rule, meta *cache.VersionMeta) bool {
-	for _, k := range r.Keys {
-		for _, h := range meta.Verified {
+	for _, h := range meta.Verified {
+		for _, k := range r.Keys {
 			if k.Hint == h {
+				return true
+			}
+		}
+		if js, ok := strings.CutPrefix(h, keylessHint); ok {
+			var s sign.CertSigner
+			if json.Unmarshal([]byte(js), &s) == nil && r.TrustsSigner(s) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// keylessHint marks a keyless signer in the cache's list of what verified a version: the
+// certificate's identity as JSON, matched again against the rule's identities when the cache
+// answers.
+const keylessHint = "keyless:"
+
+func signerHints(signers []sign.CertSigner) []string {
+	var out []string
+	for _, s := range signers {
+		if js, err := json.Marshal(s); err == nil {
+			out = append(out, keylessHint+string(js))
+		}
+	}
+	return out
 }
 
 // Resolved is one version's index, resolved and verified once, with the platform
@@ -224,6 +248,8 @@ type Resolved struct {
 	t    oci.Target
 	v    *artifact.Version
 	auth Authentication
+	// signers are the keyless identities whose signatures checked out, for the cache's record.
+	signers []sign.CertSigner
 
 	mu        sync.Mutex
 	platforms map[manifest.Platform]*artifact.Platform
@@ -257,7 +283,10 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 		if d.Result != nil {
 			rv.auth.Method = "cosign"
 			for _, sig := range d.Result.Signatures {
-				rv.auth.Keys = append(rv.auth.Keys, sig.Key)
+				rv.auth.Keys = append(rv.auth.Keys, sig.By())
+				if sig.Signer != nil {
+					rv.signers = append(rv.signers, *sig.Signer)
+				}
 			}
 		}
 		s.verified.remember(addr, rv.ref, rv.auth)
@@ -267,7 +296,7 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 	}
 	rv.meta = &cache.VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*cache.PlatformMeta{}, VerifiedKeys: rv.auth.Keys}
 	if d := rv.auth; d.Method == "cosign" {
-		rv.meta.Verified = keyHints(s.policy, rv.ref, addr, d.Keys)
+		rv.meta.Verified = append(keyHints(s.policy, rv.ref, addr, d.Keys), signerHints(rv.signers)...)
 	}
 	old, _ := s.env.Cache.ReadMeta(rv.ref, rv.ref.Reference)
 	for _, e := range v.Parsed.Entries {

@@ -3,7 +3,8 @@
 # Go module proxy, and caches them outside the repository.
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
-#   tests/tools/install.sh tofu     only the tools named (registry, cosign, tofu, terraform)
+#   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
+#                                   tofu, terraform, python)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -14,6 +15,9 @@ REGISTRY_VERSION=v3.1.2   # github.com/distribution/distribution/v3
 TOFU_VERSION=v1.12.6      # github.com/opentofu/opentofu
 TERRAFORM_VERSION=v1.5.7  # github.com/hashicorp/terraform
 COSIGN_VERSION=v2.6.5     # github.com/sigstore/cosign/v2
+COSIGN3_VERSION=v3.1.3    # github.com/sigstore/cosign/v3 (linked as cosign3: bundles, signing configs)
+FULCIO_VERSION=v1.8.8     # github.com/sigstore/fulcio (keyless tests: an ephemeral CA)
+TSA_VERSION=v1.2.9        # github.com/sigstore/timestamp-authority (keyless tests: RFC 3161 time)
 TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
@@ -22,9 +26,10 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
 log() { echo "tools: $*" >&2; }
 
-# build NAME VERSION BINARY PKG@VERSION: go install into a temp dir, then rename into place.
+# build NAME VERSION BINARY PKG@VERSION [LINK]: go install into a temp dir, then rename into
+# place; linked into bin as LINK (default BINARY), so two versions of one tool can coexist.
 build() {
-  local name=$1 version=$2 binary=$3 pkg=$4
+  local name=$1 version=$2 binary=$3 pkg=$4 link=${5:-$3}
   local dest="$dir/$name-$version"
   if [ ! -x "$dest/$binary" ]; then
     log "building $name $version (first run only; cached in $dest)"
@@ -32,7 +37,7 @@ build() {
     if ! GOBIN="$tmp" go install "$pkg"; then rm -rf "$tmp"; log "building $name failed"; return 1; fi
     chmod 755 "$tmp"; rm -rf "$dest"; mv "$tmp" "$dest"
   fi
-  ln -sfn "$dest/$binary" "$dir/bin/$binary"
+  ln -sfn "$dest/$binary" "$dir/bin/$link"
 }
 
 # OpenTofu's go.mod carries a replace directive, which 'go install pkg@version' refuses,
@@ -115,6 +120,10 @@ wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 only="$*"
 wanted registry && build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
 wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
+wanted cosign3 && build cosign3 "$COSIGN3_VERSION" cosign "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN3_VERSION" cosign3
+# Fulcio's go.mod needs -mod=mod to build as 'go install pkg@version'.
+wanted fulcio && GOFLAGS="-buildvcs=false -mod=mod" build fulcio "$FULCIO_VERSION" fulcio "github.com/sigstore/fulcio@$FULCIO_VERSION"
+wanted tsa && build tsa "$TSA_VERSION" timestamp-server "github.com/sigstore/timestamp-authority/cmd/timestamp-server@$TSA_VERSION"
 wanted tofu && build_tofu
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 wanted python && install_tf

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// keylessFlags are the flags that trust a keyless signer, as cosign verify names them: the
+// certificate's identity and OIDC issuer (each exact or a regular expression), the GitHub
+// workflow claims, and the trusted root to check certificates against, offline. Every command
+// that verifies takes them beside --key and --policy.
+type keylessFlags struct {
+	TrustedRoot    string
+	Identity       string
+	IdentityRegexp string
+	Issuer         string
+	IssuerRegexp   string
+	Repository     string
+	Ref            string
+	Trigger        string
+}
+
+func (k *keylessFlags) register(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&k.TrustedRoot, "trusted-root", "", "sigstore trusted root (trusted_root.json, as 'cosign trusted-root create' writes) that keyless signatures are checked against, offline")
+	f.StringVar(&k.Identity, "certificate-identity", "", "trust keyless signatures by this identity (the certificate's subject alternative name)")
+	f.StringVar(&k.IdentityRegexp, "certificate-identity-regexp", "", "trust keyless signatures by an identity matching this regular expression")
+	f.StringVar(&k.Issuer, "certificate-oidc-issuer", "", "the OIDC issuer the trusted identity's certificate must name")
+	f.StringVar(&k.IssuerRegexp, "certificate-oidc-issuer-regexp", "", "a regular expression the certificate's OIDC issuer must match")
+	f.StringVar(&k.Repository, "certificate-github-workflow-repository", "", "the GitHub repository the signing workflow ran in (owner/name)")
+	f.StringVar(&k.Ref, "certificate-github-workflow-ref", "", "the git ref the signing workflow ran for (refs/tags/v1.0.0)")
+	f.StringVar(&k.Trigger, "certificate-github-workflow-trigger", "", "the event that triggered the signing workflow (push)")
+}
+
+// identities is the identity the flags name, or none.
+func (k *keylessFlags) identities() []sign.Identity {
+	id := sign.Identity{Issuer: k.Issuer, IssuerRegexp: k.IssuerRegexp, Subject: k.Identity, SubjectRegexp: k.IdentityRegexp,
+		Repository: k.Repository, Ref: k.Ref, Trigger: k.Trigger}
+	if id.IsZero() {
+		return nil
+	}
+	return []sign.Identity{id}
+}
+
+// policyFromFlags makes a policy from --key and the keyless flags (enforce these), or --policy,
+// or nil for none, through sign.NewPolicy.
+func policyFromFlags(keys []string, policyFile string, k *keylessFlags) (*sign.Policy, error) {
+	from := sign.PolicyFrom{Keys: keys, File: policyFile, Rule: "--key", KeysName: "--key"}
+	if k != nil {
+		from.Identities, from.TrustedRoot = k.identities(), k.TrustedRoot
+		if len(keys) == 0 && len(from.Identities) > 0 {
+			from.Rule = "--certificate-identity"
+		}
+	}
+	p, err := sign.NewPolicy(from)
+	switch {
+	case errors.Is(err, sign.ErrKeysAndPolicy):
+		return nil, usageErrorf("give --key or --policy, not both (keyless identities count as keys: --certificate-identity goes without --policy too)")
+	case errors.Is(err, sign.ErrNoTrustedRoot):
+		return nil, usageErrorf("%v", err)
+	case err != nil && k != nil && len(k.identities()) > 0 && policyFile == "":
+		return nil, usageErrorf("%v", err)
+	}
+	return p, err
+}

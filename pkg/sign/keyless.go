@@ -1,0 +1,293 @@
+package sign
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+// Identity is a keyless signer a trust rule accepts: the OIDC issuer and the subject (the
+// certificate's subject alternative name) of the short-lived certificate Fulcio issued it, each
+// exact or a regular expression, as cosign's --certificate-oidc-issuer(-regexp) and
+// --certificate-identity(-regexp); and optionally the GitHub workflow claims Fulcio records
+// (cosign's --certificate-github-workflow-repository, -ref and -trigger), each exact.
+type Identity struct {
+	Issuer        string `json:"issuer,omitempty"`
+	IssuerRegexp  string `json:"issuer_regexp,omitempty"`
+	Subject       string `json:"subject,omitempty"`
+	SubjectRegexp string `json:"subject_regexp,omitempty"`
+	Repository    string `json:"github_workflow_repository,omitempty"`
+	Ref           string `json:"github_workflow_ref,omitempty"`
+	Trigger       string `json:"github_workflow_trigger,omitempty"`
+}
+
+// IsZero tells whether no field is set.
+func (id Identity) IsZero() bool { return id == Identity{} }
+
+// String is the identity as messages show it.
+func (id Identity) String() string {
+	var parts []string
+	add := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+" "+v)
+		}
+	}
+	add("subject", id.Subject)
+	add("subject matching", id.SubjectRegexp)
+	add("issuer", id.Issuer)
+	add("issuer matching", id.IssuerRegexp)
+	add("repository", id.Repository)
+	add("ref", id.Ref)
+	add("trigger", id.Trigger)
+	return strings.Join(parts, ", ")
+}
+
+// Check says what is wrong with an identity rule: an issuer and a subject are each required,
+// exact or a regular expression (not both), and regular expressions must compile.
+func (id Identity) Check() error {
+	if (id.Issuer == "") == (id.IssuerRegexp == "") {
+		return errors.New("an identity needs an OIDC issuer: exactly one of issuer or issuer_regexp (--certificate-oidc-issuer or --certificate-oidc-issuer-regexp)")
+	}
+	if (id.Subject == "") == (id.SubjectRegexp == "") {
+		return errors.New("an identity needs a subject: exactly one of subject or subject_regexp (--certificate-identity or --certificate-identity-regexp)")
+	}
+	_, err := id.matcher()
+	return err
+}
+
+func (id Identity) matcher() (verify.CertificateIdentity, error) {
+	for _, re := range []string{id.IssuerRegexp, id.SubjectRegexp} {
+		if re != "" {
+			if _, err := regexp.Compile(re); err != nil {
+				return verify.CertificateIdentity{}, fmt.Errorf("identity: bad regular expression %q: %v", re, err)
+			}
+		}
+	}
+	san, err := verify.NewSANMatcher(id.Subject, id.SubjectRegexp)
+	if err != nil {
+		return verify.CertificateIdentity{}, fmt.Errorf("identity subject: %w", err)
+	}
+	iss, err := verify.NewIssuerMatcher(id.Issuer, id.IssuerRegexp)
+	if err != nil {
+		return verify.CertificateIdentity{}, fmt.Errorf("identity issuer: %w", err)
+	}
+	return verify.NewCertificateIdentity(san, iss, certificate.Extensions{
+		GithubWorkflowRepository: id.Repository,
+		GithubWorkflowRef:        id.Ref,
+		GithubWorkflowTrigger:    id.Trigger,
+	})
+}
+
+// CertSigner is who a certificate says signed: what Fulcio recorded from the OIDC token.
+type CertSigner struct {
+	Subject    string `json:"subject"`
+	Issuer     string `json:"issuer"`
+	Repository string `json:"github_workflow_repository,omitempty"`
+	Ref        string `json:"github_workflow_ref,omitempty"`
+	Trigger    string `json:"github_workflow_trigger,omitempty"`
+}
+
+func (s CertSigner) String() string {
+	out := s.Subject + " (issuer " + s.Issuer
+	if s.Repository != "" {
+		out += ", repository " + s.Repository
+	}
+	if s.Ref != "" {
+		out += ", ref " + s.Ref
+	}
+	if s.Trigger != "" {
+		out += ", trigger " + s.Trigger
+	}
+	return out + ")"
+}
+
+// TrustedRoot is sigstore's trusted_root.json (what `cosign trusted-root create` writes): the
+// Fulcio CAs, timestamp authorities, transparency logs and CT logs a keyless signature is checked
+// against, offline.
+type TrustedRoot struct {
+	Path string
+	root *root.TrustedRoot
+}
+
+// LoadTrustedRoot reads a trusted root file.
+func LoadTrustedRoot(path string) (*TrustedRoot, error) {
+	tr, err := root.NewTrustedRootFromPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root %s: %w", path, err)
+	}
+	if len(tr.FulcioCertificateAuthorities()) == 0 {
+		return nil, fmt.Errorf("trusted root %s lists no certificate authority: it cannot vouch for a keyless signature", path)
+	}
+	return &TrustedRoot{Path: path, root: tr}, nil
+}
+
+// keyless is what a keyless signature carries, ready for sigstore-go's verifier.
+type keyless struct {
+	entity verify.SignedEntity
+	leaf   *x509.Certificate
+	// artifact is what the signature is over when it is a message signature (the simple-signing
+	// payload); nil for a DSSE envelope, whose statement names the subject's digest.
+	artifact []byte
+}
+
+// newKeylessBundle reads a parsed sigstore bundle that carries a certificate.
+func newKeylessBundle(pb *protobundle.Bundle) (*keyless, error) {
+	b, err := sgbundle.NewBundle(pb)
+	if err != nil {
+		return nil, fmt.Errorf("the bundle is malformed: %w", err)
+	}
+	vc, err := b.VerificationContent()
+	if err != nil {
+		return nil, fmt.Errorf("the bundle's verification material: %w", err)
+	}
+	return &keyless{entity: b, leaf: vc.Certificate()}, nil
+}
+
+// newKeylessSimpleSigning turns cosign's certificate annotations on a simple-signing layer (a
+// .sig tag or an oci-1-1 referrer) into the sigstore bundle they amount to: a message signature
+// over the payload, the leaf certificate, and the RFC 3161 timestamp when there is one.
+func newKeylessSimpleSigning(payload, sig []byte, certPEM, tsJSON string) (*keyless, error) {
+	certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(certPEM))
+	if err != nil || len(certs) == 0 {
+		return nil, fmt.Errorf("the certificate annotation holds no PEM certificate")
+	}
+	sum := sha256.Sum256(payload)
+	pb := &protobundle.Bundle{
+		MediaType: BundleMediaType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: certs[0].Raw}},
+		},
+		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
+			Signature:     sig,
+		}},
+	}
+	if tsJSON != "" {
+		ts, err := parseRFC3161Annotation(tsJSON)
+		if err != nil {
+			return nil, err
+		}
+		pb.VerificationMaterial.TimestampVerificationData = &protobundle.TimestampVerificationData{
+			Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: ts}},
+		}
+	}
+	k, err := newKeylessBundle(pb)
+	if err != nil {
+		return nil, err
+	}
+	k.artifact = payload
+	return k, nil
+}
+
+// check verifies a keyless signature against the trusted root, offline: the certificate chains
+// to a Fulcio CA of the root, its SCT checks when the root lists CT logs, the signing time is
+// proven by a transparency-log entry or an RFC 3161 timestamp of the root and lies inside the
+// certificate's validity, and the signature is over want (the subject's digest for a DSSE
+// statement; the payload for a message signature). Then the certificate's identity must match
+// one of ids. It returns who signed.
+func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*CertSigner, error) {
+	if k.leaf == nil {
+		return nil, errors.New("the bundle carries no certificate")
+	}
+	summary, err := certificate.SummarizeCertificate(k.leaf)
+	if err != nil {
+		return nil, fmt.Errorf("the certificate: %w", err)
+	}
+	who := &CertSigner{
+		Subject: summary.SubjectAlternativeName, Issuer: summary.Issuer,
+		Repository: summary.GithubWorkflowRepository, Ref: summary.GithubWorkflowRef, Trigger: summary.GithubWorkflowTrigger,
+	}
+	if tr == nil {
+		return who, fmt.Errorf("keyless signature by %s, and no trusted root to check it against (give --trusted-root or trusted_root in the policy)", who)
+	}
+	opts := []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+	if len(tr.root.CTLogs()) > 0 {
+		opts = append(opts, verify.WithSignedCertificateTimestamps(1))
+	}
+	if entries, _ := k.entity.TlogEntries(); len(entries) > 0 && len(tr.root.RekorLogs()) > 0 {
+		opts = append(opts, verify.WithTransparencyLog(1))
+	}
+	v, err := verify.NewVerifier(tr.root, opts...)
+	if err != nil {
+		return who, err
+	}
+	var art verify.ArtifactPolicyOption
+	if k.artifact != nil {
+		art = verify.WithArtifact(bytes.NewReader(k.artifact))
+	} else {
+		raw, err := hex.DecodeString(want.Encoded())
+		if err != nil {
+			return who, err
+		}
+		art = verify.WithArtifactDigest(want.Algorithm().String(), raw)
+	}
+	if _, err := v.Verify(k.entity, verify.NewPolicy(art, verify.WithoutIdentitiesUnsafe())); err != nil {
+		return who, explainKeyless(err, k.leaf, tr)
+	}
+	if len(ids) == 0 {
+		return who, fmt.Errorf("keyless signature by %s, and the rule trusts no identity (add an identity, or --certificate-identity and --certificate-oidc-issuer)", who)
+	}
+	for _, id := range ids {
+		m, err := id.matcher()
+		if err != nil {
+			return who, err
+		}
+		if m.Verify(summary) == nil {
+			return who, nil
+		}
+	}
+	var want2 []string
+	for _, id := range ids {
+		want2 = append(want2, id.String())
+	}
+	return who, fmt.Errorf("keyless signature by %s: not a trusted identity (trusted: %s)", who, strings.Join(want2, "; "))
+}
+
+// explainKeyless says in a user's words why sigstore-go refused a keyless signature, keeping
+// its own words after.
+func explainKeyless(err error, leaf *x509.Certificate, tr *TrustedRoot) error {
+	msg := err.Error()
+	validity := fmt.Sprintf("valid %s to %s", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
+	switch {
+	case strings.Contains(msg, "threshold not met for verified signed & log entry integrated timestamps"),
+		strings.Contains(msg, "no valid observer timestamps"):
+		return fmt.Errorf("no trusted time: neither an RFC 3161 timestamp by a timestamp authority of %s nor a transparency-log entry proves when the certificate (%s) was used: %w", tr.Path, validity, err)
+	case strings.Contains(msg, "expired or is not yet valid"):
+		return fmt.Errorf("the certificate was used outside its validity (%s) by the trusted time: %w", validity, err)
+	case strings.Contains(msg, "unknown authority"), strings.Contains(msg, "failed to verify leaf certificate"):
+		return fmt.Errorf("the certificate (issued by %q) does not chain to a certificate authority of %s: %w", leaf.Issuer.String(), tr.Path, err)
+	case strings.Contains(msg, "signed certificate timestamp"):
+		return fmt.Errorf("the certificate's SCT does not check against a CT log of %s: %w", tr.Path, err)
+	case strings.Contains(msg, "artifact"), strings.Contains(msg, "signature"), strings.Contains(msg, "digest"):
+		return fmt.Errorf("the signature does not verify (the bundle or what it signs was altered): %w", err)
+	}
+	return err
+}
+
+// parseRFC3161Annotation reads cosign's dev.sigstore.cosign/rfc3161timestamp annotation: JSON
+// with the DER timestamp response in base64.
+func parseRFC3161Annotation(s string) ([]byte, error) {
+	var ts struct {
+		SignedRFC3161Timestamp []byte `json:"SignedRFC3161Timestamp"`
+	}
+	if err := json.Unmarshal([]byte(s), &ts); err != nil || len(ts.SignedRFC3161Timestamp) == 0 {
+		return nil, fmt.Errorf("the RFC 3161 timestamp annotation is not cosign's JSON with a SignedRFC3161Timestamp")
+	}
+	return ts.SignedRFC3161Timestamp, nil
+}
