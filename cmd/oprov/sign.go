@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,30 +17,49 @@ type signOptions struct {
 	Ref       string
 	Key       string
 	LegacyTag bool
-	registry  registryFlags
-	output    outputFlag
+	// Keyless signing (no --key): an OIDC token exchanged at Fulcio for a certificate, and a TSA.
+	IDToken       string
+	FulcioURL     string
+	TSAURLs       []string
+	SigningConfig string
+	TrustedRoot   string
+	registry      registryFlags
+	output        outputFlag
 }
 
 func newSignCmd(ios *IOStreams) *cobra.Command {
 	o := &signOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "sign REPO:VERSION --key cosign.key",
-		Short: "Sign a provider version with a cosign key",
+		Use:   "sign REPO:VERSION (--key cosign.key | --identity-token TOKEN --signing-config FILE)",
+		Short: "Sign a provider version with a cosign key, or keylessly with a CI identity",
 		Long: `Sign a version's index digest, which covers every platform manifest and zip below it by
 content address. The password comes from COSIGN_PASSWORD, or a prompt on a terminal.
 
 By default the signature is stored in cosign's bundle format as an OCI 1.1 referrer of the
 index (registries without the referrers API get the referrers-tag fallback), so referrer-aware
 copies carry it. --legacy-tag stores it as cosign v2's sha256-<hex>.sig tag instead. Both are
-read by 'cosign verify' and 'oprov verify'.`,
-		Example: `  COSIGN_PASSWORD=... oprov sign registry.example.com/providers/acme/hello:1.0.0 --key cosign.key`,
-		Args:    argsRange(1, 1, "one reference: REPO:VERSION"),
+read by 'cosign verify' and 'oprov verify'.
+
+Without --key, the signature is keyless, as cosign signs from CI: a fresh key is made, Fulcio
+(--fulcio-url) certifies it for the identity of the OIDC token (--identity-token, or
+SIGSTORE_ID_TOKEN), a timestamp authority (--timestamp-server-url) witnesses the signing time,
+and the key is forgotten. --signing-config reads those URLs from the file cosign v3 reads. With
+--trusted-root, the result is checked against it before it is stored. Verifiers trust the
+identity ('oprov verify --certificate-identity ... --certificate-oidc-issuer ... --trusted-root').`,
+		Example: `  COSIGN_PASSWORD=... oprov sign registry.example.com/providers/acme/hello:1.0.0 --key cosign.key
+  SIGSTORE_ID_TOKEN=$TOKEN oprov sign registry.example.com/providers/acme/hello:1.0.0 --signing-config signing_config.json`,
+		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
 			return runSign(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.Key, "key", "", "cosign private key file (required)")
+	c.Flags().StringVar(&o.Key, "key", "", "cosign private key file (without it: keyless)")
+	c.Flags().StringVar(&o.IDToken, "identity-token", "", "keyless: the OIDC identity token (default $"+sign.IDTokenEnv+")")
+	c.Flags().StringVar(&o.FulcioURL, "fulcio-url", "", "keyless: the Fulcio that certifies the identity")
+	c.Flags().StringSliceVar(&o.TSAURLs, "timestamp-server-url", nil, "keyless: RFC 3161 timestamp authority URL (repeatable)")
+	c.Flags().StringVar(&o.SigningConfig, "signing-config", "", "keyless: sigstore signing config (the Fulcio and TSA URLs), as cosign v3 reads")
+	c.Flags().StringVar(&o.TrustedRoot, "trusted-root", "", "keyless: check the signature against this trusted root before storing it")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "store the signature as cosign v2's sha256-<hex>.sig tag")
 	o.registry.register(c)
 	o.output.register(c)
@@ -50,15 +70,33 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if o.Key == "" {
-		return usageErrorf("sign: --key is required")
+	keyless := o.IDToken != "" || o.FulcioURL != "" || len(o.TSAURLs) > 0 || o.SigningConfig != ""
+	if o.Key == "" && !keyless {
+		if _, ok := os.LookupEnv(sign.IDTokenEnv); !ok {
+			return usageErrorf("sign: --key is required, or keyless signing: --identity-token (or %s) with --signing-config or --fulcio-url and --timestamp-server-url", sign.IDTokenEnv)
+		}
+		keyless = true
+	}
+	if o.Key != "" && keyless {
+		return usageErrorf("sign: give --key or the keyless flags (--identity-token, --fulcio-url, --timestamp-server-url, --signing-config), not both")
 	}
 	ref, err := parseVersionRef("sign", o.Ref)
 	if err != nil {
 		return err
 	}
-	signer, err := sign.LoadSigner(o.Key, passwordFunc(o.io))
-	if err != nil {
+	var signer *sign.Signer
+	opts := sign.SignOptions{Legacy: o.LegacyTag}
+	if keyless {
+		k := sign.Keyless{IDToken: o.IDToken, FulcioURL: o.FulcioURL, TSAURLs: o.TSAURLs}
+		if o.TrustedRoot != "" {
+			if k.TrustedRoot, err = sign.LoadTrustedRoot(o.TrustedRoot); err != nil {
+				return fmt.Errorf("sign %s: %w", ref, err)
+			}
+		}
+		if opts.Keyless, err = sign.KeylessFrom(k, o.SigningConfig); err != nil {
+			return usageErrorf("sign: %v", err)
+		}
+	} else if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
 	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
@@ -69,7 +107,7 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	res, err := sign.Sign(ctx, target, ref, v.Index, signer, sign.SignOptions{Legacy: o.LegacyTag})
+	res, err := sign.Sign(ctx, target, ref, v.Index, signer, opts)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
@@ -81,5 +119,8 @@ func printSigned(ios *IOStreams, out outputFlag, ref oci.Ref, res *sign.SignResu
 		return writeJSON(ios.Out, res)
 	}
 	fmt.Fprintf(ios.Out, "Signed %s (%s) as a %s signature: %s\n", ref, res.Subject, res.Form, res.Signature)
+	if res.Signer != nil {
+		fmt.Fprintf(ios.Out, "  keyless, by %s\n", res.Signer)
+	}
 	return nil
 }

@@ -81,11 +81,7 @@ type bundleArtifact struct {
 // envelope over an in-toto statement, in a sigstore bundle, in an OCI manifest whose subject is
 // the signed manifest. created is the RFC 3339 time recorded on the manifest.
 func newBundleArtifact(s *Signer, subject ocispec.Descriptor, created string) (*bundleArtifact, error) {
-	st, err := json.Marshal(statement{
-		Type:          InTotoStatementType,
-		Subject:       []statementSubject{{Digest: map[string]string{subject.Digest.Algorithm().String(): subject.Digest.Encoded()}}},
-		PredicateType: CosignSignPredicate,
-	})
+	st, err := subjectStatement(subject)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +102,22 @@ func newBundleArtifact(s *Signer, subject ocispec.Descriptor, created string) (*
 	if err != nil {
 		return nil, err
 	}
+	return bundleManifest(data, subject, created)
+}
+
+// subjectStatement is the in-toto statement cosign signs for an image: subject's digest, with
+// cosign's signing predicate.
+func subjectStatement(subject ocispec.Descriptor) ([]byte, error) {
+	return json.Marshal(statement{
+		Type:          InTotoStatementType,
+		Subject:       []statementSubject{{Digest: map[string]string{subject.Digest.Algorithm().String(): subject.Digest.Encoded()}}},
+		PredicateType: CosignSignPredicate,
+	})
+}
+
+// bundleManifest wraps a bundle (JSON) in the OCI manifest cosign stores it in: a referrer of
+// subject with the bundle as its one layer.
+func bundleManifest(data []byte, subject ocispec.Descriptor, created string) (*bundleArtifact, error) {
 	layer := newBlob(BundleMediaType, data)
 	annotations := map[string]string{bundleContentAnnot: "dsse-envelope", bundlePredicateAnnot: CosignSignPredicate}
 	if created != "" {

@@ -117,6 +117,25 @@ func (s CertSigner) String() string {
 	return out + ")"
 }
 
+func signerFromSummary(summary certificate.Summary) *CertSigner {
+	return &CertSigner{
+		Subject: summary.SubjectAlternativeName, Issuer: summary.Issuer,
+		Repository: summary.GithubWorkflowRepository, Ref: summary.GithubWorkflowRef, Trigger: summary.GithubWorkflowTrigger,
+	}
+}
+
+// signerOf reads who a Fulcio certificate was issued to.
+func signerOf(leaf *x509.Certificate) (*CertSigner, error) {
+	if leaf == nil {
+		return nil, errors.New("the bundle carries no certificate")
+	}
+	summary, err := certificate.SummarizeCertificate(leaf)
+	if err != nil {
+		return nil, fmt.Errorf("the certificate: %w", err)
+	}
+	return signerFromSummary(summary), nil
+}
+
 // TrustedRoot is sigstore's trusted_root.json (what `cosign trusted-root create` writes): the
 // Fulcio CAs, timestamp authorities, transparency logs and CT logs a keyless signature is checked
 // against, offline.
@@ -209,10 +228,7 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 	if err != nil {
 		return nil, fmt.Errorf("the certificate: %w", err)
 	}
-	who := &CertSigner{
-		Subject: summary.SubjectAlternativeName, Issuer: summary.Issuer,
-		Repository: summary.GithubWorkflowRepository, Ref: summary.GithubWorkflowRef, Trigger: summary.GithubWorkflowTrigger,
-	}
+	who := signerFromSummary(summary)
 	if tr == nil {
 		return who, fmt.Errorf("keyless signature by %s, and no trusted root to check it against (give --trusted-root or trusted_root in the policy)", who)
 	}

@@ -31,6 +31,9 @@ const (
 type SignOptions struct {
 	// Legacy writes cosign v2's sha256-<hex>.sig tag instead of a bundle referrer.
 	Legacy bool
+	// Keyless signs with a short-lived Fulcio certificate for an OIDC identity instead of a key
+	// (the Signer is then nil), as a bundle referrer.
+	Keyless *Keyless
 }
 
 // SignResult tells what Sign stored.
@@ -38,12 +41,19 @@ type SignResult struct {
 	Form      Form          `json:"form"`
 	Subject   digest.Digest `json:"subject"`
 	Signature digest.Digest `json:"signature_manifest"`
-	Tag       string        `json:"tag,omitempty"` // the .sig tag, for the legacy form
+	Tag       string        `json:"tag,omitempty"`    // the .sig tag, for the legacy form
+	Signer    *CertSigner   `json:"signer,omitempty"` // the identity a keyless signature is by
 }
 
 // Sign signs subject (a version's index) in repository ref and stores the signature in t. On a
 // registry without the referrers API, oras-go keeps the OCI referrers tag up to date.
 func Sign(ctx context.Context, t oci.Target, ref oci.Ref, subject ocispec.Descriptor, s *Signer, opts SignOptions) (*SignResult, error) {
+	if opts.Keyless != nil {
+		if opts.Legacy {
+			return nil, errors.New("keyless signatures are written as bundles only: drop the legacy .sig form")
+		}
+		return signKeyless(ctx, t, subject, opts.Keyless)
+	}
 	if opts.Legacy {
 		return signLegacy(ctx, t, ref, subject, s)
 	}
@@ -55,13 +65,21 @@ func Sign(ctx context.Context, t oci.Target, ref oci.Ref, subject ocispec.Descri
 	if err != nil {
 		return nil, err
 	}
+	if err := art.push(ctx, t); err != nil {
+		return nil, err
+	}
+	return &SignResult{Form: FormBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest}, nil
+}
+
+// push stores the bundle artifact: the empty config, the bundle, then the manifest.
+func (art *bundleArtifact) push(ctx context.Context, t oci.Target) error {
 	empty := blob{desc: ocispec.DescriptorEmptyJSON, data: ocispec.DescriptorEmptyJSON.Data}
 	for _, b := range []blob{empty, art.layer, art.manifest} {
 		if err := pushIfMissing(ctx, t, b); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &SignResult{Form: FormBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest}, nil
+	return nil
 }
 
 func signLegacy(ctx context.Context, t oci.Target, ref oci.Ref, subject ocispec.Descriptor, s *Signer) (*SignResult, error) {

@@ -1,0 +1,141 @@
+package sign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/oprov/oprov/pkg/oci"
+)
+
+// IDTokenEnv is where a keyless signer's OIDC token comes from without --identity-token, as for
+// cosign (GitHub Actions and other CI systems set it, or a step exports it).
+const IDTokenEnv = "SIGSTORE_ID_TOKEN"
+
+// Keyless is how a keyless signature is made: an OIDC identity token, exchanged at Fulcio for a
+// short-lived certificate, and the timestamp authorities that witness the signing time.
+type Keyless struct {
+	IDToken   string
+	FulcioURL string
+	TSAURLs   []string
+	// TrustedRoot, when set, is checked against what was made before it is stored, so that a
+	// misconfigured service is found at signing time rather than by every verifier.
+	TrustedRoot *TrustedRoot
+	Timeout     time.Duration
+}
+
+// KeylessFrom completes keyless options from a signing configuration file as cosign v3 reads it
+// (--signing-config: the Fulcio and timestamp authority URLs valid now), URLs given explicitly
+// winning, and the token from SIGSTORE_ID_TOKEN when none is given.
+func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
+	if signingConfig != "" {
+		sc, err := root.NewSigningConfigFromPath(signingConfig)
+		if err != nil {
+			return nil, fmt.Errorf("signing config %s: %w", signingConfig, err)
+		}
+		now := time.Now()
+		if k.FulcioURL == "" {
+			s, err := root.SelectService(sc.FulcioCertificateAuthorityURLs(), []uint32{1}, now)
+			if err != nil {
+				return nil, fmt.Errorf("signing config %s: no Fulcio valid now: %w", signingConfig, err)
+			}
+			k.FulcioURL = s.URL
+		}
+		if len(k.TSAURLs) == 0 {
+			for _, s := range sc.TimestampAuthorityURLs() {
+				if s.ValidAtTime(now) && s.MajorAPIVersion == 1 {
+					k.TSAURLs = append(k.TSAURLs, s.URL)
+				}
+			}
+		}
+		if len(k.TSAURLs) == 0 && len(sc.RekorLogURLs()) > 0 {
+			return nil, fmt.Errorf("signing config %s names only transparency logs: oprov proves signing time with a timestamp authority; add tsaUrls", signingConfig)
+		}
+	}
+	if k.IDToken == "" {
+		k.IDToken = strings.TrimSpace(os.Getenv(IDTokenEnv))
+	}
+	switch {
+	case k.IDToken == "":
+		return nil, fmt.Errorf("keyless signing needs an OIDC identity token: --identity-token or %s", IDTokenEnv)
+	case k.FulcioURL == "":
+		return nil, errors.New("keyless signing needs a Fulcio URL: --fulcio-url or --signing-config")
+	case len(k.TSAURLs) == 0:
+		return nil, errors.New("keyless signing needs a timestamp authority, whose RFC 3161 timestamp proves the short-lived certificate was valid when it signed: --timestamp-server-url or --signing-config")
+	}
+	return &k, nil
+}
+
+// keylessBundle signs statement (an in-toto statement) as a DSSE envelope with a fresh key,
+// whose certificate Fulcio issues for the token's identity, with the signature timestamped.
+func (k *Keyless) bundle(ctx context.Context, st []byte) (*protobundle.Bundle, error) {
+	timeout := k.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	kp, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		return nil, err
+	}
+	opts := sgsign.BundleOptions{
+		Context:                    ctx,
+		CertificateProvider:        sgsign.NewFulcio(&sgsign.FulcioOptions{BaseURL: k.FulcioURL, Timeout: timeout, Retries: 1}),
+		CertificateProviderOptions: &sgsign.CertificateProviderOptions{IDToken: k.IDToken},
+	}
+	for _, u := range k.TSAURLs {
+		opts.TimestampAuthorities = append(opts.TimestampAuthorities, sgsign.NewTimestampAuthority(&sgsign.TimestampAuthorityOptions{URL: u, Timeout: timeout, Retries: 1}))
+	}
+	if k.TrustedRoot != nil {
+		opts.TrustedRoot = k.TrustedRoot.root
+	}
+	b, err := sgsign.Bundle(&sgsign.DSSEData{Data: st, PayloadType: InTotoPayloadType}, kp, opts)
+	if err != nil {
+		return nil, fmt.Errorf("keyless signing: %w", err)
+	}
+	return b, nil
+}
+
+// signKeyless stores a keyless bundle over subject as a referrer, the form cosign v3 writes.
+func signKeyless(ctx context.Context, t oci.Target, subject ocispec.Descriptor, k *Keyless) (*SignResult, error) {
+	st, err := subjectStatement(subject)
+	if err != nil {
+		return nil, err
+	}
+	b, err := k.bundle(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	data, err := protojson.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	created, err := createdTime()
+	if err != nil {
+		return nil, err
+	}
+	art, err := bundleManifest(data, subject, created)
+	if err != nil {
+		return nil, err
+	}
+	kl, err := newKeylessBundle(b)
+	if err != nil {
+		return nil, err
+	}
+	who, err := signerOf(kl.leaf)
+	if err != nil {
+		return nil, err
+	}
+	if err := art.push(ctx, t); err != nil {
+		return nil, err
+	}
+	return &SignResult{Form: FormBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest, Signer: who}, nil
+}
