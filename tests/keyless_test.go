@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/sigstack"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -340,4 +341,55 @@ func copyBundleTo(t *testing.T, reg *testreg.Registry, repo, repo2, subject, new
 		return
 	}
 	t.Fatalf("no bundle referrer of %s in %s", subject, repo)
+}
+
+// TestKeylessLoaderAndServe: under a policy that trusts the release workflow, oprov init
+// installs the version it signed and refuses the one another workflow signed, and serve lists
+// only the first. The Sigstore services are stopped before: all of it is offline.
+func TestKeylessLoaderAndServe(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	st := sigstack.Start(t)
+	reg := testreg.Start(t, testreg.Options{})
+	const repo = "providers/acme/hello"
+	R := reg.Host + "/" + repo
+	cosign3SignKeyless(t, st, reg, releaseWorkflow, R+"@"+versionedHello(t, reg, repo, "1.0.0"))
+	cosign3SignKeyless(t, st, reg, nightlyWorkflow, R+"@"+versionedHello(t, reg, repo, "1.1.0"))
+	st.Stop()
+
+	env := []string{"OPROV_CACHE_DIR=" + filepath.Join(t.TempDir(), "cache"), "SSL_CERT_FILE=" + reg.CAFile, "HOME=" + t.TempDir(), "OPROV_TOFU=" + tofu}
+	policy := filepath.Join(t.TempDir(), "policy.hcl")
+	writeFile(t, policy, keylessPolicy(st, `"`+reg.Host+`/providers/acme/*"`))
+	project := func(version string) string {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "main.tf"), strings.Replace(helloConfig, `version = "~> 1.0"`, `version = "`+version+`"`, 1))
+		writeFile(t, filepath.Join(dir, "oprov.hcl"), fmt.Sprintf(`oci_mirror {
+  repository_template = "%s/providers/${namespace}/${type}"
+  include             = ["example.com/acme/*"]
+  policy              = %q
+}
+`, reg.Host, policy))
+		return dir
+	}
+
+	t.Run("oprov init installs the release workflow's version", func(t *testing.T) {
+		r := mustOprov(t, env, "init", "-C", project("1.0.0"))
+		if !strings.Contains(r.Stdout, "Using previously-installed example.com/acme/hello v1.0.0") {
+			t.Errorf("init did not install 1.0.0:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+	})
+	t.Run("oprov init refuses another workflow's version", func(t *testing.T) {
+		r := oprov(t, env, "init", "-C", project("1.1.0"))
+		if r.Code == 0 || !strings.Contains(r.Stderr, nightlyWorkflow.Subject()) || !strings.Contains(r.Stderr, "not a trusted identity") {
+			t.Errorf("init of the nightly workflow's version: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+	t.Run("serve lists only the release workflow's version", func(t *testing.T) {
+		s := startServe(t, []string{"HOME=" + t.TempDir()}, false, append(serveFromRegistry(t, reg.Host, reg.CAFile), "--policy", policy)...)
+		code, _, body := s.get(t, "example.com/acme/hello/index.json")
+		var idx struct{ Versions map[string]any }
+		json.Unmarshal(body, &idx)
+		if code != 200 || len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
+			t.Errorf("index.json: %d %s", code, body)
+		}
+	})
 }

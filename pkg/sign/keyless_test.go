@@ -1,0 +1,174 @@
+package sign
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testTrustedRoot writes a trusted root with one self-made Fulcio CA, as cosign trusted-root
+// create would, and returns its path.
+func testTrustedRoot(t *testing.T, dir string) string {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-fulcio", Organization: []string{"test"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "trusted_root.json")
+	doc := fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+  "certificateAuthorities":[{"subject":{"organization":"test","commonName":"test-fulcio"},"uri":"http://127.0.0.1:1",
+    "certChain":{"certificates":[{"rawBytes":%q}]},"validFor":{"start":"2020-01-01T00:00:00Z"}}]}`, base64.StdEncoding.EncodeToString(der))
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestKeylessPolicy: identity blocks beside (or instead of) keys, with the trusted root at the
+// top or in the rule; identities without a root, half identities and bad regexps are refused with
+// what to write; NewPolicy turns flags' identities into one rule, and needs a root for them.
+func TestKeylessPolicy(t *testing.T) {
+	dir := t.TempDir()
+	root := testTrustedRoot(t, dir)
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.hcl", `trusted_root = "trusted_root.json"
+trust "release" {
+  repositories = ["r.example/acme/*"]
+  identity {
+    issuer         = "https://token.actions.githubusercontent.com"
+    subject_regexp = "^https://github.com/acme/providers/"
+    repository     = "acme/providers"
+    ref            = "refs/tags/v1.0.0"
+    trigger        = "push"
+  }
+}
+`)
+	p, err := LoadPolicy(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Match("r.example/acme/hello", "")
+	if r == nil || len(r.Identities) != 1 || r.TrustedRoot == nil || len(r.Keys) != 0 {
+		t.Fatalf("rule: %+v", r)
+	}
+	signer := CertSigner{Subject: "https://github.com/acme/providers/.github/workflows/release.yml@refs/tags/v1.0.0",
+		Issuer: "https://token.actions.githubusercontent.com", Repository: "acme/providers", Ref: "refs/tags/v1.0.0", Trigger: "push"}
+	if !r.TrustsSigner(signer) {
+		t.Errorf("the rule does not trust %s", signer)
+	}
+	for name, change := range map[string]func(*CertSigner){
+		"issuer":     func(s *CertSigner) { s.Issuer = "https://gitlab.com" },
+		"subject":    func(s *CertSigner) { s.Subject = "https://github.com/evil/providers/x@refs/tags/v1" },
+		"repository": func(s *CertSigner) { s.Repository = "acme/other" },
+		"ref":        func(s *CertSigner) { s.Ref = "refs/heads/main" },
+		"trigger":    func(s *CertSigner) { s.Trigger = "pull_request" },
+	} {
+		s := signer
+		change(&s)
+		if r.TrustsSigner(s) {
+			t.Errorf("another %s is trusted: %s", name, s)
+		}
+	}
+
+	for name, tc := range map[string]struct{ src, want string }{
+		"identity without a root": {`trust "x" {
+  repositories = ["**"]
+  identity {
+    issuer  = "https://i"
+    subject = "s"
+  }
+}
+`, "names no trusted root"},
+		"no issuer": {`trusted_root = "trusted_root.json"
+trust "x" {
+  repositories = ["**"]
+  identity { subject = "s" }
+}
+`, "needs an OIDC issuer"},
+		"issuer twice": {`trusted_root = "trusted_root.json"
+trust "x" {
+  repositories = ["**"]
+  identity {
+    issuer        = "https://i"
+    issuer_regexp = "i"
+    subject       = "s"
+  }
+}
+`, "exactly one of issuer or issuer_regexp"},
+		"bad regexp": {`trusted_root = "trusted_root.json"
+trust "x" {
+  repositories = ["**"]
+  identity {
+    issuer         = "https://i"
+    subject_regexp = "("
+  }
+}
+`, "bad regular expression"},
+		"neither keys nor identities": {`trust "x" {
+  repositories = ["**"]
+}
+`, "lists no keys and no identity"},
+		"a root that is not one": {`trusted_root = "good.hcl"
+trust "x" {
+  repositories = ["**"]
+  keys = []
+}
+`, "trusted root"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadPolicy(write("p.hcl", tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+
+	id := Identity{Issuer: "https://i", Subject: "s"}
+	if _, err := NewPolicy(PolicyFrom{Identities: []Identity{id}}); !errors.Is(err, ErrNoTrustedRoot) {
+		t.Errorf("identities without a root: %v", err)
+	}
+	if _, err := NewPolicy(PolicyFrom{Identities: []Identity{id}, TrustedRoot: root, File: good}); !errors.Is(err, ErrKeysAndPolicy) {
+		t.Errorf("identities and a policy file: %v", err)
+	}
+	p, err = NewPolicy(PolicyFrom{Identities: []Identity{id}, TrustedRoot: root, Rule: "--certificate-identity"})
+	if err != nil || len(p.Rules) != 1 || p.Rules[0].TrustedRoot == nil || len(p.Rules[0].Identities) != 1 || p.Match("any/repo", "") == nil {
+		t.Fatalf("flags' identity: %+v, %v", p, err)
+	}
+	// --trusted-root serves a policy file whose rules name none.
+	noroot := write("noroot.hcl", `trust "x" {
+  repositories = ["**"]
+  identity {
+    issuer  = "https://i"
+    subject = "s"
+  }
+}
+`)
+	if p, err := NewPolicy(PolicyFrom{File: noroot, TrustedRoot: root}); err != nil || p.Rules[0].TrustedRoot == nil {
+		t.Errorf("policy with --trusted-root: %v", err)
+	}
+	if _, err := NewPolicy(PolicyFrom{Identities: []Identity{{Subject: "s"}}, TrustedRoot: root}); err == nil || !strings.Contains(err.Error(), "OIDC issuer") {
+		t.Errorf("a flag identity without issuer: %v", err)
+	}
+}
