@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,8 +74,10 @@ func Start(t testing.TB) *Stack {
 	s.stops = append(s.stops, lockTSA(t, deadline))
 
 	// Fulcio, with an ephemeral CA, trusting our issuer as GitHub Actions'.
-	cfg := fmt.Sprintf(`{"oidc-issuers": {%q: {"issuer-url": %q, "client-id": "sigstore", "type": "github-workflow"}}}`, is.URL, is.URL)
-	cfgPath := filepath.Join(dir, "fulcio.yaml")
+	// JSON, with the JSON field names: Fulcio tries JSON first, and JSON with YAML's names parses
+	// as an empty configuration.
+	cfg := fmt.Sprintf(`{"OIDCIssuers": {%q: {"IssuerURL": %q, "ClientID": "sigstore", "Type": "github-workflow"}}}`, is.URL, is.URL)
+	cfgPath := filepath.Join(dir, "fulcio.json")
 	write(t, cfgPath, cfg)
 	fp, gp, mp := freePort(t), freePort(t), freePort(t)
 	s.FulcioURL = "http://127.0.0.1:" + fp
@@ -85,7 +88,7 @@ func Start(t testing.TB) *Stack {
 	tp := freePort(t)
 	tsaBase := "http://127.0.0.1:" + tp
 	s.TSAURL = tsaBase + "/api/v1/timestamp"
-	s.run(t, dir, "tsa", tsa, "serve", "--host", "127.0.0.1", "--port", tp, "--timestamp-signer", "memory")
+	s.run(t, dir, "tsa", tsa, "serve", "--host", "127.0.0.1", "--port", tp, "--timestamp-signer", "memory", "--disable-ntp-monitoring")
 
 	s.FulcioChain = filepath.Join(dir, "fulcio-chain.pem")
 	write(t, s.FulcioChain, waitGet(t, s.FulcioURL+"/api/v1/rootCert", deadline, dir, "fulcio"))
@@ -221,4 +224,20 @@ func lockTSA(t testing.TB, deadline time.Time) func() {
 		}
 	}
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
+}
+
+// Logs gives the end of the services' logs, for failure messages.
+func (s *Stack) Logs() string {
+	var out string
+	for _, name := range []string{"fulcio", "tsa"} {
+		data, _ := os.ReadFile(filepath.Join(s.Dir, name+".log"))
+		var keep []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") || strings.Contains(l, "rror") {
+				keep = append(keep, l)
+			}
+		}
+		out += "--- " + name + " log, warnings and errors:\n" + tail([]byte(strings.Join(keep, "\n")), 3000) + "\n"
+	}
+	return out
 }
