@@ -386,10 +386,16 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		return dir
 	}
 
+	installed := project("1.0.0")
 	t.Run("oprov init installs the release workflow's version", func(t *testing.T) {
-		r := mustOprov(t, env, "init", "-C", project("1.0.0"))
+		r := mustOprov(t, env, "init", "-C", installed)
 		if !strings.Contains(r.Stdout, "Using previously-installed example.com/acme/hello v1.0.0") {
 			t.Errorf("init did not install 1.0.0:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		// Again from the cache: its record of the keyless signer is matched against the rule anew.
+		r = mustOprov(t, env, "init", "-C", project("1.0.0"))
+		if strings.Contains(r.Stderr, "warning") || !strings.Contains(r.Stdout, "Using previously-installed example.com/acme/hello v1.0.0") {
+			t.Errorf("init from the cache:\n%s\n%s", r.Stdout, r.Stderr)
 		}
 	})
 	t.Run("oprov init refuses another workflow's version", func(t *testing.T) {
@@ -405,6 +411,13 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		json.Unmarshal(body, &idx)
 		if code != 200 || len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
 			t.Errorf("index.json: %d %s", code, body)
+		}
+	})
+	t.Run("offline from the cache, the keyless signer is trusted again", func(t *testing.T) {
+		reg.Stop()
+		r := mustOprov(t, append(env, "OPROV_DEBUG_HTTP=1"), "init", "-C", installed)
+		if strings.Contains(r.Stderr, "http: ") || strings.Contains(r.Stderr, "not verified") {
+			t.Errorf("init from a warm cache:\n%s", r.Stderr)
 		}
 	})
 }

@@ -278,7 +278,9 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 // explainKeyless says in a user's words why sigstore-go refused a keyless signature, keeping
 // its own words after.
 func explainKeyless(err error, leaf *x509.Certificate, tr *TrustedRoot) error {
-	msg := err.Error()
+	// sigstore-go formats a nil error list into its threshold message; leave that out.
+	msg := strings.ReplaceAll(err.Error(), "; error: %!w(<nil>)", "")
+	err = errors.New(msg)
 	validity := fmt.Sprintf("valid %s to %s", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
 	switch {
 	case strings.Contains(msg, "threshold not met for verified signed & log entry integrated timestamps"),

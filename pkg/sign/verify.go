@@ -213,7 +213,14 @@ func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, o
 			}
 			return nil, fail("%d signature(s) found, none by a trusted key (trusted: %s)", len(cands), strings.Join(names, ", "))
 		}
-		return nil, fail("no valid signature by a trusted key: %s", strings.Join(problems, "; "))
+		by := "a trusted key"
+		if len(opts.Identities) > 0 {
+			by = "a trusted key or identity"
+			if len(opts.Keys) == 0 {
+				by = "a trusted identity"
+			}
+		}
+		return nil, fail("no valid signature by %s: %s", by, strings.Join(problems, "; "))
 	}
 	if want := v.Version; want != "" {
 		if got := v.Parsed.Annotations[ocispec.AnnotationVersion]; got != "" && got != want {
