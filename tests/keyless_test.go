@@ -203,6 +203,37 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		mustOprov(t, nil, append(append([]string{"verify", R + ":1.3.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
 	})
 
+	t.Run("cosign v2 signs keyless (.sig tag, oci-1-1 referrer), oprov verify accepts", func(t *testing.T) {
+		cosign2 := peers.Require(t, "cosign")
+		for _, f := range []struct {
+			version, form string
+			extra       []string
+		}{
+			{"1.4.0", "legacy-tag", nil},
+			{"1.5.0", "simple-signing-referrer", []string{"--registry-referrers-mode=oci-1-1"}},
+		} {
+			d := versionedHello(t, reg, repo, f.version)
+			// cosign v2 reads no signing config: the URLs as flags, the TSA's timestamp in the
+			// .sig layer's annotations, no Rekor; it checks no SCT (none here) with --insecure-skip-verify.
+			args := append([]string{"sign", "--fulcio-url", st.FulcioURL, "--identity-token", st.Token(t, releaseWorkflow),
+				"--tlog-upload=false", "--timestamp-server-url", st.TSAURL, "--insecure-skip-verify=true", "--yes"}, f.extra...)
+			cmd := exec.Command(cosign2, append(args, R+"@"+d)...)
+			cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "HOME="+st.Dir, "SIGSTORE_ROOT_FILE="+st.FulcioChain, "COSIGN_EXPERIMENTAL=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("cosign v2 sign keyless: %v\n%s\n%s", err, out, st.Logs())
+			}
+			r := mustOprov(t, nil, append(append([]string{"verify", R + ":" + f.version, "-o", "json"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+			expectVerified(t, r.Stdout, f.form, d)
+			if !strings.Contains(r.Stdout, releaseWorkflow.Subject()) {
+				t.Errorf("the identity is not named: %s", r.Stdout)
+			}
+			r = oprov(t, nil, append(append([]string{"verify", R + ":" + f.version}, keylessFlags(st, nightlyWorkflow)...), ca...)...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "keyless signature by "+releaseWorkflow.Subject()) {
+				t.Errorf("%s under another identity: exit %d\n%s", f.form, r.Code, r.Stderr)
+			}
+		}
+	})
+
 	t.Run("verification makes no request beyond the registry", func(t *testing.T) {
 		before := st.Issuer.Requests()
 		st.Stop() // Fulcio, the TSA and the issuer are gone: only the registry and the files remain
