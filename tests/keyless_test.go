@@ -207,7 +207,7 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		cosign2 := peers.Require(t, "cosign")
 		for _, f := range []struct {
 			version, form string
-			extra       []string
+			extra         []string
 		}{
 			{"1.4.0", "legacy-tag", nil},
 			{"1.5.0", "simple-signing-referrer", []string{"--registry-referrers-mode=oci-1-1"}},
