@@ -452,3 +452,39 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		}
 	})
 }
+
+// TestKeylessWithRekor: with a Rekor v2 (rekor-tiles, POSIX storage) on 127.0.0.1 as well,
+// cosign v3 logs the signature; oprov verifies the log's inclusion proof offline against the
+// trusted root, and cosign verifies it without --insecure-ignore-tlog.
+func TestKeylessWithRekor(t *testing.T) {
+	st := sigstack.StartWith(t, sigstack.Options{Rekor: true})
+	reg := testreg.Start(t, testreg.Options{})
+	const repo = "providers/acme/hello"
+	R := reg.Host + "/" + repo
+	ca := []string{"--ca-file", reg.CAFile}
+	d := versionedHello(t, reg, repo, "1.0.0")
+	cosign3SignKeyless(t, st, reg, releaseWorkflow, R+"@"+d)
+	r := mustOprov(t, nil, append(append([]string{"verify", R + ":1.0.0", "-o", "json"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+	expectVerified(t, r.Stdout, "bundle", d)
+	out, err := cosign3(t, st, reg, "verify", "--trusted-root", st.TrustedRoot, "--certificate-identity", releaseWorkflow.Subject(),
+		"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-sct", R+":1.0.0")
+	if err != nil {
+		t.Fatalf("cosign v3 verify with the transparency log: %v\n%s", err, out)
+	}
+	// The log entry is checked: the same bundle with its checkpoint's text changed is refused (in
+	// a repository of its own holding the same version).
+	repo2 := "providers/acme/badlog"
+	if d2 := versionedHello(t, reg, repo2, "1.0.0"); d2 != d {
+		t.Fatalf("the same release pushed again has index %s, not %s", d2, d)
+	}
+	copyBundle(t, reg, repo, repo2, d, func(b map[string]any) {
+		entry := b["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)
+		cp := entry["inclusionProof"].(map[string]any)["checkpoint"].(map[string]any)
+		cp["envelope"] = strings.Replace(cp["envelope"].(string), "127.0.0.1", "127.0.0.2", 1)
+	})
+	r = oprov(t, nil, append(append([]string{"verify", reg.Host + "/" + repo2 + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "the transparency-log entry does not check") {
+		t.Errorf("a bundle with a broken inclusion proof: exit %d\n%s", r.Code, r.Stderr)
+	}
+	t.Logf("refused: %s", r.Stderr)
+}

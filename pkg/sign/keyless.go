@@ -290,6 +290,8 @@ func explainKeyless(err error, leaf *x509.Certificate, tr *TrustedRoot) error {
 		return fmt.Errorf("the certificate was used outside its validity (%s) by the trusted time: %w", validity, err)
 	case strings.Contains(msg, "unknown authority"), strings.Contains(msg, "failed to verify leaf certificate"):
 		return fmt.Errorf("the certificate (issued by %q) does not chain to a certificate authority of %s: %w", leaf.Issuer.String(), tr.Path, err)
+	case strings.Contains(msg, "log inclusion"), strings.Contains(msg, "tlog"):
+		return fmt.Errorf("the transparency-log entry does not check against a log of %s (the bundle was altered, or the log is not trusted): %w", tr.Path, err)
 	case strings.Contains(msg, "signed certificate timestamp"):
 		return fmt.Errorf("the certificate's SCT does not check against a CT log of %s: %w", tr.Path, err)
 	case strings.Contains(msg, "artifact"), strings.Contains(msg, "signature"), strings.Contains(msg, "digest"):

@@ -4,7 +4,7 @@
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
-#                                   tofu, terraform, python)
+#                                   rekor, tofu, terraform, python)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -18,6 +18,7 @@ COSIGN_VERSION=v2.6.5     # github.com/sigstore/cosign/v2
 COSIGN3_VERSION=v3.1.3    # github.com/sigstore/cosign/v3 (linked as cosign3: bundles, signing configs)
 FULCIO_VERSION=v1.8.8     # github.com/sigstore/fulcio (keyless tests: an ephemeral CA)
 TSA_VERSION=v1.2.9        # github.com/sigstore/timestamp-authority (keyless tests: RFC 3161 time)
+REKOR_VERSION=v2.3.0      # github.com/sigstore/rekor-tiles/v2 (keyless tests: a Rekor v2 log, POSIX storage)
 TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
@@ -123,6 +124,7 @@ wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosi
 wanted cosign3 && build cosign3 "$COSIGN3_VERSION" cosign "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN3_VERSION" cosign3
 # Fulcio's go.mod needs -mod=mod to build as 'go install pkg@version'.
 wanted fulcio && GOFLAGS="-buildvcs=false -mod=mod" build fulcio "$FULCIO_VERSION" fulcio "github.com/sigstore/fulcio@$FULCIO_VERSION"
+wanted rekor && build rekor "$REKOR_VERSION" posix "github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix@$REKOR_VERSION" rekor-server
 wanted tsa && build tsa "$TSA_VERSION" timestamp-server "github.com/sigstore/timestamp-authority/cmd/timestamp-server@$TSA_VERSION"
 wanted tofu && build_tofu
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"

@@ -3,7 +3,12 @@ package sigstack
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -33,6 +38,8 @@ type Stack struct {
 	SigningConfig string
 	// FulcioChain and TSAChain are the services' certificate chains (PEM).
 	FulcioChain, TSAChain string
+	// RekorURL is the Rekor v2's base URL, when one runs.
+	RekorURL string
 	// Cosign3 is the cosign v3 CLI.
 	Cosign3 string
 
@@ -55,6 +62,19 @@ const startTimeout = 120 * time.Second
 // timestamp authority listens for metrics on the fixed port 2112, so one runs at a time on a
 // machine: Start waits (bounded) for a lock another test process may hold.
 func Start(t testing.TB) *Stack {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options say which optional services run.
+type Options struct {
+	// Rekor runs a Rekor v2 (rekor-tiles, POSIX storage) as the transparency log, listed in the
+	// trusted root and the signing config.
+	Rekor bool
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Stack {
 	t.Helper()
 	fulcio := peers.Require(t, "fulcio")
 	tsa := peers.Require(t, "timestamp-server")
@@ -90,29 +110,42 @@ func Start(t testing.TB) *Stack {
 	s.TSAURL = tsaBase + "/api/v1/timestamp"
 	s.run(t, dir, "tsa", tsa, "serve", "--host", "127.0.0.1", "--port", tp, "--timestamp-signer", "memory", "--disable-ntp-monitoring")
 
+	var rekorArgs []string
+	if opts.Rekor {
+		rekorArgs = s.startRekor(t, dir)
+	}
+
 	s.FulcioChain = filepath.Join(dir, "fulcio-chain.pem")
 	write(t, s.FulcioChain, waitGet(t, s.FulcioURL+"/api/v1/rootCert", deadline, dir, "fulcio"))
 	s.TSAChain = filepath.Join(dir, "tsa-chain.pem")
 	write(t, s.TSAChain, waitGet(t, tsaBase+"/api/v1/timestamp/certchain", deadline, dir, "tsa"))
 
 	s.TrustedRoot = filepath.Join(dir, "trusted_root.json")
-	out, err := exec.Command(cosign3, "trusted-root", "create",
-		"--fulcio=url="+s.FulcioURL+",certificate-chain="+s.FulcioChain,
-		"--tsa=url="+s.TSAURL+",certificate-chain="+s.TSAChain,
-		"--out", s.TrustedRoot).CombinedOutput()
+	if s.RekorURL != "" {
+		waitGet(t, s.RekorURL+"/healthz", deadline, dir, "rekor")
+	}
+	out, err := exec.Command(cosign3, append([]string{"trusted-root", "create",
+		"--fulcio=url=" + s.FulcioURL + ",certificate-chain=" + s.FulcioChain,
+		"--tsa=url=" + s.TSAURL + ",certificate-chain=" + s.TSAChain,
+		"--out", s.TrustedRoot}, rekorArgs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("cosign trusted-root create: %v\n%s", err, out)
 	}
 
 	s.SigningConfig = filepath.Join(dir, "signing_config.json")
-	svc := func(url string) map[string]any {
-		return map[string]any{"url": url, "majorApiVersion": 1, "validFor": map[string]string{"start": "2020-01-01T00:00:00Z"}, "operator": "sigstack"}
+	svcV := func(url string, v int) map[string]any {
+		return map[string]any{"url": url, "majorApiVersion": v, "validFor": map[string]string{"start": "2020-01-01T00:00:00Z"}, "operator": "sigstack"}
+	}
+	svc := func(url string) map[string]any { return svcV(url, 1) }
+	rekors := []any{}
+	if s.RekorURL != "" {
+		rekors = append(rekors, svcV(s.RekorURL, 2))
 	}
 	sc, _ := json.MarshalIndent(map[string]any{
 		"mediaType":       "application/vnd.dev.sigstore.signingconfig.v0.2+json",
 		"caUrls":          []any{svc(s.FulcioURL)},
 		"oidcUrls":        []any{},
-		"rekorTlogUrls":   []any{},
+		"rekorTlogUrls":   rekors,
 		"rekorTlogConfig": map[string]any{"selector": "ANY"},
 		"tsaUrls":         []any{svc(s.TSAURL)},
 		"tsaConfig":       map[string]any{"selector": "ANY"},
@@ -229,7 +262,7 @@ func lockTSA(t testing.TB, deadline time.Time) func() {
 // Logs gives the end of the services' logs, for failure messages.
 func (s *Stack) Logs() string {
 	var out string
-	for _, name := range []string{"fulcio", "tsa"} {
+	for _, name := range []string{"fulcio", "tsa", "rekor"} {
 		data, _ := os.ReadFile(filepath.Join(s.Dir, name+".log"))
 		var keep []string
 		for _, l := range strings.Split(string(data), "\n") {
@@ -240,4 +273,30 @@ func (s *Stack) Logs() string {
 		out += "--- " + name + " log, warnings and errors:\n" + tail([]byte(strings.Join(keep, "\n")), 3000) + "\n"
 	}
 	return out
+}
+
+// startRekor runs a Rekor v2 with POSIX storage and a fresh ECDSA key, and returns the
+// trusted-root create flag that lists it.
+func (s *Stack) startRekor(t testing.TB, dir string) []string {
+	t.Helper()
+	bin := peers.Require(t, "rekor-server")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyPath := filepath.Join(dir, "rekor.key")
+	write(t, keyPath, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	pubPath := filepath.Join(dir, "rekor.pub")
+	write(t, pubPath, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
+	hp, gp, mp := freePort(t), freePort(t), freePort(t)
+	// Verifiers (sigstore-go) take the checkpoint origin from the host of the log's URL in the
+	// trusted root.
+	const origin = "127.0.0.1"
+	s.RekorURL = "http://127.0.0.1:" + hp
+	s.run(t, dir, "rekor", bin, "serve", "--http-address", "127.0.0.1", "--http-port", hp, "--grpc-address", "127.0.0.1", "--grpc-port", gp,
+		"--http-metrics-port", mp, "--hostname", origin, "--storage-dir", filepath.Join(dir, "rekor-tiles"), "--signer-filepath", keyPath,
+		"--checkpoint-interval", "1s")
+	return []string{"--rekor=url=" + s.RekorURL + ",public-key=" + pubPath + ",start-time=2020-01-01T00:00:00Z,origin=" + origin}
 }
