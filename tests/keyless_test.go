@@ -487,4 +487,15 @@ func TestKeylessWithRekor(t *testing.T) {
 		t.Errorf("a bundle with a broken inclusion proof: exit %d\n%s", r.Code, r.Stderr)
 	}
 	t.Logf("refused: %s", r.Stderr)
+
+	// oprov signs through the same signing config, Rekor v2 included; cosign verifies the log entry.
+	versionedHello(t, reg, repo, "1.1.0")
+	mustOprov(t, []string{"SIGSTORE_ID_TOKEN=" + st.Token(t, releaseWorkflow)}, append([]string{"sign", R + ":1.1.0",
+		"--signing-config", st.SigningConfig, "--trusted-root", st.TrustedRoot}, ca...)...)
+	out, err = cosign3(t, st, reg, "verify", "--trusted-root", st.TrustedRoot, "--certificate-identity", releaseWorkflow.Subject(),
+		"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-sct", R+":1.1.0")
+	if err != nil {
+		t.Fatalf("cosign v3 verify (with the transparency log) of oprov's keyless signature: %v\n%s", err, out)
+	}
+	mustOprov(t, nil, append(append([]string{"verify", R + ":1.1.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
 }

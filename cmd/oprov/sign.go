@@ -21,6 +21,8 @@ type signOptions struct {
 	IDToken       string
 	FulcioURL     string
 	TSAURLs       []string
+	RekorURL      string
+	RekorVersion  uint32
 	SigningConfig string
 	TrustedRoot   string
 	registry      registryFlags
@@ -43,7 +45,8 @@ read by 'cosign verify' and 'oprov verify'.
 Without --key, the signature is keyless, as cosign signs from CI: a fresh key is made, Fulcio
 (--fulcio-url) certifies it for the identity of the OIDC token (--identity-token, or
 SIGSTORE_ID_TOKEN), a timestamp authority (--timestamp-server-url) witnesses the signing time,
-and the key is forgotten. --signing-config reads those URLs from the file cosign v3 reads. With
+a transparency log (--rekor-url) records it if wanted, and the key is forgotten.
+--signing-config reads those URLs from the file cosign v3 reads. With
 --trusted-root, the result is checked against it before it is stored. Verifiers trust the
 identity ('oprov verify --certificate-identity ... --certificate-oidc-issuer ... --trusted-root').`,
 		Example: `  COSIGN_PASSWORD=... oprov sign registry.example.com/providers/acme/hello:1.0.0 --key cosign.key
@@ -58,6 +61,8 @@ identity ('oprov verify --certificate-identity ... --certificate-oidc-issuer ...
 	c.Flags().StringVar(&o.IDToken, "identity-token", "", "keyless: the OIDC identity token (default $"+sign.IDTokenEnv+")")
 	c.Flags().StringVar(&o.FulcioURL, "fulcio-url", "", "keyless: the Fulcio that certifies the identity")
 	c.Flags().StringSliceVar(&o.TSAURLs, "timestamp-server-url", nil, "keyless: RFC 3161 timestamp authority URL (repeatable)")
+	c.Flags().StringVar(&o.RekorURL, "rekor-url", "", "keyless: also record the signature in this transparency log")
+	c.Flags().Uint32Var(&o.RekorVersion, "rekor-version", 1, "keyless: the --rekor-url log's API major version (1, or 2 for rekor-tiles)")
 	c.Flags().StringVar(&o.SigningConfig, "signing-config", "", "keyless: sigstore signing config (the Fulcio and TSA URLs), as cosign v3 reads")
 	c.Flags().StringVar(&o.TrustedRoot, "trusted-root", "", "keyless: check the signature against this trusted root before storing it")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "store the signature as cosign v2's sha256-<hex>.sig tag")
@@ -70,7 +75,7 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	keyless := o.IDToken != "" || o.FulcioURL != "" || len(o.TSAURLs) > 0 || o.SigningConfig != ""
+	keyless := o.IDToken != "" || o.FulcioURL != "" || len(o.TSAURLs) > 0 || o.RekorURL != "" || o.SigningConfig != ""
 	if o.Key == "" && !keyless {
 		if _, ok := os.LookupEnv(sign.IDTokenEnv); !ok {
 			return usageErrorf("sign: --key is required, or keyless signing: --identity-token (or %s) with --signing-config or --fulcio-url and --timestamp-server-url", sign.IDTokenEnv)
@@ -87,7 +92,7 @@ func runSign(ctx context.Context, o *signOptions) error {
 	var signer *sign.Signer
 	opts := sign.SignOptions{Legacy: o.LegacyTag}
 	if keyless {
-		k := sign.Keyless{IDToken: o.IDToken, FulcioURL: o.FulcioURL, TSAURLs: o.TSAURLs}
+		k := sign.Keyless{IDToken: o.IDToken, FulcioURL: o.FulcioURL, TSAURLs: o.TSAURLs, RekorURL: o.RekorURL, RekorVersion: o.RekorVersion}
 		if o.TrustedRoot != "" {
 			if k.TrustedRoot, err = sign.LoadTrustedRoot(o.TrustedRoot); err != nil {
 				return fmt.Errorf("sign %s: %w", ref, err)

@@ -27,6 +27,10 @@ type Keyless struct {
 	IDToken   string
 	FulcioURL string
 	TSAURLs   []string
+	// RekorURL, when set, is a transparency log the signature is recorded in; RekorVersion is
+	// its API's major version (1, or 2 for rekor-tiles).
+	RekorURL     string
+	RekorVersion uint32
 	// TrustedRoot, when set, is checked against what was made before it is stored, so that a
 	// misconfigured service is found at signing time rather than by every verifier.
 	TrustedRoot *TrustedRoot
@@ -57,8 +61,10 @@ func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
 				}
 			}
 		}
-		if len(k.TSAURLs) == 0 && len(sc.RekorLogURLs()) > 0 {
-			return nil, fmt.Errorf("signing config %s names only transparency logs: oprov proves signing time with a timestamp authority; add tsaUrls", signingConfig)
+		if k.RekorURL == "" {
+			if s, err := root.SelectService(sc.RekorLogURLs(), sgsign.RekorAPIVersions, now); err == nil {
+				k.RekorURL, k.RekorVersion = s.URL, s.MajorAPIVersion
+			}
 		}
 	}
 	if k.IDToken == "" {
@@ -69,8 +75,8 @@ func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
 		return nil, fmt.Errorf("keyless signing needs an OIDC identity token: --identity-token or %s", IDTokenEnv)
 	case k.FulcioURL == "":
 		return nil, errors.New("keyless signing needs a Fulcio URL: --fulcio-url or --signing-config")
-	case len(k.TSAURLs) == 0:
-		return nil, errors.New("keyless signing needs a timestamp authority, whose RFC 3161 timestamp proves the short-lived certificate was valid when it signed: --timestamp-server-url or --signing-config")
+	case len(k.TSAURLs) == 0 && k.RekorURL == "":
+		return nil, errors.New("keyless signing needs a timestamp authority or a transparency log, to prove the short-lived certificate was valid when it signed: --timestamp-server-url, --rekor-url or --signing-config")
 	}
 	return &k, nil
 }
@@ -93,6 +99,9 @@ func (k *Keyless) bundle(ctx context.Context, st []byte) (*protobundle.Bundle, e
 	}
 	for _, u := range k.TSAURLs {
 		opts.TimestampAuthorities = append(opts.TimestampAuthorities, sgsign.NewTimestampAuthority(&sgsign.TimestampAuthorityOptions{URL: u, Timeout: timeout, Retries: 1}))
+	}
+	if k.RekorURL != "" {
+		opts.TransparencyLogs = append(opts.TransparencyLogs, sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: k.RekorURL, Timeout: timeout, Retries: 1, Version: k.RekorVersion}))
 	}
 	if k.TrustedRoot != nil {
 		opts.TrustedRoot = k.TrustedRoot.root
