@@ -429,6 +429,28 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 			t.Errorf("init from the cache:\n%s\n%s", r.Stdout, r.Stderr)
 		}
 	})
+	t.Run("an identity block in oci_mirror itself", func(t *testing.T) {
+		block := func(version, workflow string) string {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.tf"), strings.Replace(helloConfig, `version = "~> 1.0"`, `version = "`+version+`"`, 1))
+			writeFile(t, filepath.Join(dir, "oprov.hcl"), fmt.Sprintf(`oci_mirror {
+  repository_template = "%s/providers/${namespace}/${type}"
+  include             = ["example.com/acme/*"]
+  trusted_root        = %q
+  identity {
+    issuer  = %q
+    subject = %q
+  }
+}
+`, reg.Host, st.TrustedRoot, st.Issuer.URL, workflow))
+			return dir
+		}
+		mustOprov(t, env, "install", "-C", block("1.0.0", releaseWorkflow.Subject()))
+		r := oprov(t, env, "install", "-C", block("1.1.0", releaseWorkflow.Subject()))
+		if r.Code == 0 || !strings.Contains(r.Stderr, "keyless signature by "+nightlyWorkflow.Subject()) {
+			t.Errorf("install of the nightly workflow's version: exit %d\n%s", r.Code, r.Stderr)
+		}
+	})
 	t.Run("oprov init refuses another workflow's version", func(t *testing.T) {
 		r := oprov(t, env, "init", "-C", project("1.1.0"))
 		if r.Code == 0 || !strings.Contains(r.Stderr, nightlyWorkflow.Subject()) || !strings.Contains(r.Stderr, "not a trusted identity") {

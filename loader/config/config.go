@@ -77,7 +77,10 @@ type mirrorFile struct {
 	Exclude            []string       `hcl:"exclude,optional"`
 	Policy             *hcl.Attribute `hcl:"policy,optional"`
 	PublicKeys         []string       `hcl:"public_keys,optional"`
-	DeclRange          hcl.Range      `hcl:",def_range"`
+	// Keyless signers trusted beside public_keys, checked against trusted_root.
+	Identities  []sign.IdentityBlock `hcl:"identity,block"`
+	TrustedRoot *string              `hcl:"trusted_root,optional"`
+	DeclRange   hcl.Range            `hcl:",def_range"`
 }
 
 // LoadConfig reads dir/oprov.hcl.
@@ -178,15 +181,28 @@ func parsePatterns(list []string) ([]Pattern, error) {
 // relative to oprov.hcl.
 func mirrorPolicy(path, at string, mf mirrorFile) (*sign.Policy, error) {
 	from := sign.PolicyFrom{Keys: mf.PublicKeys, Base: path, Rule: fmt.Sprintf("oci_mirror at %s", at), KeysName: "public_keys"}
+	for _, b := range mf.Identities {
+		id, err := b.Identity()
+		if err != nil {
+			return nil, fmt.Errorf("%s: oci_mirror identity: %w", hcldiag.At(b.DeclRange), err)
+		}
+		from.Identities = append(from.Identities, id)
+	}
+	if mf.TrustedRoot != nil {
+		from.TrustedRoot = *mf.TrustedRoot
+	}
 	if mf.Policy == nil {
 		pol, err := sign.NewPolicy(from)
+		if errors.Is(err, sign.ErrNoTrustedRoot) {
+			return nil, fmt.Errorf("%s: oci_mirror identity: set trusted_root (sigstore's trusted_root.json, relative to %s) in the block", at, FileName)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: oci_mirror public_keys: %w", at, err)
 		}
 		return pol, nil
 	}
-	if len(mf.PublicKeys) > 0 {
-		return nil, fmt.Errorf("%s: oci_mirror: give policy or public_keys, not both", at)
+	if len(mf.PublicKeys) > 0 || len(mf.Identities) > 0 {
+		return nil, fmt.Errorf("%s: oci_mirror: give policy, or public_keys and identity blocks, not both", at)
 	}
 	attr := mf.Policy
 	name, err := hcldiag.String(attr)

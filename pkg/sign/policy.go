@@ -77,13 +77,15 @@ type trustFile struct {
 	Providers    []string       `hcl:"providers,optional"`
 	Repositories []string       `hcl:"repositories,optional"`
 	Keys         []string       `hcl:"keys,optional"`
-	Identities   []identityFile `hcl:"identity,block"`
+	Identities   []IdentityBlock `hcl:"identity,block"`
 	TrustedRoot  *string        `hcl:"trusted_root,optional"`
 	Mode         *hcl.Attribute `hcl:"mode,optional"`
 	DeclRange    hcl.Range      `hcl:",def_range"`
 }
 
-type identityFile struct {
+// IdentityBlock is an identity block as HCL files write it (a policy's trust block, oprov.hcl's
+// oci_mirror block).
+type IdentityBlock struct {
 	Issuer        string    `hcl:"issuer,optional"`
 	IssuerRegexp  string    `hcl:"issuer_regexp,optional"`
 	Subject       string    `hcl:"subject,optional"`
@@ -166,9 +168,8 @@ func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, er
 			return nil, fmt.Errorf("%s: trust %q lists no keys and no identity", at, tf.Name)
 		}
 		for _, idf := range tf.Identities {
-			id := Identity{Issuer: idf.Issuer, IssuerRegexp: idf.IssuerRegexp, Subject: idf.Subject, SubjectRegexp: idf.SubjectRegexp,
-				Repository: idf.Repository, Ref: idf.Ref, Trigger: idf.Trigger}
-			if err := id.Check(); err != nil {
+			id, err := idf.Identity()
+			if err != nil {
 				return nil, fmt.Errorf("%s: trust %q: %w", hcldiag.At(idf.DeclRange), tf.Name, err)
 			}
 			r.Identities = append(r.Identities, id)
@@ -192,6 +193,13 @@ func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, er
 		p.Rules = append(p.Rules, r)
 	}
 	return p, nil
+}
+
+// Identity is the block's identity, checked.
+func (b IdentityBlock) Identity() (Identity, error) {
+	id := Identity{Issuer: b.Issuer, IssuerRegexp: b.IssuerRegexp, Subject: b.Subject, SubjectRegexp: b.SubjectRegexp,
+		Repository: b.Repository, Ref: b.Ref, Trigger: b.Trigger}
+	return id, id.Check()
 }
 
 // TrustsSigner tells whether one of the rule's identities matches a keyless signer recorded
