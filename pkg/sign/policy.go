@@ -73,14 +73,14 @@ type policyFile struct {
 }
 
 type trustFile struct {
-	Name         string         `hcl:"name,label"`
-	Providers    []string       `hcl:"providers,optional"`
-	Repositories []string       `hcl:"repositories,optional"`
-	Keys         []string       `hcl:"keys,optional"`
+	Name         string          `hcl:"name,label"`
+	Providers    []string        `hcl:"providers,optional"`
+	Repositories []string        `hcl:"repositories,optional"`
+	Keys         []string        `hcl:"keys,optional"`
 	Identities   []IdentityBlock `hcl:"identity,block"`
-	TrustedRoot  *string        `hcl:"trusted_root,optional"`
-	Mode         *hcl.Attribute `hcl:"mode,optional"`
-	DeclRange    hcl.Range      `hcl:",def_range"`
+	TrustedRoot  *string         `hcl:"trusted_root,optional"`
+	Mode         *hcl.Attribute  `hcl:"mode,optional"`
+	DeclRange    hcl.Range       `hcl:",def_range"`
 }
 
 // IdentityBlock is an identity block as HCL files write it (a policy's trust block, oprov.hcl's
