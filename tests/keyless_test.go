@@ -234,6 +234,19 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		}
 	})
 
+	t.Run("save, then load across the gap under an identity rule", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, v := range []string{"1.0.0", "1.1.0"} {
+			mustOprov(t, nil, append([]string{"save", R + ":" + v, "--to", filepath.Join(dir, v+".tar")}, ca...)...)
+		}
+		mustOprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.0.0.tar"), "--to", reg.Host + "/airgap"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		mustOprov(t, nil, append(append([]string{"verify", reg.Host + "/airgap/" + repo + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		r := oprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.1.0.tar"), "--to", reg.Host + "/airgap2"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "keyless signature by "+nightlyWorkflow.Subject()) {
+			t.Errorf("load of the nightly workflow's version: exit %d\n%s", r.Code, r.Stderr)
+		}
+	})
+
 	t.Run("verification makes no request beyond the registry", func(t *testing.T) {
 		before := st.Issuer.Requests()
 		st.Stop() // Fulcio, the TSA and the issuer are gone: only the registry and the files remain
