@@ -141,7 +141,7 @@ func signerOf(leaf *x509.Certificate) (*CertSigner, error) {
 // against, offline.
 type TrustedRoot struct {
 	Path string
-	root *root.TrustedRoot
+	root root.TrustedMaterial
 }
 
 // LoadTrustedRoot reads a trusted root file.
@@ -286,7 +286,7 @@ func explainKeyless(err error, leaf *x509.Certificate, tr *TrustedRoot) error {
 	case strings.Contains(msg, "threshold not met for verified signed & log entry integrated timestamps"),
 		strings.Contains(msg, "no valid observer timestamps"):
 		return fmt.Errorf("no trusted time: neither an RFC 3161 timestamp by a timestamp authority of %s nor a transparency-log entry proves when the certificate (%s) was used: %w", tr.Path, validity, err)
-	case strings.Contains(msg, "expired or is not yet valid"):
+	case strings.Contains(msg, "expired or is not yet valid"), strings.Contains(msg, "outside certificate validity"):
 		return fmt.Errorf("the certificate was used outside its validity (%s) by the trusted time: %w", validity, err)
 	case strings.Contains(msg, "unknown authority"), strings.Contains(msg, "failed to verify leaf certificate"):
 		return fmt.Errorf("the certificate (issued by %q) does not chain to a certificate authority of %s: %w", leaf.Issuer.String(), tr.Path, err)

@@ -15,6 +15,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 )
 
 // testTrustedRoot writes a trusted root with one self-made Fulcio CA, as cosign trusted-root
@@ -172,3 +177,63 @@ trust "x" {
 		t.Errorf("a flag identity without issuer: %v", err)
 	}
 }
+
+// TestKeylessTimes: with sigstore-go's virtual Sigstore (a Fulcio CA, a TSA and a Rekor in
+// process), a signature whose transparency-log time lies inside the certificate's validity is
+// accepted, one whose log time lies after it is refused as used outside its validity, and the
+// identity rule still decides.
+func TestKeylessTimes(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its CA issues no SCTs: a root listing its CT logs refuses every certificate, which the
+	// last case checks; the others use the root without them.
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	subject := digest.FromString("index")
+	st, err := subjectStatement(ocispec.Descriptor{Digest: subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const who, issuer = "https://github.com/acme/providers/.github/workflows/release.yml@refs/tags/v1.0.0", "https://token.actions.githubusercontent.com"
+	ids := []Identity{{Issuer: issuer, Subject: who}}
+	attest := func(at time.Time) *keyless {
+		t.Helper()
+		e, err := vs.AttestAtTime(who, issuer, st, at, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vc, err := e.VerificationContent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &keyless{entity: e, leaf: vc.Certificate()}
+	}
+
+	signer, err := attest(time.Now().Add(time.Minute)).check(tr, ids, subject)
+	if err != nil || signer.Subject != who || signer.Issuer != issuer {
+		t.Fatalf("in its validity: %v, %+v", err, signer)
+	}
+	if _, err := attest(time.Now().Add(time.Minute)).check(tr, ids, digest.FromString("another")); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("another subject: %v", err)
+	}
+	if _, err := attest(time.Now().Add(time.Hour)).check(tr, ids, subject); err == nil || !strings.Contains(err.Error(), "outside its validity") {
+		t.Errorf("logged an hour later: %v, want a refusal for use outside the validity", err)
+	}
+	other := []Identity{{Issuer: issuer, SubjectRegexp: "^https://github.com/acme/other/"}}
+	if _, err := attest(time.Now().Add(time.Minute)).check(tr, other, subject); err == nil || !strings.Contains(err.Error(), "keyless signature by "+who) {
+		t.Errorf("another identity: %v", err)
+	}
+	if _, err := attest(time.Now().Add(time.Minute)).check(nil, ids, subject); err == nil || !strings.Contains(err.Error(), "no trusted root") {
+		t.Errorf("no root: %v", err)
+	}
+	withCT := &TrustedRoot{Path: "virtual-root", root: vs}
+	if _, err := attest(time.Now().Add(time.Minute)).check(withCT, ids, subject); err == nil || !strings.Contains(err.Error(), "SCT does not check") {
+		t.Errorf("a root with CT logs, a certificate without SCT: %v", err)
+	}
+}
+
+// noCTLogs is trusted material without its CT logs.
+type noCTLogs struct{ root.TrustedMaterial }
+
+func (noCTLogs) CTLogs() map[string]*root.TransparencyLog { return nil }
