@@ -239,9 +239,12 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		for _, v := range []string{"1.0.0", "1.1.0"} {
 			mustOprov(t, nil, append([]string{"save", R + ":" + v, "--to", filepath.Join(dir, v+".tar")}, ca...)...)
 		}
-		mustOprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.0.0.tar"), "--to", reg.Host + "/airgap"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		r := mustOprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.0.0.tar"), "--to", reg.Host + "/airgap"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		if !strings.Contains(r.Stdout+r.Stderr, "by one of the keyless identity subject "+releaseWorkflow.Subject()) {
+			t.Errorf("load does not say what it checked:\n%s\n%s", r.Stdout, r.Stderr)
+		}
 		mustOprov(t, nil, append(append([]string{"verify", reg.Host + "/airgap/" + repo + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
-		r := oprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.1.0.tar"), "--to", reg.Host + "/airgap2"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		r = oprov(t, nil, append(append([]string{"load", filepath.Join(dir, "1.1.0.tar"), "--to", reg.Host + "/airgap2"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
 		if r.Code == 0 || !strings.Contains(r.Stderr, "keyless signature by "+nightlyWorkflow.Subject()) {
 			t.Errorf("load of the nightly workflow's version: exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -435,6 +438,9 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		r := mustOprov(t, env, "init", "-C", installed)
 		if !strings.Contains(r.Stdout, "Using previously-installed example.com/acme/hello v1.0.0") {
 			t.Errorf("init did not install 1.0.0:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if !strings.Contains(r.Stdout+r.Stderr, "signature verified with "+releaseWorkflow.Subject()) {
+			t.Errorf("init does not name the identity that signed:\n%s\n%s", r.Stdout, r.Stderr)
 		}
 		// Again from the cache: its record of the keyless signer is matched against the rule anew.
 		r = mustOprov(t, env, "init", "-C", project("1.0.0"))

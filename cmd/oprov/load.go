@@ -84,8 +84,12 @@ func loadChecks(o *loadOptions) string {
 	switch {
 	case o.Policy != "":
 		return fmt.Sprintf("%s, and every version's signature under the policy %s (in warn mode, the warnings above name what was not verified).", digests, o.Policy)
-	case len(o.Keys) > 0:
-		return fmt.Sprintf("%s, and every version's signature, by one of %s.", digests, strings.Join(o.Keys, ", "))
+	case len(o.Keys) > 0 || len(o.keyless.identities()) > 0:
+		by := append([]string{}, o.Keys...)
+		for _, id := range o.keyless.identities() {
+			by = append(by, "the keyless identity "+id.String())
+		}
+		return fmt.Sprintf("%s, and every version's signature, by one of %s.", digests, strings.Join(by, ", "))
 	}
 	return digests + ". Not checked: signatures (give --policy FILE or --key KEY.pub to require them)."
 }
