@@ -282,10 +282,19 @@ func checkZips(ctx context.Context, t oci.ReadOnly, v *artifact.Version, platfor
 // checkCandidate checks one signature against the trusted keys. It returns the signature when it
 // is good, or a problem when a trusted key made it but it does not fit.
 func checkCandidate(c candidate, opts VerifyOptions, want digest.Digest) (*Signature, string) {
+	if sig, problem := checkKeys(c, opts.Keys, want); sig != nil || problem != "" {
+		return sig, problem
+	}
 	if k := c.keylessOf(); k != nil {
+		// No trusted key made it (cosign can sign with a key and attach a certificate too).
 		return checkKeyless(c, k, opts, want)
 	}
-	for _, k := range opts.Keys {
+	return nil, ""
+}
+
+// checkKeys checks one signature against the trusted keys.
+func checkKeys(c candidate, keys []PublicKey, want digest.Digest) (*Signature, string) {
+	for _, k := range keys {
 		var names []digest.Digest
 		var err error
 		switch c.form {
