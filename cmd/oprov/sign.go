@@ -82,6 +82,9 @@ func runSign(ctx context.Context, o *signOptions) error {
 		}
 		keyless = true
 	}
+	if keyless && o.Key == "" && o.LegacyTag {
+		return usageErrorf("sign: keyless signatures are stored as bundles only (cosign v3's form, which cosign v2 with --new-bundle-format reads too): drop --legacy-tag")
+	}
 	if o.Key != "" && keyless {
 		return usageErrorf("sign: give --key or the keyless flags (--identity-token, --fulcio-url, --timestamp-server-url, --signing-config), not both")
 	}

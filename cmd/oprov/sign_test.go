@@ -234,3 +234,17 @@ func TestSignVerifyUsageErrors(t *testing.T) {
 	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{pub}, Address: "a/b/c/d/e", output: textOut}), "--address")
 	wantErrorContaining(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{"missing.pub"}, output: textOut}), "public key: ")
 }
+
+// TestSignKeylessUsageErrors: keyless signing says what it lacks (a token, a Fulcio, a time
+// witness) before it reaches a registry, and refuses a key with the keyless flags.
+func TestSignKeylessUsageErrors(t *testing.T) {
+	t.Setenv(sign.IDTokenEnv, "")
+	ctx := context.Background()
+	ios, _, _ := testIO()
+	ref := "oci-layout:" + t.TempDir() + ":1.0.0"
+	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, FulcioURL: "http://f", TSAURLs: []string{"http://t"}, output: textOut}), "identity token")
+	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", TSAURLs: []string{"http://t"}, output: textOut}), "Fulcio URL")
+	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", FulcioURL: "http://f", output: textOut}), "timestamp authority or a transparency log")
+	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, Key: "k.key", IDToken: "x", output: textOut}), "not both")
+	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", FulcioURL: "http://f", TSAURLs: []string{"http://t"}, LegacyTag: true, output: textOut}), "drop --legacy-tag")
+}
