@@ -178,7 +178,7 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		})
 	})
 
-	t.Run("oprov sign keyless, cosign v3 verify accepts", func(t *testing.T) {
+	t.Run("oprov sign keyless, cosign v3 and v2 verify accept", func(t *testing.T) {
 		versionedHello(t, reg, repo, "1.2.0")
 		r := mustOprov(t, []string{"SIGSTORE_ID_TOKEN=" + st.Token(t, releaseWorkflow)}, append([]string{"sign", R + ":1.2.0",
 			"--signing-config", st.SigningConfig, "--trusted-root", st.TrustedRoot}, ca...)...)
@@ -195,6 +195,14 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 			"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-tlog", "--insecure-ignore-sct", R+":1.2.0")
 		if err == nil {
 			t.Errorf("control: cosign accepted oprov's signature under another identity:\n%s", out)
+		}
+		// cosign v2 reads the same bundle with --new-bundle-format.
+		cmd := exec.Command(peers.Require(t, "cosign"), "verify", "--new-bundle-format", "--trusted-root", st.TrustedRoot,
+			"--certificate-identity", releaseWorkflow.Subject(), "--certificate-oidc-issuer", st.Issuer.URL,
+			"--insecure-ignore-tlog", "--insecure-ignore-sct", R+":1.2.0")
+		cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "HOME="+st.Dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("cosign v2 verify --new-bundle-format of oprov's keyless signature: %v\n%s", err, out)
 		}
 		// The flags instead of the signing config, the token as a flag.
 		versionedHello(t, reg, repo, "1.3.0")
