@@ -15,10 +15,12 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,7 +263,28 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 	t.Run("verification makes no request beyond the registry", func(t *testing.T) {
 		before := st.Issuer.Requests()
 		st.Stop() // Fulcio, the TSA and the issuer are gone: only the registry and the files remain
-		r := mustOprov(t, []string{"OPROV_DEBUG_HTTP=1"}, append(append([]string{"verify", R + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		// Any request for a host beyond loopback (sigstore's public TUF, a log, a CA) made through
+		// Go's usual proxy settings lands here and is counted.
+		var proxied atomic.Int32
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			proxied.Add(1)
+			t.Logf("proxied: %s %s", r.Method, r.Host)
+			http.Error(w, "offline", http.StatusBadGateway)
+		}))
+		defer proxy.Close()
+		r := mustOprov(t, []string{"OPROV_DEBUG_HTTP=1", "HTTPS_PROXY=" + proxy.URL, "HTTP_PROXY=" + proxy.URL},
+			append(append([]string{"verify", R + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
+		if n := proxied.Load(); n != 0 {
+			t.Errorf("%d request(s) for hosts beyond the registry", n)
+		}
+		// Control: cosign v3 without a trusted root asks sigstore's public TUF repository, and
+		// the proxy sees it, so the zero above means something.
+		cmd := exec.Command(st.Cosign3, "verify", "--certificate-identity", releaseWorkflow.Subject(), "--certificate-oidc-issuer", st.Issuer.URL, R+":1.0.0")
+		cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "HOME="+t.TempDir(), "HTTPS_PROXY="+proxy.URL, "HTTP_PROXY="+proxy.URL)
+		cmd.CombinedOutput()
+		if proxied.Load() == 0 {
+			t.Errorf("control: cosign's TUF request did not reach the counting proxy")
+		}
 		tr := traceOf(r.Stderr)
 		if len(tr.Requests) == 0 {
 			t.Fatalf("no request traced: the count proves nothing\n%s", r.Stderr)
