@@ -32,6 +32,7 @@ const (
 	CertificateAnnotation = "dev.sigstore.cosign/certificate"
 	ChainAnnotation       = "dev.sigstore.cosign/chain"
 	TimestampAnnotation   = "dev.sigstore.cosign/rfc3161timestamp"
+	RekorBundleAnnotation = "dev.sigstore.cosign/bundle"
 	// CosignSigArtifactType marks cosign's simple-signing signature stored as a referrer.
 	CosignSigArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
 	bundleContentAnnot    = "dev.sigstore.bundle.content"

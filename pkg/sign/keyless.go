@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -180,8 +182,10 @@ func newKeylessBundle(pb *protobundle.Bundle) (*keyless, error) {
 
 // newKeylessSimpleSigning turns cosign's certificate annotations on a simple-signing layer (a
 // .sig tag or an oci-1-1 referrer) into the sigstore bundle they amount to: a message signature
-// over the payload, the leaf certificate, and the RFC 3161 timestamp when there is one.
-func newKeylessSimpleSigning(payload, sig []byte, certPEM, tsJSON string) (*keyless, error) {
+// over the payload, the leaf certificate, the RFC 3161 timestamp when there is one, and the
+// Rekor (v1) entry with its signed entry timestamp when there is one (then as a v0.1 bundle,
+// the version whose log entries carry a promise rather than a proof).
+func newKeylessSimpleSigning(payload, sig []byte, certPEM, tsJSON, rekorJSON string) (*keyless, error) {
 	certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(certPEM))
 	if err != nil || len(certs) == 0 {
 		return nil, fmt.Errorf("the certificate annotation holds no PEM certificate")
@@ -206,12 +210,72 @@ func newKeylessSimpleSigning(payload, sig []byte, certPEM, tsJSON string) (*keyl
 			Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: ts}},
 		}
 	}
+	if rekorJSON != "" {
+		entry, err := parseRekorAnnotation(rekorJSON)
+		if err != nil {
+			return nil, err
+		}
+		pb.MediaType = bundleV01MediaType
+		pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_X509CertificateChain{
+			X509CertificateChain: &protocommon.X509CertificateChain{Certificates: []*protocommon.X509Certificate{{RawBytes: certs[0].Raw}}},
+		}
+		pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{entry}
+	}
 	k, err := newKeylessBundle(pb)
 	if err != nil {
 		return nil, err
 	}
 	k.artifact = payload
 	return k, nil
+}
+
+const bundleV01MediaType = "application/vnd.dev.sigstore.bundle+json;version=0.1"
+
+// parseRekorAnnotation reads cosign's dev.sigstore.cosign/bundle annotation (a Rekor v1 entry:
+// its signed entry timestamp, and the entry's body, time, index and log ID) as a transparency
+// log entry with an inclusion promise.
+func parseRekorAnnotation(s string) (*protorekor.TransparencyLogEntry, error) {
+	var rb struct {
+		SignedEntryTimestamp []byte `json:"SignedEntryTimestamp"`
+		Payload              struct {
+			Body           string `json:"body"`
+			IntegratedTime int64  `json:"integratedTime"`
+			LogIndex       int64  `json:"logIndex"`
+			LogID          string `json:"logID"`
+		} `json:"Payload"`
+	}
+	bad := func(what string, err error) error {
+		return fmt.Errorf("the Rekor bundle annotation: %s: %v", what, err)
+	}
+	if err := json.Unmarshal([]byte(s), &rb); err != nil {
+		return nil, bad("not cosign's JSON", err)
+	}
+	body, err := base64.StdEncoding.DecodeString(rb.Payload.Body)
+	if err != nil {
+		return nil, bad("body", err)
+	}
+	logID, err := hex.DecodeString(rb.Payload.LogID)
+	if err != nil {
+		return nil, bad("log ID", err)
+	}
+	var kv struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(body, &kv); err != nil || kv.Kind == "" {
+		return nil, bad("the entry's kind", err)
+	}
+	if len(rb.SignedEntryTimestamp) == 0 {
+		return nil, bad("signed entry timestamp", errors.New("missing"))
+	}
+	return &protorekor.TransparencyLogEntry{
+		LogIndex:          rb.Payload.LogIndex,
+		LogId:             &protocommon.LogId{KeyId: logID},
+		KindVersion:       &protorekor.KindVersion{Kind: kv.Kind, Version: kv.APIVersion},
+		IntegratedTime:    rb.Payload.IntegratedTime,
+		InclusionPromise:  &protorekor.InclusionPromise{SignedEntryTimestamp: rb.SignedEntryTimestamp},
+		CanonicalizedBody: body,
+	}, nil
 }
 
 // check verifies a keyless signature against the trusted root, offline: the certificate chains

@@ -1,12 +1,15 @@
 package sign
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -20,6 +23,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // testTrustedRoot writes a trusted root with one self-made Fulcio CA, as cosign trusted-root
@@ -237,3 +242,70 @@ func TestKeylessTimes(t *testing.T) {
 type noCTLogs struct{ root.TrustedMaterial }
 
 func (noCTLogs) CTLogs() map[string]*root.TransparencyLog { return nil }
+
+// TestKeylessSimpleSigningAnnotations: cosign's keyless annotations on a simple-signing layer
+// (certificate, RFC 3161 timestamp, Rekor bundle) become a bundle sigstore-go checks: the
+// Rekor entry's signed entry timestamp proves the time without a TSA; without either, there is
+// no trusted time; a payload changed after signing does not verify.
+func TestKeylessSimpleSigningAnnotations(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	subject := digest.FromString("index")
+	payload := []byte(`{"critical":{"identity":{"docker-reference":"r.example/acme/hello"},"image":{"docker-manifest-digest":"` + subject.String() + `"},"type":"cosign container image signature"},"optional":null}`)
+	const who, issuer = "https://github.com/acme/providers/.github/workflows/release.yml@refs/tags/v1.0.0", "https://token.actions.githubusercontent.com"
+	ids := []Identity{{Issuer: issuer, Subject: who}}
+	e, err := vs.Sign(who, issuer, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := e.SignatureContent()
+	sig := sc.MessageSignatureContent().Signature()
+	vc, _ := e.VerificationContent()
+	certPEM, _ := cryptoutils.MarshalCertificateToPEM(vc.Certificate())
+	ts, _ := e.Timestamps()
+	tsJSON, _ := json.Marshal(map[string][]byte{"SignedRFC3161Timestamp": ts[0]})
+	entries, _ := e.TlogEntries()
+	// The entry's signed entry timestamp is the log's signature over this payload, which is also
+	// what cosign stores beside it.
+	tle := entries[0].TransparencyLogEntry()
+	rp := tlog.RekorPayload{Body: base64.StdEncoding.EncodeToString(tle.GetCanonicalizedBody()), IntegratedTime: tle.GetIntegratedTime(),
+		LogIndex: tle.GetLogIndex(), LogID: hex.EncodeToString(tle.GetLogId().GetKeyId())}
+	set, err := vs.RekorSignPayload(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rekorJSON, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": rp})
+	check := func(payload []byte, ts, rekor string) error {
+		t.Helper()
+		k, err := newKeylessSimpleSigning(payload, sig, string(certPEM), ts, rekor)
+		if err != nil {
+			return err
+		}
+		_, err = k.check(tr, ids, subject)
+		return err
+	}
+	if err := check(payload, string(tsJSON), ""); err != nil {
+		t.Errorf("with the TSA's timestamp: %v", err)
+	}
+	if err := check(payload, "", string(rekorJSON)); err != nil {
+		t.Errorf("with the Rekor bundle: %v", err)
+	}
+	set[len(set)/2] ^= 1
+	forged, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": rp})
+	if err := check(payload, "", string(forged)); err == nil || !strings.Contains(err.Error(), "transparency-log entry does not check") {
+		t.Errorf("with a forged signed entry timestamp: %v", err)
+	}
+	if err := check(payload, "", ""); err == nil || !strings.Contains(err.Error(), "no trusted time") {
+		t.Errorf("with neither: %v", err)
+	}
+	changed := bytes.Replace(payload, []byte("acme"), []byte("evil"), 1)
+	if err := check(changed, string(tsJSON), ""); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("a changed payload: %v", err)
+	}
+	if _, err := newKeylessSimpleSigning(payload, sig, string(certPEM), "", `{"Payload":{}}`); err == nil || !strings.Contains(err.Error(), "Rekor bundle annotation") {
+		t.Errorf("a malformed Rekor bundle: %v", err)
+	}
+}

@@ -482,7 +482,7 @@ func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest dige
 		} else {
 			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
 			if cert := l.Annotations[CertificateAnnotation]; cert != "" {
-				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[TimestampAnnotation])
+				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[TimestampAnnotation], l.Annotations[RekorBundleAnnotation])
 				if err != nil {
 					c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
 				}
