@@ -22,7 +22,8 @@ import (
 const IDTokenEnv = "SIGSTORE_ID_TOKEN"
 
 // Keyless is how a keyless signature is made: an OIDC identity token, exchanged at Fulcio for a
-// short-lived certificate, and the timestamp authorities that witness the signing time.
+// short-lived certificate, and the timestamp authorities (or a transparency log) that witness
+// the signing time.
 type Keyless struct {
 	IDToken   string
 	FulcioURL string
@@ -38,8 +39,8 @@ type Keyless struct {
 }
 
 // KeylessFrom completes keyless options from a signing configuration file as cosign v3 reads it
-// (--signing-config: the Fulcio and timestamp authority URLs valid now), URLs given explicitly
-// winning, and the token from SIGSTORE_ID_TOKEN when none is given.
+// (--signing-config: the Fulcio, timestamp authority and Rekor URLs valid now), URLs given
+// explicitly winning, and the token from SIGSTORE_ID_TOKEN when none is given.
 func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
 	if signingConfig != "" {
 		sc, err := root.NewSigningConfigFromPath(signingConfig)
