@@ -248,3 +248,19 @@ func TestSignKeylessUsageErrors(t *testing.T) {
 	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, Key: "k.key", IDToken: "x", output: textOut}), "not both")
 	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", FulcioURL: "http://f", TSAURLs: []string{"http://t"}, LegacyTag: true, output: textOut}), "drop --legacy-tag")
 }
+
+// TestVerifyKeylessUsageErrors: identity flags need a trusted root and an issuer, and do not go
+// with --policy; all said before any registry request.
+func TestVerifyKeylessUsageErrors(t *testing.T) {
+	ctx := context.Background()
+	ios, _, _ := testIO()
+	ref := "oci-layout:" + t.TempDir() + ":1.0.0"
+	id := keylessFlags{Identity: "https://github.com/acme/p/.github/workflows/r.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
+	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: ref, keyless: id, output: textOut}), "needs a trusted root")
+	noIssuer := id
+	noIssuer.Issuer, noIssuer.TrustedRoot = "", filepath.Join(t.TempDir(), "missing.json")
+	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: ref, keyless: noIssuer, output: textOut}), "needs an OIDC issuer")
+	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: ref, keyless: id, Policy: "p.hcl", output: textOut}), "give --key PUB (one or more) or --policy FILE")
+	badRE := keylessFlags{IdentityRegexp: "(", Issuer: "https://i"}
+	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: ref, keyless: badRE, output: textOut}), "bad regular expression")
+}

@@ -38,6 +38,11 @@ var ErrNoTrustedRoot = errors.New("a keyless identity needs a trusted root to ch
 // (LoadPolicy); keys become a policy with one rule that enforces them for every provider and
 // repository. Neither gives nil: no verification asked for.
 func NewPolicy(f PolicyFrom) (*Policy, error) {
+	for _, id := range f.Identities {
+		if err := id.Check(); err != nil {
+			return nil, err
+		}
+	}
 	var tr *TrustedRoot
 	if f.TrustedRoot != "" {
 		file := f.TrustedRoot
@@ -46,11 +51,6 @@ func NewPolicy(f PolicyFrom) (*Policy, error) {
 		}
 		var err error
 		if tr, err = LoadTrustedRoot(file); err != nil {
-			return nil, err
-		}
-	}
-	for _, id := range f.Identities {
-		if err := id.Check(); err != nil {
 			return nil, err
 		}
 	}
