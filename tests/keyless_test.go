@@ -98,6 +98,10 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 		if !strings.Contains(r.Stdout, "by "+releaseWorkflow.Subject()+" (issuer "+st.Issuer.URL) || !strings.Contains(r.Stdout, "keyless") {
 			t.Errorf("verify output does not name the identity that signed:\n%s", r.Stdout)
 		}
+		if !strings.Contains(r.Stdout, "signing time proven by timestamp authority "+st.TSAURL+" at ") {
+			t.Errorf("verify output does not say what proved the signing time:\n%s", r.Stdout)
+		}
+		t.Logf("oprov verify:\n%s", r.Stdout)
 	})
 
 	t.Run("a trust policy with an identity rule", func(t *testing.T) {

@@ -143,6 +143,9 @@ func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
 	for _, s := range r.Signatures {
 		if s.Signer != nil {
 			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s, keyless\n", s.Manifest, s.Form, s.Signer)
+			for _, t := range s.Time {
+				fmt.Fprintf(o.io.Out, "    signing time proven by %s\n", t)
+			}
 		} else {
 			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
 		}

@@ -165,6 +165,8 @@ type keyless struct {
 	// artifact is what the signature is over when it is a message signature (the simple-signing
 	// payload); nil for a DSSE envelope, whose statement names the subject's digest.
 	artifact []byte
+	// times are what proved the signing time, once check passed ("timestamp authority URL at T").
+	times []string
 }
 
 // newKeylessBundle reads a parsed sigstore bundle that carries a certificate.
@@ -317,8 +319,17 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 		}
 		art = verify.WithArtifactDigest(want.Algorithm().String(), raw)
 	}
-	if _, err := v.Verify(k.entity, verify.NewPolicy(art, verify.WithoutIdentitiesUnsafe())); err != nil {
+	res, err := v.Verify(k.entity, verify.NewPolicy(art, verify.WithoutIdentitiesUnsafe()))
+	if err != nil {
 		return who, explainKeyless(err, k.leaf, tr)
+	}
+	k.times = nil
+	for _, ts := range res.VerifiedTimestamps {
+		what := "timestamp authority"
+		if ts.Type == "Tlog" {
+			what = "transparency log"
+		}
+		k.times = append(k.times, fmt.Sprintf("%s %s at %s", what, ts.URI, ts.Timestamp.UTC().Format(time.RFC3339)))
 	}
 	if len(ids) == 0 {
 		return who, fmt.Errorf("keyless signature by %s, and the rule trusts no identity (add an identity, or --certificate-identity and --certificate-oidc-issuer)", who)

@@ -52,8 +52,10 @@ type Signature struct {
 	Manifest digest.Digest `json:"signature_manifest"`
 	Key      string        `json:"key,omitempty"`
 	KeyHint  string        `json:"key_hint,omitempty"` // base64 sha256 of the key, as sigstore bundles name keys
-	// Signer is who signed keylessly, as the certificate says.
+	// Signer is who signed keylessly, as the certificate says, and Time what proved when (a
+	// timestamp authority's or a transparency log's time, inside the certificate's validity).
 	Signer *CertSigner `json:"signer,omitempty"`
+	Time   []string    `json:"time_proven_by,omitempty"`
 }
 
 // By names who made the signature: the key, or the certificate's identity.
@@ -356,7 +358,7 @@ func checkKeyless(c candidate, k *keyless, opts VerifyOptions, want digest.Diges
 	}
 	for _, n := range names {
 		if n == want {
-			return &Signature{Form: c.form, Manifest: c.manifest, Signer: who}, ""
+			return &Signature{Form: c.form, Manifest: c.manifest, Signer: who, Time: k.times}, ""
 		}
 	}
 	return nil, fmt.Sprintf("%s signature %s by %s names %s, not %s: it was made for another artifact", c.form, short(c.manifest), who, joinDigests(names), want)
