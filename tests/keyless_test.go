@@ -519,6 +519,22 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		if code != 200 || len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
 			t.Errorf("index.json: %d %s", code, body)
 		}
+		// The same with the identity as flags rather than a policy.
+		s = startServe(t, []string{"HOME=" + t.TempDir()}, false, append(serveFromRegistry(t, reg.Host, reg.CAFile), keylessFlags(st, releaseWorkflow)...)...)
+		code, _, body = s.get(t, "example.com/acme/hello/index.json")
+		idx.Versions = nil
+		json.Unmarshal(body, &idx)
+		if code != 200 || len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
+			t.Errorf("index.json, identity flags: %d %s", code, body)
+		}
+		// Control: without trust, both versions are listed.
+		s = startServe(t, []string{"HOME=" + t.TempDir()}, false, serveFromRegistry(t, reg.Host, reg.CAFile)...)
+		_, _, body = s.get(t, "example.com/acme/hello/index.json")
+		idx.Versions = nil
+		json.Unmarshal(body, &idx)
+		if len(idx.Versions) != 2 {
+			t.Errorf("control: index.json without trust: %s", body)
+		}
 	})
 	t.Run("offline from the cache, the keyless signer is trusted again", func(t *testing.T) {
 		reg.Stop()
