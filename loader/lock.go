@@ -11,7 +11,7 @@ import (
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -96,7 +96,7 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 	return c, nil
 }
 
-func zhOf(pkg *source.Package) string { return release.ZH(pkg.Zip.Encoded()) }
+func zhOf(pkg *source.Package) string { return pkghash.ZH(pkg.Zip.Encoded()) }
 
 // chooseVersion keeps the locked version while it meets the constraints and is still offered,
 // unless upgrading, and otherwise picks the newest version that meets them.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Streams are the standard streams a child program (tofu, terraform) gets.
@@ -94,7 +94,7 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
 		return "", nil, err
 	}
-	if err := release.WriteFileAtomic(cfgPath, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+	if err := scratch.WriteFileAtomic(cfgPath, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
 		return "", nil, err
 	}
 	return cfgPath, notes, nil

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -341,7 +341,7 @@ func BenchmarkLaunch(b *testing.B) {
 	dist := helloRelease(b)
 	exeDir := filepath.Join(b.TempDir(), "hello")
 	zipPath := filepath.Join(dist, "terraform-provider-hello_1.0.0_"+helloPlatforms[0]+".zip")
-	if err := release.Extract(zipPath, exeDir, release.DefaultExtractLimits); err != nil {
+	if err := unzip.Extract(zipPath, exeDir, unzip.DefaultLimits); err != nil {
 		b.Fatal(err)
 	}
 	exe := filepath.Join(exeDir, "terraform-provider-hello_v1.0.0")

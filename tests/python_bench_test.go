@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 )
 
@@ -19,7 +19,7 @@ import (
 func extractProvider(b *testing.B, zipPath, exe string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "pkg")
-	if err := release.Extract(zipPath, dir, release.DefaultExtractLimits); err != nil {
+	if err := unzip.Extract(zipPath, dir, unzip.DefaultLimits); err != nil {
 		b.Fatal(err)
 	}
 	return filepath.Join(dir, exe)

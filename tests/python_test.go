@@ -31,7 +31,7 @@ var pyPlatforms = func() []string {
 	return out
 }()
 
-// pyVersions are the CPython versions `oprov package --python` claims (release.PythonVersions).
+// pyVersions are the CPython versions `oprov package --python` claims (pybuild.PythonVersions).
 var pyVersions = []string{"3.11", "3.12", "3.13"}
 
 // pyEnv is what every Python test needs: tf installed by tests/tools/install.sh, and pip pointed

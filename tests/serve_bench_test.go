@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -23,7 +23,7 @@ func BenchmarkServeInit(b *testing.B) {
 	host := helloPlatforms[0]
 	zip := filepath.Join(helloRelease(b), "terraform-provider-hello_1.0.0_"+host+".zip")
 	unpacked, packed := b.TempDir(), b.TempDir()
-	if err := release.Extract(zip, filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host), release.DefaultExtractLimits); err != nil {
+	if err := unzip.Extract(zip, filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host), unzip.DefaultLimits); err != nil {
 		b.Fatal(err)
 	}
 	data, err := os.ReadFile(zip)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/build/gobuild"
+	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/release"
 )
 
@@ -88,9 +90,9 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	var p *release.Packaged
 	switch {
 	case o.GoDir != "":
-		p, err = release.PackageGo(ctx, o.GoDir, opts)
+		p, err = gobuild.Package(ctx, o.GoDir, opts)
 	case o.PyDir != "":
-		p, err = release.PackagePython(ctx, o.PyDir, opts)
+		p, err = pybuild.Package(ctx, o.PyDir, opts)
 	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}

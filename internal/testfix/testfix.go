@@ -33,6 +33,7 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -89,7 +90,7 @@ func Reopen(t testing.TB, c *cache.Cache) *cache.Cache {
 type Release struct {
 	Type, Version string
 	Release       *release.Release
-	Hashes        map[manifest.Platform]release.Hashes
+	Hashes        map[manifest.Platform]pkghash.Hashes
 }
 
 // ExecutableContent is what the executable in a fixture package holds.

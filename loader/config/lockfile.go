@@ -14,7 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // LockFileName is the dependency lock file OpenTofu and Terraform keep beside the configuration.
@@ -192,5 +192,5 @@ func (l *Lock) Write() error {
 	if !l.Changed() {
 		return nil
 	}
-	return release.WriteFileAtomic(l.Path, func(w io.Writer) error { _, err := w.Write(l.Bytes()); return err })
+	return scratch.WriteFileAtomic(l.Path, func(w io.Writer) error { _, err := w.Write(l.Bytes()); return err })
 }

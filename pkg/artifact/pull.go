@@ -23,6 +23,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Version is a resolved provider version: its tag, its index (digest checked), and the index
@@ -236,7 +237,7 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 	sums := release.Sums{}
 	for _, p := range platforms {
 		dest := filepath.Join(opts.OutDir, p.Filename)
-		err = release.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress) })
+		err = scratch.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress) })
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +246,7 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 	}
 	if opts.WriteSums && v.Version != "" {
 		res.Sums = filepath.Join(opts.OutDir, release.SumsName(v.Type, v.Version))
-		err := release.WriteFileAtomic(res.Sums, func(w io.Writer) error { _, err := w.Write(sums.Bytes()); return err })
+		err := scratch.WriteFileAtomic(res.Sums, func(w io.Writer) error { _, err := w.Write(sums.Bytes()); return err })
 		if err != nil {
 			return nil, err
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
 )
 
@@ -222,7 +222,7 @@ func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	}
 	defer os.Remove(f.Name())
 	h := sha256.New()
-	cw := &release.CountingWriter{W: io.MultiWriter(f, h)}
+	cw := &iox.CountingWriter{W: io.MultiWriter(f, h)}
 	max := size
 	if max < 0 {
 		max = oci.LimitsFrom(ctx).MaxPackageSize

@@ -16,6 +16,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
 )
@@ -79,7 +80,7 @@ func fill(t *testing.T) *filled {
 	}
 	t.Cleanup(func() { c.Close() })
 	f := &filled{c: c, zip: putZip(t, c, makeZip(t, "hello")), orphan: putZip(t, c, makeZip(t, "republished"))}
-	h1, err := release.HashZipH1(c.blobPath(f.zip))
+	h1, err := pkghash.ZipH1(c.blobPath(f.zip))
 	if err != nil {
 		t.Fatal(err)
 	}

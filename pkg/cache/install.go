@@ -17,7 +17,8 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/unzip"
 )
 
 // Package is one platform's provider package as the cache takes it in: what it is, the zip's
@@ -132,7 +133,7 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		}
 		return refused
 	}
-	if err := release.ExtractChecked(ctx, z.Path, filepath.Dir(dir), dir, release.DefaultExtractLimits, check); err != nil {
+	if err := unzip.ExtractChecked(ctx, z.Path, filepath.Dir(dir), dir, unzip.DefaultLimits, check); err != nil {
 		if refused != nil {
 			return refused
 		}
@@ -218,7 +219,7 @@ func (c *Cache) PutZip(ctx context.Context, pkg *Package, withH1 bool) (*Zip, er
 		return nil, err
 	}
 	if withH1 {
-		if z.H1, err = release.HashZipH1Context(ctx, z.Path); err != nil {
+		if z.H1, err = pkghash.ZipH1Context(ctx, z.Path); err != nil {
 			return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 		}
 		if pkg.H1 != "" && z.H1 != pkg.H1 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/pkghash"
 )
 
 // installFixture is an empty cache and one package whose fetches are counted.
@@ -36,7 +36,7 @@ func newInstallFixture(t *testing.T) *installFixture {
 	f.pkg.Fetch = func(ctx context.Context, w io.Writer) error { f.fetches.Add(1); return fetch(ctx, w) }
 	path := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(path, f.data, 0o644)
-	if f.h1, err = release.HashZipH1(path); err != nil {
+	if f.h1, err = pkghash.ZipH1(path); err != nil {
 		t.Fatal(err)
 	}
 	return f

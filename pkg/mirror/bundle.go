@@ -16,9 +16,9 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -151,7 +151,7 @@ func tarDir(ctx context.Context, root string, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(tw, release.ContextReader(ctx, f))
+			_, err = io.Copy(tw, iox.ContextReader(ctx, f))
 			f.Close()
 			if err != nil {
 				return err

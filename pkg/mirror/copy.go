@@ -12,10 +12,10 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
 )
 
 // Source is what a copy reads from: a repository, a layout, or one repository inside a tarball.
@@ -173,7 +173,7 @@ func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Digest, err)
 		}
-		vr := content.NewVerifyReader(release.ContextReader(ctx, rc), d)
+		vr := content.NewVerifyReader(iox.ContextReader(ctx, rc), d)
 		_, err = io.Copy(io.Discard, vr)
 		rc.Close()
 		if err == nil {

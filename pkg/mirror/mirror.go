@@ -193,7 +193,7 @@ func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.
 	for i, pkg := range pkgs {
 		paths[i] = filepath.Join(dir, pkg.Filename)
 		g.Go(func() error {
-			return release.WriteFileAtomic(paths[i], func(w io.Writer) error { return pkg.Fetch(gctx, w, opts.Progress) })
+			return scratch.WriteFileAtomic(paths[i], func(w io.Writer) error { return pkg.Fetch(gctx, w, opts.Progress) })
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -20,10 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
 )
 
 // Origin is a client of one origin registry's Provider Registry Protocol v1 (format.md §4).
@@ -317,7 +317,7 @@ func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int6
 		if e, ok := w.(sizeExpecter); ok && size >= 0 {
 			e.ExpectSize(size)
 		}
-		cw := &release.CountingWriter{W: w}
+		cw := &iox.CountingWriter{W: w}
 		_, err := io.Copy(cw, io.LimitReader(body, max+1))
 		n = cw.N
 		if err != nil {

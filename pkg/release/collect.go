@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -18,7 +17,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/unzip"
 )
 
 // Artifact is one checked release package on disk.
@@ -232,12 +234,12 @@ func checkArtifact(ctx context.Context, a *Artifact, sums Sums) error {
 	a.Executable = exe
 
 	h := sha256.New()
-	if _, err := io.Copy(h, ContextReader(ctx, io.NewSectionReader(f, 0, a.Size))); err != nil {
+	if _, err := io.Copy(h, iox.ContextReader(ctx, io.NewSectionReader(f, 0, a.Size))); err != nil {
 		return fmt.Errorf("reading %s: %w", a.Path, err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	a.Digest = digest.NewDigestFromEncoded(digest.SHA256, sum)
-	if a.H1, err = HashZipH1Context(ctx, a.Path); err != nil {
+	if a.H1, err = pkghash.ZipH1Context(ctx, a.Path); err != nil {
 		return err
 	}
 	if sums != nil {
@@ -256,10 +258,10 @@ func checkArtifact(ctx context.Context, a *Artifact, sums Sums) error {
 // starts with terraform-provider-TYPE (ending in .exe on windows). It also refuses entries whose
 // paths could escape the directory they are unpacked into.
 func findExecutable(zr *zip.Reader, name Filename) (string, error) {
-	prefix := providerPrefix + name.Type
+	prefix := ProviderPrefix + name.Type
 	var found string
 	for _, zf := range zr.File {
-		if err := CheckEntryPath(zf.Name); err != nil {
+		if err := unzip.CheckEntryPath(zf.Name); err != nil {
 			return "", err
 		}
 		if strings.Contains(zf.Name, "/") || !zf.Mode().IsRegular() {
@@ -280,22 +282,4 @@ func findExecutable(zr *zip.Reader, name Filename) (string, error) {
 		return "", fmt.Errorf("zip holds no provider executable: want %s (or another name starting with %s) at the zip's root", want, prefix)
 	}
 	return found, nil
-}
-
-// CheckEntryPath refuses zip entry names that are absolute, contain "..", or use backslashes.
-func CheckEntryPath(name string) error {
-	switch {
-	case name == "":
-		return errors.New("zip entry with an empty name")
-	case strings.Contains(name, "\\"):
-		return fmt.Errorf("zip entry %q contains a backslash", name)
-	case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || (len(name) > 1 && name[1] == ':'):
-		return fmt.Errorf("zip entry %q is an absolute path", name)
-	}
-	for _, part := range strings.Split(path.Clean(name), "/") {
-		if part == ".." {
-			return fmt.Errorf("zip entry %q points outside the package (path traversal)", name)
-		}
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
-// Package release handles provider release packages: the terraform-provider-TYPE_VERSION_OS_ARCH.zip
-// naming convention, SHA256SUMS files, deterministic zips, lock-file hashes (zh: and h1:), and
-// checking a set of release files before anything is published.
+// Package release is the provider release format: the terraform-provider-TYPE_VERSION_OS_ARCH.zip
+// naming convention, SHA256SUMS files, deterministic zips, writing a release from executables,
+// and checking a set of release files before anything is published. Building executables from
+// source is pkg/build's; lock-file hashes are pkg/pkghash's; unpacking is pkg/unzip's.
 package release
 
 import (
@@ -10,7 +11,9 @@ import (
 	"github.com/oprov/oprov/manifest"
 )
 
-const providerPrefix = "terraform-provider-"
+// ProviderPrefix begins the name of every provider executable, release file and provider
+// module or project: terraform-provider-TYPE.
+const ProviderPrefix = "terraform-provider-"
 
 // Filename is a parsed release package file name.
 type Filename struct {
@@ -21,13 +24,13 @@ type Filename struct {
 
 // String gives the file name back: terraform-provider-TYPE_VERSION_OS_ARCH.zip.
 func (f Filename) String() string {
-	return fmt.Sprintf("%s%s_%s_%s.zip", providerPrefix, f.Type, f.Version, f.Platform)
+	return fmt.Sprintf("%s%s_%s_%s.zip", ProviderPrefix, f.Type, f.Version, f.Platform)
 }
 
 // ExecutableName is the executable a package of this type and version holds, as `oprov package`
 // writes it: terraform-provider-TYPE_vVERSION, with .exe on windows.
 func ExecutableName(typ, version, goos string) string {
-	name := providerPrefix + typ + "_v" + version
+	name := ProviderPrefix + typ + "_v" + version
 	if goos == "windows" {
 		name += ".exe"
 	}
@@ -36,16 +39,16 @@ func ExecutableName(typ, version, goos string) string {
 
 // SumsName is the name of the release's checksum file: terraform-provider-TYPE_VERSION_SHA256SUMS.
 func SumsName(typ, version string) string {
-	return providerPrefix + typ + "_" + version + "_SHA256SUMS"
+	return ProviderPrefix + typ + "_" + version + "_SHA256SUMS"
 }
 
 // ParseFilename parses a release package file name of the form
 // terraform-provider-TYPE_VERSION_OS_ARCH.zip.
 func ParseFilename(name string) (Filename, error) {
 	const want = "want terraform-provider-TYPE_VERSION_OS_ARCH.zip"
-	rest, ok := strings.CutPrefix(name, providerPrefix)
+	rest, ok := strings.CutPrefix(name, ProviderPrefix)
 	if !ok {
-		return Filename{}, fmt.Errorf("file name %q does not start with %q (%s)", name, providerPrefix, want)
+		return Filename{}, fmt.Errorf("file name %q does not start with %q (%s)", name, ProviderPrefix, want)
 	}
 	rest, ok = strings.CutSuffix(rest, ".zip")
 	if !ok {
@@ -94,7 +97,7 @@ func TypeFromName(name string) (string, bool) {
 	if i := strings.LastIndex(name, "/"); i >= 0 {
 		name = name[i+1:]
 	}
-	t, ok := strings.CutPrefix(name, providerPrefix)
+	t, ok := strings.CutPrefix(name, ProviderPrefix)
 	if !ok || ValidateType(t) != nil {
 		return "", false
 	}

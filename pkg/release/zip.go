@@ -2,8 +2,6 @@ package release
 
 import (
 	"archive/zip"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -69,35 +67,4 @@ func WriteZip(w io.Writer, files []ZipFile) error {
 		}
 	}
 	return zw.Close()
-}
-
-// HashZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries, as OpenTofu computes it for
-// a zip) without unpacking it.
-func HashZipH1(path string) (string, error) { return HashZipH1Context(nil, path) }
-
-// Hashes are a package's lock-file hashes.
-type Hashes struct {
-	ZH string `json:"zh"` // "zh:" + hex sha256 of the zip
-	H1 string `json:"h1"` // "h1:" + dirhash Hash1 of the zip's contents
-}
-
-// ZH formats a zip's sha256 (raw bytes or hex) as a lock-file zh: hash.
-func ZH(hexSum string) string { return "zh:" + hexSum }
-
-// HashFile computes both lock-file hashes of a zip on disk.
-func HashFile(path string) (Hashes, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Hashes{}, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return Hashes{}, err
-	}
-	h1, err := HashZipH1(path)
-	if err != nil {
-		return Hashes{}, err
-	}
-	return Hashes{ZH: ZH(hex.EncodeToString(h.Sum(nil))), H1: h1}, nil
 }

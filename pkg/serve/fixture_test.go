@@ -18,7 +18,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -29,14 +29,14 @@ var testPlatforms = []manifest.Platform{{OS: "linux", Arch: "amd64"}, {OS: "darw
 type layoutFixture struct {
 	dir    string // the layout
 	pubKey string
-	hashes map[string]map[manifest.Platform]release.Hashes // by version
+	hashes map[string]map[manifest.Platform]pkghash.Hashes // by version
 	index  map[string]string                               // index digest by version
 }
 
 // newLayout pushes one release per version (signed when signed[version]) into a fresh layout.
 func newLayout(t *testing.T, signed map[string]bool) *layoutFixture {
 	t.Helper()
-	f := &layoutFixture{dir: filepath.Join(t.TempDir(), "layout"), hashes: map[string]map[manifest.Platform]release.Hashes{}, index: map[string]string{}}
+	f := &layoutFixture{dir: filepath.Join(t.TempDir(), "layout"), hashes: map[string]map[manifest.Platform]pkghash.Hashes{}, index: map[string]string{}}
 	key := testfix.SharedKey(t, 0)
 	f.pubKey = key.PubPath
 	repo := testfix.Layout(t, f.dir)

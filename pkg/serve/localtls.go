@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // LocalTLS is a certificate authority of this machine's own and a server certificate it issued,
@@ -187,7 +187,7 @@ func writePair(keyFile, certFile string, cert *x509.Certificate, key *ecdsa.Priv
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", keyFile, err)
 	}
-	return release.WriteFileAtomic(certFile, func(w io.Writer) error { _, err := w.Write(pemBlock("CERTIFICATE", cert.Raw)); return err })
+	return scratch.WriteFileAtomic(certFile, func(w io.Writer) error { _, err := w.Write(pemBlock("CERTIFICATE", cert.Raw)); return err })
 }
 
 func pemBlock(typ string, der []byte) []byte {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
+	"github.com/oprov/oprov/pkg/build/gobuild"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/release"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	exe := filepath.Join(c.BuildDir(key), name)
 	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
 	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
-		if err := release.BuildGo(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
+		if err := gobuild.Build(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
 			return fmt.Errorf("provider %s: %w", s.Addr, err)
 		}
 		return nil

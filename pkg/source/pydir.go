@@ -8,14 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/release"
 )
 
 func init() {
 	RegisterLocalKind(LocalKind{
 		Name:   "Python project (pyproject.toml)",
-		Detect: release.IsPyProject,
+		Detect: pybuild.IsPyProject,
 		Open: func(d LocalDir, env *Env) LocalSource {
 			return &builtHere{d: d, env: env, fresh: "source, venv built", reused: "source, cached venv",
 				build: func(ctx context.Context, env *Env) (*Built, error) { return BuildPython(ctx, env.Cache, d, env.logf) }}
@@ -28,11 +28,11 @@ func init() {
 // and interpreter (its version and path). The executable is a small script that runs the
 // project's console script terraform-provider-TYPE with the venv's python.
 func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(string, ...any)) (*Built, error) {
-	python, err := release.HostPython()
+	python, err := pybuild.HostPython()
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
 	}
-	proj, err := release.ReadPyProject(s.Dir)
+	proj, err := pybuild.ReadPyProject(s.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(stri
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: running %s: %w", s.Addr, python, err)
 	}
-	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), release.PySkip)
+	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), pybuild.PySkip)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +69,10 @@ func buildVenv(ctx context.Context, python, dir, tmp, name, entry string) error 
 	if out, err := exec.CommandContext(ctx, python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
 		return fmt.Errorf("creating a venv with %s: %v\n%s", python, err, out)
 	}
-	if err := release.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir, tmp); err != nil {
+	if err := pybuild.PipInstallInto(ctx, python, filepath.Join(venv, "bin", "python"), dir, tmp); err != nil {
 		return err
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
-		name, release.PythonEntryCode(name, entry, false))
+		name, pybuild.PythonEntryCode(name, entry, false))
 	return os.WriteFile(filepath.Join(tmp, name), []byte(script), 0o755)
 }

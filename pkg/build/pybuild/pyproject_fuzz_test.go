@@ -1,8 +1,10 @@
-package release
+package pybuild
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // FuzzPyProject: any pyproject.toml parses or fails without panicking, and an entry point that
@@ -21,7 +23,7 @@ func FuzzPyProject(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			code := PythonEntryCode(providerPrefix+typ, entry, true)
+			code := PythonEntryCode(release.ProviderPrefix+typ, entry, true)
 			if strings.ContainsAny(entry, "'\\\"\n ") || strings.Contains(code, "'") {
 				t.Fatalf("entry %q gives launcher code that breaks its quoting:\n%s", entry, code)
 			}

@@ -1,30 +1,33 @@
-package release
+// Package unzip unpacks provider packages safely: whole or not at all, with no path traversal,
+// links, duplicate entries or zip bombs, computing the package's h1: hash from what it writes.
+package unzip
 
 import (
 	"archive/zip"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
+
+	"github.com/oprov/oprov/internal/iox"
+	"github.com/oprov/oprov/pkg/pkghash"
 )
 
-// ExtractLimits bound what an archive may unpack to.
-type ExtractLimits struct {
+// Limits bound what an archive may unpack to.
+type Limits struct {
 	MaxTotal int64 // bytes unpacked in all
 	MaxFiles int   // entries
 	MaxRatio int64 // unpacked bytes per compressed byte, per entry (for entries over 1 MiB)
 }
 
-// DefaultExtractLimits suit provider packages: a provider executable is tens to a few hundred
+// DefaultLimits suit provider packages: a provider executable is tens to a few hundred
 // megabytes and compresses about 3:1.
-var DefaultExtractLimits = ExtractLimits{MaxTotal: 2 << 30, MaxFiles: 10000, MaxRatio: 100}
+var DefaultLimits = Limits{MaxTotal: 2 << 30, MaxFiles: 10000, MaxRatio: 100}
 
 // ErrUnsafeArchive marks an archive refused by Extract.
 var ErrUnsafeArchive = errors.New("unsafe archive")
@@ -38,26 +41,26 @@ func unsafef(format string, args ...any) error {
 // paths, path traversal, symlinks and other non-regular entries, duplicate entries, and archives
 // that unpack beyond limits (zip bombs), counting the bytes actually written rather than trusting
 // the headers. Executables keep their executable bit; nothing else keeps its mode.
-func Extract(zipPath, dest string, limits ExtractLimits) error {
+func Extract(zipPath, dest string, limits Limits) error {
 	return ExtractVia(zipPath, filepath.Dir(dest), dest, limits)
 }
 
 // ExtractVia is Extract with the temporary directory made in tmpParent, which must be on the same
 // file system as dest: nothing half-unpacked ever appears beside dest.
-func ExtractVia(zipPath, tmpParent, dest string, limits ExtractLimits) error {
+func ExtractVia(zipPath, tmpParent, dest string, limits Limits) error {
 	return extract(nil, zipPath, tmpParent, dest, limits, nil)
 }
 
 // ExtractChecked is ExtractVia that ends when ctx is done, and that also computes the package's
-// h1: hash from what it unpacks (the same hash HashZipH1 gives, without reading the zip a second
-// time) and, when check is set, hands it to check before the package is renamed into place: an
-// error from check leaves nothing.
-func ExtractChecked(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
+// h1: hash from what it unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a
+// second time) and, when check is set, hands it to check before the package is renamed into
+// place: an error from check leaves nothing.
+func ExtractChecked(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
 	return extract(ctx, zipPath, tmpParent, dest, limits, check)
 }
 
 // extract unpacks; a nil ctx never ends.
-func extract(ctx context.Context, zipPath, tmpParent, dest string, limits ExtractLimits, check func(h1 string) error) error {
+func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
@@ -79,7 +82,7 @@ func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Extrac
 		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
 	}
 	if check != nil {
-		h1, err := hash1(sums)
+		h1, err := pkghash.H1(sums)
 		if err == nil {
 			err = check(h1)
 		}
@@ -97,7 +100,7 @@ func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Extrac
 }
 
 // checkEntries refuses unsafe entries before anything is written.
-func checkEntries(zr *zip.Reader, limits ExtractLimits) error {
+func checkEntries(zr *zip.Reader, limits Limits) error {
 	if len(zr.File) > limits.MaxFiles {
 		return unsafef("%d entries, over the limit of %d", len(zr.File), limits.MaxFiles)
 	}
@@ -151,7 +154,7 @@ func isDirEntry(zr *zip.Reader, lowerName string) bool {
 
 // unpack writes the entries under dir and gives the sha256 of each entry's content, by entry
 // name (a directory entry's content is empty), for the package's h1: hash.
-func unpack(ctx context.Context, zr *zip.Reader, dir string, limits ExtractLimits) (map[string][]byte, error) {
+func unpack(ctx context.Context, zr *zip.Reader, dir string, limits Limits) (map[string][]byte, error) {
 	var total int64
 	sums := map[string][]byte{}
 	for _, f := range zr.File {
@@ -188,24 +191,6 @@ func unpack(ctx context.Context, zr *zip.Reader, dir string, limits ExtractLimit
 	return sums, nil
 }
 
-// hash1 is dirhash's Hash1 over entries' sha256s: the sha256 of the sorted lines
-// "<hex sha256>  <name>\n", in base64, after "h1:".
-func hash1(sums map[string][]byte) (string, error) {
-	names := make([]string, 0, len(sums))
-	for n := range sums {
-		if strings.Contains(n, "\n") {
-			return "", fmt.Errorf("zip entry %q has a newline in its name, which h1: cannot hash", n)
-		}
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, n := range names {
-		fmt.Fprintf(h, "%x  %s\n", sums[n], n)
-	}
-	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
-}
-
 // writeEntry writes one entry (and into sum), never more than budget bytes whatever its header
 // claims.
 func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
@@ -218,7 +203,7 @@ func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMod
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(ContextReader(ctx, rc), budget+1))
+	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(iox.ContextReader(ctx, rc), budget+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -229,4 +214,22 @@ func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMod
 		return n, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
 	return n, nil
+}
+
+// CheckEntryPath refuses zip entry names that are absolute, contain "..", or use backslashes.
+func CheckEntryPath(name string) error {
+	switch {
+	case name == "":
+		return errors.New("zip entry with an empty name")
+	case strings.Contains(name, "\\"):
+		return fmt.Errorf("zip entry %q contains a backslash", name)
+	case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || (len(name) > 1 && name[1] == ':'):
+		return fmt.Errorf("zip entry %q is an absolute path", name)
+	}
+	for _, part := range strings.Split(path.Clean(name), "/") {
+		if part == ".." {
+			return fmt.Errorf("zip entry %q points outside the package (path traversal)", name)
+		}
+	}
+	return nil
 }

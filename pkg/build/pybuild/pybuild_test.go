@@ -1,4 +1,4 @@
-package release
+package pybuild
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package release
+package unzip
 
 import (
 	"archive/zip"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/oprov/oprov/pkg/pkghash"
 )
 
 type entry struct {
@@ -57,7 +59,7 @@ func TestExtractGood(t *testing.T) {
 		{name: "docs/README.md", body: []byte("hi"), mode: 0o600},
 	}))
 	dest := filepath.Join(t.TempDir(), "out")
-	if err := Extract(z, dest, DefaultExtractLimits); err != nil {
+	if err := Extract(z, dest, DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(dest, "terraform-provider-x_v1.0.0"))
@@ -69,7 +71,7 @@ func TestExtractGood(t *testing.T) {
 		t.Errorf("readme: %v %v", st.Mode(), err)
 	}
 	// The destination must not exist yet: a second extraction fails without touching it.
-	if err := Extract(z, dest, DefaultExtractLimits); err == nil {
+	if err := Extract(z, dest, DefaultLimits); err == nil {
 		t.Error("extracting over an existing directory succeeded")
 	}
 }
@@ -78,7 +80,7 @@ func TestExtractRefuses(t *testing.T) {
 	bomb := bytes.Repeat([]byte{0}, 50<<20)
 	cases := map[string]struct {
 		entries []entry
-		limits  ExtractLimits
+		limits  Limits
 		want    string
 	}{
 		"path traversal":    {entries: []entry{{name: "../evil", body: []byte("x")}}, want: "path traversal"},
@@ -90,16 +92,16 @@ func TestExtractRefuses(t *testing.T) {
 		"duplicate":         {entries: []entry{{name: "a", body: []byte("1")}, {name: "a", body: []byte("2")}}, want: "appears twice"},
 		"duplicate by case": {entries: []entry{{name: "A", body: []byte("1")}, {name: "a", body: []byte("2")}}, want: "appears twice"},
 		"file and dir":      {entries: []entry{{name: "a", body: []byte("1")}, {name: "a/b", body: []byte("2")}}, want: "both a file and a directory"},
-		"zip bomb (ratio)":  {entries: []entry{{name: "bomb", body: bomb, method: zip.Deflate}}, limits: DefaultExtractLimits, want: "zip bomb"},
+		"zip bomb (ratio)":  {entries: []entry{{name: "bomb", body: bomb, method: zip.Deflate}}, limits: DefaultLimits, want: "zip bomb"},
 		"zip bomb (total)": {entries: []entry{{name: "a", body: bytes.Repeat([]byte("x"), 3000)}, {name: "b", body: bytes.Repeat([]byte("y"), 3000)}},
-			limits: ExtractLimits{MaxTotal: 5000, MaxFiles: 10, MaxRatio: 1000}, want: "over the limit"},
-		"too many files": {entries: []entry{{name: "a"}, {name: "b"}, {name: "c"}}, limits: ExtractLimits{MaxTotal: 1 << 20, MaxFiles: 2, MaxRatio: 100}, want: "3 entries"},
+			limits: Limits{MaxTotal: 5000, MaxFiles: 10, MaxRatio: 1000}, want: "over the limit"},
+		"too many files": {entries: []entry{{name: "a"}, {name: "b"}, {name: "c"}}, limits: Limits{MaxTotal: 1 << 20, MaxFiles: 2, MaxRatio: 100}, want: "3 entries"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			limits := tc.limits
 			if limits.MaxTotal == 0 {
-				limits = DefaultExtractLimits
+				limits = DefaultLimits
 			}
 			z := writeZipFile(t, buildZip(t, tc.entries))
 			parent := t.TempDir()
@@ -130,7 +132,7 @@ func FuzzExtract(f *testing.F) {
 		parent := filepath.Join(root, "parent")
 		os.Mkdir(parent, 0o755)
 		dest := filepath.Join(parent, "out")
-		err := Extract(z, dest, ExtractLimits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100})
+		err := Extract(z, dest, Limits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100})
 		entries, _ := os.ReadDir(parent)
 		if err != nil && len(entries) != 0 {
 			t.Fatalf("failed extraction left %v", entries)
@@ -152,7 +154,7 @@ func FuzzExtract(f *testing.F) {
 	})
 }
 
-// TestExtractCheckedH1: the h1: hash computed while unpacking, and HashZipH1's, equal dirhash's
+// TestExtractCheckedH1: the h1: hash computed while unpacking, and pkghash.ZipH1's, equal dirhash's
 // (directory entries included), and a check that refuses it leaves nothing behind.
 func TestExtractCheckedH1(t *testing.T) {
 	z := writeZipFile(t, buildZip(t, []entry{
@@ -164,19 +166,19 @@ func TestExtractCheckedH1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mine, err := HashZipH1(z); err != nil || mine != want {
-		t.Errorf("HashZipH1 = %s, %v; dirhash says %s", mine, err, want)
+	if mine, err := pkghash.ZipH1(z); err != nil || mine != want {
+		t.Errorf("pkghash.ZipH1 = %s, %v; dirhash says %s", mine, err, want)
 	}
 	parent := t.TempDir()
 	var got string
-	if err := ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "ok"), DefaultExtractLimits, func(h1 string) error { got = h1; return nil }); err != nil {
+	if err := ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "ok"), DefaultLimits, func(h1 string) error { got = h1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
-		t.Errorf("h1 while unpacking %s, HashZipH1 %s", got, want)
+		t.Errorf("h1 while unpacking %s, pkghash.ZipH1 %s", got, want)
 	}
 	refused := errors.New("refused")
-	err = ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "no"), DefaultExtractLimits, func(string) error { return refused })
+	err = ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "no"), DefaultLimits, func(string) error { return refused })
 	if !errors.Is(err, refused) {
 		t.Errorf("the check's error was not returned: %v", err)
 	}
@@ -185,22 +187,15 @@ func TestExtractCheckedH1(t *testing.T) {
 	}
 }
 
-// FuzzHashZipH1: for any zip dirhash can hash, HashZipH1 gives the same h1: (it refuses only
-// zips with a name twice).
-func FuzzHashZipH1(f *testing.F) {
-	f.Add(buildZip(f, []entry{{name: "a", body: []byte("x")}, {name: "d/", mode: os.ModeDir | 0o755}, {name: "d/b", body: []byte("y"), method: zip.Deflate}}))
-	f.Add(buildZip(f, []entry{{name: "a", body: []byte("1")}, {name: "a", body: []byte("2")}}))
-	f.Add([]byte("not a zip"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		z := writeZipFile(t, data)
-		want, werr := dirhash.HashZip(z, dirhash.Hash1)
-		got, gerr := HashZipH1(z)
-		switch {
-		case werr != nil:
-		case gerr != nil && !strings.Contains(gerr.Error(), "appears twice"):
-			t.Fatalf("dirhash hashed it (%s) but HashZipH1 failed: %v", want, gerr)
-		case gerr == nil && got != want:
-			t.Fatalf("HashZipH1 %s, dirhash %s", got, want)
+func TestCheckEntryPath(t *testing.T) {
+	for _, ok := range []string{"a", "dir/b.txt", "a..b"} {
+		if err := CheckEntryPath(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
 		}
-	})
+	}
+	for _, bad := range []string{"", "../a", "a/../../b", "/etc/passwd", `a\b`, "C:/x"} {
+		if err := CheckEntryPath(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }

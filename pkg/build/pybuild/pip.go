@@ -1,4 +1,4 @@
-package release
+package pybuild
 
 import (
 	"bufio"
@@ -18,8 +18,8 @@ import (
 // for; the launcher picks the set matching the target's python3. The tf SDK needs 3.11 or later.
 var PythonVersions = []string{"3.11", "3.12", "3.13"}
 
-// DefaultPythonPlatforms are the platforms `oprov package --python` builds when none are named.
-var DefaultPythonPlatforms = []manifest.Platform{
+// DefaultPlatforms are the platforms `oprov package --python` builds when none are named.
+var DefaultPlatforms = []manifest.Platform{
 	{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"},
 	{OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"},
 }

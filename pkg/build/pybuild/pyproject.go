@@ -1,4 +1,4 @@
-package release
+package pybuild
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/oprov/oprov/pkg/release"
 )
 
 // PyProject is what oprov reads of a Python project's pyproject.toml: its name and console
@@ -74,7 +76,7 @@ func ParsePyProject(dir string, data []byte) (*PyProject, error) {
 func (p *PyProject) ProviderTypes() []string {
 	var out []string
 	for k := range p.Scripts {
-		if t, ok := TypeFromName(k); ok {
+		if t, ok := release.TypeFromName(k); ok {
 			out = append(out, t)
 		}
 	}
@@ -88,7 +90,7 @@ var entryPoint = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0
 // ProviderEntry is the entry point of the console script terraform-provider-TYPE, or an error that
 // says how to declare it.
 func (p *PyProject) ProviderEntry(typ string) (string, error) {
-	script := providerPrefix + typ
+	script := release.ProviderPrefix + typ
 	entry, ok := p.Scripts[script]
 	if !ok {
 		have := "it declares none"

@@ -1,22 +1,24 @@
-package release
+// Package pybuild builds providers written in Python: it reads a project's pyproject.toml,
+// installs it and its dependencies with pip (per platform and CPython version for a release, or
+// into a venv for a provider kept as source), and writes the launcher that runs it.
+package pybuild
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/release"
 )
 
-// PackagePython packages the Python project in dir (a pyproject.toml whose console script
+// Package packages the Python project in dir (a pyproject.toml whose console script
 // terraform-provider-TYPE calls the provider) for each platform: the launcher as the executable,
 // and lib/cpXY/ with the project and its dependencies installed by pip for that platform, for
 // every CPython version in PythonVersions. The zips are deterministic like every other.
-func PackagePython(ctx context.Context, dir string, opts PackageOptions) (*Packaged, error) {
+func Package(ctx context.Context, dir string, opts release.PackageOptions) (*release.Packaged, error) {
 	proj, err := ReadPyProject(dir)
 	if err != nil {
 		return nil, err
@@ -33,14 +35,14 @@ func PackagePython(ctx context.Context, dir string, opts PackageOptions) (*Packa
 		return nil, err
 	}
 	if len(opts.Platforms) == 0 {
-		opts.Platforms = DefaultPythonPlatforms
+		opts.Platforms = DefaultPlatforms
 	}
 	for _, p := range opts.Platforms {
 		if _, err := pipPlatforms(p); err != nil {
 			return nil, err
 		}
 	}
-	if err := opts.check(); err != nil {
+	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	python, err := HostPython()
@@ -52,7 +54,7 @@ func PackagePython(ctx context.Context, dir string, opts PackageOptions) (*Packa
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	opts.progress("building a wheel of %s", dir)
+	opts.Progressf("building a wheel of %s", dir)
 	wheel, err := BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel"))
 	if err != nil {
 		return nil, err
@@ -61,19 +63,19 @@ func PackagePython(ctx context.Context, dir string, opts PackageOptions) (*Packa
 		return nil, err
 	}
 	launcher := filepath.Join(tmp, "launcher")
-	script := providerPrefix + opts.Type
+	script := release.ProviderPrefix + opts.Type
 	if err := os.WriteFile(launcher, []byte(PythonLauncher(script, entry, PythonVersions)), 0o755); err != nil {
 		return nil, err
 	}
-	var files []platformFiles
+	var files []release.PlatformFiles
 	for _, p := range opts.Platforms {
-		files = append(files, platformFiles{platform: p, exe: launcher, tree: filepath.Join(tmp, p.String())})
+		files = append(files, release.PlatformFiles{Platform: p, Exe: launcher, Tree: filepath.Join(tmp, p.String())})
 	}
-	return writeRelease(opts, files)
+	return release.Write(opts, files)
 }
 
 // installAll runs pip for every platform and CPython version, two at a time.
-func installAll(ctx context.Context, python, wheel, tmp string, opts PackageOptions) error {
+func installAll(ctx context.Context, python, wheel, tmp string, opts release.PackageOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
@@ -89,7 +91,7 @@ func installAll(ctx context.Context, python, wheel, tmp string, opts PackageOpti
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				opts.progress("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
+				opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
 				target := filepath.Join(tmp, j.p.String(), "lib", cpTag(j.v))
 				if err := InstallForTarget(ctx, python, wheel, target, j.p, j.v); err != nil {
 					mu.Lock()
@@ -115,32 +117,4 @@ feed:
 	close(jobs)
 	wg.Wait()
 	return first
-}
-
-// treeFiles lists a directory's regular files as zip entries (mode 0644) named by their path
-// below root.
-func treeFiles(root string) ([]ZipFile, error) {
-	var out []ZipFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s is not a regular file (only files go into a package)", p)
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		// Modes are not carried: Python needs none, and umasks differ between machines.
-		out = append(out, ZipFile{Name: filepath.ToSlash(rel), Open: func() (io.ReadCloser, error) { return os.Open(p) }})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("packaging %s: %w", root, err)
-	}
-	return out, nil
 }

@@ -1,0 +1,97 @@
+// Package pkghash computes a provider package's lock-file hashes as OpenTofu records them:
+// zh: (the sha256 of the zip) and h1: (dirhash's Hash1 over the zip's entries).
+package pkghash
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/oprov/oprov/internal/iox"
+)
+
+// Hashes are a package's lock-file hashes.
+type Hashes struct {
+	ZH string `json:"zh"` // "zh:" + hex sha256 of the zip
+	H1 string `json:"h1"` // "h1:" + dirhash Hash1 of the zip's contents
+}
+
+// ZH formats a zip's sha256 (raw bytes or hex) as a lock-file zh: hash.
+func ZH(hexSum string) string { return "zh:" + hexSum }
+
+// File computes both lock-file hashes of a zip on disk.
+func File(path string) (Hashes, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Hashes{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Hashes{}, err
+	}
+	h1, err := ZipH1(path)
+	if err != nil {
+		return Hashes{}, err
+	}
+	return Hashes{ZH: ZH(hex.EncodeToString(h.Sum(nil))), H1: h1}, nil
+}
+
+// ZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries, as OpenTofu computes it for
+// a zip) without unpacking it.
+func ZipH1(path string) (string, error) { return ZipH1Context(nil, path) }
+
+// ZipH1Context is ZipH1 that ends when ctx is done.
+func ZipH1Context(ctx context.Context, path string) (string, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+	}
+	defer zr.Close()
+	sums := map[string][]byte{}
+	for _, f := range zr.File {
+		if _, dup := sums[f.Name]; dup {
+			return "", fmt.Errorf("h1 hash of %s: zip entry %q appears twice", path, f.Name)
+		}
+		sums[f.Name] = nil
+	}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, iox.ContextReader(ctx, rc))
+		rc.Close()
+		if err != nil {
+			return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+		}
+		sums[f.Name] = h.Sum(nil)
+	}
+	return H1(sums)
+}
+
+// H1 is dirhash's Hash1 over entries' sha256s, by entry name: the sha256 of the sorted lines
+// "<hex sha256>  <name>\n", in base64, after "h1:".
+func H1(sums map[string][]byte) (string, error) {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		if strings.Contains(n, "\n") {
+			return "", fmt.Errorf("zip entry %q has a newline in its name, which h1: cannot hash", n)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%x  %s\n", sums[n], n)
+	}
+	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
