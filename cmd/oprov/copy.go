@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/ocicopy"
 )
 
 type copyOptions struct {
@@ -79,12 +79,12 @@ func runCopy(ctx context.Context, o *copyOptions) error {
 	if err != nil {
 		return oci.Explain("copy", dst, err)
 	}
-	tags, err := mirror.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions)
+	tags, err := ocicopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
 	bar := newProgress(o.io, "copying")
-	res, err := mirror.Copy(ctx, st, dt, tags, mirror.CopyOptions{Concurrency: o.Concurrency, Progress: bar})
+	res, err := ocicopy.Copy(ctx, st, dt, tags, ocicopy.Options{Concurrency: o.Concurrency, Progress: bar})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("copy", src, err)

@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/mirror"
+	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/ocicopy"
 )
 
 type loadOptions struct {
@@ -58,12 +59,12 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	if err != nil {
 		return err
 	}
-	b, err := mirror.OpenBundle(ctx, o.File)
+	b, err := bundle.Open(ctx, o.File)
 	if err != nil {
 		return fmt.Errorf("load: %w (nothing was pushed)", err)
 	}
 	bar := newProgress(o.io, "loading")
-	res, err := mirror.Load(ctx, b, mirror.LoadOptions{To: o.To, Registry: o.registry.options(), Policy: policy, Copy: mirror.CopyOptions{Progress: bar}, Log: o.io.ErrOut})
+	res, err := bundle.Load(ctx, b, bundle.LoadOptions{To: o.To, Registry: o.registry.options(), Policy: policy, Copy: ocicopy.Options{Progress: bar}, Log: o.io.ErrOut})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("load %s: %w", o.File, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/origin"
 )
 
 type mirrorOptions struct {
@@ -72,7 +73,7 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	pinned, err := mirror.ReadKeyFiles(o.GPGKeys)
+	pinned, err := origin.ReadKeyFiles(o.GPGKeys)
 	if err != nil {
 		return err
 	}

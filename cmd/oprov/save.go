@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/mirror"
+	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/ocicopy"
 )
 
 type saveOptions struct {
@@ -54,20 +55,20 @@ func runSave(ctx context.Context, o *saveOptions) error {
 	if err := checkDir("--to "+o.Out, filepath.Dir(o.Out), "create it, or write the tarball elsewhere"); err != nil {
 		return err
 	}
-	var items []mirror.SaveItem
+	var items []bundle.SaveItem
 	for _, s := range o.Refs {
 		ref, err := parseRef(s)
 		if err != nil {
 			return err
 		}
-		it, err := mirror.SaveItemFor(ctx, ref, o.registry.options())
+		it, err := bundle.SaveItemFor(ctx, ref, o.registry.options())
 		if err != nil {
 			return err
 		}
 		items = append(items, it)
 	}
 	bar := newProgress(o.io, "saving")
-	res, err := mirror.Save(ctx, items, o.Out, mirror.CopyOptions{Progress: bar})
+	res, err := bundle.Save(ctx, items, o.Out, ocicopy.Options{Progress: bar})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("save: %w", err)

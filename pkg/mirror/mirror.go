@@ -1,7 +1,10 @@
+// Package mirror publishes providers from any Source (an origin registry, most often: see
+// pkg/origin) in OpenTofu's OCI format, one version at a time, with the source's evidence (an
+// origin's signed SHA256SUMS) attached to each copied index; versions already mirrored with
+// identical digests are skipped.
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/apparentlymart/go-versions/versions"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
@@ -20,24 +21,11 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/publish"
 	"github.com/oprov/oprov/pkg/referrers"
-	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/source"
-)
-
-// ArtifactTypeChecksums is the artifact type of the referrer that carries an origin release's
-// SHA256SUMS, its OpenPGP signature and the signing key, attached to the mirrored index.
-const ArtifactTypeChecksums = "application/vnd.oprov.provider-shasums.v1"
-
-// Provenance annotations on that referrer.
-const (
-	AnnotationOrigin   = "dev.oprov.origin"          // the origin registry and provider address
-	AnnotationGPGKeyID = "dev.oprov.gpg-key-id"      // the key that signed SHA256SUMS
-	mediaTypeSums      = "text/plain"                // SHA256SUMS
-	mediaTypeSignature = "application/pgp-signature" // its detached signature
-	mediaTypeKeys      = "application/pgp-keys"      // the signing key, ASCII-armored
 )
 
 // Options say what to mirror where.
@@ -71,12 +59,12 @@ type Mirrored struct {
 }
 
 // Mirror copies the versions of a provider that meet the constraint from its origin registry to
-// an OCI repository (MirrorFrom with an OriginSource). For each version it checks the OpenPGP
+// an OCI repository (MirrorFrom with an origin.Source). For each version it checks the OpenPGP
 // signature of SHA256SUMS and every zip against SHA256SUMS before pushing anything; versions
 // already mirrored with identical digests are skipped, and a run cut short resumes where it
 // stopped (content already pushed is not sent again).
 func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error) {
-	return MirrorFrom(ctx, t, NewOriginSource(&opts), opts)
+	return MirrorFrom(ctx, t, origin.NewSource(opts.Registry, opts.TrustedKeys), opts)
 }
 
 // MirrorFrom copies the versions of opts.Address that meet opts.Constraint from any source into
@@ -230,155 +218,6 @@ func selectPlatforms(ctx context.Context, src source.Source, addr artifact.Provi
 	return platforms, nil
 }
 
-// signedSums is a release's SHA256SUMS after its signature was checked.
-type signedSums struct {
-	sums        release.Sums
-	data, sig   []byte // SHA256SUMS and its detached signature, as served
-	armoredKeys []byte // the keys the origin lists, kept as provenance
-	keyID       string // the key that signed
-}
-
-// fetchSignedSums fetches the release's SHA256SUMS and signature (one pair for all platforms),
-// checks the signature, and checks that SHA256SUMS agrees with the shasum of every download.
-func fetchSignedSums(ctx context.Context, origin *Origin, downloads []*Download, pinned openpgp.EntityList) (*signedSums, error) {
-	sumsURL, sigURL, err := sumsURLs(downloads)
-	if err != nil {
-		return nil, err
-	}
-	var sumsBuf, sigBuf bytes.Buffer
-	if _, err := origin.Fetch(ctx, sumsURL, &sumsBuf, 1<<20); err != nil {
-		return nil, err
-	}
-	if _, err := origin.Fetch(ctx, sigURL, &sigBuf, 64<<10); err != nil {
-		return nil, err
-	}
-	keyring, armoredKeys, err := signingKeys(downloads, pinned)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := openpgp.CheckDetachedSignature(keyring, bytes.NewReader(sumsBuf.Bytes()), bytes.NewReader(sigBuf.Bytes()), nil)
-	if err != nil {
-		return nil, fmt.Errorf("the SHA256SUMS signature does not verify with the %s: %v (nothing was pushed)", keyringName(pinned), err)
-	}
-	s := &signedSums{data: sumsBuf.Bytes(), sig: sigBuf.Bytes(), armoredKeys: armoredKeys, keyID: fmt.Sprintf("%016X", signer.PrimaryKey.KeyId)}
-	for _, d := range downloads {
-		for _, k := range d.SigningKeys.GPGPublicKeys {
-			if k.KeyID != "" && !strings.EqualFold(k.KeyID, s.keyID) && !hasKeyID(keyring, k.KeyID) {
-				return nil, fmt.Errorf("the origin names signing key %s, but SHA256SUMS was signed by %s (nothing was pushed)", k.KeyID, s.keyID)
-			}
-		}
-	}
-	if s.sums, err = release.ParseSums(bytes.NewReader(s.data)); err != nil {
-		return nil, fmt.Errorf("SHA256SUMS: %w", err)
-	}
-	for _, d := range downloads {
-		want, ok := s.sums[d.Filename]
-		if !ok {
-			return nil, fmt.Errorf("SHA256SUMS does not list %s (nothing was pushed)", d.Filename)
-		}
-		if !strings.EqualFold(want, d.SHASum) {
-			return nil, fmt.Errorf("the origin's shasum for %s (%s) disagrees with its signed SHA256SUMS (%s) (nothing was pushed)", d.Filename, d.SHASum, want)
-		}
-	}
-	return s, nil
-}
-
-// sumsURLs gives the SHA256SUMS and signature URLs, which every platform's answer must share.
-func sumsURLs(downloads []*Download) (string, string, error) {
-	sumsURL, err := downloads[0].Resolve(downloads[0].SHASumsURL)
-	if err != nil {
-		return "", "", err
-	}
-	sigURL, err := downloads[0].Resolve(downloads[0].SHASumsSignatureURL)
-	if err != nil {
-		return "", "", err
-	}
-	for _, d := range downloads[1:] {
-		u1, _ := d.Resolve(d.SHASumsURL)
-		u2, _ := d.Resolve(d.SHASumsSignatureURL)
-		if u1 != sumsURL || u2 != sigURL {
-			return "", "", fmt.Errorf("the origin names different SHA256SUMS files for %s_%s and %s_%s", downloads[0].OS, downloads[0].Arch, d.OS, d.Arch)
-		}
-	}
-	return sumsURL, sigURL, nil
-}
-
-// signingKeys builds the keyring to check SHA256SUMS with: the pinned keys when given, else the
-// keys the origin lists. It also returns the origin's keys, armored, to keep as provenance.
-func signingKeys(downloads []*Download, pinned openpgp.EntityList) (openpgp.EntityList, []byte, error) {
-	var armored bytes.Buffer
-	var listed openpgp.EntityList
-	seen := map[string]bool{}
-	for _, d := range downloads {
-		for _, k := range d.SigningKeys.GPGPublicKeys {
-			if seen[k.ASCIIArmor] {
-				continue
-			}
-			seen[k.ASCIIArmor] = true
-			armored.WriteString(strings.TrimSpace(k.ASCIIArmor) + "\n")
-			el, err := openpgp.ReadArmoredKeyRing(strings.NewReader(k.ASCIIArmor))
-			if err != nil {
-				return nil, nil, fmt.Errorf("the origin's signing key %s is not a valid OpenPGP key: %w", k.KeyID, err)
-			}
-			listed = append(listed, el...)
-		}
-	}
-	if pinned != nil {
-		return pinned, armored.Bytes(), nil
-	}
-	if len(listed) == 0 {
-		return nil, nil, errors.New("the origin lists no signing keys, so SHA256SUMS cannot be checked (nothing was pushed)")
-	}
-	return listed, armored.Bytes(), nil
-}
-
-func keyringName(pinned openpgp.EntityList) string {
-	if pinned != nil {
-		return "pinned signing keys (--gpg-key)"
-	}
-	return "origin's signing keys"
-}
-
-func hasKeyID(el openpgp.EntityList, id string) bool {
-	for _, e := range el {
-		if strings.EqualFold(fmt.Sprintf("%016X", e.PrimaryKey.KeyId), id) {
-			return true
-		}
-	}
-	return false
-}
-
-// ReadKeyFile reads armored OpenPGP public keys to pin.
-func ReadKeyFile(path string) (openpgp.EntityList, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	block, err := armor.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not an armored OpenPGP key: %w", path, err)
-	}
-	el, err := openpgp.ReadKeyRing(block.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return el, nil
-}
-
-// ReadKeyFiles reads several files of armored OpenPGP public keys into one list, in order.
-func ReadKeyFiles(paths []string) (openpgp.EntityList, error) {
-	var out openpgp.EntityList
-	for _, p := range paths {
-		el, err := ReadKeyFile(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, el...)
-	}
-	return out, nil
-}
-
 // alreadyMirrored reports whether ref already holds exactly these zips.
 func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*source.Package) (bool, string, error) {
 	v, err := artifact.ResolveVersion(ctx, t, ref)
@@ -406,24 +245,4 @@ func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*sou
 		}
 	}
 	return true, v.Index.Digest.String(), nil
-}
-
-type progressWriter struct {
-	w       io.Writer
-	p       oci.Progress
-	planned atomic.Bool
-}
-
-// ExpectSize plans the download's bytes, once: without it, bytes downloaded would count against
-// the push's plan and the display would pass 100%.
-func (pw *progressWriter) ExpectSize(n int64) {
-	if pw.planned.CompareAndSwap(false, true) {
-		pw.p.Plan(n)
-	}
-}
-
-func (pw *progressWriter) Write(b []byte) (int, error) {
-	n, err := pw.w.Write(b)
-	pw.p.Advance(int64(n))
-	return n, err
 }

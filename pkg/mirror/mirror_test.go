@@ -9,6 +9,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/oprov/oprov/internal/progresstest"
 	"github.com/oprov/oprov/internal/testca"
 	"github.com/oprov/oprov/internal/testorigin"
 	"github.com/oprov/oprov/internal/tfcreds"
@@ -16,6 +17,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/referrers"
 )
 
@@ -78,7 +80,7 @@ func TestMirrorIntoLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(refs) != 1 || refs[0].ArtifactType != ArtifactTypeChecksums || len(refs[0].Files) != 3 {
+	if len(refs) != 1 || refs[0].ArtifactType != origin.ArtifactTypeChecksums || len(refs[0].Files) != 3 {
 		t.Errorf("provenance referrers: %+v", refs)
 	}
 	again, err := Mirror(ctx, target, mirrorOptions(org, ca, to))
@@ -162,4 +164,21 @@ func assertEmpty(t *testing.T, target oci.Target, to oci.Ref) {
 		}
 		return nil
 	})
+}
+
+// TestMirrorProgressStaysWithinItsPlan: mirroring plans each download (from its Content-Length)
+// before its bytes arrive, and each upload before it is sent, and ends with everything planned
+// moved.
+func TestMirrorProgressStaysWithinItsPlan(t *testing.T) {
+	org, ca := testOrigin(t)
+	target, to := layout(t)
+	p := &progresstest.PlanCheck{T: t}
+	opts := mirrorOptions(org, ca, to)
+	opts.Progress = p
+	if _, err := Mirror(context.Background(), target, opts); err != nil {
+		t.Fatal(err)
+	}
+	if planned, done := p.Totals(); done == 0 || done != planned {
+		t.Errorf("moved %d bytes of %d planned", done, planned)
+	}
 }

@@ -1,10 +1,10 @@
-// Package mirror moves providers across an air gap without losing their provenance: it reads
-// origin registries over the Provider Registry Protocol v1 (checking the OpenPGP signature of
-// each release's SHA256SUMS and every zip against it) and publishes them in OpenTofu's OCI
-// format with the signed checksums attached; it copies versions between OCI repositories and
-// layouts together with their referrers and cosign signatures; and it saves and loads
-// self-contained OCI-layout tarballs.
-package mirror
+// Package origin reads origin provider registries over the Provider Registry Protocol v1
+// (format.md §4): discovery, versions and download answers, with retries, API tokens found
+// where OpenTofu finds them, and checks of the plugin protocols a version speaks. Its Source
+// is such a registry as a source.Source, whose packages are authenticated by the OpenPGP
+// signature over each release's SHA256SUMS (signedsums.go) with the origin's or pinned keys
+// (keys.go).
+package origin
 
 import (
 	"context"
@@ -26,8 +26,8 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// Origin is a client of one origin registry's Provider Registry Protocol v1 (format.md §4).
-type Origin struct {
+// Client speaks one origin registry's Provider Registry Protocol v1 (format.md §4).
+type Client struct {
 	Host     string
 	base     *url.URL // the providers.v1 base
 	client   *http.Client
@@ -38,8 +38,8 @@ type Origin struct {
 	credsErr error // why the CLI configuration could not be read, if it could not
 }
 
-// OriginVersion is one version an origin offers.
-type OriginVersion struct {
+// Version is one version an origin offers.
+type Version struct {
 	Version   string              `json:"version"`
 	Protocols []string            `json:"protocols"`
 	Platforms []manifest.Platform `json:"platforms"`
@@ -73,12 +73,12 @@ func (d *Download) Resolve(ref string) (string, error) {
 	return d.url.ResolveReference(u).String(), nil
 }
 
-// NewOrigin discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
+// NewClient discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
 // TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
 // if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
 // blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
 // Every GET is retried on failures that may pass (see get).
-func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, error) {
+func NewClient(ctx context.Context, host string, opts oci.Options) (*Client, error) {
 	tlsConfig, err := oci.TLSConfig(opts.CAFile)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, err
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
 	tr.ResponseHeaderTimeout = responseHeaderTimeout
-	o := &Origin{Host: host, retry: defaultRetry}
+	o := &Client{Host: host, retry: defaultRetry}
 	o.authHost, _ = tfcreds.Normalize(host)
 	o.token, o.credsErr = tfcreds.Lookup(host)
 	var rt http.RoundTripper = tr
@@ -117,7 +117,7 @@ func NewOrigin(ctx context.Context, host string, opts oci.Options) (*Origin, err
 // maxJSON bounds an answer of the protocol's JSON API.
 const maxJSON = 16 << 20
 
-func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
+func (o *Client) getJSON(ctx context.Context, u *url.URL, v any) error {
 	var data []byte
 	err := o.get(ctx, u, func(body io.Reader, _ int64) (int64, error) {
 		var err error
@@ -141,7 +141,7 @@ func (o *Origin) getJSON(ctx context.Context, u *url.URL, v any) error {
 // A failure that may pass (429, most 5xx, a reset, cut or timed-out connection, a refusal by a
 // host that answered before) is tried again after a backoff, or after what Retry-After asks, as
 // far as o.retry allows; but not once read has passed bytes on, which cannot be taken back.
-func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader, size int64) (int64, error)) error {
+func (o *Client) get(ctx context.Context, u *url.URL, read func(body io.Reader, size int64) (int64, error)) error {
 	return o.retry.retrying(ctx, func() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -171,7 +171,7 @@ func (o *Origin) get(ctx context.Context, u *url.URL, read func(body io.Reader, 
 }
 
 // statusError explains an answer other than 200, marking those worth another try.
-func (o *Origin) statusError(u *url.URL, resp *http.Response) error {
+func (o *Client) statusError(u *url.URL, resp *http.Response) error {
 	err := fmt.Errorf("GET %s: %s", u, resp.Status)
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		return o.authError(err, resp.Request.URL.Host)
@@ -185,7 +185,7 @@ func (o *Origin) statusError(u *url.URL, resp *http.Response) error {
 
 // authError explains a 401 or 403 from host (where the request ended up, after redirects): what
 // token was sent, and if none was, how to give one.
-func (o *Origin) authError(err error, host string) error {
+func (o *Client) authError(err error, host string) error {
 	if h, _ := tfcreds.Normalize(host); h != o.authHost {
 		return fmt.Errorf("%w: %s is not the origin registry %s, so oprov sends it no token", err, host, o.Host)
 	}
@@ -256,7 +256,7 @@ func (e *explainedError) Error() string { return e.msg }
 func (e *explainedError) Unwrap() error { return e.err }
 
 // Versions lists the versions of NAMESPACE/TYPE the origin offers.
-func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginVersion, error) {
+func (o *Client) Versions(ctx context.Context, namespace, typ string) ([]Version, error) {
 	u := o.base.ResolveReference(&url.URL{Path: url.PathEscape(namespace) + "/" + url.PathEscape(typ) + "/versions"})
 	var doc struct {
 		Versions []struct {
@@ -271,9 +271,9 @@ func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginV
 	if err := o.getJSON(ctx, u, &doc); err != nil {
 		return nil, err
 	}
-	var out []OriginVersion
+	var out []Version
 	for _, v := range doc.Versions {
-		ov := OriginVersion{Version: v.Version, Protocols: v.Protocols}
+		ov := Version{Version: v.Version, Protocols: v.Protocols}
 		for _, p := range v.Platforms {
 			ov.Platforms = append(ov.Platforms, manifest.Platform{OS: p.OS, Arch: p.Arch})
 		}
@@ -283,7 +283,7 @@ func (o *Origin) Versions(ctx context.Context, namespace, typ string) ([]OriginV
 }
 
 // Download asks where a platform's package of a version is, and how it is signed.
-func (o *Origin) Download(ctx context.Context, namespace, typ, version string, p manifest.Platform) (*Download, error) {
+func (o *Client) Download(ctx context.Context, namespace, typ, version string, p manifest.Platform) (*Download, error) {
 	u := o.base.ResolveReference(&url.URL{Path: strings.Join([]string{url.PathEscape(namespace), url.PathEscape(typ), url.PathEscape(version), "download", p.OS, p.Arch}, "/")})
 	d := &Download{url: u}
 	if err := o.getJSON(ctx, u, d); err != nil {
@@ -304,7 +304,7 @@ type sizeExpecter interface{ ExpectSize(n int64) }
 
 // Fetch streams a URL's body into w, at most max bytes. Failures before the first byte reaches w
 // are retried like every GET; after that the error is returned, so w never gets a byte twice.
-func (o *Origin) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
+func (o *Client) Fetch(ctx context.Context, rawURL string, w io.Writer, max int64) (int64, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: %w", rawURL, err)

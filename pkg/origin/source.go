@@ -1,4 +1,4 @@
-package mirror
+package origin
 
 import (
 	"context"
@@ -8,30 +8,31 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
 )
 
-// OriginSource is an origin provider registry (Provider Registry Protocol v1) as a source.Source.
+// Source is an origin provider registry (Provider Registry Protocol v1) as a source.Source.
 // A version's packages are authenticated by the OpenPGP signature over its SHA256SUMS, checked
 // once per version with the keys the origin lists (or the pinned ones); each zip is checked
 // against SHA256SUMS as it streams in.
-type OriginSource struct {
+type Source struct {
 	registry oci.Options
-	opts     *Options
+	trusted  openpgp.EntityList
 
 	mu       sync.Mutex
-	origins  map[string]*Origin
-	offered  map[string][]OriginVersion // by address
-	releases map[string]*originRelease  // by address@version
+	origins  map[string]*Client
+	offered  map[string][]Version      // by address
+	releases map[string]*originRelease // by address@version
 }
 
 // originRelease is one version's download answers and its checked SHA256SUMS.
@@ -40,26 +41,27 @@ type originRelease struct {
 	err       error
 	downloads map[manifest.Platform]*Download
 	signed    *signedSums
-	origin    *Origin
+	origin    *Client
 }
 
-// NewOriginSource gives the source for origin registries, with opts' TLS policy, pinned keys and
-// warnings.
-func NewOriginSource(opts *Options) *OriginSource {
-	return &OriginSource{registry: opts.Registry, opts: opts, origins: map[string]*Origin{}, offered: map[string][]OriginVersion{}, releases: map[string]*originRelease{}}
+// NewSource gives the source for origin registries, with registry's TLS policy. Trusted, when
+// set, pins the OpenPGP keys allowed to sign SHA256SUMS; otherwise the keys the origin lists for
+// each download are used.
+func NewSource(registry oci.Options, trusted openpgp.EntityList) *Source {
+	return &Source{registry: registry, trusted: trusted, origins: map[string]*Client{}, offered: map[string][]Version{}, releases: map[string]*originRelease{}}
 }
 
-func (s *OriginSource) ForDisplay(addr artifact.ProviderAddress) string {
+func (s *Source) ForDisplay(addr artifact.ProviderAddress) string {
 	return "https://" + addr.Hostname.String() + " (" + addr.Namespace + "/" + addr.Type + ")"
 }
 
-func (s *OriginSource) origin(ctx context.Context, host string) (*Origin, error) {
+func (s *Source) origin(ctx context.Context, host string) (*Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o := s.origins[host]; o != nil {
 		return o, nil
 	}
-	o, err := NewOrigin(ctx, host, s.registry)
+	o, err := NewClient(ctx, host, s.registry)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func (s *OriginSource) origin(ctx context.Context, host string) (*Origin, error)
 	return o, nil
 }
 
-func (s *OriginSource) versionsOf(ctx context.Context, addr artifact.ProviderAddress) ([]OriginVersion, *Origin, error) {
+func (s *Source) versionsOf(ctx context.Context, addr artifact.ProviderAddress) ([]Version, *Client, error) {
 	o, err := s.origin(ctx, addr.Hostname.String())
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +89,7 @@ func (s *OriginSource) versionsOf(ctx context.Context, addr artifact.ProviderAdd
 	return all, o, nil
 }
 
-func (s *OriginSource) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
+func (s *Source) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
 	all, _, err := s.versionsOf(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -102,22 +104,22 @@ func (s *OriginSource) AvailableVersions(ctx context.Context, addr artifact.Prov
 }
 
 // offeredVersion finds what the origin said of one version.
-func (s *OriginSource) offeredVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (OriginVersion, *Origin, error) {
+func (s *Source) offeredVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (Version, *Client, error) {
 	all, o, err := s.versionsOf(ctx, addr)
 	if err != nil {
-		return OriginVersion{}, nil, err
+		return Version{}, nil, err
 	}
 	for _, v := range all {
 		if pv, err := versions.ParseVersion(v.Version); err == nil && pv.Same(version) {
 			return v, o, nil
 		}
 	}
-	return OriginVersion{}, nil, fmt.Errorf("%s does not offer %s %s", addr.Hostname, addr, version)
+	return Version{}, nil, fmt.Errorf("%s does not offer %s %s", addr.Hostname, addr, version)
 }
 
 // Screen leaves out the versions whose plugin protocols oprov cannot launch (see launchable).
-func (s *OriginSource) Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error) {
-	var chosen []OriginVersion
+func (s *Source) Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error) {
+	var chosen []Version
 	for _, v := range list {
 		ov, _, err := s.offeredVersion(ctx, addr, v)
 		if err != nil {
@@ -136,7 +138,7 @@ func (s *OriginSource) Screen(ctx context.Context, addr artifact.ProviderAddress
 	return out, nil
 }
 
-func (s *OriginSource) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+func (s *Source) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
 	v, _, err := s.offeredVersion(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func (s *OriginSource) Platforms(ctx context.Context, addr artifact.ProviderAddr
 
 // release asks where every platform's package of a version is and checks the signed
 // SHA256SUMS, once per version.
-func (s *OriginSource) release(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*originRelease, error) {
+func (s *Source) release(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*originRelease, error) {
 	key := addr.String() + "@" + version.String()
 	s.mu.Lock()
 	r := s.releases[key]
@@ -159,7 +161,7 @@ func (s *OriginSource) release(ctx context.Context, addr artifact.ProviderAddres
 	return r, r.err
 }
 
-func (r *originRelease) load(ctx context.Context, s *OriginSource, addr artifact.ProviderAddress, version versions.Version) error {
+func (r *originRelease) load(ctx context.Context, s *Source, addr artifact.ProviderAddress, version versions.Version) error {
 	v, o, err := s.offeredVersion(ctx, addr, version)
 	if err != nil {
 		return err
@@ -180,11 +182,11 @@ func (r *originRelease) load(ctx context.Context, s *OriginSource, addr artifact
 	if len(list) == 0 {
 		return fmt.Errorf("%s %s: the origin lists no platforms", addr, version)
 	}
-	r.signed, err = fetchSignedSums(ctx, o, list, s.opts.TrustedKeys)
+	r.signed, err = fetchSignedSums(ctx, o, list, s.trusted)
 	return err
 }
 
-func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
+func (s *Source) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
 	r, err := s.release(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -225,16 +227,22 @@ func (s *OriginSource) PackageFor(ctx context.Context, addr artifact.ProviderAdd
 	}, nil
 }
 
-// evidence is the signed SHA256SUMS, its signature and the signing keys, to attach to a copy.
-func (s *signedSums) evidence(addr artifact.ProviderAddress, version string) *source.Evidence {
-	sumsName := release.SumsName(addr.Type, version)
-	return &source.Evidence{
-		ArtifactType: ArtifactTypeChecksums,
-		Files: []referrers.AttachFile{
-			{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},
-			{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
-			{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
-		},
-		Annotations: map[string]string{AnnotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID},
+type progressWriter struct {
+	w       io.Writer
+	p       oci.Progress
+	planned atomic.Bool
+}
+
+// ExpectSize plans the download's bytes, once: without it, bytes downloaded would count against
+// the push's plan and the display would pass 100%.
+func (pw *progressWriter) ExpectSize(n int64) {
+	if pw.planned.CompareAndSwap(false, true) {
+		pw.p.Plan(n)
 	}
+}
+
+func (pw *progressWriter) Write(b []byte) (int, error) {
+	n, err := pw.w.Write(b)
+	pw.p.Advance(int64(n))
+	return n, err
 }

@@ -1,4 +1,7 @@
-package mirror
+// Package ocicopy copies provider versions between OCI repositories, layouts and tarballs with
+// everything that refers to them (referrers and cosign's .sig tags), and reads every blob of a
+// version back against its digest.
+package ocicopy
 
 import (
 	"context"
@@ -18,18 +21,8 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// Source is what a copy reads from: a repository, a layout, or one repository inside a tarball.
-type Source interface {
-	oci.ReadOnly
-}
-
-// Destination is what a copy writes to.
-type Destination interface {
-	oras.GraphTarget
-}
-
-// CopyOptions tune a copy.
-type CopyOptions struct {
+// Options tune a copy.
+type Options struct {
 	Concurrency int
 	Progress    oci.Progress
 	// DstTag maps a source tag to the destination's tag name (default: the same).
@@ -38,8 +31,8 @@ type CopyOptions struct {
 	Referrer func(ocispec.Descriptor)
 }
 
-// CopyResult tells what a copy did.
-type CopyResult struct {
+// Result tells what a copy did.
+type Result struct {
 	Tags     []string `json:"tags"`
 	Uploaded int64    `json:"uploaded"`
 	Skipped  int64    `json:"skipped"`
@@ -47,7 +40,7 @@ type CopyResult struct {
 }
 
 // SelectTags picks a source's version tags: the one named, those meeting a constraint, or all.
-func SelectTags(ctx context.Context, src Source, version, constraint string, all bool) ([]string, error) {
+func SelectTags(ctx context.Context, src oci.ReadOnly, version, constraint string, all bool) ([]string, error) {
 	if version != "" {
 		return []string{version}, nil
 	}
@@ -76,8 +69,8 @@ func SelectTags(ctx context.Context, src Source, version, constraint string, all
 // tag fallback) and cosign's legacy sha256-<hex>.sig tags, which referrer-aware copies drop.
 // Content the destination has is not sent again, so a copy cut short resumes where it stopped;
 // each version's tag moves only once its whole graph is there.
-func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts CopyOptions) (*CopyResult, error) {
-	res := &CopyResult{}
+func Copy(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, tags []string, opts Options) (*Result, error) {
+	res := &Result{}
 	var uploaded, skipped, bytes atomic.Int64
 	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
 		Concurrency: opts.Concurrency,
@@ -148,17 +141,17 @@ func Copy(ctx context.Context, src Source, dst Destination, tags []string, opts 
 // progressDestination reports the bytes of every push as they are read, so a copy's progress
 // moves with its bytes rather than a blob at a time.
 type progressDestination struct {
-	Destination
+	oras.GraphTarget
 	p oci.Progress
 }
 
 func (d progressDestination) Push(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	return d.Destination.Push(ctx, desc, oci.ProgressReader(r, d.p))
+	return d.GraphTarget.Push(ctx, desc, oci.ProgressReader(r, d.p))
 }
 
 // VerifyAll reads every blob reachable from the given tags (and their referrers and .sig tags),
 // checking each against its digest, without writing anything.
-func VerifyAll(ctx context.Context, src Source, tags []string) (int, error) {
+func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error) {
 	seen := map[string]bool{}
 	var walk func(d ocispec.Descriptor) error
 	walk = func(d ocispec.Descriptor) error {

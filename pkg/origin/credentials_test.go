@@ -1,4 +1,4 @@
-package mirror
+package origin
 
 import (
 	"context"
@@ -55,8 +55,7 @@ func TestTokenGoesToTheOriginOnly(t *testing.T) {
 		useCLIConfig(t, `credentials "`+org.Host+`" { token = "s3cret" }`)
 		f.Token = "s3cret"
 		org.SetFaults(f)
-		target, to := layout(t)
-		if _, err := Mirror(context.Background(), target, mirrorOptions(org, ca, to)); err != nil {
+		if err := readAll(org, ca); err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
 		checkAuthorization(t, org, "s3cret")
@@ -81,15 +80,14 @@ func TestTokenFromEnvironment(t *testing.T) {
 func TestAuthErrors(t *testing.T) {
 	org, ca := testOrigin(t)
 	org.SetFaults(testorigin.Faults{Token: "s3cret"})
-	target, to := layout(t)
-	_, err := Mirror(context.Background(), target, mirrorOptions(org, ca, to))
+	err := readAll(org, ca)
 	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized: "+org.Host+" wants an API token: add credentials \""+org.Host+"\"") {
 		t.Errorf("without a token: %v", err)
 	}
 	t.Logf("without a token: %v", err)
 
 	rc := useCLIConfig(t, `credentials "`+org.Host+`" { token = "wrong" }`)
-	_, err = Mirror(context.Background(), target, mirrorOptions(org, ca, to))
+	err = readAll(org, ca)
 	if err == nil || !strings.Contains(err.Error(), org.Host+" refused the API token from "+rc) {
 		t.Errorf("with a wrong token: %v", err)
 	}
@@ -111,7 +109,7 @@ func TestAuthErrors(t *testing.T) {
 // variable (dashes doubled, dots as underscores) as well as the credentials block.
 func TestAuthErrorNamesTheVariable(t *testing.T) {
 	tfcredstest.Isolate(t, tfcreds.EnvPrefix)
-	o := &Origin{Host: "my-registry.example.com", authHost: "my-registry.example.com"}
+	o := &Client{Host: "my-registry.example.com", authHost: "my-registry.example.com"}
 	err := o.authError(errors.New("GET https://my-registry.example.com/v1/providers/a/b/versions: 401 Unauthorized"), "my-registry.example.com")
 	if !strings.Contains(err.Error(), `my-registry.example.com wants an API token: set TF_TOKEN_my__registry_example_com, or add credentials "my-registry.example.com" { token = "..." }`) {
 		t.Errorf("%v", err)

@@ -1,4 +1,4 @@
-package mirror
+package origin
 
 import (
 	"errors"
@@ -49,8 +49,8 @@ func checkProtocols(version string, protocols []string) error {
 // user mirroring a range (or every version, old protocol-4 releases included) would expect;
 // when none is left (a single version asked for, say) that is an error naming each version and
 // its protocols. A malformed protocol string is always an error.
-func launchable(chosen []OriginVersion, warn func(string)) ([]OriginVersion, error) {
-	var ok []OriginVersion
+func launchable(chosen []Version, warn func(string)) ([]Version, error) {
+	var ok []Version
 	var refused []*unlaunchableError
 	for _, v := range chosen {
 		var ue *unlaunchableError

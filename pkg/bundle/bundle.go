@@ -1,4 +1,7 @@
-package mirror
+// Package bundle saves provider versions, with their referrers and cosign signatures, into one
+// self-contained OCI-layout tarball, and loads such a tarball into a registry after checking
+// every blob (and, with a policy, every signature) before anything is pushed.
+package bundle
 
 import (
 	"archive/tar"
@@ -19,6 +22,7 @@ import (
 	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -26,7 +30,7 @@ import (
 // SaveItem is one repository's versions to save.
 type SaveItem struct {
 	Ref  ociref.Ref // the source repository (its tag, if any, names the version)
-	Src  Source
+	Src  ociref.ReadOnly
 	Tags []string
 }
 
@@ -38,7 +42,7 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (Save
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
-	tags, err := SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
+	tags, err := ocicopy.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
@@ -51,7 +55,7 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (Save
 // the tarball are written in an owned temporary directory beside out (see pkg/scratch), and the
 // tarball renamed when complete: a killed save leaves nothing that the next one there does not
 // remove.
-func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (*CopyResult, error) {
+func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Options) (*ocicopy.Result, error) {
 	work, err := scratch.Beside(filepath.Dir(out))
 	if err != nil {
 		return nil, err
@@ -61,14 +65,14 @@ func Save(ctx context.Context, items []SaveItem, out string, opts CopyOptions) (
 	if err != nil {
 		return nil, err
 	}
-	total := &CopyResult{}
+	total := &ocicopy.Result{}
 	for _, it := range items {
 		repo := repoPath(it.Ref)
 		o := opts
 		o.DstTag = func(t string) string { return repo + ":" + t }
 		var found []ocispec.Descriptor
 		o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
-		r, err := Copy(ctx, it.Src, layout, it.Tags, o)
+		r, err := ocicopy.Copy(ctx, it.Src, layout, it.Tags, o)
 		if err == nil {
 			err = recordReferrers(ctx, layout, repo, found)
 		}
@@ -171,9 +175,9 @@ type Bundle struct {
 	referrers map[string]map[digest.Digest]bool
 }
 
-// OpenBundle opens a tarball written by Save (or any OCI-layout tarball whose tags are named
+// Open opens a tarball written by Save (or any OCI-layout tarball whose tags are named
 // REPOSITORY:TAG), reading it in place.
-func OpenBundle(ctx context.Context, path string) (*Bundle, error) {
+func Open(ctx context.Context, path string) (*Bundle, error) {
 	st, err := oci.NewFromTar(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not an OCI-layout tarball: %w", path, err)
@@ -217,7 +221,7 @@ func (b *Bundle) recordReferrer(repo, name string) {
 
 // Repo gives a read-only view of one repository in the bundle, with its own tag names and, when
 // the tarball records them, exactly the referrers it had.
-func (b *Bundle) Repo(repo string) Source {
+func (b *Bundle) Repo(repo string) ociref.ReadOnly {
 	v := &repoView{ReadOnlyStore: b.store, prefix: repo + ":"}
 	if b.referrers != nil {
 		v.referrers = b.referrers[repo]
@@ -281,14 +285,14 @@ type LoadOptions struct {
 	To       string // HOST[:PORT][/PREFIX]: each repository is recreated below it
 	Registry ociref.Options
 	Policy   *sign.Policy // when set, every version's signature must satisfy it
-	Copy     CopyOptions
+	Copy     ocicopy.Options
 	Log      io.Writer
 }
 
 // Loaded is one repository a load wrote.
 type Loaded struct {
-	Repository string      `json:"repository"`
-	Result     *CopyResult `json:"result"`
+	Repository string          `json:"repository"`
+	Result     *ocicopy.Result `json:"result"`
 }
 
 // Load pushes a bundle's repositories below opts.To. Before anything is pushed, every blob in the
@@ -310,7 +314,7 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 		if len(versionTags[repo]) == 0 {
 			continue
 		}
-		if _, err := VerifyAll(ctx, b.Repo(repo), versionTags[repo]); err != nil {
+		if _, err := ocicopy.VerifyAll(ctx, b.Repo(repo), versionTags[repo]); err != nil {
 			return nil, fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
 		}
 	}
@@ -352,7 +356,7 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 		if err != nil {
 			return out, ociref.Explain("load", ref, err)
 		}
-		r, err := Copy(ctx, b.Repo(repo), dst, versionTags[repo], opts.Copy)
+		r, err := ocicopy.Copy(ctx, b.Repo(repo), dst, versionTags[repo], opts.Copy)
 		if err != nil {
 			return out, ociref.Explain("load", ref, err)
 		}
