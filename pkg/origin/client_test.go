@@ -6,13 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +17,6 @@ import (
 	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -42,37 +37,6 @@ func testOrigin(t *testing.T) (*testorigin.Origin, *testca.CA) {
 	ca := testca.NewCA(t, t.TempDir())
 	org := testorigin.Start(t, ca, testorigin.FakeRelease(t, "hello", "1.0.0", "linux_amd64", "darwin_arm64"), "acme", "hello", "1.0.0")
 	return org, ca
-}
-
-// readAll reads every package of every version the origin offers through a Source, as a mirror
-// does: discovery, the versions list, each download answer, the signed SHA256SUMS and each zip.
-func readAll(org *testorigin.Origin, ca *testca.CA) error {
-	ctx := context.Background()
-	addr, err := artifact.ParseProviderAddress(org.Address())
-	if err != nil {
-		return err
-	}
-	src := NewSource(oci.Options{CAFile: ca.File}, nil)
-	list, err := src.AvailableVersions(ctx, addr)
-	if err != nil {
-		return err
-	}
-	for _, v := range list {
-		platforms, err := src.Platforms(ctx, addr, v)
-		if err != nil {
-			return err
-		}
-		for _, p := range platforms {
-			pkg, err := src.PackageFor(ctx, addr, v, p)
-			if err != nil {
-				return err
-			}
-			if err := pkg.Fetch(ctx, io.Discard, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func newTestOrigin(t *testing.T, org *testorigin.Origin, ca *testca.CA) *Client {
@@ -297,81 +261,5 @@ func TestFetchRetriesOnlyBeforeTheFirstByte(t *testing.T) {
 	}
 	if _, err := o.Fetch(ctx, "http://example.com/a.zip", &bytes.Buffer{}, 10); err == nil || !strings.Contains(err.Error(), "only https") {
 		t.Errorf("plain http to a remote host: %v", err)
-	}
-}
-
-// TestSourceRetries: reading a whole release through the source gets through an origin that
-// fails now and then.
-func TestSourceRetries(t *testing.T) {
-	fastRetries(t)
-	org, ca := testOrigin(t)
-	org.SetFaults(testorigin.Faults{FailNext: 2, DropNext: 1, TruncateNext: 1})
-	if err := readAll(org, ca); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestRetryAfterHeader(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"0":                             0,
-		"7":                             7 * time.Second,
-		" 12 ":                          12 * time.Second,
-		"Fri, 02 Jan 2026 03:04:35 GMT": 30 * time.Second,
-		"Fri, 02 Jan 2026 03:00:00 GMT": 0, // in the past
-	} {
-		got, ok := retryAfter(http.Header{"Retry-After": {v}}, now)
-		if !ok || got != want {
-			t.Errorf("Retry-After %q: %s, %v; want %s", v, got, ok, want)
-		}
-	}
-	for _, v := range []string{"", "-1", "soon", "1.5"} {
-		if _, ok := retryAfter(http.Header{"Retry-After": {v}}, now); ok {
-			t.Errorf("Retry-After %q was taken", v)
-		}
-	}
-}
-
-func TestRetryPolicyBounds(t *testing.T) {
-	p := retryPolicy{attempts: 4, first: time.Second, maxWait: 3 * time.Second, budget: 5 * time.Second}
-	e := &transientError{err: errors.New("x")}
-	var waited time.Duration
-	for attempt := 1; attempt <= 2; attempt++ {
-		d, stop := p.wait(attempt, waited, e)
-		if stop != "" || d < 800*time.Millisecond || d > 3*time.Second {
-			t.Fatalf("attempt %d: wait %s, stop %q", attempt, d, stop)
-		}
-		waited += d
-	}
-	if _, stop := p.wait(3, 4*time.Second, e); !strings.Contains(stop, "of waiting") {
-		t.Errorf("the waiting budget was not kept: %q", stop)
-	}
-	if _, stop := p.wait(4, 0, e); stop != "gave up after 4 attempts" {
-		t.Errorf("the attempt cap was not kept: %q", stop)
-	}
-	if d, stop := p.wait(1, 0, &transientError{hasAfter: true, after: 2 * time.Second}); stop != "" || d != 2*time.Second {
-		t.Errorf("Retry-After: wait %s, stop %q", d, stop)
-	}
-}
-
-func TestTransientNetError(t *testing.T) {
-	ctx := context.Background()
-	refused := fmt.Errorf("dial: %w", &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED})
-	if transientNetError(ctx, refused, false) {
-		t.Error("a refusal from a host that never answered is retried")
-	}
-	if !transientNetError(ctx, refused, true) {
-		t.Error("a refusal from a host that answered before is not retried")
-	}
-	if !transientNetError(ctx, &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}, false) {
-		t.Error("a reset is not retried")
-	}
-	if transientNetError(ctx, errors.New("x509: certificate signed by unknown authority"), true) {
-		t.Error("a certificate error is retried")
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if transientNetError(cancelled, &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}, true) {
-		t.Error("retried after the context ended")
 	}
 }

@@ -114,21 +114,6 @@ func (p *PyProject) ProviderEntry(typ string) (string, error) {
 	return entry, nil
 }
 
-// PythonEntryCode is the Python that runs a console script's entry point the way pip's wrapper
-// does, with sys.argv[0] set to the script's name. When withPath is true, the first argument is
-// a directory put first on sys.path (the dependencies packaged for this interpreter).
-func PythonEntryCode(script, entry string, withPath bool) string {
-	mod, attr, _ := strings.Cut(entry, ":")
-	first, _, _ := strings.Cut(attr, ".")
-	var b strings.Builder
-	b.WriteString("import sys\n")
-	if withPath {
-		b.WriteString("sys.path.insert(0, sys.argv.pop(1))\n")
-	}
-	fmt.Fprintf(&b, "sys.argv[0] = %q\nfrom %s import %s\nsys.exit(%s())\n", script, mod, first, attr)
-	return b.String()
-}
-
 // HostPython is the Python oprov builds with: $OPROV_PYTHON, else python3 on PATH.
 func HostPython() (string, error) {
 	name := "python3"
