@@ -12,7 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/loader/config"
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 )
 
 // UserCLIConfig finds the CLI configuration the user's own tofu (or terraform) would read:
@@ -161,7 +161,7 @@ func renderMethod(m *hclsyntax.Block, managed []string) (string, string, error) 
 			}
 			fmt.Fprintf(&b, "    %q = %s\n", n, hclString(attrs[n].AsString()))
 			for _, a := range managed {
-				if pa, err := artifact.ParseProviderAddress(n); err == nil && pa.String() == a {
+				if pa, err := manifest.ParseProviderAddress(n); err == nil && pa.String() == a {
 					note = fmt.Sprintf("your dev_overrides for %s is kept and takes precedence over oprov's install", a)
 				}
 			}

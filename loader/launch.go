@@ -3,7 +3,7 @@ package loader
 import (
 	"context"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
@@ -15,9 +15,9 @@ import (
 // same source and checks as an install: resolved once, the signature per the policy (when one is
 // given) over exactly that digest, this machine's zip checked into the cache, and unpacked
 // safely. It returns the executable.
-func FetchRef(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
+func FetchRef(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress, policy *sign.Policy, opts Options) (string, error) {
 	s := newSession(&opts)
-	src := source.NewOCI(s.env, policy, func(artifact.ProviderAddress) (oci.Ref, error) { return ref, nil })
+	src := source.NewOCI(s.env, policy, func(manifest.ProviderAddress) (oci.Ref, error) { return ref, nil })
 	rv, err := src.Resolve(ctx, ref, addr)
 	if err != nil {
 		return "", err

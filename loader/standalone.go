@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -16,13 +16,13 @@ import (
 
 // ExecutableAddress is the address an executable outside any registry is reported under:
 // local/TYPE, TYPE read from a terraform-provider-TYPE[_...][.exe] name, else "unknown".
-func ExecutableAddress(path string) artifact.ProviderAddress {
+func ExecutableAddress(path string) manifest.ProviderAddress {
 	return localAddress(strings.SplitN(strings.TrimSuffix(filepath.Base(path), ".exe"), "_", 2)[0])
 }
 
 // DirAddress is the address a provider source directory is reported under: local/TYPE, TYPE from
 // a terraform-provider-TYPE directory name, else the directory's name itself.
-func DirAddress(dir string) artifact.ProviderAddress {
+func DirAddress(dir string) manifest.ProviderAddress {
 	base := filepath.Base(dir)
 	addr := localAddress("terraform-provider-" + base)
 	if t, ok := release.TypeFromName(base); ok {
@@ -31,18 +31,18 @@ func DirAddress(dir string) artifact.ProviderAddress {
 	return addr
 }
 
-func localAddress(name string) artifact.ProviderAddress {
+func localAddress(name string) manifest.ProviderAddress {
 	typ, ok := release.TypeFromName(name)
 	if !ok {
 		typ = "unknown"
 	}
-	return artifact.ProviderAddress{Hostname: artifact.DefaultProviderHost, Namespace: "local", Type: typ}
+	return manifest.ProviderAddress{Hostname: manifest.DefaultProviderHost, Namespace: "local", Type: typ}
 }
 
 // BuildDir builds a provider source directory (any kind pkg/source knows: a Go module, a Python
 // project) for this machine through the cache, as 'oprov run' builds the providers kept as
 // source, and gives the executable. at says who asked, for messages.
-func BuildDir(ctx context.Context, dir string, addr artifact.ProviderAddress, at string, opts Options) (string, error) {
+func BuildDir(ctx context.Context, dir string, addr manifest.ProviderAddress, at string, opts Options) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err

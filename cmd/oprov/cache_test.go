@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/loader"
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/scratch"
@@ -32,7 +32,7 @@ func filledCache(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := artifact.ParseProviderAddress("example.com/acme/hello")
+	addr, _ := manifest.ParseProviderAddress("example.com/acme/hello")
 	if _, err := loader.FetchRef(context.Background(), ref, addr, nil, loader.Options{Cache: c}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
@@ -55,7 +55,7 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	addr, err := artifact.ParseProviderAddress(o.Address)
+	addr, err := manifest.ParseProviderAddress(o.Address)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -68,9 +68,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return err
 	}
-	var addr artifact.ProviderAddress
+	var addr manifest.ProviderAddress
 	if o.Address != "" {
-		if addr, err = artifact.ParseProviderAddress(o.Address); err != nil {
+		if addr, err = manifest.ParseProviderAddress(o.Address); err != nil {
 			return usageErrorf("--address: %v", err)
 		}
 	}
@@ -151,7 +151,7 @@ type platformJSON struct {
 	H1       string `json:"h1,omitempty"` // recorded on the index entry (dev.oprov.h1)
 }
 
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr artifact.ProviderAddress, res *publish.Result) error {
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifest.ProviderAddress, res *publish.Result) error {
 	tofurc := ""
 	if !ref.IsLayout() {
 		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)

@@ -14,6 +14,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
@@ -91,16 +92,16 @@ func runSchema(ctx context.Context, o *schemaOptions) error {
 // schemaTarget finds the executable to launch and the address to report it under: a file, a
 // provider source directory (built through the cache as 'oprov run' builds it), or a repository
 // version fetched through the cache.
-func schemaTarget(ctx context.Context, o *schemaOptions) (string, artifact.ProviderAddress, error) {
-	var addr artifact.ProviderAddress
+func schemaTarget(ctx context.Context, o *schemaOptions) (string, manifest.ProviderAddress, error) {
+	var addr manifest.ProviderAddress
 	if o.Address != "" {
-		a, err := artifact.ParseProviderAddress(o.Address)
+		a, err := manifest.ParseProviderAddress(o.Address)
 		if err != nil {
 			return "", addr, usageErrorf("--address: %v", err)
 		}
 		addr = a
 	}
-	guess := func(a artifact.ProviderAddress) {
+	guess := func(a manifest.ProviderAddress) {
 		if o.Address == "" {
 			addr = a
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -95,7 +95,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	addr := ""
 	if o.Address != "" {
-		a, err := artifact.ParseProviderAddress(o.Address)
+		a, err := manifest.ParseProviderAddress(o.Address)
 		if err != nil {
 			return usageErrorf("--address: %v", err)
 		}

@@ -53,9 +53,9 @@ func Platforms() []manifest.Platform {
 }
 
 // Addr parses a provider address, failing the test on a bad one.
-func Addr(t testing.TB, s string) artifact.ProviderAddress {
+func Addr(t testing.TB, s string) manifest.ProviderAddress {
 	t.Helper()
-	a, err := artifact.ParseProviderAddress(s)
+	a, err := manifest.ParseProviderAddress(s)
 	if err != nil {
 		t.Fatal(err)
 	}

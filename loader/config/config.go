@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
+	"github.com/oprov/oprov/manifest"
 
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/middleware"
@@ -42,7 +43,7 @@ type Config struct {
 // SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
 // launches it, and nothing is published or installed.
 type SourceProvider struct {
-	Addr  artifact.ProviderAddress
+	Addr  manifest.ProviderAddress
 	Dir   string // absolute path of the Go module
 	Range hcl.Range
 }
@@ -113,7 +114,7 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 	seen := map[string]bool{}
 	for _, pf := range cf.Providers {
 		at := fmt.Sprintf("%s:%d", pf.DeclRange.Filename, pf.DeclRange.Start.Line)
-		addr, err := artifact.ParseProviderAddress(pf.Address)
+		addr, err := manifest.ParseProviderAddress(pf.Address)
 		if err != nil {
 			return nil, fmt.Errorf("%s: provider: %w", at, err)
 		}
@@ -243,7 +244,7 @@ func checkTemplate(t string, expr hcl.Expression, include []Pattern) error {
 				t, sym, map[string]string{"hostname": "registry host", "namespace": "namespace", "type": "provider"}[sym], sym, "HOST/providers/${namespace}/${type}")
 		}
 	}
-	v, err := evalTemplate(expr, artifact.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
+	v, err := evalTemplate(expr, manifest.ProviderAddress{Hostname: "h", Namespace: "n", Type: "t"})
 	if err != nil {
 		return err
 	}
@@ -275,7 +276,7 @@ func selectsOne(include []Pattern, sym string) bool {
 	return true
 }
 
-func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, error) {
+func evalTemplate(expr hcl.Expression, addr manifest.ProviderAddress) (string, error) {
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
 		"hostname": cty.StringVal(addr.Hostname.String()), "namespace": cty.StringVal(addr.Namespace), "type": cty.StringVal(addr.Type),
 	}}
@@ -290,7 +291,7 @@ func evalTemplate(expr hcl.Expression, addr artifact.ProviderAddress) (string, e
 }
 
 // RepositoryRef fills the template in for a provider and parses it as a repository reference.
-func (m *Mirror) RepositoryRef(addr artifact.ProviderAddress) (oci.Ref, error) {
+func (m *Mirror) RepositoryRef(addr manifest.ProviderAddress) (oci.Ref, error) {
 	repo := m.Repository(addr)
 	ref, err := oci.ParseRef(repo)
 	if err != nil {
@@ -305,7 +306,7 @@ func (sp *SourceProvider) LocalDir() source.LocalDir {
 }
 
 // Repository fills the template in for a provider.
-func (m *Mirror) Repository(addr artifact.ProviderAddress) string {
+func (m *Mirror) Repository(addr manifest.ProviderAddress) string {
 	v, err := evalTemplate(m.template, addr)
 	if err != nil { // checked when parsed: cannot fail for a valid address
 		panic(err)
@@ -314,7 +315,7 @@ func (m *Mirror) Repository(addr artifact.ProviderAddress) string {
 }
 
 // Matches reports whether the block's include and exclude patterns select addr.
-func (m *Mirror) Matches(addr artifact.ProviderAddress) bool {
+func (m *Mirror) Matches(addr manifest.ProviderAddress) bool {
 	in := false
 	for _, p := range m.Include {
 		if p.Match(addr) {
@@ -334,7 +335,7 @@ func (m *Mirror) Matches(addr artifact.ProviderAddress) bool {
 }
 
 // SourceFor gives the provider block that keeps addr as source, or nil.
-func (c *Config) SourceFor(addr artifact.ProviderAddress) *SourceProvider {
+func (c *Config) SourceFor(addr manifest.ProviderAddress) *SourceProvider {
 	for _, s := range c.Sources {
 		if s.Addr == addr {
 			return s
@@ -344,7 +345,7 @@ func (c *Config) SourceFor(addr artifact.ProviderAddress) *SourceProvider {
 }
 
 // MirrorFor gives the first oci_mirror block that selects addr, or nil.
-func (c *Config) MirrorFor(addr artifact.ProviderAddress) *Mirror {
+func (c *Config) MirrorFor(addr manifest.ProviderAddress) *Mirror {
 	for _, m := range c.Mirrors {
 		if m.Matches(addr) {
 			return m

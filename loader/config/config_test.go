@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -26,9 +26,9 @@ oci_mirror {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hello, _ := artifact.ParseProviderAddress("example.com/acme/hello")
-	legacy, _ := artifact.ParseProviderAddress("example.com/acme/legacy")
-	random, _ := artifact.ParseProviderAddress("hashicorp/random")
+	hello, _ := manifest.ParseProviderAddress("example.com/acme/hello")
+	legacy, _ := manifest.ParseProviderAddress("example.com/acme/legacy")
+	random, _ := manifest.ParseProviderAddress("hashicorp/random")
 	if m := cfg.MirrorFor(hello); m != cfg.Mirrors[0] || m.Repository(hello) != "registry.example.com/providers/acme/hello" {
 		t.Errorf("hello: %v", m)
 	}

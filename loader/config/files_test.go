@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -196,9 +196,9 @@ provider "example.com/acme/internal" {
 	}
 }
 
-func mustAddr(t *testing.T, s string) artifact.ProviderAddress {
+func mustAddr(t *testing.T, s string) manifest.ProviderAddress {
 	t.Helper()
-	a, err := artifact.ParseProviderAddress(s)
+	a, err := manifest.ParseProviderAddress(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 )
 
 // Requirement is what a configuration asks of one provider: all the version constraints given
 // for it across the root module and its local modules.
 type Requirement struct {
-	Addr        artifact.ProviderAddress
+	Addr        manifest.ProviderAddress
 	Constraints []string    // each as written; all must hold
 	Where       []hcl.Range // where each was declared
 }
@@ -214,7 +214,7 @@ func readRequiredProviders(b *hcl.Block, reqs map[string]*Requirement) error {
 		if source == "" {
 			source = "hashicorp/" + name
 		}
-		addr, err := artifact.ParseProviderAddress(source)
+		addr, err := manifest.ParseProviderAddress(source)
 		if err != nil {
 			return fmt.Errorf("%s: required_providers %s: %w", at, name, err)
 		}

@@ -1,49 +1,18 @@
 package artifact
 
 import (
-	tfaddr "github.com/opentofu/registry-address"
-
 	"fmt"
 	"strings"
 
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// DefaultProviderHost is the host a short provider address (NAMESPACE/TYPE) means to OpenTofu.
-const DefaultProviderHost = tfaddr.DefaultProviderRegistryHost
-
-// ProviderAddress is a provider source address, HOSTNAME/NAMESPACE/TYPE, as OpenTofu's own
-// registry-address library parses and normalises it.
-type ProviderAddress = tfaddr.Provider
-
-// ParseProviderAddress parses [HOSTNAME/]NAMESPACE/TYPE with OpenTofu's parser (so it accepts and
-// normalises exactly what OpenTofu does), rewording its error to say what is wanted.
-func ParseProviderAddress(s string) (a ProviderAddress, err error) {
-	// The library accepts a few strings (invalid UTF-8, hostnames IDNA then rejects) that it cannot
-	// print again: such an address is refused, never carried on to panic later.
-	defer func() {
-		if r := recover(); r != nil {
-			a, err = ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (not a valid host name)", s)
-		}
-	}()
-	a, err = tfaddr.ParseProviderSource(s)
-	if err != nil {
-		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (%v)", s, err)
-	}
-	if a.Namespace == tfaddr.UnknownProviderNamespace { // a bare TYPE: OpenTofu guesses its namespace; oprov does not
-		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (a namespace is needed)", s)
-	}
-	if again, err := tfaddr.ParseProviderSource(a.String()); err != nil || again != a {
-		return ProviderAddress{}, fmt.Errorf("provider address %q: want [HOSTNAME/]NAMESPACE/TYPE (it does not read back as itself)", s)
-	}
-	return a, nil
-}
-
 // GuessProviderAddress guesses a provider's address from the repository it lives in: the last
 // two path elements are NAMESPACE/TYPE on OpenTofu's default registry host.
-func GuessProviderAddress(ref oci.Ref) ProviderAddress {
+func GuessProviderAddress(ref oci.Ref) manifest.ProviderAddress {
 	parts := strings.Split(ref.Repository, "/")
-	a := ProviderAddress{Hostname: DefaultProviderHost, Namespace: "local", Type: TypeFromRepository(ref)}
+	a := manifest.ProviderAddress{Hostname: manifest.DefaultProviderHost, Namespace: "local", Type: TypeFromRepository(ref)}
 	if len(parts) >= 2 {
 		a.Namespace = parts[len(parts)-2]
 	}
@@ -53,7 +22,7 @@ func GuessProviderAddress(ref oci.Ref) ProviderAddress {
 // RepositoryTemplate gives an oci_mirror repository_template that maps addr to ref's repository,
 // using ${namespace} and ${type} where the repository path ends in them, so that the same block
 // serves sibling providers.
-func RepositoryTemplate(ref oci.Ref, addr ProviderAddress) string {
+func RepositoryTemplate(ref oci.Ref, addr manifest.ProviderAddress) string {
 	repo := ref.Repository
 	switch {
 	case strings.HasSuffix(repo, "/"+addr.Namespace+"/"+addr.Type):
@@ -66,7 +35,7 @@ func RepositoryTemplate(ref oci.Ref, addr ProviderAddress) string {
 
 // MirrorConfig renders the CLI-configuration block with which OpenTofu (>= 1.10) installs addr
 // from ref's repository and everything else directly.
-func MirrorConfig(ref oci.Ref, addr ProviderAddress) string {
+func MirrorConfig(ref oci.Ref, addr manifest.ProviderAddress) string {
 	return fmt.Sprintf(`provider_installation {
   oci_mirror {
     repository_template = %q

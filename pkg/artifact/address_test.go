@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
 func TestMirrorConfig(t *testing.T) {
-	addr, _ := ParseProviderAddress("example.com/acme/hello")
+	addr, _ := manifest.ParseProviderAddress("example.com/acme/hello")
 	for repo, want := range map[string]string{
 		"providers/acme/hello": "reg.io/providers/${namespace}/${type}",
 		"providers/hello":      "reg.io/providers/${type}",
@@ -18,11 +19,11 @@ func TestMirrorConfig(t *testing.T) {
 			t.Errorf("template for %s = %s, want %s", repo, got, want)
 		}
 	}
-	short, err := ParseProviderAddress("acme/hello")
+	short, err := manifest.ParseProviderAddress("acme/hello")
 	if err != nil || short.String() != "registry.opentofu.org/acme/hello" {
 		t.Errorf("short address: %v %v", short, err)
 	}
-	if _, err := ParseProviderAddress("a/b/c/d"); err == nil {
+	if _, err := manifest.ParseProviderAddress("a/b/c/d"); err == nil {
 		t.Error("four-part address accepted")
 	}
 	cfg := MirrorConfig(oci.Ref{Registry: "reg.io", Repository: "providers/acme/hello"}, addr)
@@ -32,34 +33,3 @@ func TestMirrorConfig(t *testing.T) {
 }
 
 // A registry that answers 503 twice is retried until it answers.
-
-// Addresses are OpenTofu's: normalised by its parser, and refused where it refuses them, or where
-// it would have to guess a namespace.
-func TestParseProviderAddress(t *testing.T) {
-	a, err := ParseProviderAddress("Example.com/Acme/Hello")
-	if err != nil || a.String() != "example.com/acme/hello" {
-		t.Errorf("got %v, %v", a, err)
-	}
-	for _, bad := range []string{"x", "a/b/c/d", "acme/*", "", "acme/-hello"} {
-		if _, err := ParseProviderAddress(bad); err == nil || !strings.Contains(err.Error(), "NAMESPACE/TYPE") {
-			t.Errorf("%q: want an error that says what is wanted, got %v", bad, err)
-		}
-	}
-}
-
-// Whatever ParseProviderAddress accepts prints and parses back as itself, and nothing panics.
-func FuzzParseProviderAddress(f *testing.F) {
-	for _, s := range []string{"example.com/acme/hello", "acme/hello", "Example.COM/Acme/Hello", "x", "a/b/c/d", "xn--/a/b", "\xff/a/b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		a, err := ParseProviderAddress(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseProviderAddress(a.String())
-		if err != nil || again != a {
-			t.Fatalf("%q parsed as %v, which reads back as %v, %v", s, a, again, err)
-		}
-	})
-}

@@ -3,6 +3,8 @@ package artifact
 import (
 	"fmt"
 	"strings"
+
+	"github.com/oprov/oprov/manifest"
 )
 
 // Pattern is an include/exclude pattern as OpenTofu's CLI configuration has them: HOST/NS/TYPE or
@@ -14,7 +16,7 @@ func ParsePattern(s string) (Pattern, error) {
 	parts := strings.Split(strings.ToLower(s), "/")
 	switch len(parts) {
 	case 2:
-		parts = append([]string{DefaultProviderHost.String()}, parts...)
+		parts = append([]string{manifest.DefaultProviderHost.String()}, parts...)
 	case 3:
 	default:
 		return Pattern{}, fmt.Errorf("pattern %q: want [HOSTNAME/]NAMESPACE/TYPE, each part a name or *", s)
@@ -35,7 +37,7 @@ func ParsePattern(s string) (Pattern, error) {
 }
 
 // Match reports whether the pattern covers addr.
-func (p Pattern) Match(addr ProviderAddress) bool {
+func (p Pattern) Match(addr manifest.ProviderAddress) bool {
 	m := func(pat, s string) bool { return pat == "*" || pat == s }
 	return m(p.Hostname, addr.Hostname.String()) && m(p.Namespace, addr.Namespace) && m(p.Type, addr.Type)
 }
@@ -44,7 +46,7 @@ func (p Pattern) String() string { return p.Hostname + "/" + p.Namespace + "/" +
 
 // MatchAny gives a function that reports whether any of the patterns (ParsePattern) covers an
 // address, or nil for no patterns.
-func MatchAny(patterns []string) (func(ProviderAddress) bool, error) {
+func MatchAny(patterns []string) (func(manifest.ProviderAddress) bool, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
@@ -56,7 +58,7 @@ func MatchAny(patterns []string) (func(ProviderAddress) bool, error) {
 		}
 		pats = append(pats, p)
 	}
-	return func(addr ProviderAddress) bool {
+	return func(addr manifest.ProviderAddress) bool {
 		for _, p := range pats {
 			if p.Match(addr) {
 				return true

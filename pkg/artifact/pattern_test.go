@@ -1,6 +1,10 @@
 package artifact
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/oprov/oprov/manifest"
+)
 
 // TestMatchAny: patterns as OpenTofu's include/exclude have them (NS/TYPE on the default host, *
 // per part); no patterns is no filter; a bad one is an error.
@@ -19,7 +23,7 @@ func TestMatchAny(t *testing.T) {
 		"registry.opentofu.org/hashicorp/null":   true,
 		"registry.opentofu.org/hashicorp/random": false,
 	} {
-		a, err := ParseProviderAddress(addr)
+		a, err := manifest.ParseProviderAddress(addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/release"
@@ -44,7 +43,7 @@ func makeZip(t *testing.T, content string) []byte {
 }
 
 var (
-	helloAddr, _ = artifact.ParseProviderAddress("example.com/acme/hello")
+	helloAddr, _ = manifest.ParseProviderAddress("example.com/acme/hello")
 	linuxAMD64   = manifest.Platform{OS: "linux", Arch: "amd64"}
 )
 

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/unzip"
@@ -24,7 +23,7 @@ import (
 // Package is one platform's provider package as the cache takes it in: what it is, the zip's
 // digest (which a signature or a lock file vouches for), and how to fetch the zip.
 type Package struct {
-	Addr     artifact.ProviderAddress
+	Addr     manifest.ProviderAddress
 	Version  string
 	Platform manifest.Platform
 	Filename string
@@ -254,7 +253,7 @@ func (c *Cache) putZip(ctx context.Context, pkg *Package) (*Zip, error) {
 // MirrorPath is where a filesystem mirror holds a provider's unpacked package, relative to the
 // mirror: HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, the layout OpenTofu and Terraform read (and the one
 // of their own provider directory, .terraform/providers).
-func MirrorPath(addr artifact.ProviderAddress, version string, p manifest.Platform) string {
+func MirrorPath(addr manifest.ProviderAddress, version string, p manifest.Platform) string {
 	return filepath.Join(addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 }
 

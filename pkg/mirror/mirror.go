@@ -30,7 +30,7 @@ import (
 
 // Options say what to mirror where.
 type Options struct {
-	Address    artifact.ProviderAddress // on the origin
+	Address    manifest.ProviderAddress // on the origin
 	Constraint string                   // versions to mirror ("" for all)
 	Platforms  []manifest.Platform      // empty for every platform the origin offers
 	To         oci.Ref
@@ -196,7 +196,7 @@ func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.
 
 // selectPlatforms picks the platforms to mirror: those asked for, each of which the source must
 // offer, or else every one it offers.
-func selectPlatforms(ctx context.Context, src source.Source, addr artifact.ProviderAddress, v versions.Version, want []manifest.Platform) ([]manifest.Platform, error) {
+func selectPlatforms(ctx context.Context, src source.Source, addr manifest.ProviderAddress, v versions.Version, want []manifest.Platform) ([]manifest.Platform, error) {
 	platforms, err := src.Platforms(ctx, addr, v)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func layout(t *testing.T) (oci.Target, oci.Ref) {
 }
 
 func mirrorOptions(org *testorigin.Origin, ca *testca.CA, to oci.Ref) Options {
-	addr, err := artifact.ParseProviderAddress(org.Address())
+	addr, err := manifest.ParseProviderAddress(org.Address())
 	if err != nil {
 		panic(err)
 	}

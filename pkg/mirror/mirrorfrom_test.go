@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
@@ -30,9 +31,9 @@ func TestMirrorFromAnOCISource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := source.NewOCI(&source.Env{Cache: c}, nil, func(artifact.ProviderAddress) (oci.Ref, error) { return fromRef, nil })
+	src := source.NewOCI(&source.Env{Cache: c}, nil, func(manifest.ProviderAddress) (oci.Ref, error) { return fromRef, nil })
 	to, toRef := layout(t)
-	addr, _ := artifact.ParseProviderAddress("example.com/acme/hello")
+	addr, _ := manifest.ParseProviderAddress("example.com/acme/hello")
 	res, err := MirrorFrom(ctx, to, src, Options{Address: addr, Constraint: ">= 1.0", To: toRef})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
@@ -147,7 +147,7 @@ func hasKeyID(el openpgp.EntityList, id string) bool {
 }
 
 // evidence is the signed SHA256SUMS, its signature and the signing keys, to attach to a copy.
-func (s *signedSums) evidence(addr artifact.ProviderAddress, version string) *source.Evidence {
+func (s *signedSums) evidence(addr manifest.ProviderAddress, version string) *source.Evidence {
 	sumsName := release.SumsName(addr.Type, version)
 	return &source.Evidence{
 		ArtifactType: ArtifactTypeChecksums,

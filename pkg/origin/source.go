@@ -15,7 +15,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
@@ -51,7 +50,7 @@ func NewSource(registry oci.Options, trusted openpgp.EntityList) *Source {
 	return &Source{registry: registry, trusted: trusted, origins: map[string]*Client{}, offered: map[string][]Version{}, releases: map[string]*originRelease{}}
 }
 
-func (s *Source) ForDisplay(addr artifact.ProviderAddress) string {
+func (s *Source) ForDisplay(addr manifest.ProviderAddress) string {
 	return "https://" + addr.Hostname.String() + " (" + addr.Namespace + "/" + addr.Type + ")"
 }
 
@@ -69,7 +68,7 @@ func (s *Source) origin(ctx context.Context, host string) (*Client, error) {
 	return o, nil
 }
 
-func (s *Source) versionsOf(ctx context.Context, addr artifact.ProviderAddress) ([]Version, *Client, error) {
+func (s *Source) versionsOf(ctx context.Context, addr manifest.ProviderAddress) ([]Version, *Client, error) {
 	o, err := s.origin(ctx, addr.Hostname.String())
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +88,7 @@ func (s *Source) versionsOf(ctx context.Context, addr artifact.ProviderAddress) 
 	return all, o, nil
 }
 
-func (s *Source) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
+func (s *Source) AvailableVersions(ctx context.Context, addr manifest.ProviderAddress) (versions.List, error) {
 	all, _, err := s.versionsOf(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -104,7 +103,7 @@ func (s *Source) AvailableVersions(ctx context.Context, addr artifact.ProviderAd
 }
 
 // offeredVersion finds what the origin said of one version.
-func (s *Source) offeredVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (Version, *Client, error) {
+func (s *Source) offeredVersion(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) (Version, *Client, error) {
 	all, o, err := s.versionsOf(ctx, addr)
 	if err != nil {
 		return Version{}, nil, err
@@ -118,7 +117,7 @@ func (s *Source) offeredVersion(ctx context.Context, addr artifact.ProviderAddre
 }
 
 // Screen leaves out the versions whose plugin protocols oprov cannot launch (see launchable).
-func (s *Source) Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error) {
+func (s *Source) Screen(ctx context.Context, addr manifest.ProviderAddress, list versions.List, warn func(string)) (versions.List, error) {
 	var chosen []Version
 	for _, v := range list {
 		ov, _, err := s.offeredVersion(ctx, addr, v)
@@ -138,7 +137,7 @@ func (s *Source) Screen(ctx context.Context, addr artifact.ProviderAddress, list
 	return out, nil
 }
 
-func (s *Source) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+func (s *Source) Platforms(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
 	v, _, err := s.offeredVersion(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -148,7 +147,7 @@ func (s *Source) Platforms(ctx context.Context, addr artifact.ProviderAddress, v
 
 // release asks where every platform's package of a version is and checks the signed
 // SHA256SUMS, once per version.
-func (s *Source) release(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*originRelease, error) {
+func (s *Source) release(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) (*originRelease, error) {
 	key := addr.String() + "@" + version.String()
 	s.mu.Lock()
 	r := s.releases[key]
@@ -161,7 +160,7 @@ func (s *Source) release(ctx context.Context, addr artifact.ProviderAddress, ver
 	return r, r.err
 }
 
-func (r *originRelease) load(ctx context.Context, s *Source, addr artifact.ProviderAddress, version versions.Version) error {
+func (r *originRelease) load(ctx context.Context, s *Source, addr manifest.ProviderAddress, version versions.Version) error {
 	v, o, err := s.offeredVersion(ctx, addr, version)
 	if err != nil {
 		return err
@@ -186,7 +185,7 @@ func (r *originRelease) load(ctx context.Context, s *Source, addr artifact.Provi
 	return err
 }
 
-func (s *Source) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
+func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
 	r, err := s.release(ctx, addr, version)
 	if err != nil {
 		return nil, err

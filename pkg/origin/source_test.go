@@ -7,7 +7,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testca"
 	"github.com/oprov/oprov/internal/testorigin"
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -15,7 +15,7 @@ import (
 // does: discovery, the versions list, each download answer, the signed SHA256SUMS and each zip.
 func readAll(org *testorigin.Origin, ca *testca.CA) error {
 	ctx := context.Background()
-	addr, err := artifact.ParseProviderAddress(org.Address())
+	addr, err := manifest.ParseProviderAddress(org.Address())
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -60,7 +60,7 @@ func (s *Server) forget(g *generation) {
 }
 
 // versions lists a provider's versions once per generation.
-func (g *generation) versions(ctx context.Context, s *Server, addr artifact.ProviderAddress) (versions.List, error) {
+func (g *generation) versions(ctx context.Context, s *Server, addr manifest.ProviderAddress) (versions.List, error) {
 	g.mu.Lock()
 	l, ok := g.lists[addr.String()]
 	if !ok {

@@ -7,7 +7,6 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 )
 
 func TestParsePath(t *testing.T) {
@@ -22,7 +21,7 @@ func TestParsePath(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		want.addr = artifact.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
+		want.addr = manifest.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
 		if got != want {
 			t.Errorf("%s: got %+v, want %+v", path, got, want)
 		}
@@ -70,7 +69,7 @@ func FuzzParsePath(f *testing.F) {
 }
 
 func TestParseTemplate(t *testing.T) {
-	hello := artifact.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
+	hello := manifest.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
 	for _, tc := range []struct{ tmpl, address, want string }{
 		{"reg.io:5000/providers/${namespace}/${type}", "", "reg.io:5000/providers/acme/hello"},
 		{"reg.io/${hostname}/${namespace}/${type}", "", "reg.io/example.com/acme/hello"},
@@ -100,7 +99,7 @@ func TestParseTemplate(t *testing.T) {
 		}
 	}
 	fixed, _ := ParseTemplate("oci-layout:./layout", "example.com/acme/hello")
-	if _, err := fixed.Repository(artifact.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "other"}); err == nil {
+	if _, err := fixed.Repository(manifest.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "other"}); err == nil {
 		t.Error("a one-provider layout served another provider")
 	}
 }
@@ -115,7 +114,7 @@ func FuzzParseTemplate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		addr := artifact.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
+		addr := manifest.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "hello"}
 		if a := tm.Fixed(); a != nil {
 			addr = *a
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 )
 
 // The Provider Network Mirror Protocol's documents, below the base URL:
@@ -34,7 +33,7 @@ const (
 // request is a parsed protocol path.
 type request struct {
 	kind     docKind
-	addr     artifact.ProviderAddress
+	addr     manifest.ProviderAddress
 	version  versions.Version // for docVersion and docArchive
 	platform manifest.Platform
 }
@@ -75,13 +74,13 @@ func parsePath(p string) (request, error) {
 // names through that its own display form then panics on or changes (invalid UTF-8, which
 // parsePath refuses first, and hostnames IDNA rejects): those are refused, since paths come
 // from anyone.
-func parseAddress(s string) (addr artifact.ProviderAddress, err error) {
-	if addr, err = artifact.ParseProviderAddress(s); err != nil {
+func parseAddress(s string) (addr manifest.ProviderAddress, err error) {
+	if addr, err = manifest.ParseProviderAddress(s); err != nil {
 		return addr, err
 	}
 	defer func() {
 		if recover() != nil {
-			addr, err = artifact.ProviderAddress{}, fmt.Errorf("provider address %q: invalid hostname", s)
+			addr, err = manifest.ProviderAddress{}, fmt.Errorf("provider address %q: invalid hostname", s)
 		}
 	}()
 	_ = addr.String()

@@ -21,7 +21,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -32,7 +32,7 @@ import (
 type Config struct {
 	Template *Template
 	// Include, when set, limits the providers served (the template's others get 404).
-	Include func(artifact.ProviderAddress) bool
+	Include func(manifest.ProviderAddress) bool
 	// Policy, when set, is the trust policy: only versions that pass it are listed and served.
 	Policy   *sign.Policy
 	Cache    *cache.Cache

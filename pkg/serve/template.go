@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -14,7 +14,7 @@ import (
 // holds exactly one provider: its address is then given separately.
 type Template struct {
 	raw   string
-	fixed *artifact.ProviderAddress
+	fixed *manifest.ProviderAddress
 }
 
 var templateVars = []string{"${hostname}", "${namespace}", "${type}"}
@@ -38,13 +38,13 @@ func ParseTemplate(s, address string) (*Template, error) {
 	case !vars && address == "":
 		return nil, fmt.Errorf("%q names one repository, which holds one provider: say which with --address HOST/NAMESPACE/TYPE", s)
 	case !vars:
-		a, err := artifact.ParseProviderAddress(address)
+		a, err := manifest.ParseProviderAddress(address)
 		if err != nil {
 			return nil, err
 		}
 		t.fixed = &a
 	}
-	sample := artifact.ProviderAddress{Hostname: "example.com", Namespace: "namespace", Type: "type"}
+	sample := manifest.ProviderAddress{Hostname: "example.com", Namespace: "namespace", Type: "type"}
 	if t.fixed != nil {
 		sample = *t.fixed
 	}
@@ -55,17 +55,17 @@ func ParseTemplate(s, address string) (*Template, error) {
 }
 
 // Fixed gives the one provider a template without variables holds, or nil.
-func (t *Template) Fixed() *artifact.ProviderAddress { return t.fixed }
+func (t *Template) Fixed() *manifest.ProviderAddress { return t.fixed }
 
 // Repository gives the repository that holds addr, or an error when the template does not serve it.
-func (t *Template) Repository(addr artifact.ProviderAddress) (oci.Ref, error) {
+func (t *Template) Repository(addr manifest.ProviderAddress) (oci.Ref, error) {
 	if t.fixed != nil && *t.fixed != addr {
 		return oci.Ref{}, fmt.Errorf("%s holds only %s, not %s", t.raw, t.fixed, addr)
 	}
 	return t.expand(addr)
 }
 
-func (t *Template) expand(addr artifact.ProviderAddress) (oci.Ref, error) {
+func (t *Template) expand(addr manifest.ProviderAddress) (oci.Ref, error) {
 	s := strings.NewReplacer("${hostname}", addr.Hostname.String(), "${namespace}", addr.Namespace, "${type}", addr.Type).Replace(t.raw)
 	ref, err := oci.ParseRef(s)
 	if err != nil {

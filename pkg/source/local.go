@@ -7,7 +7,6 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 )
 
 // builtHere is a provider kept as source beside the configuration, whatever its language: it
@@ -21,17 +20,17 @@ type builtHere struct {
 }
 
 func (s *builtHere) Dir() string                                { return s.d.Dir }
-func (s *builtHere) ForDisplay(artifact.ProviderAddress) string { return s.d.Dir }
+func (s *builtHere) ForDisplay(manifest.ProviderAddress) string { return s.d.Dir }
 
-func (s *builtHere) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
+func (s *builtHere) AvailableVersions(context.Context, manifest.ProviderAddress) (versions.List, error) {
 	return versions.List{Dev}, nil
 }
 
-func (s *builtHere) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+func (s *builtHere) Platforms(context.Context, manifest.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
 	return []manifest.Platform{Host()}, nil
 }
 
-func (s *builtHere) PackageFor(ctx context.Context, addr artifact.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *builtHere) PackageFor(ctx context.Context, addr manifest.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
 	if platform != Host() {
 		return nil, fmt.Errorf("%s is kept as source in %s: it is made for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
 	}

@@ -24,7 +24,7 @@ import (
 // check, the platform manifests, the zips, the lock and the cache all work from that digest, so a
 // registry that answers two requests for one tag differently cannot get unverified bytes in.
 type OCI struct {
-	repoFor func(artifact.ProviderAddress) (oci.Ref, error)
+	repoFor func(manifest.ProviderAddress) (oci.Ref, error)
 	policy  *sign.Policy // nil: no signature required
 	env     *Env
 	// verified, when set, remembers successful signature checks across sources (verified.go).
@@ -35,11 +35,11 @@ type OCI struct {
 	resolved map[string]*Resolved // by repository@reference
 }
 
-func NewOCI(env *Env, policy *sign.Policy, repoFor func(artifact.ProviderAddress) (oci.Ref, error)) *OCI {
+func NewOCI(env *Env, policy *sign.Policy, repoFor func(manifest.ProviderAddress) (oci.Ref, error)) *OCI {
 	return &OCI{repoFor: repoFor, policy: policy, env: env, targets: map[string]oci.Target{}, resolved: map[string]*Resolved{}}
 }
 
-func (s *OCI) ForDisplay(addr artifact.ProviderAddress) string {
+func (s *OCI) ForDisplay(addr manifest.ProviderAddress) string {
 	if ref, err := s.repoFor(addr); err == nil {
 		return ref.Repo()
 	}
@@ -61,7 +61,7 @@ func (s *OCI) target(ctx context.Context, ref oci.Ref) (oci.Target, error) {
 	return t, nil
 }
 
-func (s *OCI) AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error) {
+func (s *OCI) AvailableVersions(ctx context.Context, addr manifest.ProviderAddress) (versions.List, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (s *OCI) AvailableVersions(ctx context.Context, addr artifact.ProviderAddre
 	return list, nil
 }
 
-func (s *OCI) Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
+func (s *OCI) Platforms(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) ([]manifest.Platform, error) {
 	rv, err := s.resolveVersion(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *OCI) Platforms(ctx context.Context, addr artifact.ProviderAddress, vers
 	return rv.v.Parsed.Platforms(), nil
 }
 
-func (s *OCI) PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *OCI) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
 	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *OCI) PackageFor(ctx context.Context, addr artifact.ProviderAddress, ver
 }
 
 // resolveVersion resolves a version's tag, once per command.
-func (s *OCI) resolveVersion(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) (*Resolved, error) {
+func (s *OCI) resolveVersion(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) (*Resolved, error) {
 	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (s *OCI) resolveVersion(ctx context.Context, addr artifact.ProviderAddress,
 }
 
 // versionRef gives the repository of addr and the tag of version in it.
-func (s *OCI) versionRef(addr artifact.ProviderAddress, version versions.Version) (oci.Ref, string, error) {
+func (s *OCI) versionRef(addr manifest.ProviderAddress, version versions.Version) (oci.Ref, string, error) {
 	repo, err := s.repoFor(addr)
 	if err != nil {
 		return oci.Ref{}, "", err
@@ -129,7 +129,7 @@ func (s *OCI) versionRef(addr artifact.ProviderAddress, version versions.Version
 
 // Resolve fetches the index a tag or digest names (one request), checks its signature per the
 // policy against exactly that digest, and remembers the outcome for the rest of the command.
-func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr artifact.ProviderAddress) (*Resolved, error) {
+func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress) (*Resolved, error) {
 	s.mu.Lock()
 	rv, ok := s.resolved[ref.String()]
 	if !ok {
@@ -146,7 +146,7 @@ func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr artifact.ProviderAd
 
 // trusted reports whether cached metadata may stand in for the registry under the policy: it
 // records a verification by a key the policy trusts for this provider now.
-func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr artifact.ProviderAddress) bool {
+func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr manifest.ProviderAddress) bool {
 	if meta == nil {
 		return false
 	}
@@ -161,7 +161,7 @@ func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr artifact.Provi
 }
 
 // cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
-func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta, platform manifest.Platform, pm *cache.PlatformMeta) *Package {
+func (s *OCI) cachedPackage(addr manifest.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta, platform manifest.Platform, pm *cache.PlatformMeta) *Package {
 	zp := &artifact.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
 	pkg := &Package{
 		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
@@ -185,7 +185,7 @@ func (s *OCI) cachedPackage(addr artifact.ProviderAddress, repo oci.Ref, meta *c
 // cachedAuth says how a version answered from cached metadata stands under the policy now
 // (trusted let the metadata stand in): verified by a key the rule that applies trusts, or let
 // through unverified by a warn-mode rule, which warns; with no policy, nothing was required.
-func (s *OCI) cachedAuth(addr artifact.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta) Authentication {
+func (s *OCI) cachedAuth(addr manifest.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta) Authentication {
 	a := Authentication{Method: "none", Subject: meta.Index}
 	if s.policy == nil {
 		return a
@@ -256,7 +256,7 @@ type Resolved struct {
 	meta      *cache.VersionMeta // nil for a version named by digest: nothing to cache it under
 }
 
-func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) error {
+func (rv *Resolved) load(ctx context.Context, addr manifest.ProviderAddress) error {
 	s := rv.src
 	t, err := s.target(ctx, rv.ref)
 	if err != nil {
@@ -314,7 +314,7 @@ func (rv *Resolved) load(ctx context.Context, addr artifact.ProviderAddress) err
 }
 
 // keyHints gives the sigstore hints of the keys (by name) of the rule that verified a version.
-func keyHints(p *sign.Policy, ref oci.Ref, addr artifact.ProviderAddress, names []string) []string {
+func keyHints(p *sign.Policy, ref oci.Ref, addr manifest.ProviderAddress, names []string) []string {
 	r := p.Match(ref.Repo(), addr.String())
 	if r == nil {
 		return nil
@@ -366,7 +366,7 @@ func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*arti
 }
 
 // PackageFor gives one platform's package of the resolved version.
-func (rv *Resolved) PackageFor(ctx context.Context, addr artifact.ProviderAddress, platform manifest.Platform) (*Package, error) {
+func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddress, platform manifest.Platform) (*Package, error) {
 	p, err := rv.platform(ctx, platform)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 
 	"github.com/oprov/oprov/internal/testfix"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -28,7 +27,7 @@ type repoFixture struct {
 	repo  *testfix.Repo
 	key   *testfix.Key
 	other *testfix.Key
-	addr  artifact.ProviderAddress
+	addr  manifest.ProviderAddress
 	rels  map[string]*testfix.Release
 	idx   map[string]ocispec.Descriptor
 	cache *cache.Cache
@@ -57,7 +56,7 @@ func (f *repoFixture) env(log *bytes.Buffer) *source.Env {
 }
 
 func (f *repoFixture) source(env *source.Env, policy *sign.Policy) *source.OCI {
-	return source.NewOCI(env, policy, func(artifact.ProviderAddress) (oci.Ref, error) { return f.repo.Ref, nil })
+	return source.NewOCI(env, policy, func(manifest.ProviderAddress) (oci.Ref, error) { return f.repo.Ref, nil })
 }
 
 func v(s string) versions.Version { return versions.MustParseVersion(s) }
@@ -107,7 +106,7 @@ func TestOCIRepositoryErrors(t *testing.T) {
 	ctx := context.Background()
 	addr := testfix.Addr(t, "example.com/acme/hello")
 	env := &source.Env{Cache: testfix.Cache(t)}
-	bad := source.NewOCI(env, nil, func(artifact.ProviderAddress) (oci.Ref, error) { return oci.Ref{}, errTest })
+	bad := source.NewOCI(env, nil, func(manifest.ProviderAddress) (oci.Ref, error) { return oci.Ref{}, errTest })
 	if _, err := bad.AvailableVersions(ctx, addr); err != errTest {
 		t.Errorf("AvailableVersions: %v, want the template's error", err)
 	}
@@ -118,7 +117,7 @@ func TestOCIRepositoryErrors(t *testing.T) {
 		t.Errorf("ForDisplay = %q, want the address", got)
 	}
 	missing := t.TempDir() + "/nothing"
-	src := source.NewOCI(env, nil, func(artifact.ProviderAddress) (oci.Ref, error) { return oci.Ref{Layout: missing}, nil })
+	src := source.NewOCI(env, nil, func(manifest.ProviderAddress) (oci.Ref, error) { return oci.Ref{Layout: missing}, nil })
 	if _, err := src.AvailableVersions(ctx, addr); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("a missing layout: %v", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/referrers"
@@ -33,14 +32,14 @@ import (
 // Adding a kind means one new file and its registration.
 type Source interface {
 	// AvailableVersions lists the versions of addr the source offers.
-	AvailableVersions(ctx context.Context, addr artifact.ProviderAddress) (versions.List, error)
+	AvailableVersions(ctx context.Context, addr manifest.ProviderAddress) (versions.List, error)
 	// Platforms lists the platforms a version has packages for.
-	Platforms(ctx context.Context, addr artifact.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
+	Platforms(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
 	// PackageFor says where one platform's package of a version is, and how it was authenticated.
 	// It resolves whatever names the version once per command and works by digest afterwards.
-	PackageFor(ctx context.Context, addr artifact.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
+	PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
 	// ForDisplay names where addr comes from, for messages.
-	ForDisplay(addr artifact.ProviderAddress) string
+	ForDisplay(addr manifest.ProviderAddress) string
 }
 
 // LocalSource is a Source kept beside the configuration: its packages are executables built on
@@ -53,7 +52,7 @@ type LocalSource interface {
 // Package is one platform's package of a provider version. Exactly one of Fetch and Executable is
 // set: a zip to be cached and unpacked, or an executable ready to launch.
 type Package struct {
-	Addr     artifact.ProviderAddress
+	Addr     manifest.ProviderAddress
 	Version  string
 	Platform manifest.Platform
 	Filename string
@@ -128,7 +127,7 @@ type Evidence struct {
 // constraints (an origin's versions that speak no plugin protocol oprov launches, say). It warns
 // about each it leaves out, and fails when none is left.
 type Screener interface {
-	Screen(ctx context.Context, addr artifact.ProviderAddress, list versions.List, warn func(string)) (versions.List, error)
+	Screen(ctx context.Context, addr manifest.ProviderAddress, list versions.List, warn func(string)) (versions.List, error)
 }
 
 type noCacheKey struct{}
@@ -153,7 +152,7 @@ type Env struct {
 
 // warn says once per Env (a command, or one generation of a server) that a warn-mode policy let
 // a version through unverified, and why.
-func (e *Env) warn(addr artifact.ProviderAddress, version, why string) {
+func (e *Env) warn(addr manifest.ProviderAddress, version, why string) {
 	if _, said := e.warned.LoadOrStore(addr.String()+" "+version, true); !said {
 		e.logf("oprov: warning (policy mode warn): %s %s: %s", addr, version, why)
 	}
@@ -170,7 +169,7 @@ func Host() manifest.Platform { return manifest.Platform{OS: runtime.GOOS, Arch:
 
 // LocalDir is a directory of provider source named in a configuration.
 type LocalDir struct {
-	Addr artifact.ProviderAddress
+	Addr manifest.ProviderAddress
 	Dir  string // absolute
 	At   string // FILE:LINE of the declaration, for messages
 }
@@ -210,14 +209,14 @@ func (u unknownDir) err() error {
 }
 
 func (u unknownDir) Dir() string                                { return u.d.Dir }
-func (u unknownDir) ForDisplay(artifact.ProviderAddress) string { return u.d.Dir }
-func (u unknownDir) AvailableVersions(context.Context, artifact.ProviderAddress) (versions.List, error) {
+func (u unknownDir) ForDisplay(manifest.ProviderAddress) string { return u.d.Dir }
+func (u unknownDir) AvailableVersions(context.Context, manifest.ProviderAddress) (versions.List, error) {
 	return nil, u.err()
 }
-func (u unknownDir) Platforms(context.Context, artifact.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
+func (u unknownDir) Platforms(context.Context, manifest.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
 	return nil, u.err()
 }
-func (u unknownDir) PackageFor(context.Context, artifact.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
+func (u unknownDir) PackageFor(context.Context, manifest.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
 	return nil, u.err()
 }
 

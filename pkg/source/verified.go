@@ -5,7 +5,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -28,12 +28,12 @@ func NewVerified(max int) *Verified {
 	return &Verified{max: max, m: map[string]Authentication{}}
 }
 
-func verifiedKey(addr artifact.ProviderAddress, ref oci.Ref, d digest.Digest) string {
+func verifiedKey(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) string {
 	return addr.String() + " " + ref.String() + "@" + d.String()
 }
 
 // lookup gives the remembered authentication of a version; a nil cache knows nothing.
-func (c *Verified) lookup(addr artifact.ProviderAddress, ref oci.Ref, d digest.Digest) (Authentication, bool) {
+func (c *Verified) lookup(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) (Authentication, bool) {
 	if c == nil {
 		return Authentication{}, false
 	}
@@ -45,7 +45,7 @@ func (c *Verified) lookup(addr artifact.ProviderAddress, ref oci.Ref, d digest.D
 
 // remember keeps a verification that succeeded outright (a signature by a trusted key, no
 // warn-mode pass).
-func (c *Verified) remember(addr artifact.ProviderAddress, ref oci.Ref, a Authentication) {
+func (c *Verified) remember(addr manifest.ProviderAddress, ref oci.Ref, a Authentication) {
 	if c == nil || a.Method != "cosign" || a.Warning != "" {
 		return
 	}
