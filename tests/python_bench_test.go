@@ -19,7 +19,7 @@ import (
 func extractProvider(b *testing.B, zipPath, exe string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "pkg")
-	if err := unzip.Extract(zipPath, dir, unzip.DefaultLimits); err != nil {
+	if err := unzip.Extract(context.Background(), zipPath, filepath.Dir(dir), dir, unzip.DefaultLimits, nil); err != nil {
 		b.Fatal(err)
 	}
 	return filepath.Join(dir, exe)

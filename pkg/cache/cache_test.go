@@ -79,7 +79,7 @@ func fill(t *testing.T) *filled {
 	}
 	t.Cleanup(func() { c.Close() })
 	f := &filled{c: c, zip: putZip(t, c, makeZip(t, "hello")), orphan: putZip(t, c, makeZip(t, "republished"))}
-	h1, err := pkghash.ZipH1(c.blobPath(f.zip))
+	h1, err := pkghash.ZipH1(context.Background(), c.blobPath(f.zip))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		}
 		return refused
 	}
-	if err := unzip.ExtractChecked(ctx, z.Path, filepath.Dir(dir), dir, unzip.DefaultLimits, check); err != nil {
+	if err := unzip.Extract(ctx, z.Path, filepath.Dir(dir), dir, unzip.DefaultLimits, check); err != nil {
 		if refused != nil {
 			return refused
 		}
@@ -218,7 +218,7 @@ func (c *Cache) PutZip(ctx context.Context, pkg *Package, withH1 bool) (*Zip, er
 		return nil, err
 	}
 	if withH1 {
-		if z.H1, err = pkghash.ZipH1Context(ctx, z.Path); err != nil {
+		if z.H1, err = pkghash.ZipH1(ctx, z.Path); err != nil {
 			return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 		}
 		if pkg.H1 != "" && z.H1 != pkg.H1 {

@@ -36,7 +36,7 @@ func newInstallFixture(t *testing.T) *installFixture {
 	f.pkg.Fetch = func(ctx context.Context, w io.Writer) error { f.fetches.Add(1); return fetch(ctx, w) }
 	path := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(path, f.data, 0o644)
-	if f.h1, err = pkghash.ZipH1(path); err != nil {
+	if f.h1, err = pkghash.ZipH1(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
 	return f

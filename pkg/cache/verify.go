@@ -168,7 +168,7 @@ func (c *Cache) unpackedFrom(e Entry, h1s map[string]string) (string, error) {
 	}
 	blobs, _ := filepath.Glob(filepath.Join(c.Dir, "blobs", "sha256", e.zipPrefix+"*"))
 	for _, b := range blobs {
-		if h1, err := pkghash.ZipH1(b); err == nil {
+		if h1, err := pkghash.ZipH1(context.Background(), b); err == nil {
 			return h1, nil
 		}
 	}

@@ -7,10 +7,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -26,30 +24,9 @@ type Hashes struct {
 // ZH formats a zip's sha256 (raw bytes or hex) as a lock-file zh: hash.
 func ZH(hexSum string) string { return "zh:" + hexSum }
 
-// File computes both lock-file hashes of a zip on disk.
-func File(path string) (Hashes, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Hashes{}, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return Hashes{}, err
-	}
-	h1, err := ZipH1(path)
-	if err != nil {
-		return Hashes{}, err
-	}
-	return Hashes{ZH: ZH(hex.EncodeToString(h.Sum(nil))), H1: h1}, nil
-}
-
 // ZipH1 computes a zip's h1: hash (dirhash Hash1 over its entries, as OpenTofu computes it for
-// a zip) without unpacking it.
-func ZipH1(path string) (string, error) { return ZipH1Context(nil, path) }
-
-// ZipH1Context is ZipH1 that ends when ctx is done.
-func ZipH1Context(ctx context.Context, path string) (string, error) {
+// a zip) without unpacking it, ending when ctx is done.
+func ZipH1(ctx context.Context, path string) (string, error) {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return "", fmt.Errorf("h1 hash of %s: %w", path, err)

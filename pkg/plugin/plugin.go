@@ -272,9 +272,6 @@ func (p *Provider) Stop(ctx context.Context) {
 	})
 }
 
-// Dir is the private directory the provider's sockets live in.
-func (p *Provider) Dir() string { return p.dir }
-
 // askToStop calls StopProvider (Stop in protocol 5) once, bounded in time, and tells onAsk.
 func (p *Provider) askToStop(ctx context.Context) {
 	p.askOnce.Do(func() {

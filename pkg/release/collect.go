@@ -239,7 +239,7 @@ func checkArtifact(ctx context.Context, a *Artifact, sums Sums) error {
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	a.Digest = digest.NewDigestFromEncoded(digest.SHA256, sum)
-	if a.H1, err = pkghash.ZipH1Context(ctx, a.Path); err != nil {
+	if a.H1, err = pkghash.ZipH1(ctx, a.Path); err != nil {
 		return err
 	}
 	if sums != nil {

@@ -2,6 +2,8 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -41,9 +43,11 @@ func TestPackageBinariesAndCollect(t *testing.T) {
 		if a.Digest != p.Release.Artifacts[i].Digest || a.H1 != p.Hashes[a.Name.Platform].H1 {
 			t.Errorf("%s: collect hashed %s %s, package wrote %s %s", a.Name, a.Digest, a.H1, p.Release.Artifacts[i].Digest, p.Hashes[a.Name.Platform].H1)
 		}
-		h, err := pkghash.File(a.Path)
-		if err != nil || h != p.Hashes[a.Name.Platform] {
-			t.Errorf("%s: pkghash.File %+v, package printed %+v (%v)", a.Name, h, p.Hashes[a.Name.Platform], err)
+		data, _ := os.ReadFile(a.Path)
+		sum := sha256.Sum256(data)
+		h1, err := pkghash.ZipH1(context.Background(), a.Path)
+		if h := (pkghash.Hashes{ZH: pkghash.ZH(hex.EncodeToString(sum[:])), H1: h1}); err != nil || h != p.Hashes[a.Name.Platform] {
+			t.Errorf("%s: the zip hashes to %+v, package printed %+v (%v)", a.Name, h, p.Hashes[a.Name.Platform], err)
 		}
 	}
 	if rel.Artifacts[1].Executable != "terraform-provider-demo_v0.1.0.exe" {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -195,7 +196,7 @@ func Write(opts PackageOptions, files []PlatformFiles) (*Packaged, error) {
 		if err != nil {
 			return nil, fmt.Errorf("writing %s: %w", dest, err)
 		}
-		h1, err := pkghash.ZipH1(dest)
+		h1, err := pkghash.ZipH1(context.Background(), dest)
 		if err != nil {
 			return nil, err
 		}

@@ -75,7 +75,7 @@ trust "release" {
   }
 }
 `)
-	p, err := LoadPolicy(good)
+	p, err := loadPolicy(good, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ trust "x" {
 `, "trusted root"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := LoadPolicy(write("p.hcl", tc.src))
+			_, err := loadPolicy(write("p.hcl", tc.src), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want it to say %q", err, tc.want)
 			}

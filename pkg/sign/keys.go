@@ -136,19 +136,6 @@ func LoadPublicKey(path string) (PublicKey, error) {
 	return ParsePublicKey(path, data)
 }
 
-// LoadPublicKeys reads PEM public key files (cosign.pub), in order.
-func LoadPublicKeys(paths []string) ([]PublicKey, error) {
-	var out []PublicKey
-	for _, p := range paths {
-		pk, err := LoadPublicKey(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pk)
-	}
-	return out, nil
-}
-
 // LoadPublicKeyFrom loads a public key named in a configuration file: a path relative to that
 // file's directory (or absolute), or the PEM key itself. name labels an inline key in messages.
 func LoadPublicKeyFrom(file, key, name string) (PublicKey, error) {

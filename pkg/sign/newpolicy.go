@@ -35,7 +35,7 @@ var ErrKeysAndPolicy = errors.New("give keys or identities, or a policy file, no
 var ErrNoTrustedRoot = errors.New("a keyless identity needs a trusted root to check certificates against, offline: give --trusted-root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it)")
 
 // NewPolicy is the one way keys or a policy file become a Policy: a file is loaded and checked
-// (LoadPolicy); keys become a policy with one rule that enforces them for every provider and
+// (loadPolicy); keys become a policy with one rule that enforces them for every provider and
 // repository. Neither gives nil: no verification asked for.
 func NewPolicy(f PolicyFrom) (*Policy, error) {
 	for _, id := range f.Identities {

@@ -96,22 +96,13 @@ type IdentityBlock struct {
 	DeclRange     hcl.Range `hcl:",def_range"`
 }
 
-// LoadPolicy reads and checks a policy file. Errors point at file:line.
-func LoadPolicy(file string) (*Policy, error) {
-	return loadPolicy(file, nil)
-}
-
+// loadPolicy reads and checks a policy file (errors point at file:line); defaultRoot as parsePolicy.
 func loadPolicy(file string, defaultRoot *TrustedRoot) (*Policy, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("trust policy: %w", err)
 	}
 	return parsePolicy(file, src, defaultRoot)
-}
-
-// ParsePolicy parses a policy from src; file names it in errors and anchors relative key paths.
-func ParsePolicy(file string, src []byte) (*Policy, error) {
-	return parsePolicy(file, src, nil)
 }
 
 // parsePolicy parses a policy; defaultRoot (--trusted-root) serves rules and policies that name

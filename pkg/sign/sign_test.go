@@ -162,7 +162,7 @@ trust "lab" {
   mode = "warn"
 }
 `
-	p, err := ParsePolicy(filepath.Join(dir, "policy.hcl"), []byte(src))
+	p, err := parsePolicy(filepath.Join(dir, "policy.hcl"), []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ trust "lab" {
 		"matches none": {"\n\ntrust \"a\" {\n  keys = [\"acme.pub\"]\n}\n", "policy.hcl:3: trust \"a\" matches nothing"},
 		"unknown attr": {"trust \"a\" {\n  keyz = []\n}\n", "policy.hcl:2"},
 	} {
-		_, err := ParsePolicy(filepath.Join(dir, "policy.hcl"), []byte(bad.src))
+		_, err := parsePolicy(filepath.Join(dir, "policy.hcl"), []byte(bad.src), nil)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, bad.want)
 		}

@@ -37,25 +37,15 @@ func unsafef(format string, args ...any) error {
 }
 
 // Extract unpacks the zip at zipPath into dest, which must not exist yet: it is created whole
-// (from a temporary directory beside it, renamed at the end) or not at all. It refuses absolute
-// paths, path traversal, symlinks and other non-regular entries, duplicate entries, and archives
-// that unpack beyond limits (zip bombs), counting the bytes actually written rather than trusting
-// the headers. Executables keep their executable bit; nothing else keeps its mode.
-func Extract(zipPath, dest string, limits Limits) error {
-	return ExtractVia(zipPath, filepath.Dir(dest), dest, limits)
-}
-
-// ExtractVia is Extract with the temporary directory made in tmpParent, which must be on the same
-// file system as dest: nothing half-unpacked ever appears beside dest.
-func ExtractVia(zipPath, tmpParent, dest string, limits Limits) error {
-	return extract(nil, zipPath, tmpParent, dest, limits, nil)
-}
-
-// ExtractChecked is ExtractVia that ends when ctx is done, and that also computes the package's
-// h1: hash from what it unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a
-// second time) and, when check is set, hands it to check before the package is renamed into
-// place: an error from check leaves nothing.
-func ExtractChecked(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
+// (from a temporary directory made in tmpParent, on dest's file system, renamed at the end) or not
+// at all, and the work ends when ctx is done. It refuses absolute paths, path traversal, symlinks
+// and other non-regular entries, duplicate entries, and archives that unpack beyond limits (zip
+// bombs), counting the bytes actually written rather than trusting the headers. Executables keep
+// their executable bit; nothing else keeps its mode. It computes the package's h1: hash from what
+// it unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a second time) and, when
+// check is set, hands it to check before the package is renamed into place: an error from check
+// leaves nothing.
+func Extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
 	return extract(ctx, zipPath, tmpParent, dest, limits, check)
 }
 

@@ -59,7 +59,7 @@ func TestExtractGood(t *testing.T) {
 		{name: "docs/README.md", body: []byte("hi"), mode: 0o600},
 	}))
 	dest := filepath.Join(t.TempDir(), "out")
-	if err := Extract(z, dest, DefaultLimits); err != nil {
+	if err := Extract(context.Background(), z, filepath.Dir(dest), dest, DefaultLimits, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(dest, "terraform-provider-x_v1.0.0"))
@@ -71,7 +71,7 @@ func TestExtractGood(t *testing.T) {
 		t.Errorf("readme: %v %v", st.Mode(), err)
 	}
 	// The destination must not exist yet: a second extraction fails without touching it.
-	if err := Extract(z, dest, DefaultLimits); err == nil {
+	if err := Extract(context.Background(), z, filepath.Dir(dest), dest, DefaultLimits, nil); err == nil {
 		t.Error("extracting over an existing directory succeeded")
 	}
 }
@@ -106,7 +106,7 @@ func TestExtractRefuses(t *testing.T) {
 			z := writeZipFile(t, buildZip(t, tc.entries))
 			parent := t.TempDir()
 			dest := filepath.Join(parent, "out")
-			err := Extract(z, dest, limits)
+			err := Extract(context.Background(), z, filepath.Dir(dest), dest, limits, nil)
 			if err == nil || !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want an unsafe-archive error containing %q", err, tc.want)
 			}
@@ -132,7 +132,7 @@ func FuzzExtract(f *testing.F) {
 		parent := filepath.Join(root, "parent")
 		os.Mkdir(parent, 0o755)
 		dest := filepath.Join(parent, "out")
-		err := Extract(z, dest, Limits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100})
+		err := Extract(context.Background(), z, filepath.Dir(dest), dest, Limits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100}, nil)
 		entries, _ := os.ReadDir(parent)
 		if err != nil && len(entries) != 0 {
 			t.Fatalf("failed extraction left %v", entries)
@@ -154,9 +154,9 @@ func FuzzExtract(f *testing.F) {
 	})
 }
 
-// TestExtractCheckedH1: the h1: hash computed while unpacking, and pkghash.ZipH1's, equal dirhash's
+// TestExtractH1: the h1: hash computed while unpacking, and pkghash.ZipH1's, equal dirhash's
 // (directory entries included), and a check that refuses it leaves nothing behind.
-func TestExtractCheckedH1(t *testing.T) {
+func TestExtractH1(t *testing.T) {
 	z := writeZipFile(t, buildZip(t, []entry{
 		{name: "terraform-provider-x_v1.0.0", body: bytes.Repeat([]byte("bin"), 1000), mode: 0o755, method: zip.Deflate},
 		{name: "docs/", mode: os.ModeDir | 0o755},
@@ -166,19 +166,19 @@ func TestExtractCheckedH1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mine, err := pkghash.ZipH1(z); err != nil || mine != want {
+	if mine, err := pkghash.ZipH1(context.Background(), z); err != nil || mine != want {
 		t.Errorf("pkghash.ZipH1 = %s, %v; dirhash says %s", mine, err, want)
 	}
 	parent := t.TempDir()
 	var got string
-	if err := ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "ok"), DefaultLimits, func(h1 string) error { got = h1; return nil }); err != nil {
+	if err := Extract(context.Background(), z, parent, filepath.Join(parent, "ok"), DefaultLimits, func(h1 string) error { got = h1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
 		t.Errorf("h1 while unpacking %s, pkghash.ZipH1 %s", got, want)
 	}
 	refused := errors.New("refused")
-	err = ExtractChecked(context.Background(), z, parent, filepath.Join(parent, "no"), DefaultLimits, func(string) error { return refused })
+	err = Extract(context.Background(), z, parent, filepath.Join(parent, "no"), DefaultLimits, func(string) error { return refused })
 	if !errors.Is(err, refused) {
 		t.Errorf("the check's error was not returned: %v", err)
 	}
