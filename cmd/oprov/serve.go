@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	Concurrency int
 	Refresh     time.Duration
 	Drain       time.Duration
+	Clients     serve.ClientLimits
 	registry    registryFlags
 	output      outputFlag
 }
@@ -84,6 +86,16 @@ connections and lets downloads under way finish (a second one cuts them off).`,
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
 	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
 	o.keyless.register(c)
+	d := serve.DefaultClientLimits()
+	cl := &o.Clients
+	f.DurationVar(&cl.HeaderTimeout, "client-header-timeout", d.HeaderTimeout, "a client must send a request's headers within this")
+	f.DurationVar(&cl.ReadTimeout, "client-read-timeout", d.ReadTimeout, "a client must send a whole request, body included, within this")
+	f.DurationVar(&cl.StallTimeout, "client-stall-timeout", d.StallTimeout, fmt.Sprintf("a client must take every %d KiB of a response within this, or is cut off", serve.WriteChunk>>10))
+	f.DurationVar(&cl.IdleTimeout, "client-idle-timeout", d.IdleTimeout, "an idle kept-alive connection is closed after this")
+	f.IntVar(&cl.MaxConnections, "max-connections", d.MaxConnections, "connections served at once; past it a few more get /healthz and /metrics only, then new ones are closed (lowered to fit the open-files limit)")
+	f.IntVar(&cl.MaxStreams, "max-streams", d.MaxStreams, "concurrent HTTP/2 streams per connection")
+	f.IntVar(&cl.MaxArchives, "max-archives", d.MaxArchives, "archive downloads under way at once; past it a request waits up to 10s, then gets 503 (lowered to fit the open-files limit)")
+	f.IntVar(&cl.MaxPathLength, "max-path-length", d.MaxPathLength, "longest request path; a longer one gets 414")
 	o.registry.register(c)
 	o.output.register(c)
 	return c
@@ -107,6 +119,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && cfg.Clients.FitDescriptors(rl.Cur) {
+		cfg.Log.Warn("lowered --max-connections and --max-archives to fit the open-files limit",
+			slog.Uint64("nofile", rl.Cur), slog.Int("max_connections", cfg.Clients.MaxConnections), slog.Int("max_archives", cfg.Clients.MaxArchives))
+	}
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return err
@@ -158,6 +175,7 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	cfg := serve.Config{
 		Template: tmpl, Policy: policy, Registry: o.registry.options(), Refresh: o.Refresh,
 		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
+		Clients: o.Clients,
 	}
 	include := o.Include
 	if a := tmpl.Fixed(); a != nil {

@@ -50,6 +50,12 @@ func (m *metrics) refused(reason string) {
 	m.set.GetOrCreateCounter(series("oprov_serve_refused_total", "reason", reason)).Inc()
 }
 
+// connectionsRefused counts a connection past MaxConnections, by what became of it: reserve
+// (served /healthz and /metrics only, briefly) or closed.
+func (m *metrics) connectionsRefused(how string) {
+	m.set.GetOrCreateCounter(series("oprov_serve_connections_over_limit_total", "outcome", how)).Inc()
+}
+
 // labelEscaper escapes a label value as Prometheus' text format reads it.
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
