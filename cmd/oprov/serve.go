@@ -181,6 +181,9 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	if a := tmpl.Fixed(); a != nil {
 		include = []string{a.String()}
 	}
+	if err := serve.CheckInclude(tmpl, o.Include); err != nil {
+		return serve.Config{}, nil, usageErrorf("serve: %v", err)
+	}
 	if cfg.Include, err = artifact.MatchAny(o.Include); err != nil {
 		return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)
 	}

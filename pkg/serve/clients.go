@@ -206,6 +206,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	}
 	w.Header().Set("Connection", "close")
 	s.fail(w, r, rf, fmt.Errorf("refused before routing: %s", rf.reason))
+	// The server would read on to discard a declared body; the body is not wanted, so the read
+	// ends now and the connection (for HTTP/2, the stream) with it.
+	http.NewResponseController(w).SetReadDeadline(time.Now())
 	return false
 }
 

@@ -81,6 +81,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Template == nil || cfg.Cache == nil {
 		return nil, fmt.Errorf("serve: a template and a cache are needed")
 	}
+	if cfg.Template.HostFromRequest() && cfg.Include == nil {
+		return nil, fmt.Errorf("serve: template takes the registry host from the request: an include list is needed")
+	}
 	cfg.Cache.Repair = true // a long-running server fetches a damaged zip again, and logs it
 	if cfg.RegistryConcurrency < 1 {
 		cfg.RegistryConcurrency = 1
