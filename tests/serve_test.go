@@ -38,9 +38,17 @@ type served struct {
 // CA) and waits until it prints where it listens. With rss, it runs through rsswrap.
 func startServe(t testing.TB, env []string, rss bool, args ...string) *served {
 	t.Helper()
+	return startServeUnder(t, env, nil, rss, args...)
+}
+
+// startServeUnder is startServe with the command run through wrapper (a command line taking the
+// server's as its last arguments), such as prlimit.
+func startServeUnder(t testing.TB, env, wrapper []string, rss bool, args ...string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	s := &served{logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	argv := append([]string{oprovBin, "serve", "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"), "-o", "json"}, args...)
+	argv = append(append([]string(nil), wrapper...), argv...)
 	if rss {
 		s.rssPath = filepath.Join(dir, "rss")
 		argv = append([]string{rssWrap, s.rssPath}, argv...)
