@@ -66,7 +66,7 @@ var reasons = map[string]string{
 	"not_found":     "no such provider, version or archive here",
 	"policy":        "no such provider, version or archive here",
 	"digest":        "the registry sent bytes that do not match their digest",
-	"h1":            "the registry's h1: hash does not match the package",
+	"h1":            "the package does not match the hash its registry states",
 	"registry":      "the registry could not be read",
 	"too_large":     "the package is over this server's size limit",
 	"path_too_long": "request path too long",
