@@ -1,18 +1,30 @@
 package tests
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oprov/oprov/internal/testca"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/throttle"
 )
 
@@ -167,4 +179,108 @@ func TestServeLyingH1(t *testing.T) {
 	if !strings.Contains(log, "refused a lying h1: hash") || !strings.Contains(log, helloHashes[host].H1) || !strings.Contains(log, helloHashes[helloPlatforms[1]].H1) {
 		t.Errorf("the log does not record the lie with both hashes:\n%s", grepLines(log, "h1", 5))
 	}
+}
+
+// TestServeLocalCA: the local CA's name constraints show in `openssl x509 -text` (critical, the
+// loopback addresses and localhost only); a certificate signed with the CA's own key for another
+// name, and one for 127.0.0.1 from another CA, are both refused by Go's verifier; the server's
+// certificate lives a week and a restart issues a new one.
+func TestServeLocalCA(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		peers.Missing(t, "openssl")
+	}
+	_, args := helloInRegistry(t)
+	state := t.TempDir()
+	s := startServe(t, nil, false, append(args, "--state-dir", state)...)
+	out, err := exec.Command(openssl, "x509", "-in", s.CAFile, "-noout", "-text").CombinedOutput()
+	if err != nil {
+		t.Fatalf("openssl: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{"X509v3 Name Constraints: critical", "Permitted:", "IP:127.0.0.1/255.255.255.255", "DNS:localhost"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("openssl x509 -text of the CA lacks %q:\n%s", want, text)
+		}
+	}
+	dir := filepath.Dir(s.CAFile)
+	ca := readPEMCert(t, s.CAFile)
+	caKey := readPEMKey(t, filepath.Join(dir, "ca-key.pem"))
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	forged := issueCert(t, ca, caKey, "example.com", nil)
+	if _, err := forged.Verify(x509.VerifyOptions{Roots: roots, DNSName: "example.com"}); err == nil || !strings.Contains(err.Error(), "constraint") {
+		t.Errorf("a certificate for example.com signed with the CA's key: %v, want refused by the name constraints", err)
+	}
+	other := testca.NewCA(t, t.TempDir())
+	certFile, _ := other.Issue(t, t.TempDir(), "127.0.0.1")
+	if _, err := readPEMCert(t, certFile).Verify(x509.VerifyOptions{Roots: roots}); err == nil {
+		t.Error("a certificate for 127.0.0.1 from another CA verifies against the local CA")
+	}
+	leaf := readPEMCert(t, filepath.Join(dir, "server.pem"))
+	if life := leaf.NotAfter.Sub(leaf.NotBefore); life > 8*24*time.Hour {
+		t.Errorf("the server certificate lives %v", life)
+	}
+	s.stop(t, syscall.SIGTERM)
+	startServe(t, nil, false, append(args, "--state-dir", state)...)
+	if readPEMCert(t, filepath.Join(dir, "server.pem")).Equal(leaf) || !readPEMCert(t, s.CAFile).Equal(ca) {
+		t.Error("a restart did not issue a new server certificate from the same CA")
+	}
+}
+
+func readPEMCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(data)
+	if b == nil {
+		t.Fatalf("%s: not PEM", path)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func readPEMKey(t *testing.T, path string) crypto.Signer {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(data)
+	if b == nil {
+		t.Fatalf("%s: not PEM", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(crypto.Signer)
+}
+
+// issueCert signs a server certificate for host with a CA's key.
+func issueCert(t *testing.T, ca *x509.Certificate, key crypto.Signer, host string, _ []string) *x509.Certificate {
+	t.Helper()
+	lk, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{host}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &lk.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
