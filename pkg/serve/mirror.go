@@ -87,6 +87,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, rf refusal, err er
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
+	h.Set("X-Request-Id", id)
 	h.Del("ETag")
 	h.Del("Content-Length")
 	w.WriteHeader(rf.status)
