@@ -122,13 +122,17 @@ func (l *ClientLimits) FitDescriptors(nofile uint64) bool {
 	return true
 }
 
-// connListener caps the connections served at once (see ClientLimits.MaxConnections).
+// connListener caps the connections served at once (see ClientLimits.MaxConnections), and closes
+// them lingering while the server drains (see countedConn.Close).
 type connListener struct {
 	net.Listener
 	limits  ClientLimits
 	metrics *metrics
 	normal  atomic.Int64
 	reserve atomic.Int64
+
+	draining  atomic.Pointer[time.Time] // when set, connections linger until then at most
+	lingering sync.WaitGroup
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
@@ -138,7 +142,7 @@ func (l *connListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.normal.Add(1) <= int64(l.limits.MaxConnections) {
-			return &countedConn{Conn: c, release: func() { l.normal.Add(-1) }}, nil
+			return &countedConn{Conn: c, l: l, release: func() { l.normal.Add(-1) }}, nil
 		}
 		l.normal.Add(-1)
 		if l.reserve.Add(1) <= int64(l.limits.ReserveConnections) {
@@ -157,13 +161,39 @@ func (l *connListener) Accept() (net.Conn, error) {
 // countedConn gives its slot back once closed.
 type countedConn struct {
 	net.Conn
+	l       *connListener
 	once    sync.Once
 	release func()
 }
 
+// Close closes the connection. While the server drains, it closes lingering: the write side
+// first, then it reads (and drops) what the client still sends until the client closes too or
+// the drain ends. A plain close with unread bytes from the client (an HTTP/2 client keeps
+// sending WINDOW_UPDATEs) makes the kernel reset the connection and drop the end of a response
+// still in its buffers, which the client then sees cut short.
 func (c *countedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
+	var err error
+	c.once.Do(func() {
+		c.release()
+		tc, ok := c.Conn.(*net.TCPConn)
+		var until *time.Time
+		if c.l != nil {
+			until = c.l.draining.Load()
+		}
+		if !ok || until == nil {
+			err = c.Conn.Close()
+			return
+		}
+		tc.CloseWrite()
+		c.l.lingering.Add(1)
+		go func() {
+			defer c.l.lingering.Done()
+			tc.SetReadDeadline(*until)
+			io.Copy(io.Discard, tc)
+			tc.Close()
+		}()
+	})
+	return err
 }
 
 // reserveConn is a connection past MaxConnections: its deadline was set once at accept and stays.

@@ -46,9 +46,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) erro
 		ConnContext: connContext,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	ln = &connListener{Listener: ln, limits: l, metrics: s.metrics}
+	cl := &connListener{Listener: ln, limits: l, metrics: s.metrics}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	go func() { done <- srv.ServeTLS(cl, "", "") }()
 	select {
 	case err := <-done:
 		return err
@@ -57,6 +57,18 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) erro
 	s.log.Info("shutting down: no new connections; draining requests under way", slog.Int64("in_flight", s.active.Load()), slog.String("drain_timeout", opts.Drain.String()))
 	dctx, cancel := context.WithTimeout(context.Background(), opts.Drain)
 	defer cancel()
+	until := time.Now().Add(opts.Drain)
+	cl.draining.Store(&until)
+	// Connections closed from now on linger until their clients have read everything; the
+	// process waits for them (within the drain) before it exits.
+	defer func() {
+		lingered := make(chan struct{})
+		go func() { cl.lingering.Wait(); close(lingered) }()
+		select {
+		case <-lingered:
+		case <-dctx.Done():
+		}
+	}()
 	go func() {
 		select {
 		case <-opts.Stopping:
