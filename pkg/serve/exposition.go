@@ -173,4 +173,3 @@ func (m *metrics) write(w io.Writer) {
 	}
 	bw.Flush()
 }
-
