@@ -1,16 +1,17 @@
 package tests
 
 import (
-	"context"
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,19 +58,39 @@ func startStaticMirror(tb testing.TB) *staticMirror {
 	certDir := tb.TempDir()
 	ca := testca.NewCA(tb, certDir)
 	certFile, keyFile := ca.Issue(tb, certDir, "127.0.0.1")
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	staticOnce.Do(func() {
+		staticBin = filepath.Join(filepath.Dir(oprovBin), "staticserve")
+		build := exec.Command("go", "build", "-o", staticBin, "./tests/internal/staticserve")
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			staticErr = fmt.Errorf("building staticserve: %v\n%s", err, out)
+		}
+	})
+	if staticErr != nil {
+		tb.Fatal(staticErr)
+	}
+	cmd := exec.Command(staticBin, root, certFile, keyFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(root)), TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}}}
-	go srv.ServeTLS(ln, "", "")
-	tb.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return &staticMirror{URL: "https://" + ln.Addr().String() + "/", CAFile: ca.File}
+	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("staticserve printed no address: %v", err)
+	}
+	return &staticMirror{URL: "https://" + strings.TrimSpace(addr) + "/", CAFile: ca.File}
 }
+
+var (
+	staticOnce sync.Once
+	staticBin  string
+	staticErr  error
+)
 
 // parallelDownloads has clients clients, each on its own connection, download path below base
 // each times, and gives the time taken; a failed or short download ends the benchmark.

@@ -264,15 +264,30 @@ func (s *Server) archiveSlot(ctx context.Context) (release func(), ok bool) {
 // most WriteChunk bytes, so a response moves at least that much per window or is cut off: the
 // server side of the registry side's stall watchdog (oci.StallError), kept by the HTTP server's own
 // deadlines (per connection for HTTP/1, per stream for HTTP/2) rather than a timer of ours.
+//
+// Setting a deadline costs (for HTTP/2 a message to the connection's loop and a timer), so it is
+// moved only once a quarter of the window has passed since it was last set: each chunk then still
+// has at least three quarters of the window, and a client that stops reading is cut off within
+// one window.
 type stallWriter struct {
 	rc     *http.ResponseController
 	window time.Duration
+	armed  time.Time
 	err    error // the first deadline that could not be set; writes go on without one
 }
 
+// arm sets the deadline to now + window.
 func (s *stallWriter) arm() {
 	if s.err == nil {
-		s.err = s.rc.SetWriteDeadline(time.Now().Add(s.window))
+		s.armed = time.Now()
+		s.err = s.rc.SetWriteDeadline(s.armed.Add(s.window))
+	}
+}
+
+// rearm moves the deadline when a quarter of the window has passed since it was set.
+func (s *stallWriter) rearm() {
+	if time.Since(s.armed) > s.window/4 {
+		s.arm()
 	}
 }
 
@@ -281,7 +296,7 @@ func (s *stallWriter) write(w io.Writer, p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		c := min(len(p), WriteChunk)
-		s.arm()
+		s.rearm()
 		m, err := w.Write(p[:c])
 		n += m
 		if err != nil {
@@ -299,7 +314,7 @@ func (s *stallWriter) readFrom(w io.Writer, src io.Reader) (int64, error) {
 	for {
 		m, rerr := src.Read(buf)
 		if m > 0 {
-			s.arm()
+			s.rearm()
 			k, err := w.Write(buf[:m])
 			n += int64(k)
 			if err != nil {

@@ -170,9 +170,8 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if s.cfg.Limits != nil {
 			ctx = oci.WithLimits(ctx, *s.cfg.Limits)
 		}
-		sw.arm()
 		next.ServeHTTP(rw, r.WithContext(ctx))
-		sw.arm() // for what the server still flushes once the handler returns
+		sw.rearm() // for what the server still flushes once the handler returns
 		d := time.Since(start)
 		s.metrics.request(rt, rw.status, d)
 		if rt == "archive" {
@@ -216,7 +215,7 @@ func (r *recorder) WriteHeader(code int) {
 	if !r.written {
 		r.status, r.written = code, true
 	}
-	r.stall.arm()
+	r.stall.rearm()
 	r.ResponseWriter.WriteHeader(code)
 }
 
