@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
