@@ -27,6 +27,7 @@ type served struct {
 	URL       string `json:"url"`
 	CAFile    string `json:"ca_file"`
 	CLIConfig string `json:"cli_config"`
+	Listen    string `json:"listen"`
 	cmd       *exec.Cmd
 	logPath   string
 	rssPath   string // set when measured through rsswrap
@@ -38,9 +39,17 @@ type served struct {
 // CA) and waits until it prints where it listens. With rss, it runs through rsswrap.
 func startServe(t testing.TB, env []string, rss bool, args ...string) *served {
 	t.Helper()
+	return startServeUnder(t, env, nil, rss, args...)
+}
+
+// startServeUnder is startServe with the command run through wrapper (a command line taking the
+// server's as its last arguments), such as prlimit.
+func startServeUnder(t testing.TB, env, wrapper []string, rss bool, args ...string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	s := &served{logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	argv := append([]string{oprovBin, "serve", "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"), "-o", "json"}, args...)
+	argv = append(append([]string(nil), wrapper...), argv...)
 	if rss {
 		s.rssPath = filepath.Join(dir, "rss")
 		argv = append([]string{rssWrap, s.rssPath}, argv...)
@@ -71,7 +80,9 @@ func startServe(t testing.TB, env []string, rss bool, args ...string) *served {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("oprov serve did not start within a minute\n%s", s.logText())
 	}
-	s.client = caClient(t, s.CAFile)
+	if s.CAFile != "" { // else the operator's certificate: the test trusts its CA itself
+		s.client = caClient(t, s.CAFile)
+	}
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	Concurrency int
 	Refresh     time.Duration
 	Drain       time.Duration
+	Clients     serve.ClientLimits
 	registry    registryFlags
 	output      outputFlag
 }
@@ -71,7 +73,7 @@ connections and lets downloads under way finish (a second one cuts them off).`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Address, "address", "", "the provider a template without variables (one repository or layout) holds")
-	f.StringSliceVar(&o.Include, "include", nil, "serve only providers matching these patterns (HOST/NAMESPACE/TYPE, * allowed)")
+	f.StringSliceVar(&o.Include, "include", nil, "serve only providers matching these patterns (HOST/NAMESPACE/TYPE, * allowed); required, with hosts named, when the template's registry host is ${hostname}")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8443", "address to listen on (port 0 picks a free one)")
 	f.StringVar(&o.URL, "url", "", "the base URL clients use, for the printed CLI configuration (default from --listen)")
 	f.StringVar(&o.TLSCert, "tls-cert", "", "server certificate (PEM); without it, a local CA and certificate are made")
@@ -84,6 +86,16 @@ connections and lets downloads under way finish (a second one cuts them off).`,
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
 	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
 	o.keyless.register(c)
+	d := serve.DefaultClientLimits()
+	cl := &o.Clients
+	f.DurationVar(&cl.HeaderTimeout, "client-header-timeout", d.HeaderTimeout, "a client must send a request's headers within this")
+	f.DurationVar(&cl.ReadTimeout, "client-read-timeout", d.ReadTimeout, "a client must send a whole request, body included, within this")
+	f.DurationVar(&cl.StallTimeout, "client-stall-timeout", d.StallTimeout, fmt.Sprintf("a client must take every %d KiB of a response within this, or is cut off", serve.WriteChunk>>10))
+	f.DurationVar(&cl.IdleTimeout, "client-idle-timeout", d.IdleTimeout, "an idle kept-alive connection is closed after this")
+	f.IntVar(&cl.MaxConnections, "max-connections", d.MaxConnections, "connections served at once; past it a few more get /healthz and /metrics only, then new ones are closed (lowered to fit the open-files limit)")
+	f.IntVar(&cl.MaxStreams, "max-streams", d.MaxStreams, "concurrent HTTP/2 streams per connection")
+	f.IntVar(&cl.MaxArchives, "max-archives", d.MaxArchives, "archive downloads under way at once; past it a request waits up to 10s, then gets 503 (lowered to fit the open-files limit)")
+	f.IntVar(&cl.MaxPathLength, "max-path-length", d.MaxPathLength, "longest request path; a longer one gets 414")
 	o.registry.register(c)
 	o.output.register(c)
 	return c
@@ -107,6 +119,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && cfg.Clients.FitDescriptors(rl.Cur) {
+		cfg.Log.Warn("lowered --max-connections and --max-archives to fit the open-files limit",
+			slog.Uint64("nofile", rl.Cur), slog.Int("max_connections", cfg.Clients.MaxConnections), slog.Int("max_archives", cfg.Clients.MaxArchives))
+	}
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return err
@@ -158,10 +175,14 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	cfg := serve.Config{
 		Template: tmpl, Policy: policy, Registry: o.registry.options(), Refresh: o.Refresh,
 		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
+		Clients: o.Clients,
 	}
 	include := o.Include
 	if a := tmpl.Fixed(); a != nil {
 		include = []string{a.String()}
+	}
+	if err := serve.CheckInclude(tmpl, o.Include); err != nil {
+		return serve.Config{}, nil, usageErrorf("serve: %v", err)
 	}
 	if cfg.Include, err = artifact.MatchAny(o.Include); err != nil {
 		return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)

@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -92,6 +93,9 @@ func (s *Server) registry(ctx context.Context, call func() error) error {
 	return call()
 }
 
+// errBusy is a request refused for want of a slot (MaxArchives).
+var errBusy = errors.New("every archive slot is taken")
+
 // refusal is why a version or archive is not served: an HTTP status and a metrics reason.
 type refusal struct {
 	status int
@@ -103,7 +107,15 @@ type refusal struct {
 func classify(err error) refusal {
 	var se *sign.Error
 	var resp *errcode.ErrorResponse
+	var le *oci.LimitError
+	var lie *h1Error
 	switch {
+	case errors.Is(err, errBusy):
+		return refusal{http.StatusServiceUnavailable, "busy"}
+	case errors.As(err, &le):
+		return refusal{http.StatusBadGateway, "too_large"}
+	case errors.As(err, &lie):
+		return refusal{http.StatusBadGateway, "h1"}
 	case errors.As(err, &se):
 		return refusal{http.StatusNotFound, "policy"}
 	case errors.Is(err, content.ErrMismatchedDigest), errors.Is(err, content.ErrTrailingData):

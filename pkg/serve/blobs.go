@@ -39,23 +39,46 @@ func (s *Server) ensureZip(ctx context.Context, pkg *source.Package, withH1 bool
 	return v.(*cache.Zip), nil
 }
 
-// h1 gives a package's h1: hash. It comes from the source when the source knows it (cached
-// version metadata; an index annotation would be read there too), else it is computed from the
-// zip once (fetching the zip into the cache) and recorded with the source and in memory.
+// h1Error is an h1: hash the source stated (a version's annotation, a cached record) that the zip
+// it names does not hash to.
+type h1Error struct {
+	zip            string
+	stated, actual string
+}
+
+func (e *h1Error) Error() string {
+	return "zip " + e.zip + " hashes to " + e.actual + " but its source states " + e.stated
+}
+
+// h1 gives a package's h1: hash, only ever one computed from its zip: computed once per zip digest
+// (fetching the zip into the cache) and remembered. An h1: the source states (an index
+// annotation, cached metadata) is checked against it, never served on its word: one that
+// disagrees is refused and logged.
 func (s *Server) h1(ctx context.Context, pkg *source.Package) (string, error) {
-	if pkg.H1 != "" {
-		return pkg.H1, nil
-	}
+	var h1 string
 	if h, ok := s.h1s.Load(pkg.Zip); ok {
-		return h.(string), nil
+		h1 = h.(string)
+	} else {
+		// Hashed without the stated h1:, so that a lie is told apart from a damaged zip.
+		plain := *pkg
+		plain.H1 = ""
+		z, err := s.ensureZip(ctx, &plain, true)
+		if err != nil {
+			return "", err
+		}
+		h1 = z.H1
+		s.h1s.Store(pkg.Zip, h1)
+		if pkg.H1 == "" {
+			if err := pkg.Learn(h1); err != nil {
+				s.log.Warn("could not record an h1: hash in the cache", zipDigestKey(pkg.Zip), slog.String("error", err.Error()))
+			}
+		}
 	}
-	z, err := s.ensureZip(ctx, pkg, true)
-	if err != nil {
-		return "", err
+	if pkg.H1 != "" && pkg.H1 != h1 {
+		s.log.Error("refused a lying h1: hash", zipDigestKey(pkg.Zip), slog.String("provider", pkg.Addr.String()),
+			slog.String("version", pkg.Version), slog.String("platform", pkg.Platform.String()),
+			slog.String("stated", pkg.H1), slog.String("actual", h1))
+		return "", &h1Error{zip: pkg.Zip.String(), stated: pkg.H1, actual: h1}
 	}
-	s.h1s.Store(pkg.Zip, z.H1)
-	if err := pkg.Learn(z.H1); err != nil {
-		s.log.Warn("could not record an h1: hash in the cache", zipDigestKey(pkg.Zip), slog.String("error", err.Error()))
-	}
-	return z.H1, nil
+	return h1, nil
 }

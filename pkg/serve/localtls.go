@@ -15,6 +15,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/oprov/oprov/pkg/scratch"
@@ -30,14 +33,21 @@ type LocalTLS struct {
 }
 
 const (
-	caLifetime   = 10 * 365 * 24 * time.Hour
-	leafLifetime = 365 * 24 * time.Hour
-	leafRenew    = 30 * 24 * time.Hour // a certificate closer than this to expiry is replaced
+	caLifetime = 365 * 24 * time.Hour
+	caRenew    = 30 * 24 * time.Hour // a CA closer than this to expiry is replaced (clients trust the new one)
+	// The server certificate is short-lived: a new one on every start, and a running server
+	// issues itself another this long before the current one expires.
+	leafLifetime = 7 * 24 * time.Hour
+	leafRenew    = 24 * time.Hour
 )
 
-// EnsureLocalTLS loads, or makes on first use, a CA in dir and a server certificate for hosts (IP
-// addresses or DNS names) signed by it. A certificate that does not cover every host, is not the
-// CA's, or is near expiry is replaced; the CA is kept, so clients keep trusting it.
+// EnsureLocalTLS loads, or makes, a CA in dir, and issues a fresh server certificate for hosts (IP
+// addresses or DNS names) from it. The CA is name-constrained to exactly those hosts (critical
+// constraints: a certificate it signs for any other name fails verification), so trusting it
+// trusts nothing else. It is kept while it covers every host and is not near expiry, so clients
+// keep trusting it; otherwise a new one is made (and clients must trust the new one). The
+// server certificate lives leafLifetime, is issued on every start and again while the server
+// runs, before it expires.
 func EnsureLocalTLS(dir string, hosts []string) (*LocalTLS, *tls.Config, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("TLS state directory: %w", err)
@@ -47,46 +57,100 @@ func EnsureLocalTLS(dir string, hosts []string) (*LocalTLS, *tls.Config, error) 
 	}
 	caKeyFile := filepath.Join(dir, "ca-key.pem")
 	ca, caKey, err := loadPair(l.CAFile, caKeyFile)
-	if err != nil {
-		if ca, caKey, err = newCert(nil, nil, nil, caLifetime); err != nil {
+	if err != nil || !caFits(ca, hosts) {
+		if ca, caKey, err = newCert(nil, nil, hosts, caLifetime); err != nil {
 			return nil, nil, err
 		}
 		if err := writePair(caKeyFile, l.CAFile, ca, caKey); err != nil {
 			return nil, nil, err
 		}
 	}
-	leaf, leafKey, err := loadPair(l.CertFile, l.KeyFile)
-	if err != nil || !leafFits(leaf, ca, hosts) {
-		if leaf, leafKey, err = newCert(ca, caKey, hosts, leafLifetime); err != nil {
-			return nil, nil, err
-		}
-		if err := writePair(l.KeyFile, l.CertFile, leaf, leafKey); err != nil {
-			return nil, nil, err
-		}
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(leafKey)
-	if err != nil {
+	is := &issuer{ca: ca, caKey: caKey, hosts: hosts, l: l}
+	if err := is.issue(); err != nil {
 		return nil, nil, err
+	}
+	return l, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: is.get}, nil
+}
+
+// issuer holds the current server certificate and issues the next one when it nears expiry.
+type issuer struct {
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
+	hosts []string
+	l     *LocalTLS
+
+	mu   sync.Mutex
+	leaf *x509.Certificate
+	pair *tls.Certificate
+}
+
+// issue makes a new server certificate and writes it (for clients and tools that read it).
+func (is *issuer) issue() error {
+	leaf, key, err := newCert(is.ca, is.caKey, is.hosts, leafLifetime)
+	if err != nil {
+		return err
+	}
+	if err := writePair(is.l.KeyFile, is.l.CertFile, leaf, key); err != nil {
+		return err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
 	}
 	pair, err := tls.X509KeyPair(pemBlock("CERTIFICATE", leaf.Raw), pemBlock("PRIVATE KEY", kder))
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return l, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}, nil
+	is.leaf, is.pair = leaf, &pair
+	return nil
 }
 
-// leafFits reports whether a server certificate is the CA's, covers every host, and is not near
-// expiry.
-func leafFits(leaf, ca *x509.Certificate, hosts []string) bool {
-	if leaf.CheckSignatureFrom(ca) != nil || time.Until(leaf.NotAfter) < leafRenew {
+func (is *issuer) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if time.Until(is.leaf.NotAfter) < leafRenew {
+		if err := is.issue(); err != nil && time.Until(is.leaf.NotAfter) <= 0 {
+			return nil, err
+		}
+	}
+	return is.pair, nil
+}
+
+// caFits reports whether a CA is constrained to names that cover every host and is not near
+// expiry. An older CA without constraints never fits: it is replaced.
+func caFits(ca *x509.Certificate, hosts []string) bool {
+	if !ca.IsCA || !ca.PermittedDNSDomainsCritical || time.Until(ca.NotAfter) < caRenew+leafLifetime {
 		return false
 	}
 	for _, h := range hosts {
-		if leaf.VerifyHostname(h) != nil {
+		if ip := net.ParseIP(h); ip != nil {
+			if !slices.ContainsFunc(ca.PermittedIPRanges, func(n *net.IPNet) bool { return n.IP.Equal(ip) && isHostMask(n.Mask) }) {
+				return false
+			}
+		} else if !slices.Contains(ca.PermittedDNSDomains, strings.ToLower(h)) {
 			return false
 		}
 	}
 	return true
+}
+
+func isHostMask(m net.IPMask) bool { ones, bits := m.Size(); return ones == bits && bits > 0 }
+
+// constraints gives the permitted names for hosts: each IP address alone, each DNS name (and,
+// as name constraints go, its subdomains).
+func constraints(hosts []string) (dns []string, ips []*net.IPNet) {
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			if v4 := ip.To4(); v4 != nil {
+				ips = append(ips, &net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)})
+			} else {
+				ips = append(ips, &net.IPNet{IP: ip, Mask: net.CIDRMask(128, 128)})
+			}
+		} else {
+			dns = append(dns, strings.ToLower(h))
+		}
+	}
+	return dns, ips
 }
 
 // newCert makes a key and a certificate: a CA when parent is nil, else a server certificate for
@@ -111,6 +175,12 @@ func newCert(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, hosts []stri
 		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
 		tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
 		tmpl.MaxPathLenZero = true
+		tmpl.PermittedDNSDomainsCritical = true
+		tmpl.PermittedDNSDomains, tmpl.PermittedIPRanges = constraints(hosts)
+		if len(tmpl.PermittedDNSDomains) == 0 {
+			// No DNS name at all: constrain DNS to a name that cannot be resolved.
+			tmpl.PermittedDNSDomains = []string{"invalid"}
+		}
 		parent, parentKey = tmpl, key
 	} else {
 		tmpl.Subject = pkix.Name{CommonName: "oprov serve"}

@@ -1,15 +1,19 @@
 package serve
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
-// TestLocalTLS: the first start makes a CA and a certificate for the hosts; a later start reuses
-// both; a new host gets a new certificate from the same CA; a damaged certificate is replaced.
+// TestLocalTLS: the first start makes a CA constrained to the hosts and a short-lived certificate
+// for them; a later start keeps the CA and issues a new certificate; a host outside the CA's
+// constraints gets a new CA; a damaged certificate is replaced.
 func TestLocalTLS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	hosts := []string{"127.0.0.1", "::1", "localhost"}
@@ -25,8 +29,14 @@ func TestLocalTLS(t *testing.T) {
 			t.Errorf("the certificate does not verify for %s: %v", h, err)
 		}
 	}
-	if len(cfg.Certificates) != 1 {
-		t.Fatalf("TLS config holds %d certificates", len(cfg.Certificates))
+	if life := leaf.NotAfter.Sub(leaf.NotBefore); life > 8*24*time.Hour {
+		t.Errorf("the server certificate lives %v, want about a week", life)
+	}
+	if !ca.PermittedDNSDomainsCritical || len(ca.PermittedDNSDomains) != 1 || len(ca.PermittedIPRanges) != 2 {
+		t.Errorf("the CA's name constraints: critical %v, DNS %v, IP %v", ca.PermittedDNSDomainsCritical, ca.PermittedDNSDomains, ca.PermittedIPRanges)
+	}
+	if c, err := cfg.GetCertificate(&tls.ClientHelloInfo{}); err != nil || c == nil {
+		t.Fatalf("the TLS config gives no certificate: %v", err)
 	}
 	if st, _ := os.Stat(filepath.Join(dir, "ca-key.pem")); st == nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the CA key is not mode 0600: %v", st)
@@ -36,25 +46,54 @@ func TestLocalTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !readCert(t, l2.CAFile).Equal(ca) || !readCert(t, l2.CertFile).Equal(leaf) {
-		t.Error("a second start replaced the CA or the certificate")
+	if !readCert(t, l2.CAFile).Equal(ca) || readCert(t, l2.CertFile).Equal(leaf) {
+		t.Error("a second start replaced the CA, or kept the server certificate")
 	}
 
 	l3, _, err := EnsureLocalTLS(dir, append(hosts, "mirror.internal"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf3 := readCert(t, l3.CertFile)
-	if !readCert(t, l3.CAFile).Equal(ca) || leaf3.Equal(leaf) || leaf3.VerifyHostname("mirror.internal") != nil {
-		t.Error("a new host did not get a new certificate from the same CA")
+	ca3, leaf3 := readCert(t, l3.CAFile), readCert(t, l3.CertFile)
+	pool3 := x509.NewCertPool()
+	pool3.AddCert(ca3)
+	if ca3.Equal(ca) {
+		t.Error("a host outside the CA's constraints did not get a new CA")
+	}
+	if _, err := leaf3.Verify(x509.VerifyOptions{Roots: pool3, DNSName: "mirror.internal"}); err != nil {
+		t.Errorf("the new certificate does not verify for mirror.internal: %v", err)
 	}
 
 	os.WriteFile(l.CertFile, []byte("damaged"), 0o644)
 	if _, _, err := EnsureLocalTLS(dir, hosts); err != nil {
 		t.Fatalf("a damaged certificate was not replaced: %v", err)
 	}
-	if readCert(t, l.CertFile).CheckSignatureFrom(ca) != nil {
-		t.Error("the replacement is not the CA's")
+}
+
+// TestLocalCANameConstraints: a certificate the CA signs for a name it was not made for (its own
+// key, so the signature is good) is refused by Go's verifier.
+func TestLocalCANameConstraints(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	l, _, err := EnsureLocalTLS(dir, []string{"127.0.0.1", "::1", "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, caKey, err := loadPair(l.CAFile, filepath.Join(dir, "ca-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	for _, host := range []string{"example.com", "10.0.0.1", "localhost.example.com"} {
+		leaf, _, err := newCert(ca, caKey, []string{host}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host}); err == nil {
+			t.Errorf("a certificate for %s issued by the constrained CA verifies", host)
+		} else if !strings.Contains(err.Error(), "constraint") {
+			t.Errorf("%s: refused for another reason than the constraints: %v", host, err)
+		}
 	}
 }
 

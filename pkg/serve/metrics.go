@@ -20,6 +20,7 @@ type metrics struct {
 	archiveBytes     *vm.Counter
 	registryInFlight *vm.Gauge
 	registryBytes    *vm.Counter
+	durations        *histograms
 }
 
 func newMetrics() *metrics {
@@ -30,14 +31,15 @@ func newMetrics() *metrics {
 		archiveBytes:     set.NewCounter("oprov_serve_archive_bytes_total"),
 		registryInFlight: set.NewGauge("oprov_serve_registry_calls_in_flight", nil),
 		registryBytes:    set.NewCounter("oprov_serve_registry_bytes_total"),
+		durations:        newHistograms("oprov_serve_request_duration_seconds", "route", durationBuckets),
 	}
 }
 
 // request counts one answered request (oprov_serve_requests_total{route,code}) and its time
-// (oprov_serve_request_duration_seconds{route}, a histogram).
+// (oprov_serve_request_duration_seconds{route}, a histogram with le buckets).
 func (m *metrics) request(route string, code int, d time.Duration) {
 	m.set.GetOrCreateCounter(series("oprov_serve_requests_total", "route", route, "code", strconv.Itoa(code))).Inc()
-	m.set.GetOrCreateHistogram(series("oprov_serve_request_duration_seconds", "route", route)).Update(d.Seconds())
+	m.durations.observe(route, d.Seconds())
 }
 
 // archiveCache counts an archive needed, by result: hit (in the cache) or miss (fetched).
@@ -48,6 +50,12 @@ func (m *metrics) archiveCache(result string) {
 // refused counts a version or archive refused, by reason (policy, digest, registry, not_found).
 func (m *metrics) refused(reason string) {
 	m.set.GetOrCreateCounter(series("oprov_serve_refused_total", "reason", reason)).Inc()
+}
+
+// connectionsRefused counts a connection past MaxConnections, by what became of it: reserve
+// (served /healthz and /metrics only, briefly) or closed.
+func (m *metrics) connectionsRefused(how string) {
+	m.set.GetOrCreateCounter(series("oprov_serve_connections_over_limit_total", "outcome", how)).Inc()
 }
 
 // labelEscaper escapes a label value as Prometheus' text format reads it.
@@ -75,9 +83,7 @@ func series(name string, labelValues ...string) string {
 func (m *metrics) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		m.set.WritePrometheus(w)
-		vm.WriteProcessMetrics(w)
-		vm.WriteFDMetrics(w)
+		m.write(w)
 	})
 }
 

@@ -94,3 +94,58 @@ func TestSeries(t *testing.T) {
 	}
 	newMetrics().set.GetOrCreateCounter(got).Inc() // panics on a name it cannot read
 }
+
+// TestExposition: every family has a # HELP line with a text and a # TYPE line before its
+// samples, and the duration histogram's le buckets are cumulative, end at +Inf and agree with
+// _count.
+func TestExposition(t *testing.T) {
+	f := newLayout(t, map[string]bool{"1.0.0": false})
+	s := f.server(t, nil, time.Minute)
+	for range 3 {
+		s.get(t, base+"index.json")
+	}
+	_, body := s.get(t, "/metrics")
+	help, typ := map[string]string{}, map[string]string{}
+	var last float64
+	buckets := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		if rest, ok := strings.CutPrefix(l, "# HELP "); ok {
+			name, text, _ := strings.Cut(rest, " ")
+			help[name] = text
+			continue
+		}
+		if rest, ok := strings.CutPrefix(l, "# TYPE "); ok {
+			name, tp, _ := strings.Cut(rest, " ")
+			typ[name] = tp
+			continue
+		}
+		name := l[:strings.IndexAny(l, "{ ")]
+		fam := name
+		if typ[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")] == "histogram" {
+			fam = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		}
+		if len(help[fam]) < 10 || typ[fam] == "" {
+			t.Errorf("%s: no help text or type before it (help %q, type %q)", l, help[fam], typ[fam])
+		}
+		v, _ := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+		switch {
+		case strings.HasPrefix(l, `oprov_serve_request_duration_seconds_bucket{route="index"`):
+			if v < last {
+				t.Errorf("buckets not cumulative at %s", l)
+			}
+			last = v
+			buckets++
+			if strings.Contains(l, `le="+Inf"`) && v != 3 {
+				t.Errorf("+Inf bucket %v, want 3", v)
+			}
+		case strings.HasPrefix(l, `oprov_serve_request_duration_seconds_count{route="index"}`) && v != last:
+			t.Errorf("_count %v, +Inf bucket %v", v, last)
+		}
+	}
+	if buckets != len(durationBuckets)+1 {
+		t.Errorf("%d buckets for the index route, want %d", buckets, len(durationBuckets)+1)
+	}
+	if strings.Contains(string(body), "vmrange") {
+		t.Error("vmrange buckets in the exposition")
+	}
+}

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apparentlymart/go-versions/versions"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -51,18 +53,49 @@ func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		rf := classify(err)
-		if rf.status >= 500 {
-			s.forget(g)
+		if rf.reason == "registry" || rf.reason == "digest" {
+			s.forget(g) // may pass: ask again next time
 		}
 		s.fail(w, r, rf, err)
 	}
 }
 
-// fail answers with a status and the reason, and puts the reason in the access log.
+// reasons are what a client is told about a refusal: never its input, never the registry's words
+// or the server's layout (those go to the access log, under the same request id).
+var reasons = map[string]string{
+	"not_found":     "no such provider, version or archive here",
+	"policy":        "no such provider, version or archive here",
+	"digest":        "the registry sent bytes that do not match their digest",
+	"h1":            "the package does not match the hash its registry states",
+	"registry":      "the registry could not be read",
+	"too_large":     "the package is over this server's size limit",
+	"path_too_long": "request path too long",
+	"busy":          "server busy, retry later",
+	"body_on_get":   "a GET or HEAD request may not carry a body",
+}
+
+// fail answers with the status, a short reason and the request id, and puts the details in the
+// access log under that id.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, rf refusal, err error) {
 	s.metrics.refused(rf.reason)
-	note(r.Context(), slog.String("refused", rf.reason), slog.String("error", err.Error()))
-	http.Error(w, err.Error(), rf.status)
+	id := ""
+	if e, ok := r.Context().Value(entryKey{}).(*entry); ok {
+		id = e.id
+	}
+	note(r.Context(), slog.String("refused", rf.reason), slog.String("error", clip(err.Error(), 4*maxLoggedPath)))
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Request-Id", id)
+	h.Del("ETag")
+	h.Del("Content-Length")
+	w.WriteHeader(rf.status)
+	reason := reasons[rf.reason]
+	if reason == "" {
+		reason = strings.ToLower(http.StatusText(rf.status))
+	}
+	fmt.Fprintf(w, "%d %s\nrequest id: %s\n", rf.status, reason, id)
 }
 
 func writeJSON(w http.ResponseWriter, v any) error {
@@ -221,6 +254,10 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	note(ctx, zipDigestKey(pkg.Zip))
+	limits := oci.LimitsFrom(ctx)
+	if err := limits.CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
+		return err
+	}
 	z, err := s.ensureZip(ctx, pkg, false)
 	if err != nil {
 		return err
@@ -228,6 +265,12 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 	result := map[bool]string{false: "hit", true: "miss"}[z.Fetched]
 	s.metrics.archiveCache(result)
 	note(ctx, slog.String("cache", result))
+	release, ok := s.archiveSlot(r.Context())
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		return errBusy
+	}
+	defer release()
 	f, err := os.Open(z.Path)
 	if err != nil {
 		return err
@@ -235,6 +278,10 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		return err
+	}
+	// A zip cached before the limit was lowered, or fetched without a known size.
+	if err := limits.CheckBlobSize("the "+pkg.Filename+" package", st.Size()); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/zip")

@@ -9,10 +9,13 @@ package serve
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +47,11 @@ type Config struct {
 	RegistryConcurrency int
 	// Log receives the access log and events; nil discards them.
 	Log *slog.Logger
+	// Clients bounds what clients can make the server hold (zero fields: the defaults).
+	Clients ClientLimits
+	// Limits, when set, bound what the registry can make every request do (--stall-timeout,
+	// --max-package-size); else each request carries the limits of the context Run was given.
+	Limits *oci.Limits
 }
 
 // Server answers the protocol, /healthz and /metrics.
@@ -54,7 +62,12 @@ type Server struct {
 	sem      chan struct{}
 	verified *source.Verified
 
+	limits   ClientLimits
+	archives chan struct{} // one per archive response under way
+
 	active atomic.Int64 // requests under way
+	idPre  string       // request ids: this prefix and a counter
+	idSeq  atomic.Uint64
 
 	genMu sync.Mutex
 	gen   *generation
@@ -68,6 +81,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Template == nil || cfg.Cache == nil {
 		return nil, fmt.Errorf("serve: a template and a cache are needed")
 	}
+	if cfg.Template.HostFromRequest() && cfg.Include == nil {
+		return nil, fmt.Errorf("serve: template takes the registry host from the request: an include list is needed")
+	}
 	cfg.Cache.Repair = true // a long-running server fetches a damaged zip again, and logs it
 	if cfg.RegistryConcurrency < 1 {
 		cfg.RegistryConcurrency = 1
@@ -76,10 +92,16 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	limits := cfg.Clients.withDefaults()
+	var pre [4]byte
+	rand.Read(pre[:])
 	return &Server{
 		cfg: cfg, log: log, metrics: newMetrics(),
 		sem:      make(chan struct{}, cfg.RegistryConcurrency),
 		verified: source.NewVerified(4096),
+		limits:   limits,
+		archives: make(chan struct{}, limits.MaxArchives),
+		idPre:    hex.EncodeToString(pre[:]),
 	}, nil
 }
 
@@ -92,11 +114,18 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /", s.serveProtocol)
-	return s.accessLog(mux)
+	return s.accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.admit(w, r) {
+			mux.ServeHTTP(w, r)
+		}
+	}))
 }
 
 // route names a path for metrics, without unbounded labels.
 func route(path string) string {
+	if len(path) > 4096 {
+		return "other"
+	}
 	switch path {
 	case "/healthz", "/metrics":
 		return path[1:]
@@ -110,6 +139,7 @@ func route(path string) string {
 
 // entry collects what a handler adds to its request's access-log line.
 type entry struct {
+	id    string
 	mu    sync.Mutex
 	attrs []slog.Attr
 }
@@ -133,9 +163,15 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		s.metrics.inFlight.Inc()
 		s.active.Add(1)
 		defer func() { s.metrics.inFlight.Dec(); s.active.Add(-1) }()
-		e := &entry{}
-		rw := &recorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), entryKey{}, e)))
+		e := &entry{id: s.idPre + "-" + strconv.FormatUint(s.idSeq.Add(1), 10)}
+		sw := &stallWriter{rc: http.NewResponseController(w), window: s.limits.StallTimeout}
+		rw := &recorder{ResponseWriter: w, status: http.StatusOK, stall: sw}
+		ctx := context.WithValue(r.Context(), entryKey{}, e)
+		if s.cfg.Limits != nil {
+			ctx = oci.WithLimits(ctx, *s.cfg.Limits)
+		}
+		next.ServeHTTP(rw, r.WithContext(ctx))
+		sw.rearm() // for what the server still flushes once the handler returns
 		d := time.Since(start)
 		s.metrics.request(rt, rw.status, d)
 		if rt == "archive" {
@@ -148,9 +184,12 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			level = slog.LevelWarn
 		}
 		attrs := []slog.Attr{
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rw.status),
+			slog.String("id", e.id), slog.String("method", clip(r.Method, 16)), slog.String("path", clip(r.URL.Path, maxLoggedPath)), slog.Int("status", rw.status),
 			slog.Int64("bytes", rw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.String("remote", r.RemoteAddr), slog.String("user_agent", r.UserAgent()),
+			slog.String("remote", r.RemoteAddr), slog.String("user_agent", clip(r.UserAgent(), maxLoggedPath)),
+		}
+		if len(r.URL.Path) > maxLoggedPath {
+			attrs = append(attrs, slog.Int("path_length", len(r.URL.Path)))
 		}
 		e.mu.Lock()
 		attrs = append(attrs, e.attrs...)
@@ -159,10 +198,14 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 	})
 }
 
-// recorder notes the status and counts the bytes of a response. It passes ReadFrom through, so
-// file responses keep the platform's zero-copy path where there is one.
+// maxLoggedPath is the most of a path (or user agent) the access log carries.
+const maxLoggedPath = 256
+
+// recorder notes the status and counts the bytes of a response, which it writes in chunks under
+// the stall deadline (stallWriter).
 type recorder struct {
 	http.ResponseWriter
+	stall   *stallWriter
 	status  int
 	bytes   int64
 	written bool
@@ -172,19 +215,20 @@ func (r *recorder) WriteHeader(code int) {
 	if !r.written {
 		r.status, r.written = code, true
 	}
+	r.stall.rearm()
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
 	r.written = true
-	n, err := r.ResponseWriter.Write(p)
+	n, err := r.stall.write(r.ResponseWriter, p)
 	r.bytes += int64(n)
 	return n, err
 }
 
 func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	r.written = true
-	n, err := io.Copy(r.ResponseWriter, src)
+	n, err := r.stall.readFrom(r.ResponseWriter, src)
 	r.bytes += n
 	return n, err
 }

@@ -101,12 +101,14 @@ func TestPolicy(t *testing.T) {
 	}
 	for _, path := range []string{base + "1.1.0.json", base + "terraform-provider-hello_1.1.0_linux_amd64.zip"} {
 		code, body := s.get(t, path)
-		if code != http.StatusNotFound || !strings.Contains(string(body), "not signed") {
-			t.Errorf("GET %s: %d %s, want a 404 saying it is not signed", path, code, body)
+		id := requestID(body)
+		if code != http.StatusNotFound || id == "" || strings.Contains(string(body), "sign") || strings.Contains(string(body), "sha256") {
+			t.Errorf("GET %s: %d %s, want a 404 with a request id and no details", path, code, body)
 		}
 		lines := s.log.logLines(`"path":"` + path + `"`)
-		if len(lines) != 1 || !strings.Contains(lines[0], `"refused":"policy"`) || !strings.Contains(lines[0], f.index["1.1.0"]) {
-			t.Errorf("log for %s does not give the reason and digest: %v", path, lines)
+		if len(lines) != 1 || !strings.Contains(lines[0], `"refused":"policy"`) || !strings.Contains(lines[0], f.index["1.1.0"]) ||
+			!strings.Contains(lines[0], "not signed") || !strings.Contains(lines[0], `"id":"`+id+`"`) {
+			t.Errorf("log for %s does not give the request id, the reason and digest: %v", path, lines)
 		}
 	}
 	if code, body := s.get(t, base+"terraform-provider-hello_1.0.0_linux_amd64.zip"); code != http.StatusOK {
@@ -201,4 +203,13 @@ func TestTamperedBlob(t *testing.T) {
 	if len(leftovers) != 0 {
 		t.Errorf("the cache's tmp/ holds leftovers: %v", leftovers)
 	}
+}
+
+// requestID gives the request id an error body names, or "".
+func requestID(body []byte) string {
+	_, id, ok := strings.Cut(string(body), "request id: ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(id)
 }

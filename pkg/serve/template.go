@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -52,6 +53,39 @@ func ParseTemplate(s, address string) (*Template, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// HostFromRequest reports whether the template's registry part (the host it connects to) comes
+// from the request's ${hostname}: then a request chooses where the server connects, and only the
+// hostnames --include names may be served (CheckInclude).
+func (t *Template) HostFromRequest() bool {
+	if strings.HasPrefix(t.raw, oci.LayoutScheme) {
+		return false
+	}
+	host, _, _ := strings.Cut(t.raw, "/")
+	return strings.Contains(host, "${hostname}")
+}
+
+// CheckInclude refuses an include list that lets a request choose any host the server connects
+// to: when the template's registry part is ${hostname}, every pattern must name its hostname (a
+// port, when one is to be served, spelt out: example.com:5000), not *.
+func CheckInclude(t *Template, include []string) error {
+	if !t.HostFromRequest() {
+		return nil
+	}
+	if len(include) == 0 {
+		return fmt.Errorf("template %q takes the registry host from the request's ${hostname}: say which hostnames may be served with --include HOST/NAMESPACE/TYPE (otherwise any request could make the server connect anywhere)", t.raw)
+	}
+	for _, s := range include {
+		p, err := artifact.ParsePattern(s)
+		if err != nil {
+			return err
+		}
+		if p.Hostname == "*" {
+			return fmt.Errorf("--include %q: template %q takes the registry host from the request, so each pattern must name its hostname, not *", s, t.raw)
+		}
+	}
+	return nil
 }
 
 // Fixed gives the one provider a template without variables holds, or nil.

@@ -4,7 +4,7 @@
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
-#                                   rekor, tofu, terraform, python)
+#                                   rekor, tofu, terraform, python, promtool, haproxy)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -116,6 +116,24 @@ fill_wheelhouse() {
   touch "$wh/.complete"
 }
 
+# Peers from Debian's packages (promtool from prometheus, haproxy): installed with apt-get when
+# missing, as root (or through sudo), then linked into the bin directory like the others.
+install_deb() {
+  local binary=$1 package=$2 path
+  path=$(command -v "$binary" || true)
+  if [ -z "$path" ]; then
+    log "installing $binary from Debian's package $package"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if ! { $sudo apt-get install -y -q --no-install-recommends "$package" >&2 \
+        || { $sudo apt-get update -q >&2 && $sudo apt-get install -y -q --no-install-recommends "$package" >&2; }; }; then
+      log "installing $package failed (needs root or sudo, and apt)"; return 1
+    fi
+    path=$(command -v "$binary") || { log "$package installed no $binary"; return 1; }
+  fi
+  ln -sfn "$path" "$dir/bin/$binary"
+}
+
 # Tools named as arguments (tests/tools/install.sh tofu) are the only ones built; none means all.
 wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 only="$*"
@@ -130,5 +148,7 @@ wanted tofu && build_tofu
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 wanted python && install_tf
 wanted python && fill_wheelhouse
+wanted promtool && install_deb promtool prometheus
+wanted haproxy && install_deb haproxy haproxy
 
 echo "$dir/bin"
