@@ -50,4 +50,8 @@ for pkg in ./manifest ./pkg/release ./pkg/pkghash ./pkg/unzip ./pkg/build/pybuil
 done
 
 step "benchmark smoke run (2 MiB per platform; tests/bench.sh runs the real sizes)"
-OPROV_BENCH_MB=2 go test -run '^$' -bench . -benchtime 1x -timeout 30m ./tests/ | grep -E 'ratio|RSS|h1:|^ok|FAIL'
+bench_out=$(mktemp)
+if ! OPROV_BENCH_MB=2 go test -run '^$' -bench . -benchtime 1x -timeout 30m ./tests/ >"$bench_out" 2>&1; then
+  cat "$bench_out"; rm -f "$bench_out"; echo "benchmark smoke run failed"; exit 1
+fi
+grep -E 'ratio|RSS|h1:|^ok|FAIL' "$bench_out"; rm -f "$bench_out"

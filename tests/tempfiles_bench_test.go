@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -15,7 +14,7 @@ import (
 func plantDeadRuns(b *testing.B, cache string, n int, size int64) {
 	b.Helper()
 	for i := 0; i < n; i++ {
-		dir := filepath.Join(cache, "tmp", ".oprov-tmp-"+strconv.Itoa(900000+i)+"-planted")
+		dir := filepath.Join(cache, "tmp", fmt.Sprintf(".oprov-tmp-%d-%016x", 900000+i, i)) // a dead run's name, in full
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			b.Fatal(err)
 		}
