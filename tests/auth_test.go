@@ -60,6 +60,40 @@ func TestBasicAuthCredentialsReachTofu(t *testing.T) {
 		}
 		mustTofu(t, tofu, cfg, append(env, "TF_CLI_CONFIG_FILE="+filepath.Join(cfg, ".terraform", "oprov", "cli.tfrc")), "init", "-input=false")
 	})
+	t.Run("printed configuration appended to a user's with its own oci_default_credentials", func(t *testing.T) {
+		cfg := tofuConfigDir(t)
+		writeFile(t, filepath.Join(cfg, "oprov.hcl"), strings.NewReplacer("%HOST%", reg.Host).Replace(
+			"oci_mirror {\n  repository_template = \"%HOST%/providers/${namespace}/${type}\"\n  include = [\"example.com/acme/*\"]\n}\n"))
+		user := "oci_default_credentials {\n  docker_style_config_files = [\"" + credFile + "\"]\n}\n"
+		userRC := writeRC(t, user)
+		r := mustOprov(t, append(env, "TF_CLI_CONFIG_FILE="+userRC), "tofurc", "-C", cfg)
+		if strings.Contains(r.Stdout, "oci_default_credentials") || !strings.Contains(r.Stderr, "left out the oci_default_credentials block") {
+			t.Errorf("tofurc repeated the user's oci_default_credentials, or did not say it left it out:\n%s%s", r.Stdout, r.Stderr)
+		}
+		mustTofu(t, tofu, tofuConfigDir(t), append(env, "TF_CLI_CONFIG_FILE="+writeRC(t, user+r.Stdout)), "init", "-input=false")
+		// push says the same.
+		pr := mustOprov(t, append(env, "TF_CLI_CONFIG_FILE="+userRC), "push", helloRelease(t), repo, "--address", "example.com/acme/hello", "-o", "json")
+		var pushed struct{ TofuRC string }
+		decodeJSON(t, pr.Stdout, &pushed)
+		if strings.Contains(pushed.TofuRC, "oci_default_credentials") || !strings.Contains(pr.Stderr, "left out the oci_default_credentials block") {
+			t.Errorf("push repeated the user's oci_default_credentials:\n%s%s", pr.Stdout, pr.Stderr)
+		}
+		mustTofu(t, tofu, tofuConfigDir(t), append(env, "TF_CLI_CONFIG_FILE="+writeRC(t, user+pushed.TofuRC)), "init", "-input=false")
+		// install keeps the user's block and adds none of its own.
+		mustOprov(t, append(env, "TF_CLI_CONFIG_FILE="+userRC), "install", "-C", cfg)
+		written := filepath.Join(cfg, ".terraform", "oprov", "cli.tfrc")
+		if b, _ := os.ReadFile(written); strings.Count(string(b), "oci_default_credentials {") != 1 {
+			t.Errorf("install's CLI configuration does not hold exactly one oci_default_credentials block:\n%s", b)
+		}
+		mustTofu(t, tofu, cfg, append(env, "TF_CLI_CONFIG_FILE="+written), "init", "-input=false")
+		// Control: the unmerged text (no user configuration to merge with) appended makes tofu fail.
+		bare := mustOprov(t, env, "tofurc", "-C", cfg).Stdout
+		if out, err := tofuRun(t, tofu, tofuConfigDir(t), append(env, "TF_CLI_CONFIG_FILE="+writeRC(t, user+bare)), "init", "-input=false"); err == nil {
+			t.Errorf("control: two oci_default_credentials blocks did not break tofu init, so the check proves nothing:\n%s", out)
+		} else if !strings.Contains(out, "too many oci_default_credentials blocks") {
+			t.Errorf("control: tofu init failed, but not for the duplicated block:\n%s", out)
+		}
+	})
 }
 
 // tofuConfigDir is a new configuration directory using examples/hello.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
@@ -156,7 +157,11 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifes
 	if !ref.IsLayout() {
 		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)
 		// are named for it.
-		tofurc = artifact.MirrorConfig(ref, addr) + oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.registry.RegistryConfig))
+		var notes []string
+		tofurc, notes = loader.MergePrinted(artifact.MirrorConfig(ref, addr)+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.registry.RegistryConfig)), loader.UserCLIConfig("tofu"))
+		for _, n := range notes {
+			fmt.Fprintln(o.io.ErrOut, "Note: "+n)
+		}
 	}
 	if o.output.JSON() {
 		out := struct {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -22,7 +24,9 @@ func newTofurcCmd(ios *IOStreams) *cobra.Command {
 		Use:   "tofurc",
 		Short: "Print the oci_mirror CLI configuration of oprov.hcl, for OpenTofu >= 1.10",
 		Long: `Print a CLI configuration with oprov.hcl's oci_mirror blocks, for OpenTofu >= 1.10 users who want
-OpenTofu to install from the registries itself (without oprov's signature checks and cache).`,
+OpenTofu to install from the registries itself (without oprov's signature checks and cache). A block your own CLI configuration
+(TF_CLI_CONFIG_FILE, else ~/.tofurc) already has is left out, with a note on stderr, so the
+output can be appended to it.`,
 		Example: `  oprov tofurc > tofu.tfrc
   TF_CLI_CONFIG_FILE=tofu.tfrc tofu init`,
 		Args: argsRange(0, 0, "no arguments"),
@@ -41,6 +45,10 @@ func runTofurc(_ context.Context, o *tofurcOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(o.io.Out, cfg.MirrorCLIConfig()+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.RegistryConfig)))
+	text, notes := loader.MergePrinted(cfg.MirrorCLIConfig()+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.RegistryConfig)), loader.UserCLIConfig("tofu"))
+	for _, n := range notes {
+		fmt.Fprintln(o.io.ErrOut, "Note: "+n)
+	}
+	_, err = io.WriteString(o.io.Out, text)
 	return err
 }
