@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/ocicopy"
 )
@@ -69,13 +70,34 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", o.File, err)
 	}
+	// A configuration bundle's providers sit below --to under one template: say how tofu (and
+	// oprov) install them from there.
+	tofurc, oprovHCL := "", ""
+	if b.Listing != nil {
+		var notes []string
+		tofurc, notes = loader.MergePrinted(b.Listing.TofuCLIConfig(o.To), loader.UserCLIConfig("tofu"))
+		for _, n := range notes {
+			fmt.Fprintln(o.io.ErrOut, "Note: "+n)
+		}
+		oprovHCL = b.Listing.OprovHCL(o.To, o.Policy)
+	}
 	if o.output.JSON() {
-		return writeJSON(o.io.Out, res)
+		if b.Listing == nil {
+			return writeJSON(o.io.Out, res)
+		}
+		return writeJSON(o.io.Out, struct {
+			Loaded   []bundle.Loaded `json:"loaded"`
+			TofuRC   string          `json:"tofurc"`
+			OprovHCL string          `json:"oprov_hcl"`
+		}{res, tofurc, oprovHCL})
 	}
 	for _, l := range res {
 		fmt.Fprintf(o.io.Out, "Loaded %s into %s: %d uploaded, %d already there\n", strings.Join(l.Result.Tags, ", "), l.Repository, l.Result.Uploaded, l.Result.Skipped)
 	}
 	fmt.Fprintln(o.io.Out, loadChecks(o))
+	if b.Listing != nil {
+		fmt.Fprintf(o.io.Out, "\nOpenTofu >= 1.10 installs them from there with this CLI configuration:\n\n%s\nand oprov (oprov.hcl):\n\n%s", tofurc, oprovHCL)
+	}
 	return nil
 }
 

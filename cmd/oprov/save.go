@@ -11,33 +11,53 @@ import (
 
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/ocicopy"
+	"github.com/oprov/oprov/pkg/origin"
 )
 
 type saveOptions struct {
-	io       *IOStreams
-	Refs     []string
-	Out      string
-	registry registryFlags
-	output   outputFlag
+	io        *IOStreams
+	Refs      []string
+	Out       string
+	Config    string
+	Platforms []string
+	Since     string
+	GPGKeys   []string
+	registry  registryFlags
+	output    outputFlag
 }
 
 func newSaveCmd(ios *IOStreams) *cobra.Command {
 	o := &saveOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "save REF... --to FILE.tar",
+		Use:   "save (REF... | --config DIR) --to FILE.tar",
 		Short: "Write provider versions, with their signatures, into one OCI-layout tarball",
 		Long: `Write the named versions (REPO:VERSION, or REPO for every version) with their referrers and
 cosign signatures into one OCI image-layout tarball, to carry across an air gap. Inside it each
-tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.`,
+tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.
+
+With --config DIR, write every provider the configuration requires (its required_providers and
+those of its local modules), at the lock file's versions (the highest that match where the lock
+has none), for the --platform given or else the platforms the lock file records: providers
+oprov.hcl maps to OCI repositories are copied from there with their signatures, verified under
+its policy; every other one comes from its origin registry, its SHA256SUMS signature checked
+and attached as mirror does. Everything is resolved and checked before anything is written. The
+tarball holds a listing (oprov-bundle.json, also written beside it as FILE.tar.listing.json);
+with --since an earlier bundle or its listing, only blobs it lacked are written.`,
 		Example: `  oprov save registry.example.com/providers/acme/hello:1.0.0 --to providers.tar
-  oprov save registry.example.com/providers/acme/hello mirror.internal/providers/hashicorp/random --to providers.tar -o json`,
-		Args: argsRange(1, -1, "one or more references"),
+  oprov save registry.example.com/providers/acme/hello mirror.internal/providers/hashicorp/random --to providers.tar -o json
+  oprov save --config . --platform linux_amd64 --platform darwin_arm64 --to deps.tar
+  oprov save --config . --since deps-2026-10.tar.listing.json --to deps-2026-11.tar`,
+		Args: argsRange(0, -1, "references, or none with --config"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Refs = args
 			return runSave(c.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&o.Out, "to", "", "the tarball to write (required)")
+	c.Flags().StringVar(&o.Config, "config", "", "bundle every provider this configuration directory requires")
+	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "with --config: platforms to carry, OS_ARCH (repeatable; default: those the lock file records)")
+	c.Flags().StringVar(&o.Since, "since", "", "with --config: an earlier bundle (or its .listing.json): write only blobs it lacked")
+	c.Flags().StringSliceVar(&o.GPGKeys, "gpg-key", nil, "with --config: armored OpenPGP key to pin as the only allowed signer of origins' SHA256SUMS (repeatable)")
 	o.registry.register(c)
 	o.output.register(c)
 	o.output.pathHint = "--to"
@@ -54,6 +74,18 @@ func runSave(ctx context.Context, o *saveOptions) error {
 	// Before anything is fetched: a tarball that cannot be written is known now.
 	if err := checkDir("--to "+o.Out, filepath.Dir(o.Out), "create it, or write the tarball elsewhere"); err != nil {
 		return err
+	}
+	if o.Config != "" {
+		if len(o.Refs) > 0 {
+			return usageErrorf("save: give references or --config, not both")
+		}
+		return runSaveConfig(ctx, o)
+	}
+	if len(o.Refs) == 0 {
+		return usageErrorf("save: give one or more references, or --config DIR")
+	}
+	if len(o.Platforms) > 0 || o.Since != "" || len(o.GPGKeys) > 0 {
+		return usageErrorf("save: --platform, --since and --gpg-key go with --config")
 	}
 	var items []bundle.SaveItem
 	for _, s := range o.Refs {
@@ -81,5 +113,60 @@ func runSave(ctx context.Context, o *saveOptions) error {
 	}
 	st, _ := os.Stat(o.Out)
 	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s)\n", strings.Join(res.Tags, ", "), o.Out, humanBytes(st.Size()))
+	return nil
+}
+
+func runSaveConfig(ctx context.Context, o *saveOptions) error {
+	if err := checkDir("--config", o.Config, "give the configuration directory"); err != nil {
+		return err
+	}
+	platforms, err := parsePlatforms(o.Platforms)
+	if err != nil {
+		return err
+	}
+	pinned, err := origin.ReadKeyFiles(o.GPGKeys)
+	if err != nil {
+		return err
+	}
+	var base *bundle.Listing
+	if o.Since != "" {
+		if base, err = bundle.ReadListing(o.Since); err != nil {
+			return fmt.Errorf("save: --since: %w", err)
+		}
+	}
+	c, err := o.io.Deps.openCache("")
+	if err != nil {
+		return err
+	}
+	bar := newProgress(o.io, "saving")
+	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
+		Dir: o.Config, Platforms: platforms, Registry: o.registry.options(), TrustedKeys: pinned,
+		Base: base, Progress: bar, Log: o.io.ErrOut,
+	}, o.Out)
+	bar.Finish()
+	if err != nil {
+		return fmt.Errorf("save --config %s: %w", o.Config, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			File        string `json:"file"`
+			ListingFile string `json:"listing_file"`
+			*bundle.Listing
+		}{o.Out, o.Out + ".listing.json", l})
+	}
+	for _, p := range l.Providers {
+		state := ""
+		if !p.InBundle {
+			state = " (unchanged since the base: left out)"
+		}
+		fmt.Fprintf(o.io.Out, "%s %s [%s] from %s (%s), version: %s%s\n", p.Address, p.Version, strings.Join(p.Platforms, ", "), p.Source, p.Evidence, p.VersionFrom, state)
+	}
+	st, _ := os.Stat(o.Out)
+	written := len(l.Blobs) - len(l.Omitted)
+	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s; %d blobs", plural(len(l.Providers), "provider"), o.Out, humanBytes(st.Size()), written)
+	if base != nil {
+		fmt.Fprintf(o.io.Out, ", %d left out as the base has them", len(l.Omitted))
+	}
+	fmt.Fprintf(o.io.Out, "); listing in %s.listing.json\n", o.Out)
 	return nil
 }

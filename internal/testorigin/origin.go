@@ -430,3 +430,9 @@ func sumOf(sums []byte, name string) string {
 	}
 	return ""
 }
+
+// Stop shuts the origin (and its file server) down, so a test can show nothing reaches it.
+func (o *Origin) Stop() {
+	o.srv.Close()
+	o.filesSrv.Close()
+}

@@ -117,6 +117,12 @@ func repoPath(r ociref.Ref) string {
 
 // tarDir streams a directory into a tar, in a stable order, until ctx is done.
 func tarDir(ctx context.Context, root string, w io.Writer) error {
+	return tarDirFiltered(ctx, root, w, func(string) bool { return true })
+}
+
+// tarDirFiltered is tarDir with only the files keep says yes to (given their slash-separated
+// path below root).
+func tarDirFiltered(ctx context.Context, root string, w io.Writer, keep func(rel string) bool) error {
 	tw := tar.NewWriter(w)
 	var paths []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -143,6 +149,9 @@ func tarDir(ctx context.Context, root string, w io.Writer) error {
 		case st.IsDir():
 			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
 		case st.Mode().IsRegular():
+			if !keep(h.Name) {
+				continue
+			}
 			h.Typeflag, h.Size = tar.TypeReg, st.Size()
 		default:
 			continue
@@ -173,6 +182,8 @@ type Bundle struct {
 	// referrers maps each repository path to the referrers it had when saved; nil for a tarball
 	// that records none (an older one), whose repositories get every referrer it holds.
 	referrers map[string]map[digest.Digest]bool
+	// Listing is a configuration bundle's listing (nil for a tarball 'oprov save REF' wrote).
+	Listing *Listing
 }
 
 // Open opens a tarball written by Save (or any OCI-layout tarball whose tags are named
@@ -203,6 +214,9 @@ func Open(ctx context.Context, path string) (*Bundle, error) {
 	}
 	if len(b.Repos) == 0 {
 		return nil, fmt.Errorf("%s holds no tagged versions", path)
+	}
+	if l, err := ReadListing(path); err == nil {
+		b.Listing = l
 	}
 	return b, nil
 }
@@ -304,8 +318,41 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 		repos = append(repos, r)
 	}
 	sort.Strings(repos)
+	dstRef := func(repo string) (ociref.Ref, error) {
+		r, err := ociref.ParseRef(strings.TrimSuffix(opts.To, "/") + "/" + repo)
+		if err != nil {
+			return ociref.Ref{}, fmt.Errorf("--to %s: %w", opts.To, err)
+		}
+		return r, nil
+	}
+	// A delta bundle leaves out blobs its base had: they are read (and checked against their
+	// digests like every other) from where the base was loaded.
+	view := func(repo string) (ociref.ReadOnly, error) { return b.Repo(repo), nil }
+	if b.Listing != nil && len(b.Listing.Omitted) > 0 {
+		omitted := map[digest.Digest]bool{}
+		for _, d := range b.Listing.Omitted {
+			omitted[digest.Digest(d)] = true
+		}
+		view = func(repo string) (ociref.ReadOnly, error) {
+			ref, err := dstRef(repo)
+			if err != nil {
+				return nil, err
+			}
+			dst, err := ociref.Open(ctx, ref, opts.Registry, false)
+			if err != nil {
+				return nil, ociref.Explain("load", ref, err)
+			}
+			return &deltaView{ReadOnly: b.Repo(repo), base: dst, omitted: omitted}, nil
+		}
+	}
+	views := map[string]ociref.ReadOnly{}
 	versionTags := map[string][]string{}
 	for _, repo := range repos {
+		v, err := view(repo)
+		if err != nil {
+			return nil, err
+		}
+		views[repo] = v
 		for _, t := range b.Repos[repo] {
 			if _, err := manifest.TagToVersion(t); err == nil {
 				versionTags[repo] = append(versionTags[repo], t)
@@ -314,16 +361,9 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 		if len(versionTags[repo]) == 0 {
 			continue
 		}
-		if _, err := ocicopy.VerifyAll(ctx, b.Repo(repo), versionTags[repo]); err != nil {
+		if _, err := ocicopy.VerifyAll(ctx, v, versionTags[repo]); err != nil {
 			return nil, fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
 		}
-	}
-	dstRef := func(repo string) (ociref.Ref, error) {
-		r, err := ociref.ParseRef(strings.TrimSuffix(opts.To, "/") + "/" + repo)
-		if err != nil {
-			return ociref.Ref{}, fmt.Errorf("--to %s: %w", opts.To, err)
-		}
-		return r, nil
 	}
 	if opts.Policy != nil {
 		for _, repo := range repos {
@@ -333,7 +373,7 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 					return nil, err
 				}
 				ref.Reference = t
-				d, err := opts.Policy.VerifyWithPolicy(ctx, b.Repo(repo), ref, "", sign.VerifyOptions{})
+				d, err := opts.Policy.VerifyWithPolicy(ctx, views[repo], ref, "", sign.VerifyOptions{})
 				if err != nil {
 					return nil, fmt.Errorf("nothing was pushed: %w", err)
 				}
@@ -356,11 +396,37 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
 		if err != nil {
 			return out, ociref.Explain("load", ref, err)
 		}
-		r, err := ocicopy.Copy(ctx, b.Repo(repo), dst, versionTags[repo], opts.Copy)
+		r, err := ocicopy.Copy(ctx, views[repo], dst, versionTags[repo], opts.Copy)
 		if err != nil {
 			return out, ociref.Explain("load", ref, err)
 		}
 		out = append(out, Loaded{Repository: ref.Repo(), Result: r})
 	}
 	return out, nil
+}
+
+// deltaView reads a delta bundle's repository: the blobs its base had come from where the base
+// was loaded.
+type deltaView struct {
+	ociref.ReadOnly
+	base    ociref.ReadOnly
+	omitted map[digest.Digest]bool
+}
+
+func (v *deltaView) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	if v.omitted[d.Digest] {
+		rc, err := v.base.Fetch(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("this delta bundle leaves %s to its base, which is not loaded where it goes: load the base first (%w)", d.Digest, err)
+		}
+		return rc, nil
+	}
+	return v.ReadOnly.Fetch(ctx, d)
+}
+
+func (v *deltaView) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	if v.omitted[d.Digest] {
+		return v.base.Exists(ctx, d)
+	}
+	return v.ReadOnly.Exists(ctx, d)
 }

@@ -1,0 +1,531 @@
+package bundle
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/apparentlymart/go-versions/versions"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/oci"
+
+	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/mirror"
+	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/ocicopy"
+	"github.com/oprov/oprov/pkg/origin"
+	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/scratch"
+	"github.com/oprov/oprov/pkg/source"
+)
+
+// ListingName is the listing's file in a configuration bundle's tarball (beside the OCI layout),
+// and the suffix of the copy written beside the tarball (OUT.listing.json).
+const ListingName = "oprov-bundle.json"
+
+// ListingFormat names the listing's format.
+const ListingFormat = "oprov-bundle/v1"
+
+// Listing says what a configuration bundle holds: one entry a provider, and the digest of every
+// blob its versions consist of (Blobs), of which a delta bundle leaves out those its base had
+// (Omitted). The listing of an earlier bundle is all a delta needs.
+type Listing struct {
+	Format    string           `json:"format"`
+	Providers []ListedProvider `json:"providers"`
+	Blobs     []string         `json:"blobs"`
+	Omitted   []string         `json:"omitted,omitempty"`
+	Base      string           `json:"base,omitempty"` // the listing a delta was made against
+}
+
+// ListedProvider is one provider version in a bundle.
+type ListedProvider struct {
+	Address     string   `json:"address"`
+	Version     string   `json:"version"`
+	VersionFrom string   `json:"version_from"` // "lock file", or "highest matching CONSTRAINTS"
+	From        string   `json:"from"`         // "oci" (oprov.hcl's repository) or "origin"
+	Source      string   `json:"source"`       // the repository or origin it was taken from
+	Repository  string   `json:"repository"`   // in the bundle: HOST/NAMESPACE/TYPE
+	Tag         string   `json:"tag"`
+	Index       string   `json:"index_digest"`
+	Platforms   []string `json:"platforms"`
+	Evidence    string   `json:"evidence"` // what authenticated it
+	// InBundle is false for a version a delta left out: its base holds it unchanged.
+	InBundle bool `json:"in_bundle"`
+}
+
+// RepositoryFor is a provider's repository path in a bundle, and below a load's destination:
+// its full address, so providers of two origins cannot collide.
+func RepositoryFor(addr manifest.ProviderAddress) string {
+	return hostComponent(addr.Hostname.String()) + "/" + addr.Namespace + "/" + addr.Type
+}
+
+// hostComponent is a provider hostname as a repository path component: a port's colon, which
+// no repository path may hold, becomes "_", which no hostname holds, so none can collide.
+func hostComponent(host string) string { return strings.ReplaceAll(host, ":", "_") }
+
+// ConfigOptions say which configuration to bundle, and how.
+type ConfigOptions struct {
+	Dir       string              // the configuration directory
+	Platforms []manifest.Platform // empty: those the lock file records
+	Registry  ociref.Options
+	// TrustedKeys, when set, pins the OpenPGP keys allowed to sign origins' SHA256SUMS.
+	TrustedKeys openpgp.EntityList
+	Base        *Listing // when set, blobs it lists are left out
+	Progress    ociref.Progress
+	Log         io.Writer
+	// Cache keeps what OCI sources learn of each version (the same cache install uses).
+	Cache *cache.Cache
+}
+
+// planned is one provider resolved before anything is downloaded.
+type planned struct {
+	addr      manifest.ProviderAddress
+	version   versions.Version
+	from      string
+	src       source.Source
+	mirror    *config.Mirror
+	platforms []manifest.Platform
+	listed    ListedProvider
+}
+
+// SaveConfig writes one tarball holding every provider a configuration requires (root and local
+// modules): those oprov.hcl maps to OCI repositories copied from there with their signatures
+// (verified under the block's policy), every other one from its origin registry with its
+// SHA256SUMS signature checked and attached. Every provider, version and platform is resolved and
+// authenticated before anything is downloaded: a provider no source can supply, a platform a
+// provider lacks, or a signature that fails stops the save before anything is written.
+func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, error) {
+	cfg, err := config.LoadConfig(opts.Dir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		cfg = &config.Config{}
+	}
+	reqs, err := config.ReadRequirements(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%s requires no provider (no required_providers in it or its local modules)", opts.Dir)
+	}
+	lock, err := config.ReadLock(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planConfig(ctx, cfg, reqs, lock, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	work, err := scratch.Beside(filepath.Dir(out))
+	if err != nil {
+		return nil, err
+	}
+	defer work.Release()
+	layoutDir := filepath.Join(work.Path, "layout")
+	layout, err := oci.NewWithContext(ctx, layoutDir)
+	if err != nil {
+		return nil, err
+	}
+	listing := &Listing{Format: ListingFormat}
+	for i, p := range plan {
+		if err := fetchPlanned(ctx, p, layout, filepath.Join(work.Path, fmt.Sprintf("origin-%d", i)), opts); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+		d, err := layout.Resolve(ctx, p.listed.Repository+":"+p.listed.Tag)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+		p.listed.Index, p.listed.InBundle = d.Digest.String(), true
+		listing.Providers = append(listing.Providers, p.listed)
+	}
+	blobs, err := layoutBlobs(layoutDir)
+	if err != nil {
+		return nil, err
+	}
+	listing.Blobs = blobs
+	omit := map[string]bool{}
+	if opts.Base != nil {
+		listing.Base = opts.Base.Format
+		for _, b := range opts.Base.Blobs {
+			omit[b] = true
+		}
+		for _, b := range blobs {
+			if omit[b] {
+				listing.Omitted = append(listing.Omitted, b)
+			}
+		}
+		changed := 0
+		for i := range listing.Providers {
+			lp := &listing.Providers[i]
+			if !omit[lp.Index] {
+				changed++
+				continue
+			}
+			// The base holds this version as it is: its tags go too, so the layout names
+			// nothing the tarball lacks.
+			lp.InBundle = false
+			if err := untagRepo(ctx, layout, lp.Repository, lp.Tag); err != nil {
+				return nil, err
+			}
+		}
+		if changed == 0 {
+			return nil, errors.New("nothing changed since the base bundle: no bundle written")
+		}
+	}
+	data, err := json.MarshalIndent(listing, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	if err := os.WriteFile(filepath.Join(layoutDir, ListingName), data, 0o644); err != nil {
+		return nil, err
+	}
+	err = work.WriteFile(out, func(w io.Writer) error {
+		return tarDirFiltered(ctx, layoutDir, w, func(rel string) bool {
+			alg, hex, ok := strings.Cut(strings.TrimPrefix(rel, "blobs/"), "/")
+			return !(strings.HasPrefix(rel, "blobs/") && ok && omit[alg+":"+hex])
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(out+".listing.json", data, 0o644); err != nil {
+		return nil, err
+	}
+	return listing, nil
+}
+
+// planConfig resolves every required provider: its source, version, platforms and each
+// platform's package (which authenticates it: an origin's signed SHA256SUMS, an OCI version's
+// signature under the policy).
+func planConfig(ctx context.Context, cfg *config.Config, reqs map[string]*config.Requirement, lock *config.Lock, opts ConfigOptions) ([]*planned, error) {
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
+	originSrc := origin.NewSource(opts.Registry, opts.TrustedKeys)
+	ociSrcs := map[*config.Mirror]source.Source{}
+	var plan []*planned
+	for _, a := range addrs {
+		r := reqs[a]
+		if sp := cfg.SourceFor(r.Addr); sp != nil {
+			return nil, fmt.Errorf("%s is kept as source (%s:%d): it has no package to carry; build and push it, then bundle", r.Addr, sp.Range.Filename, sp.Range.Start.Line)
+		}
+		p := &planned{addr: r.Addr, from: "origin", src: originSrc}
+		if m := cfg.MirrorFor(r.Addr); m != nil {
+			if ociSrcs[m] == nil {
+				ociSrcs[m] = source.NewOCI(env, m.Policy, m.RepositoryRef)
+			}
+			p.from, p.src, p.mirror = "oci", ociSrcs[m], m
+		}
+		if err := planOne(ctx, p, r, lock.Entries[a], opts); err != nil {
+			return nil, fmt.Errorf("%s: %w (nothing was written)", r.Addr, err)
+		}
+		plan = append(plan, p)
+	}
+	return plan, nil
+}
+
+func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *config.LockEntry, opts ConfigOptions) error {
+	if locked != nil {
+		v, err := versions.ParseVersion(locked.Version)
+		if err != nil {
+			return fmt.Errorf("the lock file's version %q: %w", locked.Version, err)
+		}
+		p.version, p.listed.VersionFrom = v, "lock file"
+	} else {
+		set, err := manifest.Constraints(r.ConstraintString())
+		if err != nil {
+			return err
+		}
+		all, err := p.src.AvailableVersions(ctx, p.addr)
+		if err != nil {
+			return err
+		}
+		match := all.Filter(set)
+		if len(match) == 0 {
+			return fmt.Errorf("%s offers no version that meets %q", p.src.ForDisplay(p.addr), r.ConstraintString())
+		}
+		p.version = match.Newest()
+		c := r.ConstraintString()
+		if c == "" {
+			c = "any version"
+		}
+		p.listed.VersionFrom = "highest matching " + c + " (no lock entry)"
+	}
+	offered, err := p.src.Platforms(ctx, p.addr, p.version)
+	if err != nil {
+		return err
+	}
+	want := opts.Platforms
+	if len(want) == 0 {
+		if want, err = lockedPlatforms(ctx, p, locked, offered); err != nil {
+			return err
+		}
+	}
+	has := map[manifest.Platform]bool{}
+	for _, o := range offered {
+		has[o] = true
+	}
+	evidence := ""
+	for _, w := range want {
+		if !has[w] {
+			return fmt.Errorf("version %s has no %s package (%s offers: %s)", p.version, w, p.src.ForDisplay(p.addr), platformNames(offered))
+		}
+		pkg, err := p.src.PackageFor(ctx, p.addr, p.version, w)
+		if err != nil {
+			return err
+		}
+		evidence = describeAuth(pkg.Auth)
+	}
+	p.platforms = want
+	tag, err := manifest.VersionToTag(p.version.String())
+	if err != nil {
+		return err
+	}
+	p.listed.Address, p.listed.Version, p.listed.From = p.addr.String(), p.version.String(), p.from
+	p.listed.Source, p.listed.Repository, p.listed.Tag = p.src.ForDisplay(p.addr), RepositoryFor(p.addr), tag
+	p.listed.Platforms, p.listed.Evidence = platformNames(want), evidence
+	return nil
+}
+
+// lockedPlatforms are the platforms whose package the lock entry records (by its zh: hash).
+func lockedPlatforms(ctx context.Context, p *planned, locked *config.LockEntry, offered []manifest.Platform) ([]manifest.Platform, error) {
+	if locked == nil {
+		return nil, errors.New("no lock entry records its platforms: give --platform")
+	}
+	var out []manifest.Platform
+	for _, o := range offered {
+		pkg, err := p.src.PackageFor(ctx, p.addr, p.version, o)
+		if err != nil {
+			return nil, err
+		}
+		if locked.Has(pkghash.ZH(pkg.Zip.Encoded())) {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the lock file records no zh: hash of any %s %s package: give --platform", p.addr, p.version)
+	}
+	return out, nil
+}
+
+func describeAuth(a source.Authentication) string {
+	s := a.Method
+	if len(a.Keys) > 0 {
+		s += " (" + strings.Join(a.Keys, ", ") + ")"
+	}
+	return s
+}
+
+func platformNames(ps []manifest.Platform) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fetchPlanned puts one planned provider into the layout, tagged REPOSITORY:TAG: an OCI one
+// copied with its referrers (signatures); an origin one mirrored (packaged, its SHA256SUMS
+// evidence attached) into a layout of its own first.
+func fetchPlanned(ctx context.Context, p *planned, layout *oci.Store, scratchDir string, opts ConfigOptions) error {
+	var src ociref.ReadOnly
+	if p.mirror != nil {
+		ref, err := p.mirror.RepositoryRef(p.addr)
+		if err != nil {
+			return err
+		}
+		t, err := ociref.Open(ctx, ref, opts.Registry, false)
+		if err != nil {
+			return ociref.Explain("save", ref, err)
+		}
+		src = t
+	} else {
+		to := ociref.Ref{Layout: scratchDir}
+		t, err := ociref.Open(ctx, to, opts.Registry, true)
+		if err != nil {
+			return err
+		}
+		_, err = mirror.MirrorFrom(ctx, t, p.src, mirror.Options{
+			Address: p.addr, Constraint: "= " + p.version.String(), Platforms: p.platforms, To: to,
+			Registry: opts.Registry, TrustedKeys: opts.TrustedKeys, Progress: opts.Progress, TempDir: filepath.Dir(scratchDir),
+		})
+		if err != nil {
+			return err
+		}
+		src = t
+	}
+	repo := p.listed.Repository
+	var found []ocispec.Descriptor
+	_, err := ocicopy.Copy(ctx, src, layout, []string{p.listed.Tag}, ocicopy.Options{
+		Progress: opts.Progress,
+		DstTag:   func(t string) string { return repo + ":" + t },
+		Referrer: func(d ocispec.Descriptor) { found = append(found, d) },
+	})
+	if err != nil {
+		return err
+	}
+	return recordReferrers(ctx, layout, repo, found)
+}
+
+// untagRepo removes a version's tag and its repository's referrer tags from a layout.
+func untagRepo(ctx context.Context, layout *oci.Store, repo, tag string) error {
+	var drop []string
+	err := layout.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			if t == repo+":"+tag || strings.HasPrefix(t, repo+":"+referrerTagPrefix) {
+				drop = append(drop, t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range drop {
+		if err := layout.Untag(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// layoutBlobs lists every blob digest in a layout directory, sorted.
+func layoutBlobs(dir string) ([]string, error) {
+	var out []string
+	root := filepath.Join(dir, "blobs")
+	algs, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range algs {
+		files, err := os.ReadDir(filepath.Join(root, a.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, a.Name()+":"+f.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ReadListing reads a bundle's listing: from a listing file (.json), or from inside a bundle's
+// tarball.
+func ReadListing(path string) (*Listing, error) {
+	var data []byte
+	if strings.HasSuffix(path, ".json") {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		tr := tar.NewReader(f)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				return nil, fmt.Errorf("%s holds no %s: it is not a configuration bundle", path, ListingName)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if h.Name == ListingName {
+				if data, err = io.ReadAll(tr); err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+	}
+	var l Listing
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if l.Format != ListingFormat {
+		return nil, fmt.Errorf("%s: listing format %q, want %q", path, l.Format, ListingFormat)
+	}
+	return &l, nil
+}
+
+// hostGroups are a listing's addresses by hostname, hostnames sorted.
+func (l *Listing) hostGroups() ([]string, map[string][]string) {
+	groups := map[string][]string{}
+	for _, a := range l.Addresses() {
+		host, _, _ := strings.Cut(a, "/")
+		groups[host] = append(groups[host], a)
+	}
+	hosts := make([]string, 0, len(groups))
+	for h := range groups {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return hosts, groups
+}
+
+// Addresses are the providers a listing names, sorted.
+func (l *Listing) Addresses() []string {
+	var out []string
+	for _, p := range l.Providers {
+		out = append(out, p.Address)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// template is the repository template, below a load's destination, of one hostname's providers.
+// The hostname is written out (one block a hostname) rather than left to ${hostname}, which
+// cannot hold a port.
+func template(to, host string) string {
+	return strings.TrimSuffix(to, "/") + "/" + hostComponent(host) + "/${namespace}/${type}"
+}
+
+// TofuCLIConfig is the CLI configuration that installs a loaded configuration bundle's providers
+// from below to, and every other provider as usual.
+func (l *Listing) TofuCLIConfig(to string) string {
+	var b strings.Builder
+	b.WriteString("provider_installation {\n")
+	hosts, groups := l.hostGroups()
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n  }\n", template(to, h), config.HCLList(groups[h]))
+	}
+	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", config.HCLList(l.Addresses()))
+	return b.String()
+}
+
+// OprovHCL is the oprov.hcl blocks that install (and verify, with policy) a loaded configuration
+// bundle's providers from below to.
+func (l *Listing) OprovHCL(to, policy string) string {
+	var b strings.Builder
+	hosts, groups := l.hostGroups()
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), config.HCLList(groups[h]))
+		if policy != "" {
+			fmt.Fprintf(&b, "  policy              = %q\n", policy)
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
