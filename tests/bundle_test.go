@@ -1,7 +1,13 @@
 package tests
 
 import (
+	"archive/tar"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"reflect"
+	"sort"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,6 +155,198 @@ func TestSaveConfigAcrossAirGap(t *testing.T) {
 	for _, a := range []string{"example.com/acme/hello", f.org.Address()} {
 		if !strings.Contains(string(lock), a) {
 			t.Errorf("tofu did not lock %s:\n%s", a, lock)
+		}
+	}
+}
+
+// registryState is every repository:tag below prefix in a registry, with its digest.
+func registryState(t *testing.T, reg *testreg.Registry, prefix string) map[string]string {
+	t.Helper()
+	c := reg.Client(t)
+	var cat struct{ Repositories []string }
+	getJSON(t, c, reg.URL()+"/v2/_catalog?n=1000", &cat)
+	out := map[string]string{}
+	for _, repo := range cat.Repositories {
+		if !strings.HasPrefix(repo, prefix+"/") {
+			continue
+		}
+		var tags struct{ Tags []string }
+		getJSON(t, c, reg.URL()+"/v2/"+repo+"/tags/list", &tags)
+		for _, tag := range tags.Tags {
+			req, _ := http.NewRequest(http.MethodHead, reg.URL()+"/v2/"+repo+"/manifests/"+tag, nil)
+			req.Header.Set("Accept", "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			out[strings.TrimPrefix(repo, prefix+"/")+":"+tag] = resp.Header.Get("Docker-Content-Digest")
+		}
+	}
+	return out
+}
+
+func getJSON(t *testing.T, c *http.Client, url string, v any) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// tarBlobs lists the blob digests a tarball holds.
+func tarBlobs(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest, ok := strings.CutPrefix(h.Name, "blobs/"); ok && h.Typeflag == tar.TypeReg {
+			out = append(out, strings.Replace(rest, "/", ":", 1))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestSaveConfigDelta: after the origin publishes a new version of one provider, the bundle made
+// against the first one's listing holds that version's blobs and nothing else; loading it on top
+// of the first load gives the same tags and digests as loading the first and then a full second
+// bundle.
+func TestSaveConfigDelta(t *testing.T) {
+	f := newAirGapFixture(t)
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.tar")
+	base := f.save(t, first)
+	f.org.AddVersion(t, origin.FakeRelease(t, "hello", "1.1.0", helloPlatforms[0], helloPlatforms[1]), "1.1.0")
+	delta := filepath.Join(dir, "delta.tar")
+	d := f.save(t, delta, "--since", first+".listing.json")
+	full := filepath.Join(dir, "full.tar")
+	fl := f.save(t, full)
+
+	inBase := map[string]bool{}
+	for _, b := range base.Blobs {
+		inBase[b] = true
+	}
+	var want []string
+	for _, b := range d.Blobs {
+		if !inBase[b] {
+			want = append(want, b)
+		}
+	}
+	got := tarBlobs(t, delta)
+	if len(want) == 0 || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the delta holds %v, want exactly the blobs the first lacked: %v", got, want)
+	}
+	for _, p := range d.Providers {
+		changed := p.Address == f.org.Address()
+		if p.InBundle != changed || changed && p.Version != "1.1.0" {
+			t.Errorf("delta lists %+v", p)
+		}
+	}
+	t.Logf("delta bundle blobs (%d): %s", len(got), strings.Join(got, " "))
+	fi, _ := os.Stat(full)
+	di, _ := os.Stat(delta)
+	t.Logf("delta %d bytes, full %d bytes: %.3f of the full bundle", di.Size(), fi.Size(), float64(di.Size())/float64(fi.Size()))
+	if len(fl.Omitted) != 0 {
+		t.Errorf("a full bundle omitted blobs: %v", fl.Omitted)
+	}
+
+	// Loading the delta without its base is refused before anything is written.
+	a := testreg.Start(t, testreg.Options{CA: f.ca})
+	if r := oprov(t, f.env, "load", delta, "--to", a.Host+"/early"); r.Code != 1 || !strings.Contains(r.Stderr, "load the base first") {
+		t.Errorf("a delta loaded without its base: exit %d\n%s", r.Code, r.Stderr)
+	} else if a.RepoExists("early/example.com/acme/hello") {
+		t.Errorf("a refused delta load wrote to the registry")
+	}
+	mustOprov(t, f.env, "load", first, "--to", a.Host+"/airgap")
+	mustOprov(t, f.env, "load", delta, "--to", a.Host+"/airgap")
+	b := testreg.Start(t, testreg.Options{CA: f.ca})
+	mustOprov(t, f.env, "load", first, "--to", b.Host+"/airgap")
+	mustOprov(t, f.env, "load", full, "--to", b.Host+"/airgap")
+	sa, sb := registryState(t, a, "airgap"), registryState(t, b, "airgap")
+	if len(sa) == 0 || !reflect.DeepEqual(sa, sb) {
+		t.Errorf("base+delta gave\n%v\nbase+full gave\n%v", sa, sb)
+	}
+	if _, ok := sa[strings.ReplaceAll(f.org.Host, ":", "_")+"/acme/hello:1.1.0"]; !ok {
+		t.Errorf("the new version is not in the registry: %v", sa)
+	}
+}
+
+// TestSaveConfigRefusals: a tampered blob in the bundle, a provider whose origin signature fails,
+// and a platform a provider lacks are each refused, naming the cause, before anything is written.
+func TestSaveConfigRefusals(t *testing.T) {
+	f := newAirGapFixture(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.tar")
+	f.save(t, good)
+
+	t.Run("origin signature fails", func(t *testing.T) {
+		f.org.SetFaults(origin.Faults{BadSignature: true})
+		defer f.org.SetFaults(origin.Faults{})
+		out := filepath.Join(dir, "badsig.tar")
+		r := oprov(t, f.env, "save", "--config", f.cfg, "--to", out, "--platform", helloPlatforms[0])
+		if r.Code != 1 || !strings.Contains(r.Stderr, f.org.Address()) || !strings.Contains(r.Stderr, "signature does not verify") {
+			t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+		assertNothingBeside(t, dir, "badsig")
+	})
+	t.Run("platform missing", func(t *testing.T) {
+		out := filepath.Join(dir, "noplat.tar")
+		r := oprov(t, f.env, "save", "--config", f.cfg, "--to", out, "--platform", "freebsd_arm")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "example.com/acme/hello") || !strings.Contains(r.Stderr, "no freebsd_arm package") {
+			t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+		assertNothingBeside(t, dir, "noplat")
+	})
+	t.Run("tampered blob", func(t *testing.T) {
+		data, err := os.ReadFile(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/3] ^= 0xff // inside a zip: the tar stays readable
+		bad := filepath.Join(dir, "tampered.tar")
+		writeFile(t, bad, string(data))
+		reg := testreg.Start(t, testreg.Options{CA: f.ca})
+		r := oprov(t, f.env, "load", bad, "--to", reg.Host+"/airgap")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "nothing was pushed") {
+			t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+		var cat struct{ Repositories []string }
+		getJSON(t, reg.Client(t), reg.URL()+"/v2/_catalog", &cat)
+		if len(cat.Repositories) != 0 {
+			t.Errorf("a tampered bundle wrote %v", cat.Repositories)
+		}
+	})
+}
+
+func assertNothingBeside(t *testing.T, dir, prefix string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			t.Errorf("a refused save left %s", e.Name())
 		}
 	}
 }

@@ -419,7 +419,12 @@ func (v *deltaView) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClo
 		if err != nil {
 			return nil, fmt.Errorf("this delta bundle leaves %s to its base, which is not loaded where it goes: load the base first (%w)", d.Digest, err)
 		}
-		return rc, nil
+		// Exactly the descriptor's bytes (checked against its digest by whoever reads them):
+		// the registry's reader of a tiny blob can run on past it.
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(rc, d.Size), rc}, nil
 	}
 	return v.ReadOnly.Fetch(ctx, d)
 }
