@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
-	"path/filepath"
 	"strings"
 	"testing"
 
