@@ -5,6 +5,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -51,41 +52,48 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (Save
 
 // Save writes one OCI image-layout tarball holding the given versions with their referrers and
 // cosign signatures. Inside it, each tag is named REPOSITORY:TAG (the repository path without the
-// registry host), so Load can recreate the repositories under another registry. The layout and
-// the tarball are written in an owned temporary directory beside out (see pkg/scratch), and the
-// tarball renamed when complete: a killed save leaves nothing that the next one there does not
-// remove.
+// registry host), so Load can recreate the repositories under another registry. The layout is
+// written straight into the tarball as the blobs stream in, each checked against its digest on
+// the way (one pass: nothing is written twice), in an owned temporary directory beside out (see
+// pkg/scratch), and the tarball renamed when complete: a killed save leaves nothing that the next
+// one there does not remove.
 func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Options) (*ocicopy.Result, error) {
 	work, err := scratch.Beside(filepath.Dir(out))
 	if err != nil {
 		return nil, err
 	}
 	defer work.Release()
-	layout, err := oci.NewWithContext(ctx, filepath.Join(work.Path, "layout"))
-	if err != nil {
-		return nil, err
-	}
 	total := &ocicopy.Result{}
-	for _, it := range items {
-		repo := repoPath(it.Ref)
-		o := opts
-		o.DstTag = func(t string) string { return repo + ":" + t }
-		var found []ocispec.Descriptor
-		o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
-		r, err := ocicopy.Copy(ctx, it.Src, layout, it.Tags, o)
-		if err == nil {
-			err = recordReferrers(ctx, layout, repo, found)
-		}
+	err = work.WriteFile(out, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		layout, err := newTarLayout(ctx, bw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", it.Ref.Repo(), err)
+			return err
 		}
-		for _, t := range r.Tags {
-			total.Tags = append(total.Tags, repo+":"+t)
+		for _, it := range items {
+			repo := repoPath(it.Ref)
+			o := opts
+			o.DstTag = func(t string) string { return repo + ":" + t }
+			var found []ocispec.Descriptor
+			o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
+			r, err := ocicopy.Copy(ctx, it.Src, layout, it.Tags, o)
+			if err == nil {
+				err = recordReferrers(ctx, layout, repo, found)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", it.Ref.Repo(), err)
+			}
+			for _, t := range r.Tags {
+				total.Tags = append(total.Tags, repo+":"+t)
+			}
+			total.Uploaded += r.Uploaded
+			total.Bytes += r.Bytes
 		}
-		total.Uploaded += r.Uploaded
-		total.Bytes += r.Bytes
-	}
-	err = work.WriteFile(out, func(w io.Writer) error { return tarDir(ctx, filepath.Join(work.Path, "layout"), w) })
+		if err := layout.Close(); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +105,9 @@ func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Option
 // the layout, and so would otherwise get each other's signatures back on load.
 const referrerTagPrefix = "referrer."
 
-func recordReferrers(ctx context.Context, layout *oci.Store, repo string, found []ocispec.Descriptor) error {
+func recordReferrers(ctx context.Context, layout interface {
+	Tag(context.Context, ocispec.Descriptor, string) error
+}, repo string, found []ocispec.Descriptor) error {
 	for _, d := range found {
 		tag := repo + ":" + referrerTagPrefix + d.Digest.Algorithm().String() + "-" + d.Digest.Encoded()
 		if err := layout.Tag(ctx, d, tag); err != nil {

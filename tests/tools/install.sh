@@ -4,7 +4,7 @@
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
-#                                   rekor, tofu, terraform, python, promtool, haproxy)
+#                                   rekor, tofu, terraform, regctl, python, promtool, haproxy)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -19,6 +19,7 @@ COSIGN3_VERSION=v3.1.3    # github.com/sigstore/cosign/v3 (linked as cosign3: bu
 FULCIO_VERSION=v1.8.8     # github.com/sigstore/fulcio (keyless tests: an ephemeral CA)
 TSA_VERSION=v1.2.9        # github.com/sigstore/timestamp-authority (keyless tests: RFC 3161 time)
 REKOR_VERSION=v2.3.0      # github.com/sigstore/rekor-tiles/v2 (keyless tests: a Rekor v2 log, POSIX storage)
+REGCTL_VERSION=v0.11.7    # github.com/regclient/regclient (benchmark peer: regctl image export)
 TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
@@ -145,6 +146,7 @@ wanted fulcio && GOFLAGS="-buildvcs=false -mod=mod" build fulcio "$FULCIO_VERSIO
 wanted rekor && build rekor "$REKOR_VERSION" posix "github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix@$REKOR_VERSION" rekor-server
 wanted tsa && build tsa "$TSA_VERSION" timestamp-server "github.com/sigstore/timestamp-authority/cmd/timestamp-server@$TSA_VERSION"
 wanted tofu && build_tofu
+wanted regctl && build regctl "$REGCTL_VERSION" regctl "github.com/regclient/regclient/cmd/regctl@$REGCTL_VERSION"
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 wanted python && install_tf
 wanted python && fill_wheelhouse
