@@ -522,3 +522,48 @@ func curlPutURL(reg *testreg.Registry, repo, sum string) (string, error) {
 	}
 	return loc + sep + "digest=sha256:" + sum, nil
 }
+
+// BenchmarkSaveVsRegctl saves a synthetic 5-platform release (OPROV_BENCH_MB MiB each) from a
+// local TLS registry into a tarball with oprov save, alternating with regctl image export of the
+// same index, side by side in one run.
+func BenchmarkSaveVsRegctl(b *testing.B) {
+	regctl := peers.Require(b, "regctl")
+	ca := testreg.NewCA(b, b.TempDir())
+	from := testreg.Start(b, testreg.Options{CA: ca})
+	mb := benchMB()
+	dir := b.TempDir()
+	_, sums := syntheticRelease(b, dir, mb)
+	home := b.TempDir()
+	env := []string{"SSL_CERT_FILE=" + ca.File, "HOME=" + home}
+	mustOprov(b, env, "push", dir, from.Host+"/bench/src")
+	ref := from.Host + "/bench/src:1.0.0"
+	rounds := b.N
+	if rounds < 3 {
+		rounds = 3
+	}
+	out := b.TempDir()
+	var regT, oprovT []time.Duration
+	var regSize, oprovSize int64
+	b.ResetTimer()
+	for i := 0; i < rounds; i++ {
+		rt := filepath.Join(out, fmt.Sprintf("regctl%d.tar", i))
+		regT = append(regT, timeCmd(b, env, regctl, "image", "export", ref, rt))
+		ot := filepath.Join(out, fmt.Sprintf("oprov%d.tar", i))
+		oprovT = append(oprovT, timeCmd(b, env, oprovBin, "save", ref, "--to", ot))
+		rs, _ := os.Stat(rt)
+		os_, _ := os.Stat(ot)
+		regSize, oprovSize = rs.Size(), os_.Size()
+		os.Remove(rt)
+		os.Remove(ot)
+	}
+	b.StopTimer()
+	// Both carried the whole release: neither tarball is much smaller than the zips.
+	if min := int64(len(sums)*mb) << 20; regSize < min || oprovSize < min {
+		b.Fatalf("a tarball is smaller than the release's zips (%d bytes): regctl %d, oprov %d", min, regSize, oprovSize)
+	}
+	ratio := float64(median(oprovT)) / float64(median(regT))
+	b.ReportMetric(ratio, "x-regctl")
+	fmt.Printf("\nsave of %d x %d MiB from a local TLS registry, %d rounds (median):\n", len(sums), mb, rounds)
+	fmt.Printf("  regctl image export %8s   oprov save %8s   ratio %.2fx (target <= 1.0x)\n",
+		median(regT).Round(time.Millisecond), median(oprovT).Round(time.Millisecond), ratio)
+}
