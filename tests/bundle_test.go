@@ -61,7 +61,7 @@ func newAirGapFixture(t *testing.T) *airGapFixture {
 
 	f.cfg = t.TempDir()
 	writeFile(t, filepath.Join(f.cfg, "main.tf"), helloConfig+"\nmodule \"m\" {\n  source = \"./mod\"\n}\n")
-	writeFile(t, filepath.Join(f.cfg, "mod", "main.tf"), "terraform {\n  required_providers {\n    hello = {\n      source = \""+f.org.Address()+"\"\n      version = \">= 1.0\"\n    }\n  }\n}\n")
+	writeFile(t, filepath.Join(f.cfg, "mod", "main.tf"), "terraform {\n  required_providers {\n    hello = {\n      source = \""+f.org.Address()+"\"\n      version = \">= 1.0.0\"\n    }\n  }\n}\n")
 	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), "oci_mirror {\n  repository_template = \""+f.connected.Host+"/providers/${namespace}/${type}\"\n  include = [\"example.com/acme/*\"]\n  public_keys = [\""+f.pub+"\"]\n}\n")
 	return f
 }
@@ -157,6 +157,24 @@ func TestSaveConfigAcrossAirGap(t *testing.T) {
 			t.Errorf("tofu did not lock %s:\n%s", a, lock)
 		}
 	}
+
+	// Terraform 1.5.7, which cannot read OCI, through oprov init with the printed oprov.hcl.
+	t.Run("terraform through oprov init", func(t *testing.T) {
+		terraform := peers.Require(t, "terraform")
+		tcfg := filepath.Join(t.TempDir(), "cfg")
+		for _, name := range []string{"main.tf", "mod/main.tf"} {
+			data, err := os.ReadFile(filepath.Join(f.cfg, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(tcfg, name), string(data))
+		}
+		writeFile(t, filepath.Join(tcfg, "oprov.hcl"), loaded.Oprov)
+		tenv := []string{"SSL_CERT_FILE=" + f.ca.File, "HOME=" + t.TempDir(), "TF_CLI_CONFIG_FILE="}
+		mustOprov(t, append(tenv, "OPROV_TOFU="+terraform), "init", "-C", tcfg)
+		mustTofu(t, terraform, tcfg, tenv, "apply", "-auto-approve", "-input=false")
+		expectHelloOutputs(t, terraform, tcfg, tenv, false)
+	})
 }
 
 // registryState is every repository:tag below prefix in a registry, with its digest.
