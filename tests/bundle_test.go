@@ -158,6 +158,23 @@ func TestSaveConfigAcrossAirGap(t *testing.T) {
 		}
 	}
 
+	// With the lock tofu just wrote, save takes its versions and its platforms (no --platform).
+	t.Run("versions and platforms from the lock file", func(t *testing.T) {
+		writeFile(t, filepath.Join(f.cfg, ".terraform.lock.hcl"), string(lock))
+		defer os.Remove(filepath.Join(f.cfg, ".terraform.lock.hcl"))
+		// The first registry and the origin are stopped: save from the second one.
+		writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), loaded.Oprov)
+		out := filepath.Join(t.TempDir(), "locked.tar")
+		r := mustOprov(t, f.env, "save", "--config", f.cfg, "--to", out, "-o", "json")
+		var l bundleListing
+		decodeJSON(t, r.Stdout, &l)
+		for _, p := range l.Providers {
+			if p.VersionFrom != "lock file" || len(p.Platforms) != 1 || p.Platforms[0] != helloPlatforms[0] {
+				t.Errorf("with a lock recording %s only: %+v", helloPlatforms[0], p)
+			}
+		}
+	})
+
 	// Terraform 1.5.7, which cannot read OCI, through oprov init with the printed oprov.hcl.
 	t.Run("terraform through oprov init", func(t *testing.T) {
 		terraform := peers.Require(t, "terraform")

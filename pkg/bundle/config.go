@@ -303,7 +303,8 @@ func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *con
 	return nil
 }
 
-// lockedPlatforms are the platforms whose package the lock entry records (by its zh: hash).
+// lockedPlatforms are the platforms whose package the lock entry records: by its zh: hash, or by
+// its h1: hash where the source knows it without the zip (an OCI index's h1 annotation).
 func lockedPlatforms(ctx context.Context, p *planned, locked *config.LockEntry, offered []manifest.Platform) ([]manifest.Platform, error) {
 	if locked == nil {
 		return nil, errors.New("no lock entry records its platforms: give --platform")
@@ -314,12 +315,12 @@ func lockedPlatforms(ctx context.Context, p *planned, locked *config.LockEntry, 
 		if err != nil {
 			return nil, err
 		}
-		if locked.Has(pkghash.ZH(pkg.Zip.Encoded())) {
+		if locked.Has(pkghash.ZH(pkg.Zip.Encoded())) || pkg.H1 != "" && locked.Has(pkg.H1) {
 			out = append(out, o)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("the lock file records no zh: hash of any %s %s package: give --platform", p.addr, p.version)
+		return nil, fmt.Errorf("the lock file records no hash of any %s %s package this source knows: give --platform", p.addr, p.version)
 	}
 	return out, nil
 }
