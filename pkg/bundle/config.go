@@ -105,12 +105,12 @@ type planned struct {
 // authenticated before anything is downloaded: a provider no source can supply, a platform a
 // provider lacks, or a signature that fails stops the save before anything is written.
 func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, error) {
-	cfg, err := config.LoadConfig(opts.Dir)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
+	// Without oprov.hcl, every provider comes from its origin.
+	cfg := &config.Config{}
+	if _, err := os.Stat(filepath.Join(opts.Dir, config.FileName)); err == nil {
+		if cfg, err = config.LoadConfig(opts.Dir); err != nil {
 			return nil, err
 		}
-		cfg = &config.Config{}
 	}
 	reqs, err := config.ReadRequirements(opts.Dir)
 	if err != nil {
