@@ -162,10 +162,10 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 		fmt.Fprintf(o.io.Out, "%s %s [%s] from %s (%s), version: %s%s\n", p.Address, p.Version, strings.Join(p.Platforms, ", "), p.Source, p.Evidence, p.VersionFrom, state)
 	}
 	st, _ := os.Stat(o.Out)
-	written := len(l.Blobs) - len(l.Omitted)
+	written := len(l.Blobs) - len(l.Omitted) // Blobs holds the base's too
 	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s; %d blobs", plural(len(l.Providers), "provider"), o.Out, humanBytes(st.Size()), written)
 	if base != nil {
-		fmt.Fprintf(o.io.Out, ", %d left out as the base has them", len(l.Omitted))
+		fmt.Fprintf(o.io.Out, "; the base's %d not repeated", len(l.Omitted))
 	}
 	fmt.Fprintf(o.io.Out, "); listing in %s.listing.json\n", o.Out)
 	return nil

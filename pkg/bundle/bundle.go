@@ -4,13 +4,10 @@
 package bundle
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,7 +17,6 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 
-	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/ocicopy"
@@ -123,65 +119,6 @@ func repoPath(r ociref.Ref) string {
 		return filepath.Base(filepath.Clean(r.Layout))
 	}
 	return r.Repository
-}
-
-// tarDir streams a directory into a tar, in a stable order, until ctx is done.
-func tarDir(ctx context.Context, root string, w io.Writer) error {
-	return tarDirFiltered(ctx, root, w, func(string) bool { return true })
-}
-
-// tarDirFiltered is tarDir with only the files keep says yes to (given their slash-separated
-// path below root).
-func tarDirFiltered(ctx context.Context, root string, w io.Writer, keep func(rel string) bool) error {
-	tw := tar.NewWriter(w)
-	var paths []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != root {
-			paths = append(paths, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		st, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Format: tar.FormatPAX}
-		switch {
-		case st.IsDir():
-			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
-		case st.Mode().IsRegular():
-			if !keep(h.Name) {
-				continue
-			}
-			h.Typeflag, h.Size = tar.TypeReg, st.Size()
-		default:
-			continue
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if h.Typeflag == tar.TypeReg {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, iox.ContextReader(ctx, f))
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return tw.Close()
 }
 
 // Bundle is an opened tarball.

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,9 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/apparentlymart/go-versions/versions"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content/oci"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
@@ -37,8 +39,9 @@ const ListingName = "oprov-bundle.json"
 const ListingFormat = "oprov-bundle/v1"
 
 // Listing says what a configuration bundle holds: one entry a provider, and the digest of every
-// blob its versions consist of (Blobs), of which a delta bundle leaves out those its base had
-// (Omitted). The listing of an earlier bundle is all a delta needs.
+// blob a registry holds once it is loaded (Blobs: its own and, for a delta, its base's). A delta
+// bundle leaves out every blob its base had (Omitted: load reads them from where the base was
+// loaded). The listing of an earlier bundle is all a delta needs.
 type Listing struct {
 	Format    string           `json:"format"`
 	Providers []ListedProvider `json:"providers"`
@@ -96,6 +99,7 @@ type planned struct {
 	mirror    *config.Mirror
 	platforms []manifest.Platform
 	listed    ListedProvider
+	scratch   string // an origin provider's own layout
 }
 
 // SaveConfig writes one tarball holding every provider a configuration requires (root and local
@@ -133,70 +137,95 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 		return nil, err
 	}
 	defer work.Release()
-	layoutDir := filepath.Join(work.Path, "layout")
-	layout, err := oci.NewWithContext(ctx, layoutDir)
-	if err != nil {
+	listing := &Listing{Format: ListingFormat}
+	// Origin providers are downloaded and packaged side by side, each into a layout of its own;
+	// then every provider streams into the tarball, one at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ociref.DefaultConcurrency)
+	for i, p := range plan {
+		if p.mirror != nil {
+			continue
+		}
+		p.scratch = filepath.Join(work.Path, fmt.Sprintf("origin-%d", i))
+		g.Go(func() error {
+			if err := mirrorPlanned(gctx, p, opts); err != nil {
+				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	listing := &Listing{Format: ListingFormat}
-	for i, p := range plan {
-		if err := fetchPlanned(ctx, p, layout, filepath.Join(work.Path, fmt.Sprintf("origin-%d", i)), opts); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+	base := map[digest.Digest]bool{}
+	if opts.Base != nil {
+		listing.Base, listing.Omitted = opts.Base.Format, opts.Base.Blobs
+		for _, b := range opts.Base.Blobs {
+			base[digest.Digest(b)] = true
 		}
-		d, err := layout.Resolve(ctx, p.listed.Repository+":"+p.listed.Tag)
+	}
+	srcs := make([]ociref.ReadOnly, len(plan))
+	changed := 0
+	for i, p := range plan {
+		src, err := openPlanned(ctx, p, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
 		}
-		p.listed.Index, p.listed.InBundle = d.Digest.String(), true
+		d, err := src.Resolve(ctx, p.listed.Tag)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+		// A version the base holds as it is stays out, tags and all.
+		p.listed.Index, p.listed.InBundle = d.Digest.String(), !base[d.Digest]
+		if p.listed.InBundle {
+			changed++
+		}
+		srcs[i] = src
 		listing.Providers = append(listing.Providers, p.listed)
 	}
-	blobs, err := layoutBlobs(layoutDir)
-	if err != nil {
-		return nil, err
+	if opts.Base != nil && changed == 0 {
+		return nil, errors.New("nothing changed since the base bundle: no bundle written")
 	}
-	listing.Blobs = blobs
-	omit := map[string]bool{}
-	if opts.Base != nil {
-		listing.Base = opts.Base.Format
-		for _, b := range opts.Base.Blobs {
-			omit[b] = true
+	var data []byte
+	err = work.WriteFile(out, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		tl, err := newTarLayout(ctx, bw)
+		if err != nil {
+			return err
 		}
-		for _, b := range blobs {
-			if omit[b] {
-				listing.Omitted = append(listing.Omitted, b)
-			}
-		}
-		changed := 0
-		for i := range listing.Providers {
-			lp := &listing.Providers[i]
-			if !omit[lp.Index] {
-				changed++
+		tl.skip = base
+		for i, p := range plan {
+			if !p.listed.InBundle {
 				continue
 			}
-			// The base holds this version as it is: its tags go too, so the layout names
-			// nothing the tarball lacks.
-			lp.InBundle = false
-			if err := untagRepo(ctx, layout, lp.Repository, lp.Tag); err != nil {
-				return nil, err
+			if err := copyPlanned(ctx, p, srcs[i], tl, opts); err != nil {
+				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
 			}
 		}
-		if changed == 0 {
-			return nil, errors.New("nothing changed since the base bundle: no bundle written")
+		// Every blob a registry holds once this bundle is loaded (on its base): the next
+		// delta's base.
+		all := map[string]bool{}
+		for _, b := range opts.baseBlobs() {
+			all[b] = true
 		}
-	}
-	data, err := json.MarshalIndent(listing, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	data = append(data, '\n')
-	if err := os.WriteFile(filepath.Join(layoutDir, ListingName), data, 0o644); err != nil {
-		return nil, err
-	}
-	err = work.WriteFile(out, func(w io.Writer) error {
-		return tarDirFiltered(ctx, layoutDir, w, func(rel string) bool {
-			alg, hex, ok := strings.Cut(strings.TrimPrefix(rel, "blobs/"), "/")
-			return !(strings.HasPrefix(rel, "blobs/") && ok && omit[alg+":"+hex])
-		})
+		for _, d := range tl.pushed() {
+			all[d.String()] = true
+		}
+		for b := range all {
+			listing.Blobs = append(listing.Blobs, b)
+		}
+		sort.Strings(listing.Blobs)
+		if data, err = json.MarshalIndent(listing, "", "  "); err != nil {
+			return err
+		}
+		data = append(data, '\n')
+		if err := tl.addFile(ListingName, data); err != nil {
+			return err
+		}
+		if err := tl.Close(); err != nil {
+			return err
+		}
+		return bw.Flush()
 	})
 	if err != nil {
 		return nil, err
@@ -342,39 +371,44 @@ func platformNames(ps []manifest.Platform) []string {
 	return out
 }
 
-// fetchPlanned puts one planned provider into the layout, tagged REPOSITORY:TAG: an OCI one
-// copied with its referrers (signatures); an origin one mirrored (packaged, its SHA256SUMS
-// evidence attached) into a layout of its own first.
-func fetchPlanned(ctx context.Context, p *planned, layout *oci.Store, scratchDir string, opts ConfigOptions) error {
-	var src ociref.ReadOnly
-	if p.mirror != nil {
-		ref, err := p.mirror.RepositoryRef(p.addr)
-		if err != nil {
-			return err
-		}
-		t, err := ociref.Open(ctx, ref, opts.Registry, false)
-		if err != nil {
-			return ociref.Explain("save", ref, err)
-		}
-		src = t
-	} else {
-		to := ociref.Ref{Layout: scratchDir}
-		t, err := ociref.Open(ctx, to, opts.Registry, true)
-		if err != nil {
-			return err
-		}
-		_, err = mirror.MirrorFrom(ctx, t, p.src, mirror.Options{
-			Address: p.addr, Constraint: "= " + p.version.String(), Platforms: p.platforms, To: to,
-			Registry: opts.Registry, TrustedKeys: opts.TrustedKeys, Progress: opts.Progress, TempDir: filepath.Dir(scratchDir),
-		})
-		if err != nil {
-			return err
-		}
-		src = t
+// mirrorPlanned downloads an origin provider's packages (each checked against the signed
+// SHA256SUMS) and packages them, the SHA256SUMS evidence attached, into a layout of its own.
+func mirrorPlanned(ctx context.Context, p *planned, opts ConfigOptions) error {
+	to := ociref.Ref{Layout: p.scratch}
+	t, err := ociref.Open(ctx, to, opts.Registry, true)
+	if err != nil {
+		return err
 	}
+	_, err = mirror.MirrorFrom(ctx, t, p.src, mirror.Options{
+		Address: p.addr, Constraint: "= " + p.version.String(), Platforms: p.platforms, To: to,
+		Registry: opts.Registry, TrustedKeys: opts.TrustedKeys, Progress: opts.Progress, TempDir: filepath.Dir(p.scratch),
+	})
+	return err
+}
+
+// openPlanned opens where a planned provider is copied from: an OCI one's repository, or the
+// layout mirrorPlanned wrote for an origin one.
+func openPlanned(ctx context.Context, p *planned, opts ConfigOptions) (ociref.ReadOnly, error) {
+	ref := ociref.Ref{Layout: p.scratch}
+	if p.mirror != nil {
+		var err error
+		if ref, err = p.mirror.RepositoryRef(p.addr); err != nil {
+			return nil, err
+		}
+	}
+	src, err := ociref.Open(ctx, ref, opts.Registry, false)
+	if err != nil {
+		return nil, ociref.Explain("save", ref, err)
+	}
+	return src, nil
+}
+
+// copyPlanned streams one provider version, with its referrers (signatures, SHA256SUMS
+// evidence), into the tarball, tagged REPOSITORY:TAG.
+func copyPlanned(ctx context.Context, p *planned, src ociref.ReadOnly, tl *tarLayout, opts ConfigOptions) error {
 	repo := p.listed.Repository
 	var found []ocispec.Descriptor
-	_, err := ocicopy.Copy(ctx, src, layout, []string{p.listed.Tag}, ocicopy.Options{
+	_, err := ocicopy.Copy(ctx, src, tl, []string{p.listed.Tag}, ocicopy.Options{
 		Progress: opts.Progress,
 		DstTag:   func(t string) string { return repo + ":" + t },
 		Referrer: func(d ocispec.Descriptor) { found = append(found, d) },
@@ -382,50 +416,14 @@ func fetchPlanned(ctx context.Context, p *planned, layout *oci.Store, scratchDir
 	if err != nil {
 		return err
 	}
-	return recordReferrers(ctx, layout, repo, found)
+	return recordReferrers(ctx, tl, repo, found)
 }
 
-// untagRepo removes a version's tag and its repository's referrer tags from a layout.
-func untagRepo(ctx context.Context, layout *oci.Store, repo, tag string) error {
-	var drop []string
-	err := layout.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			if t == repo+":"+tag || strings.HasPrefix(t, repo+":"+referrerTagPrefix) {
-				drop = append(drop, t)
-			}
-		}
+func (o ConfigOptions) baseBlobs() []string {
+	if o.Base == nil {
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	for _, t := range drop {
-		if err := layout.Untag(ctx, t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// layoutBlobs lists every blob digest in a layout directory, sorted.
-func layoutBlobs(dir string) ([]string, error) {
-	var out []string
-	root := filepath.Join(dir, "blobs")
-	algs, err := os.ReadDir(root)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range algs {
-		files, err := os.ReadDir(filepath.Join(root, a.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			out = append(out, a.Name()+":"+f.Name())
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return o.Base.Blobs
 }
 
 // ReadListing reads a bundle's listing: from a listing file (.json), or from inside a bundle's

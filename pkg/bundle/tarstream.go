@@ -31,6 +31,8 @@ type tarLayout struct {
 	manifests map[digest.Digest][]byte // kept to answer Fetch (copies walk them)
 	tags      map[string]ocispec.Descriptor
 	order     []string
+	// skip holds blobs to leave out as if present (a delta's base has them).
+	skip map[digest.Digest]bool
 }
 
 func newTarLayout(ctx context.Context, w io.Writer) (*tarLayout, error) {
@@ -91,7 +93,7 @@ func (t *tarLayout) Push(ctx context.Context, d ocispec.Descriptor, r io.Reader)
 func (t *tarLayout) Exists(_ context.Context, d ocispec.Descriptor) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.have[d.Digest], nil
+	return t.have[d.Digest] || t.skip[d.Digest], nil
 }
 
 func (t *tarLayout) Fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
@@ -121,6 +123,28 @@ func (t *tarLayout) Resolve(_ context.Context, ref string) (ocispec.Descriptor, 
 		return ocispec.Descriptor{}, fmt.Errorf("%s: %w", ref, errdef.ErrNotFound)
 	}
 	return d, nil
+}
+
+// pushed lists the blobs written, in no order.
+func (t *tarLayout) pushed() []digest.Digest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]digest.Digest, 0, len(t.have))
+	for d := range t.have {
+		out = append(out, d)
+	}
+	return out
+}
+
+// addFile writes a file beside the layout (a bundle's listing).
+func (t *tarLayout) addFile(name string, data []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := t.tw.Write(data)
+	return err
 }
 
 // Predecessors: referrers are found in the source; the destination is never asked.
