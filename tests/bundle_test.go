@@ -61,7 +61,7 @@ func newAirGapFixture(t *testing.T) *airGapFixture {
 
 	f.cfg = t.TempDir()
 	writeFile(t, filepath.Join(f.cfg, "main.tf"), helloConfig+"\nmodule \"m\" {\n  source = \"./mod\"\n}\n")
-	writeFile(t, filepath.Join(f.cfg, "mod", "main.tf"), "terraform {\n  required_providers {\n    hello = {\n      source = \""+f.org.Address()+"\"\n      version = \">= 1.0.0\"\n    }\n  }\n}\n")
+	writeFile(t, filepath.Join(f.cfg, "mod", "main.tf"), "terraform {\n  required_providers {\n    hello = {\n      source = \""+f.org.Address()+"\"\n      version = \">= 1.0\"\n    }\n  }\n}\n")
 	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), "oci_mirror {\n  repository_template = \""+f.connected.Host+"/providers/${namespace}/${type}\"\n  include = [\"example.com/acme/*\"]\n  public_keys = [\""+f.pub+"\"]\n}\n")
 	return f
 }

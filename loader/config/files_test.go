@@ -204,3 +204,21 @@ func mustAddr(t *testing.T, s string) manifest.ProviderAddress {
 	}
 	return a
 }
+
+// TestNormalizeConstraints: lock constraints come out as Terraform requires them.
+func TestNormalizeConstraints(t *testing.T) {
+	for in, want := range map[string]string{
+		">= 1.0":        ">= 1.0.0",
+		"~> 1.0":        "~> 1.0",
+		"~>1.2.3":       "~> 1.2.3",
+		"1.2":           "1.2.0",
+		">= 1, < 2.1":   ">= 1.0.0, < 2.1.0",
+		"= 1.0.0-beta1": "= 1.0.0-beta1",
+		"!= 1.1-rc1":    "!= 1.1.0-rc1",
+		">= 1.0.0,<=3":  ">= 1.0.0, <= 3.0.0",
+	} {
+		if got := NormalizeConstraints(in); got != want {
+			t.Errorf("NormalizeConstraints(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func renderBlock(e *LockEntry) string {
 	fmt.Fprintf(&b, "provider %q {\n", e.Addr)
 	fmt.Fprintf(&b, "  version     = %q\n", e.Version)
 	if e.Constraints != "" {
-		fmt.Fprintf(&b, "  constraints = %q\n", e.Constraints)
+		fmt.Fprintf(&b, "  constraints = %q\n", NormalizeConstraints(e.Constraints))
 	}
 	b.WriteString("  hashes = [\n")
 	for _, h := range e.Hashes {
@@ -193,4 +193,40 @@ func (l *Lock) Write() error {
 		return nil
 	}
 	return scratch.WriteFileAtomic(l.Path, func(w io.Writer) error { _, err := w.Write(l.Bytes()); return err })
+}
+
+// NormalizeConstraints writes version constraints in the normalized form Terraform requires of
+// a lock file (it refuses ">= 1.0", wanting ">= 1.0.0"): every version but a "~>" one's gets
+// all three parts; "~>" keeps the precision it was given, which is its meaning. Anything it does
+// not understand is kept as written.
+func NormalizeConstraints(s string) string {
+	parts := strings.Split(s, ",")
+	for i, c := range parts {
+		c = strings.TrimSpace(c)
+		op := ""
+		for _, o := range []string{"~>", ">=", "<=", "!=", ">", "<", "="} {
+			if strings.HasPrefix(c, o) {
+				op = o
+				break
+			}
+		}
+		v := strings.TrimSpace(strings.TrimPrefix(c, op))
+		if op != "~>" {
+			core, rest := v, ""
+			if j := strings.IndexAny(v, "-+"); j >= 0 {
+				core, rest = v[:j], v[j:]
+			}
+			n := strings.Count(core, ".") + 1
+			if core != "" && n < 3 && strings.Trim(core, "0123456789.") == "" {
+				v = core + strings.Repeat(".0", 3-n) + rest
+			}
+		}
+		if op != "" {
+			c = op + " " + v
+		} else {
+			c = v
+		}
+		parts[i] = c
+	}
+	return strings.Join(parts, ", ")
 }
