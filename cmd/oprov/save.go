@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/origin"
@@ -134,13 +135,17 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
+	wants, err := loader.BundleWants(o.Config)
+	if err != nil {
+		return fmt.Errorf("save --config %s: %w", o.Config, err)
+	}
 	c, err := o.io.Deps.openCache("")
 	if err != nil {
 		return err
 	}
 	bar := newProgress(o.io, "saving")
 	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
-		Dir: o.Config, Platforms: platforms, Registry: o.registry.options(), TrustedKeys: pinned,
+		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.registry.options(), TrustedKeys: pinned,
 		Base: base, Progress: bar, Log: o.io.ErrOut,
 	}, o.Out)
 	bar.Finish()

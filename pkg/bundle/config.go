@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/mirror"
@@ -28,6 +28,7 @@ import (
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/scratch"
+	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -76,9 +77,29 @@ func RepositoryFor(addr manifest.ProviderAddress) string {
 // no repository path may hold, becomes "_", which no hostname holds, so none can collide.
 func hostComponent(host string) string { return strings.ReplaceAll(host, ":", "_") }
 
+// Want is one provider a configuration requires, as its files say (the loader reads them): its
+// constraints, the lock file's entry, and the OCI repository oprov.hcl maps it to, if any.
+type Want struct {
+	Addr        manifest.ProviderAddress
+	Constraints string // joined, as the lock file records them
+	// Locked is the lock file's version and hashes; "" when the lock has no entry.
+	LockedVersion string
+	LockedHashes  []string
+	// OCI, when set, is where oprov.hcl maps the provider, under its policy; nil means its origin.
+	OCI *OCIFrom
+}
+
+// OCIFrom is an OCI repository mapping (an oci_mirror block): one source for every provider it
+// maps, its repository per address, its policy.
+type OCIFrom struct {
+	Policy  *sign.Policy
+	RepoFor func(manifest.ProviderAddress) (ociref.Ref, error)
+}
+
 // ConfigOptions say which configuration to bundle, and how.
 type ConfigOptions struct {
-	Dir       string              // the configuration directory
+	Dir       string              // the configuration directory, for messages
+	Wants     []Want              // what it requires, sorted by address
 	Platforms []manifest.Platform // empty: those the lock file records
 	Registry  ociref.Options
 	// TrustedKeys, when set, pins the OpenPGP keys allowed to sign origins' SHA256SUMS.
@@ -96,7 +117,7 @@ type planned struct {
 	version   versions.Version
 	from      string
 	src       source.Source
-	mirror    *config.Mirror
+	oci       *OCIFrom
 	platforms []manifest.Platform
 	listed    ListedProvider
 	scratch   string // an origin provider's own layout
@@ -109,25 +130,10 @@ type planned struct {
 // authenticated before anything is downloaded: a provider no source can supply, a platform a
 // provider lacks, or a signature that fails stops the save before anything is written.
 func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, error) {
-	// Without oprov.hcl, every provider comes from its origin.
-	cfg := &config.Config{}
-	if _, err := os.Stat(filepath.Join(opts.Dir, config.FileName)); err == nil {
-		if cfg, err = config.LoadConfig(opts.Dir); err != nil {
-			return nil, err
-		}
-	}
-	reqs, err := config.ReadRequirements(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(reqs) == 0 {
+	if len(opts.Wants) == 0 {
 		return nil, fmt.Errorf("%s requires no provider (no required_providers in it or its local modules)", opts.Dir)
 	}
-	lock, err := config.ReadLock(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := planConfig(ctx, cfg, reqs, lock, opts)
+	plan, err := planConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +149,7 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ociref.DefaultConcurrency)
 	for i, p := range plan {
-		if p.mirror != nil {
+		if p.oci != nil {
 			continue
 		}
 		p.scratch = filepath.Join(work.Path, fmt.Sprintf("origin-%d", i))
@@ -239,45 +245,36 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 // planConfig resolves every required provider: its source, version, platforms and each
 // platform's package (which authenticates it: an origin's signed SHA256SUMS, an OCI version's
 // signature under the policy).
-func planConfig(ctx context.Context, cfg *config.Config, reqs map[string]*config.Requirement, lock *config.Lock, opts ConfigOptions) ([]*planned, error) {
-	addrs := make([]string, 0, len(reqs))
-	for a := range reqs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
+func planConfig(ctx context.Context, opts ConfigOptions) ([]*planned, error) {
 	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
 	originSrc := origin.NewSource(opts.Registry, opts.TrustedKeys)
-	ociSrcs := map[*config.Mirror]source.Source{}
+	ociSrcs := map[*OCIFrom]source.Source{}
 	var plan []*planned
-	for _, a := range addrs {
-		r := reqs[a]
-		if sp := cfg.SourceFor(r.Addr); sp != nil {
-			return nil, fmt.Errorf("%s is kept as source (%s:%d): it has no package to carry; build and push it, then bundle", r.Addr, sp.Range.Filename, sp.Range.Start.Line)
-		}
-		p := &planned{addr: r.Addr, from: "origin", src: originSrc}
-		if m := cfg.MirrorFor(r.Addr); m != nil {
+	for _, w := range opts.Wants {
+		p := &planned{addr: w.Addr, from: "origin", src: originSrc}
+		if m := w.OCI; m != nil {
 			if ociSrcs[m] == nil {
-				ociSrcs[m] = source.NewOCI(env, m.Policy, m.RepositoryRef)
+				ociSrcs[m] = source.NewOCI(env, m.Policy, m.RepoFor)
 			}
-			p.from, p.src, p.mirror = "oci", ociSrcs[m], m
+			p.from, p.src, p.oci = "oci", ociSrcs[m], m
 		}
-		if err := planOne(ctx, p, r, lock.Entries[a], opts); err != nil {
-			return nil, fmt.Errorf("%s: %w (nothing was written)", r.Addr, err)
+		if err := planOne(ctx, p, w, opts); err != nil {
+			return nil, fmt.Errorf("%s: %w (nothing was written)", w.Addr, err)
 		}
 		plan = append(plan, p)
 	}
 	return plan, nil
 }
 
-func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *config.LockEntry, opts ConfigOptions) error {
-	if locked != nil {
-		v, err := versions.ParseVersion(locked.Version)
+func planOne(ctx context.Context, p *planned, w Want, opts ConfigOptions) error {
+	if w.LockedVersion != "" {
+		v, err := versions.ParseVersion(w.LockedVersion)
 		if err != nil {
-			return fmt.Errorf("the lock file's version %q: %w", locked.Version, err)
+			return fmt.Errorf("the lock file's version %q: %w", w.LockedVersion, err)
 		}
 		p.version, p.listed.VersionFrom = v, "lock file"
 	} else {
-		set, err := manifest.Constraints(r.ConstraintString())
+		set, err := manifest.Constraints(w.Constraints)
 		if err != nil {
 			return err
 		}
@@ -287,10 +284,10 @@ func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *con
 		}
 		match := all.Filter(set)
 		if len(match) == 0 {
-			return fmt.Errorf("%s offers no version that meets %q", p.src.ForDisplay(p.addr), r.ConstraintString())
+			return fmt.Errorf("%s offers no version that meets %q", p.src.ForDisplay(p.addr), w.Constraints)
 		}
 		p.version = match.Newest()
-		c := r.ConstraintString()
+		c := w.Constraints
 		if c == "" {
 			c = "any version"
 		}
@@ -302,7 +299,7 @@ func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *con
 	}
 	want := opts.Platforms
 	if len(want) == 0 {
-		if want, err = lockedPlatforms(ctx, p, locked, offered); err != nil {
+		if want, err = lockedPlatforms(ctx, p, w.LockedHashes, offered); err != nil {
 			return err
 		}
 	}
@@ -311,11 +308,11 @@ func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *con
 		has[o] = true
 	}
 	evidence := ""
-	for _, w := range want {
-		if !has[w] {
-			return fmt.Errorf("version %s has no %s package (%s offers: %s)", p.version, w, p.src.ForDisplay(p.addr), platformNames(offered))
+	for _, pl := range want {
+		if !has[pl] {
+			return fmt.Errorf("version %s has no %s package (%s offers: %s)", p.version, pl, p.src.ForDisplay(p.addr), platformNames(offered))
 		}
-		pkg, err := p.src.PackageFor(ctx, p.addr, p.version, w)
+		pkg, err := p.src.PackageFor(ctx, p.addr, p.version, pl)
 		if err != nil {
 			return err
 		}
@@ -334,7 +331,7 @@ func planOne(ctx context.Context, p *planned, r *config.Requirement, locked *con
 
 // lockedPlatforms are the platforms whose package the lock entry records: by its zh: hash, or by
 // its h1: hash where the source knows it without the zip (an OCI index's h1 annotation).
-func lockedPlatforms(ctx context.Context, p *planned, locked *config.LockEntry, offered []manifest.Platform) ([]manifest.Platform, error) {
+func lockedPlatforms(ctx context.Context, p *planned, locked []string, offered []manifest.Platform) ([]manifest.Platform, error) {
 	if locked == nil {
 		return nil, errors.New("no lock entry records its platforms: give --platform")
 	}
@@ -344,7 +341,7 @@ func lockedPlatforms(ctx context.Context, p *planned, locked *config.LockEntry, 
 		if err != nil {
 			return nil, err
 		}
-		if locked.Has(pkghash.ZH(pkg.Zip.Encoded())) || pkg.H1 != "" && locked.Has(pkg.H1) {
+		if slices.Contains(locked, pkghash.ZH(pkg.Zip.Encoded())) || pkg.H1 != "" && slices.Contains(locked, pkg.H1) {
 			out = append(out, o)
 		}
 	}
@@ -390,9 +387,9 @@ func mirrorPlanned(ctx context.Context, p *planned, opts ConfigOptions) error {
 // layout mirrorPlanned wrote for an origin one.
 func openPlanned(ctx context.Context, p *planned, opts ConfigOptions) (ociref.ReadOnly, error) {
 	ref := ociref.Ref{Layout: p.scratch}
-	if p.mirror != nil {
+	if p.oci != nil {
 		var err error
-		if ref, err = p.mirror.RepositoryRef(p.addr); err != nil {
+		if ref, err = p.oci.RepoFor(p.addr); err != nil {
 			return nil, err
 		}
 	}
@@ -508,9 +505,9 @@ func (l *Listing) TofuCLIConfig(to string) string {
 	b.WriteString("provider_installation {\n")
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n  }\n", template(to, h), config.HCLList(groups[h]))
+		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n  }\n", template(to, h), hclList(groups[h]))
 	}
-	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", config.HCLList(l.Addresses()))
+	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", hclList(l.Addresses()))
 	return b.String()
 }
 
@@ -520,11 +517,20 @@ func (l *Listing) OprovHCL(to, policy string) string {
 	var b strings.Builder
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), config.HCLList(groups[h]))
+		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), hclList(groups[h]))
 		if policy != "" {
 			fmt.Fprintf(&b, "  policy              = %q\n", policy)
 		}
 		b.WriteString("}\n")
 	}
 	return b.String()
+}
+
+// hclList renders a list of strings as an HCL list.
+func hclList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
