@@ -2,10 +2,12 @@ package tests
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oprov/oprov/pkg/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -415,4 +418,82 @@ func pyUntouched(t *testing.T, dir string) {
 		}
 		return nil
 	})
+}
+
+// startDevProvider starts the packaged pyhello for this machine by hand with the SDK's --dev, its
+// stdout a pipe as a debugger's wrapper would have it, and returns the TF_REATTACH_PROVIDERS value
+// it prints. The provider is killed when the test ends.
+func startDevProvider(t *testing.T, env []string) string {
+	t.Helper()
+	dist, _ := pyhelloRelease(t)
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	dir := filepath.Join(t.TempDir(), "pkg")
+	if err := unzip.Extract(filepath.Join(dist, "terraform-provider-pyhello_1.0.0_"+host+".zip"), dir, unzip.DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "terraform-provider-pyhello_v1.0.0"), "--dev")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "export TF_REATTACH_PROVIDERS="); ok {
+				lines <- strings.Trim(v, "'")
+				return
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case v, ok := <-lines:
+		if !ok {
+			t.Fatalf("the provider started with --dev ended without printing its TF_REATTACH_PROVIDERS line (stderr %q)", stderr.String())
+		}
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the provider started with --dev printed no TF_REATTACH_PROVIDERS line to a pipe in 30s (stderr %q)", stderr.String())
+	}
+	return ""
+}
+
+// TestRunJoinsDevProvider: pyhello started by hand with --dev under its launcher prints its
+// reattach line to a pipe; with that line in TF_REATTACH_PROVIDERS, oprov run launches
+// examples/hello (kept as source) beside it and tofu applies a configuration using both.
+func TestRunJoinsDevProvider(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	home := t.TempDir()
+	dev := startDevProvider(t, []string{"HOME=" + home})
+	if !strings.Contains(dev, `"example.com/acme/pyhello"`) {
+		t.Fatalf("--dev printed %q, want pyhello's entry", dev)
+	}
+	cfg := t.TempDir()
+	if err := os.CopyFS(filepath.Join(cfg, "providers", "hello"), os.DirFS(filepath.Join(repoRoot, "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	both := strings.Replace(pyConfig, "      version = \"~> 1.0\"\n", "", 1)
+	both = strings.Replace(both, "terraform {\n  required_providers {\n", "terraform {\n  required_providers {\n    hello = {\n      source = \"example.com/acme/hello\"\n    }\n", 1) +
+		"\nresource \"hello_greeting\" \"go\" {\n  name = \"go\"\n}\n\noutput \"go_message\" {\n  value = hello_greeting.go.message\n}\n"
+	writeFile(t, filepath.Join(cfg, "main.tf"), both)
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), "provider \"example.com/acme/hello\" {\n  source = \"./providers/hello\"\n}\n")
+	env := append(pyEnv(t), "OPROV_CACHE_DIR="+filepath.Join(t.TempDir(), "cache"), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1",
+		"CHECKPOINT_DISABLE=1", "HOME="+home, "TF_REATTACH_PROVIDERS="+dev)
+	r := mustOprov(t, env, "run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if strings.Contains(r.Stderr, "launched example.com/acme/pyhello") {
+		t.Errorf("oprov run launched pyhello itself instead of using the one started with --dev:\n%s", r.Stderr)
+	}
+	var outputs map[string]struct{ Value string }
+	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
+	if outputs["message"].Value != "Hello, oprov!" || outputs["data_message"].Value != "Hello, tofu!" || !strings.Contains(outputs["go_message"].Value, "go") {
+		t.Errorf("outputs %v: want pyhello's (from the --dev provider) and hello's (launched by oprov run)", outputs)
+	}
 }

@@ -129,17 +129,73 @@ func (g *Group) ReattachJSON() ([]byte, error) {
 // KillAfter is how long a command that ignores a forwarded signal has before it is killed.
 const KillAfter = signals.KillAfter
 
-// Run runs cmd with TF_REATTACH_PROVIDERS set to the group, passes SIGINT and SIGTERM on to it
-// (killing it if it ignores them for KillAfter), and gives its exit code: 128+N when a signal N
-// ended it. The providers keep running; call Stop afterwards.
-func (g *Group) Run(cmd *exec.Cmd) (int, error) {
-	rj, err := g.ReattachJSON()
+// ReattachEnv is the variable through which tofu and terraform are handed running providers.
+const ReattachEnv = "TF_REATTACH_PROVIDERS"
+
+// MergeReattach adds the group's entries to the TF_REATTACH_PROVIDERS the user already set
+// (user, "" when unset), keeping every entry of theirs as they wrote it: a provider they started
+// by hand (the SDK's --dev, under a debugger) joins the ones the group launched. An address
+// both name is an error, since tofu would talk to one of them only.
+func (g *Group) MergeReattach(user string) ([]byte, error) {
+	ours, err := g.ReattachJSON()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	if strings.TrimSpace(user) == "" {
+		return ours, nil
+	}
+	merged := map[string]json.RawMessage{}
+	if err := json.Unmarshal([]byte(user), &merged); err != nil {
+		return nil, fmt.Errorf("%s is set but is not a JSON object of provider addresses: %v", ReattachEnv, err)
+	}
+	theirs := map[string]string{}
+	for addr := range merged {
+		theirs[canonicalAddr(addr)] = addr
+	}
+	var mine map[string]json.RawMessage
+	if err := json.Unmarshal(ours, &mine); err != nil {
+		return nil, err
+	}
+	for addr, rc := range mine {
+		if prev, ok := theirs[canonicalAddr(addr)]; ok {
+			return nil, fmt.Errorf("%s already names %s, which oprov run launches too: leave it out of %s, or out of the configuration oprov runs", ReattachEnv, prev, ReattachEnv)
+		}
+		merged[addr] = rc
+	}
+	return json.Marshal(merged)
+}
+
+// canonicalAddr spells a provider address the way tofu reads it: "acme/x" is the default
+// registry's, and hostnames and names compare without case.
+func canonicalAddr(addr string) string {
+	a := strings.ToLower(strings.TrimSpace(addr))
+	if strings.Count(a, "/") == 1 {
+		a = "registry.opentofu.org/" + a
+	}
+	return a
+}
+
+// Run runs cmd with TF_REATTACH_PROVIDERS set to the group, added to the entries cmd's
+// environment (os.Environ when nil) already had (see MergeReattach), passes SIGINT and SIGTERM on
+// to it (killing it if it ignores them for KillAfter), and gives its exit code: 128+N when a
+// signal N ended it. The providers keep running; call Stop afterwards.
+func (g *Group) Run(cmd *exec.Cmd) (int, error) {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, "TF_REATTACH_PROVIDERS="+string(rj))
+	var user string
+	env := cmd.Env[:0:0]
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, ReattachEnv+"="); ok {
+			user = v
+			continue
+		}
+		env = append(env, kv)
+	}
+	rj, err := g.MergeReattach(user)
+	if err != nil {
+		return 0, err
+	}
+	cmd.Env = append(env, ReattachEnv+"="+string(rj))
 	return signals.Run(cmd, KillAfter)
 }

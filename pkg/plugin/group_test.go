@@ -138,3 +138,45 @@ func children(t *testing.T) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Entries the user already set in TF_REATTACH_PROVIDERS reach the command as they were, beside
+// the group's; an address both name, or a value that is not JSON, is refused before the command
+// runs.
+func TestGroupRunKeepsUserReattach(t *testing.T) {
+	g, err := StartGroup(context.Background(), []Member{{Addr: "example.com/acme/one", Options: selfAsProvider(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	const dev = `{"Protocol":"grpc","ProtocolVersion":6,"Pid":42,"Test":true,"Addr":{"Network":"unix","String":"/tmp/dev.sock"}}`
+	out := filepath.Join(t.TempDir(), "reattach.json")
+	cmd := exec.Command("sh", "-c", `printf '%s' "$TF_REATTACH_PROVIDERS" > "$0"`, out)
+	cmd.Env = append(os.Environ(), `TF_REATTACH_PROVIDERS={"acme/dev":`+dev+`}`)
+	if code, err := g.Run(cmd); err != nil || code != 0 {
+		t.Fatalf("Run gave %d, %v", code, err)
+	}
+	var seen map[string]json.RawMessage
+	data, _ := os.ReadFile(out)
+	if err := json.Unmarshal(data, &seen); err != nil {
+		t.Fatalf("invalid TF_REATTACH_PROVIDERS: %v: %q", err, data)
+	}
+	if string(seen["acme/dev"]) != dev {
+		t.Errorf("the user's entry became %s, want it kept as %s", seen["acme/dev"], dev)
+	}
+	if _, ok := seen["example.com/acme/one"]; !ok || len(seen) != 2 {
+		t.Errorf("want the user's entry and the group's, got %s", data)
+	}
+	for _, tc := range []struct{ user, want string }{
+		{`{"EXAMPLE.com/acme/one":` + dev + `}`, "TF_REATTACH_PROVIDERS already names EXAMPLE.com/acme/one, which oprov run launches too"},
+		{`not json`, "TF_REATTACH_PROVIDERS is set but is not a JSON object"},
+	} {
+		cmd := exec.Command("sh", "-c", `touch "$0"`, filepath.Join(t.TempDir(), "ran"))
+		cmd.Env = []string{"TF_REATTACH_PROVIDERS=" + tc.user}
+		if _, err := g.Run(cmd); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("user value %s: err %v, want %q", tc.user, err, tc.want)
+		}
+		if _, err := os.Stat(cmd.Args[2]); err == nil {
+			t.Errorf("user value %s: the command ran anyway", tc.user)
+		}
+	}
+}

@@ -41,7 +41,7 @@ for py in ${OPROV_PROVIDER_PYTHON:-} python3 %[3]s; do
   command -v "$py" >/dev/null 2>&1 || continue
   v=$("$py" -c 'import sys; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2))' 2>/dev/null) || continue
   if [ -d "$here/lib/${v#* }" ]; then
-    exec "$py" -I -B -c '%[4]s' "$here/lib/${v#* }" "$@"
+    exec "$py" -I -B -u -c '%[4]s' "$here/lib/${v#* }" "$@"
   fi
   found="$found, $py is ${v%% *}"
 done

@@ -14,7 +14,7 @@ func fakePython(t *testing.T, dir, name, v string) {
 	t.Helper()
 	tag := "cp" + strings.ReplaceAll(v, ".", "")
 	script := "#!/bin/sh\ncase \"$2\" in *version_info*) echo '" + v + " " + tag + "'; exit 0;; esac\n" +
-		"shift 4\necho \"ran " + name + " with $*\"\n"
+		"shift 5\necho \"ran " + name + " with $*\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
