@@ -202,6 +202,19 @@ func TestPythonProviderFromRegistry(t *testing.T) {
 		mustTofu(t, terraform, dir, f.env, "apply", "-auto-approve", "-input=false")
 		expectPyOutputs(t, terraform, dir, f.env, "Hello")
 	})
+	t.Run("read-only HOME", func(t *testing.T) {
+		// As root every directory is writable, so the HOME that cannot hold ~/.cache is a file.
+		home := filepath.Join(t.TempDir(), "home")
+		writeFile(t, home, "")
+		os.Chmod(home, 0o444)
+		env := append(append([]string{}, rcEnv...), "HOME="+home, "TF_LOG_PROVIDER=debug", "TF_LOG_PATH="+filepath.Join(t.TempDir(), "tofu.log"))
+		mustTofu(t, tofu, plain, env, "apply", "-auto-approve", "-input=false", "-replace=pyhello_greeting.world")
+		expectPyOutputs(t, tofu, plain, env, "Hello")
+		log, _ := os.ReadFile(env[len(env)-1][len("TF_LOG_PATH="):])
+		if !strings.Contains(string(log), "HOME ("+home+") has no writable .cache: running with HOME=") {
+			t.Errorf("tofu's log does not show the launcher replacing the read-only HOME")
+		}
+	})
 	t.Run("no compatible python3", func(t *testing.T) {
 		pyLauncherFailsClearly(t, tofu, plain, rcEnv)
 	})
@@ -238,7 +251,7 @@ func pySchemaMatchesTofu(t *testing.T, f *loaderFixture, tofu, dir string, env [
 // has no python3, then one whose python3 is 3.10: the launcher's one line reaches the user.
 func pyLauncherFailsClearly(t *testing.T, tofu, dir string, env []string) {
 	empty, fake := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(fake, "python3"), "#!/bin/sh\necho '3.10 cp310'\n")
+	writeFile(t, filepath.Join(fake, "python3"), "#!/bin/sh\necho '3.10 cp310 cpython 0'\n")
 	os.Chmod(filepath.Join(fake, "python3"), 0o755)
 	for _, tc := range []struct{ name, path, says string }{
 		{"no python3 on PATH", empty, "(no python3 on PATH)"},

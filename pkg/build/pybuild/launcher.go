@@ -21,11 +21,19 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 }
 
 // PythonLauncher is the executable of a Python release package: a POSIX shell script that finds
-// a python3 whose CPython minor version the package carries dependencies for (lib/cpXY beside
-// it), and runs the console script's entry point with them. With none, it prints one line (on
-// stderr, and on stdout where tofu quotes it) and exits 1, before any plugin handshake. Python runs isolated (-I: no user site, no
-// PYTHON* variables) and writes no bytecode (-B): an installed package must stay byte for byte
-// what the lock file's h1: hash says.
+// a CPython (with the GIL: the packaged wheels are not built for the free-threaded ABI, nor for
+// PyPy) whose minor version the package carries dependencies for (lib/cpXY beside the script,
+// symlinks followed), and runs the console script's entry point with them. OPROV_PROVIDER_PYTHON
+// names the one interpreter to use; one it cannot use is named in the failure. With no usable
+// interpreter it prints one line (on stderr, and on stdout where tofu quotes it) and exits 1,
+// before any plugin handshake.
+//
+// Python runs isolated (-I: no user site, no PYTHON* variables, probe included) and unbuffered
+// (-u: -I ignores PYTHONUNBUFFERED and the tf SDK does not flush its --dev line). Bytecode goes to
+// the user's cache (-X pycache_prefix), never beside the sources: an installed package must stay
+// byte for byte what the lock file's h1: hash says. Where HOME has no writable ~/.cache (a
+// read-only home), HOME is pointed at a private writable directory, since the tf SDK keeps its
+// certificate under ~/.cache.
 func PythonLauncher(script, entry string, versions []string) string {
 	var names []string
 	for i := len(versions) - 1; i >= 0; i-- {
@@ -35,23 +43,56 @@ func PythonLauncher(script, entry string, versions []string) string {
 	return fmt.Sprintf(`#!/bin/sh
 # %[1]s, packaged by oprov: runs the provider with this machine's CPython (%[2]s),
 # using the dependencies packaged for that version in lib/cpXY beside this file.
-case "$0" in */*) here="${0%%/*}" ;; *) here=$(dirname "$(command -v "$0")") ;; esac
+self=$0
+case "$self" in */*) ;; *) self=$(command -v "$self") ;; esac
+while [ -L "$self" ]; do
+  link=$(readlink "$self") || break
+  case "$link" in /*) self=$link ;; *) self="${self%%/*}/$link" ;; esac
+done
+here="${self%%/*}"
+fail() {
+  msg="%[1]s: no compatible Python: $1"
+  # On stderr for people; on stdout too, where the handshake line belongs, because tofu and
+  # terraform quote that line in their error ("Unrecognized remote plugin message: ...") but
+  # keep a plugin's stderr for their debug log.
+  echo "$msg" >&2
+  echo "$msg"
+  exit 1
+}
+if [ -n "${OPROV_PROVIDER_PYTHON:-}" ]; then
+  command -v "$OPROV_PROVIDER_PYTHON" >/dev/null 2>&1 || fail "OPROV_PROVIDER_PYTHON=$OPROV_PROVIDER_PYTHON is not an executable it can find"
+  candidates=$OPROV_PROVIDER_PYTHON
+else
+  candidates="python3 %[3]s"
+fi
 found=""
-for py in ${OPROV_PROVIDER_PYTHON:-} python3 %[3]s; do
+for py in $candidates; do
   command -v "$py" >/dev/null 2>&1 || continue
-  v=$("$py" -c 'import sys; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2))' 2>/dev/null) || continue
-  if [ -d "$here/lib/${v#* }" ]; then
-    exec "$py" -I -B -u -c '%[4]s' "$here/lib/${v#* }" "$@"
-  fi
-  found="$found, $py is ${v%% *}"
+  v=$("$py" -I -c 'import sys, sysconfig; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2), sys.implementation.name, sysconfig.get_config_var("Py_GIL_DISABLED") or 0)' 2>/dev/null) || v=""
+  case "$v" in
+  "") why="$py did not run" ;;
+  *" cpython 0")
+    tag=${v#* }; tag=${tag%%%% *}
+    if [ -d "$here/lib/$tag" ]; then
+      sdk="${HOME:-/nonexistent}/.cache/tf-python-provider"
+      if ! { [ -d "$sdk" ] && [ -w "$sdk" ]; } && ! { mkdir -p "$sdk" 2>/dev/null && [ -w "$sdk" ]; }; then
+        home="${TMPDIR:-/tmp}/oprov-python-home-$(id -u)"
+        mkdir -m 700 "$home" 2>/dev/null
+        if [ -L "$home" ] || [ ! -O "$home" ] || [ ! -w "$home" ]; then home=$(mktemp -d) || fail "HOME (${HOME:-unset}) is not writable, nor is a temporary directory"; fi
+        echo "%[1]s: HOME (${HOME:-unset}) has no writable .cache: running with HOME=$home" >&2
+        HOME=$home; export HOME
+      fi
+      cache="${XDG_CACHE_HOME:-$HOME/.cache}"
+      exec "$py" -I -u -X "pycache_prefix=$cache/oprov-python/pycache" -c '%[4]s' "$here/lib/$tag" "$@"
+    fi
+    why="$py is ${v%%%% *}" ;;
+  *" cpython 1") why="$py is free-threaded CPython ${v%%%% *} (the packaged wheels need the GIL build)" ;;
+  *) impl=${v#* * }; why="$py is ${impl%%%% *} ${v%%%% *}, not CPython" ;;
+  esac
+  [ -n "${OPROV_PROVIDER_PYTHON:-}" ] && fail "it needs CPython %[2]s (OPROV_PROVIDER_PYTHON=$why)"
+  found="$found, $why"
 done
 found=${found#, }
-msg="%[1]s: no compatible Python: it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
-# On stderr for people; on stdout too, where the handshake line belongs, because tofu and
-# terraform quote that line in their error ("Unrecognized remote plugin message: ...") but keep
-# a plugin's stderr for their debug log.
-echo "$msg" >&2
-echo "$msg"
-exit 1
+fail "it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
 `, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
 }

@@ -8,62 +8,181 @@ import (
 	"testing"
 )
 
-// fakePython writes an interpreter named name into dir that reports version v to the launcher's
-// probe and, when run for real (python -I -B -c CODE ...), prints the arguments after the code.
-func fakePython(t *testing.T, dir, name, v string) {
+// fakePython writes an interpreter named name into dir. Probed in isolated mode (python -I -c
+// CODE), it reports version v of implementation impl, free-threaded when ft; probed any other way
+// it fails, as does any interpreter that reports nothing. Run for real (python -I -u -X
+// pycache_prefix=P -c CODE ...), it prints its name, the prefix, HOME and the arguments after
+// the code.
+func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	t.Helper()
 	tag := "cp" + strings.ReplaceAll(v, ".", "")
-	script := "#!/bin/sh\ncase \"$2\" in *version_info*) echo '" + v + " " + tag + "'; exit 0;; esac\n" +
-		"shift 5\necho \"ran " + name + " with $*\"\n"
+	gil := "0"
+	if ft {
+		gil = "1"
+	}
+	script := "#!/bin/sh\n" +
+		"case \"$1 $2 $3\" in \"-I -c \"*version_info*) echo '" + v + " " + tag + " " + impl + " " + gil + "'; exit 0;; *version_info*) exit 1;; esac\n" +
+		"[ \"$1 $2 $3\" = '-I -u -X' ] || { echo \"bad flags $*\"; exit 2; }\n" +
+		"prefix=$4; shift 6\necho \"ran " + name + " with $*\"\necho \"$prefix\"\necho \"HOME=$HOME\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestPythonLauncherPicksVersion runs the launcher with fake interpreters on PATH and checks which
-// one it runs, with which dependency set, or the one line it fails with.
-func TestPythonLauncherPicksVersion(t *testing.T) {
-	pkg := t.TempDir()
-	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
+type fakePy struct {
+	v, impl string
+	ft      bool
+}
+
+func cp(v string) fakePy { return fakePy{v, "cpython", false} }
+
+// writeLauncher writes the launcher of a package claiming PythonVersions into a new directory.
+func writeLauncher(t *testing.T) (pkg, exe string) {
+	pkg = t.TempDir()
+	exe = filepath.Join(pkg, "terraform-provider-x_v1.0.0")
 	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", PythonVersions)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range PythonVersions {
 		os.MkdirAll(filepath.Join(pkg, "lib", cpTag(v)), 0o755)
 	}
+	return pkg, exe
+}
+
+// TestPythonLauncherPicksVersion runs the launcher with fake interpreters on PATH and checks which
+// one it runs, with which dependency set, or the one line it fails with.
+func TestPythonLauncherPicksVersion(t *testing.T) {
+	pkg, exe := writeLauncher(t)
+	link := filepath.Join(t.TempDir(), "provider")
+	if err := os.Symlink(exe, link); err != nil {
+		t.Fatal(err)
+	}
+	link2 := filepath.Join(t.TempDir(), "again")
+	if err := os.Symlink("../"+filepath.Base(filepath.Dir(link))+"/provider", link2); err != nil {
+		t.Fatal(err)
+	}
 	const none = "terraform-provider-x: no compatible Python: it needs CPython 3.11, 3.12, 3.13 as python3 on PATH"
+	const needs = "terraform-provider-x: no compatible Python: it needs CPython 3.11, 3.12, 3.13 (OPROV_PROVIDER_PYTHON="
 	for _, tc := range []struct {
 		name  string
-		pys   map[string]string // interpreter name -> version it reports
-		want  string            // stdout
+		pys   map[string]fakePy // interpreter name -> what it reports
+		exe   string            // how the launcher is run; exe when empty
+		env   string            // OPROV_PROVIDER_PYTHON, a name in the fake bin directory
+		want  string            // first line of stdout
 		fails bool
 	}{
-		{"python3 in range", map[string]string{"python3": "3.12", "python3.11": "3.11"}, "ran python3 with " + pkg + "/lib/cp312 --dev", false},
-		{"oldest claimed", map[string]string{"python3": "3.11"}, "ran python3 with " + pkg + "/lib/cp311 --dev", false},
-		{"python3 too old, python3.13 beside it", map[string]string{"python3": "3.10", "python3.13": "3.13"}, "ran python3.13 with " + pkg + "/lib/cp313 --dev", false},
-		{"python3 too new", map[string]string{"python3": "3.14"}, none + " (python3 is 3.14)", true},
-		{"every one out of range", map[string]string{"python3": "3.10", "python3.12": "3.9"}, none + " (python3 is 3.10, python3.12 is 3.9)", true},
-		{"no python at all", nil, none + " (no python3 on PATH)", true},
+		{"python3 in range", map[string]fakePy{"python3": cp("3.12"), "python3.11": cp("3.11")}, "", "", "ran python3 with " + pkg + "/lib/cp312 --dev", false},
+		{"oldest claimed", map[string]fakePy{"python3": cp("3.11")}, "", "", "ran python3 with " + pkg + "/lib/cp311 --dev", false},
+		{"python3 too old, python3.13 beside it", map[string]fakePy{"python3": cp("3.10"), "python3.13": cp("3.13")}, "", "", "ran python3.13 with " + pkg + "/lib/cp313 --dev", false},
+		{"python3 too new", map[string]fakePy{"python3": cp("3.14")}, "", "", none + " (python3 is 3.14)", true},
+		{"every one out of range", map[string]fakePy{"python3": cp("3.10"), "python3.12": cp("3.9")}, "", "", none + " (python3 is 3.10, python3.12 is 3.9)", true},
+		{"no python at all", nil, "", "", none + " (no python3 on PATH)", true},
+		{"PyPy is not CPython", map[string]fakePy{"python3": {"3.11", "pypy", false}}, "", "", none + " (python3 is pypy 3.11, not CPython)", true},
+		{"PyPy first, CPython after", map[string]fakePy{"python3": {"3.11", "pypy", false}, "python3.12": cp("3.12")}, "", "", "ran python3.12 with " + pkg + "/lib/cp312 --dev", false},
+		{"free-threaded 3.13t", map[string]fakePy{"python3": {"3.13", "cpython", true}}, "", "", none + " (python3 is free-threaded CPython 3.13 (the packaged wheels need the GIL build))", true},
+		{"through a symlink elsewhere", map[string]fakePy{"python3": cp("3.12")}, link, "", "ran python3 with " + pkg + "/lib/cp312 --dev", false},
+		{"through a relative symlink to a symlink", map[string]fakePy{"python3": cp("3.12")}, link2, "", "ran python3 with " + pkg + "/lib/cp312 --dev", false},
+		{"OPROV_PROVIDER_PYTHON used", map[string]fakePy{"python3": cp("3.12"), "mypy": cp("3.13")}, "", "mypy", "ran mypy with " + pkg + "/lib/cp313 --dev", false},
+		{"OPROV_PROVIDER_PYTHON missing", map[string]fakePy{"python3": cp("3.12")}, "", "nope", "terraform-provider-x: no compatible Python: OPROV_PROVIDER_PYTHON=BIN/nope is not an executable it can find", true},
+		{"OPROV_PROVIDER_PYTHON too old", map[string]fakePy{"python3": cp("3.12"), "old": cp("3.10")}, "", "old", needs + "BIN/old is 3.10)", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := t.TempDir()
-			for name, v := range tc.pys {
-				fakePython(t, bin, name, v)
+			bin := toolsBin(t)
+			for name, p := range tc.pys {
+				fakePython(t, bin, name, p.v, p.impl, p.ft)
 			}
-			cmd := exec.Command(exe, "--dev")
-			cmd.Env = []string{"PATH=" + bin}
+			run := exe
+			if tc.exe != "" {
+				run = tc.exe
+			}
+			cmd := exec.Command(run, "--dev")
+			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir()}
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, "OPROV_PROVIDER_PYTHON="+filepath.Join(bin, tc.env))
+			}
+			want := strings.ReplaceAll(tc.want, "BIN", bin)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
-			if got := strings.TrimSpace(string(out)); got != tc.want {
-				t.Errorf("stdout %q, want %q", got, tc.want)
+			if got, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n"); got != want {
+				t.Errorf("stdout %q, want %q", out, want)
 			}
-			if tc.fails && (err == nil || strings.TrimSpace(stderr.String()) != tc.want) {
+			if tc.fails && (err == nil || strings.TrimSpace(stderr.String()) != want) {
 				t.Errorf("err %v, stderr %q: want exit 1 and the one line on stderr too", err, stderr.String())
 			}
 			if !tc.fails && err != nil {
 				t.Errorf("launcher failed: %v (stderr %q)", err, stderr.String())
 			}
 		})
+	}
+}
+
+// toolsBin is a new directory holding the few commands the launcher uses besides python, so that
+// a PATH of it alone finds no real interpreter.
+func toolsBin(t *testing.T) string {
+	bin := t.TempDir()
+	for _, tool := range []string{"mkdir", "id", "mktemp", "readlink"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// TestPythonLauncherCacheAndHome: bytecode goes to the user's cache, never beside the packaged
+// sources; a HOME where the tf SDK cannot keep its certificate is replaced by a private writable
+// one, said on stderr, and a writable HOME is left alone.
+func TestPythonLauncherCacheAndHome(t *testing.T) {
+	_, exe := writeLauncher(t)
+	bin := toolsBin(t)
+	fakePython(t, bin, "python3", "3.12", "cpython", false)
+	run := func(env ...string) (string, string) {
+		cmd := exec.Command(exe)
+		cmd.Env = append([]string{"PATH=" + bin, "TMPDIR=" + t.TempDir()}, env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("launcher failed: %v (stderr %q)", err, stderr.String())
+		}
+		return string(out), stderr.String()
+	}
+
+	home := t.TempDir()
+	out, stderr := run("HOME=" + home)
+	if want := "pycache_prefix=" + home + "/.cache/oprov-python/pycache\nHOME=" + home + "\n"; !strings.HasSuffix(out, want) || stderr != "" {
+		t.Errorf("writable HOME: stdout %q stderr %q, want the prefix in its .cache and HOME kept", out, stderr)
+	}
+	xdg := t.TempDir()
+	if out, _ = run("HOME="+home, "XDG_CACHE_HOME="+xdg); !strings.Contains(out, "pycache_prefix="+xdg+"/oprov-python/pycache\n") {
+		t.Errorf("XDG_CACHE_HOME set: stdout %q, want the prefix in it", out)
+	}
+
+	// A HOME that cannot hold .cache: a read-only directory, or (as root, who writes anyway) a file.
+	ro := filepath.Join(t.TempDir(), "home")
+	if os.Getuid() == 0 {
+		os.WriteFile(ro, nil, 0o444)
+	} else {
+		os.Mkdir(ro, 0o555)
+	}
+	out, stderr = run("HOME=" + ro)
+	var got string
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "HOME="); ok {
+			got = v
+		}
+	}
+	if got == "" || got == ro || !strings.Contains(stderr, "HOME ("+ro+") has no writable .cache: running with HOME="+got) {
+		t.Fatalf("read-only HOME: stdout %q stderr %q, want another HOME, said on stderr", out, stderr)
+	}
+	if st, err := os.Stat(got); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Errorf("replacement HOME %s: %v %v, want a 0700 directory", got, st, err)
+	}
+	if !strings.Contains(out, "pycache_prefix="+got+"/.cache/oprov-python/pycache\n") {
+		t.Errorf("read-only HOME: stdout %q, want the bytecode in the replacement HOME's cache", out)
 	}
 }
