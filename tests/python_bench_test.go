@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +126,115 @@ func BenchmarkPythonRunPlan(b *testing.B) {
 	fmt.Printf("\nplan of pyhello, %d rounds (median):\n", rounds)
 	fmt.Printf("  tofu plan (install_provider package) %8s   oprov run -- tofu plan (kept as source) %8s   ratio %.2fx\n",
 		median(plain).Round(time.Millisecond), median(run).Round(time.Millisecond), ratio)
+}
+
+// pythonFor finds CPython minor version v: python3.X on PATH, else in pyenv's versions.
+func pythonFor(b *testing.B, v string) string {
+	b.Helper()
+	var candidates []string
+	if p, err := exec.LookPath("python" + v); err == nil {
+		candidates = append(candidates, p)
+	}
+	root := os.Getenv("PYENV_ROOT")
+	if root == "" {
+		root = filepath.Join(os.Getenv("HOME"), ".pyenv")
+	}
+	found, _ := filepath.Glob(filepath.Join(root, "versions", v+".*", "bin", "python"+v))
+	for _, p := range append(candidates, found...) {
+		if out, err := exec.Command(p, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output(); err == nil && strings.TrimSpace(string(out)) == v {
+			return p
+		}
+	}
+	peers.Missing(b, "CPython "+v+" (python"+v+" on PATH or in pyenv)")
+	return ""
+}
+
+// timeHandshake starts exe with env and gives the time until its plugin handshake line (a line
+// with "|", as go-plugin reads it) is on its stdout; the provider is then killed.
+func timeHandshake(b *testing.B, env []string, exe string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(exe)
+	cmd.Env = append(append(os.Environ(), "PLUGIN_PROTOCOL_VERSIONS=6", "TF_PLUGIN_MAGIC_COOKIE=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.Count(sc.Text(), "|") >= 4 {
+			return time.Since(start)
+		}
+	}
+	b.Fatalf("%s gave no handshake line (stderr %q)", exe, stderr.String())
+	return 0
+}
+
+// BenchmarkPythonPackagedVsVenv times launch to handshake of pyhello packaged (the launcher, run
+// with each CPython version in turn) against the same project pip-installed into a venv of that
+// version (the form `oprov run` builds for a provider kept as source), side by side in one run,
+// after one warm-up launch of each (the packaged form compiles its bytecode into the user's
+// cache then; pip compiled the venv's when installing). Target: packaged at most 1.2x venv.
+func BenchmarkPythonPackagedVsVenv(b *testing.B) {
+	env := pyEnv(b)
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	pyDir, _ := pyhelloRelease(b)
+	packaged := extractProvider(b, filepath.Join(pyDir, "terraform-provider-pyhello_1.0.0_"+host+".zip"), "terraform-provider-pyhello_v1.0.0")
+	home := b.TempDir()
+	src := filepath.Join(b.TempDir(), "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		b.Fatal(err)
+	}
+	type form struct{ exe, python string }
+	forms := map[string][2]form{}
+	for _, v := range pyVersions {
+		py := pythonFor(b, v)
+		venv := filepath.Join(b.TempDir(), "venv")
+		for _, args := range [][]string{{py, "-m", "venv", venv}, {filepath.Join(venv, "bin", "python"), "-m", "pip", "install", "-q", src}} {
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Env = append(os.Environ(), env...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %v\n%s", args, err, out)
+			}
+		}
+		forms[v] = [2]form{{packaged, py}, {filepath.Join(venv, "bin", "terraform-provider-pyhello"), ""}}
+	}
+	launch := func(f form) time.Duration {
+		e := []string{"HOME=" + home}
+		if f.python != "" {
+			e = append(e, "OPROV_PROVIDER_PYTHON="+f.python)
+		}
+		return timeHandshake(b, e, f.exe)
+	}
+	for _, v := range pyVersions {
+		launch(forms[v][0])
+		launch(forms[v][1])
+	}
+	times := map[string][2][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, v := range pyVersions {
+			t := times[v]
+			t[0] = append(t[0], launch(forms[v][0]))
+			t[1] = append(t[1], launch(forms[v][1]))
+			times[v] = t
+		}
+	}
+	b.StopTimer()
+	fmt.Printf("\npyhello launch to handshake, %d rounds (median), packaged vs venv, interleaved:\n", b.N)
+	fmt.Printf("  %-8s %10s %10s %8s\n", "CPython", "packaged", "venv", "ratio")
+	worst := 0.0
+	for _, v := range pyVersions {
+		p, w := median(times[v][0]), median(times[v][1])
+		ratio := float64(p) / float64(w)
+		worst = max(worst, ratio)
+		fmt.Printf("  %-8s %10s %10s %7.2fx   (target <= 1.2x)\n", v, p.Round(time.Millisecond), w.Round(time.Millisecond), ratio)
+	}
+	b.ReportMetric(worst, "x-worst-packaged/venv")
 }

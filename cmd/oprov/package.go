@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,15 +13,16 @@ import (
 )
 
 type packageOptions struct {
-	io        *IOStreams
-	GoDir     string
-	BinDir    string
-	PyDir     string
-	Version   string
-	Name      string
-	Platforms []string
-	OutDir    string
-	output    outputFlag
+	io         *IOStreams
+	GoDir      string
+	BinDir     string
+	PyDir      string
+	PyVersions []string
+	Version    string
+	Name       string
+	Platforms  []string
+	OutDir     string
+	output     outputFlag
 }
 
 func newPackageCmd(ios *IOStreams) *cobra.Command {
@@ -39,7 +41,8 @@ the directory or module name terraform-provider-TYPE, or from --name.
 From a Python project (--python DIR: a pyproject.toml whose console script
 terraform-provider-TYPE calls the provider), each zip holds a launcher script as the executable
 and the project with its dependencies, installed by pip for that platform, once per supported
-CPython version (lib/cpXY); the launcher picks the set matching the target's python3. Default
+CPython version (--python-versions; lib/cpXY, with what is identical for every version stored
+once in lib/common); the launcher picks the set matching the target's python3. Default
 platforms: darwin and linux on amd64 and arm64; windows is refused.
 
 From built executables (--bin DIR), DIR holds one directory per platform named OS_ARCH, each with
@@ -56,6 +59,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
+	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default "+strings.Join(pybuild.PythonVersions, ",")+")")
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
 	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
 	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
@@ -92,7 +96,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	case o.GoDir != "":
 		p, err = gobuild.Package(ctx, o.GoDir, opts)
 	case o.PyDir != "":
-		p, err = pybuild.Package(ctx, o.PyDir, opts)
+		p, err = pybuild.Package(ctx, o.PyDir, opts, o.PyVersions)
 	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}

@@ -7,14 +7,15 @@ import (
 
 // PythonEntryCode is the Python that runs a console script's entry point the way pip's wrapper
 // does, with sys.argv[0] set to the script's name. When withPath is true, the first argument is
-// a directory put first on sys.path (the dependencies packaged for this interpreter).
+// a directory put first on sys.path (lib/cpXY, the dependencies packaged for this interpreter),
+// followed by lib/common beside it (those the same for every claimed version).
 func PythonEntryCode(script, entry string, withPath bool) string {
 	mod, attr, _ := strings.Cut(entry, ":")
 	first, _, _ := strings.Cut(attr, ".")
 	var b strings.Builder
 	b.WriteString("import sys\n")
 	if withPath {
-		b.WriteString("sys.path.insert(0, sys.argv.pop(1))\n")
+		fmt.Fprintf(&b, "d = sys.argv.pop(1)\nsys.path[0:0] = [d, d.rpartition(\"/\")[0] + \"/%s\"]\n", CommonDir)
 	}
 	fmt.Fprintf(&b, "sys.argv[0] = %q\nfrom %s import %s\nsys.exit(%s())\n", script, mod, first, attr)
 	return b.String()
@@ -42,7 +43,7 @@ func PythonLauncher(script, entry string, versions []string) string {
 	want := strings.Join(versions, ", ")
 	return fmt.Sprintf(`#!/bin/sh
 # %[1]s, packaged by oprov: runs the provider with this machine's CPython (%[2]s),
-# using the dependencies packaged for that version in lib/cpXY beside this file.
+# using the dependencies packaged for that version in lib/cpXY beside this file, then lib/common.
 self=$0
 case "$self" in */*) ;; *) self=$(command -v "$self") ;; esac
 while [ -L "$self" ]; do

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/oprov/oprov/manifest"
@@ -17,10 +18,16 @@ import (
 // Package packages the Python project in dir (a pyproject.toml whose console script
 // terraform-provider-TYPE calls the provider) for each platform: the launcher as the executable,
 // and lib/cpXY/ with the project and its dependencies installed by pip for that platform, for
-// every CPython version in PythonVersions. The zips are deterministic like every other.
-func Package(ctx context.Context, dir string, opts release.PackageOptions) (*release.Packaged, error) {
+// every CPython version in PythonVersions, less what is identical in all of them, which is
+// stored once in lib/common/. The zips are deterministic like every other.
+//
+// versions are the CPython minor versions claimed (PythonVersions when empty), each 3.11 or later.
+func Package(ctx context.Context, dir string, opts release.PackageOptions, versions []string) (*release.Packaged, error) {
 	proj, err := ReadPyProject(dir)
 	if err != nil {
+		return nil, err
+	}
+	if versions, err = checkVersions(versions); err != nil {
 		return nil, err
 	}
 	if opts.Type == "" {
@@ -59,12 +66,17 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions) (*rel
 	if err != nil {
 		return nil, err
 	}
-	if err := installAll(ctx, python, wheel, tmp, opts); err != nil {
+	if err := installAll(ctx, python, wheel, tmp, opts, versions); err != nil {
 		return nil, err
+	}
+	for _, p := range opts.Platforms {
+		if err := shareCommon(filepath.Join(tmp, p.String(), "lib"), versions); err != nil {
+			return nil, err
+		}
 	}
 	launcher := filepath.Join(tmp, "launcher")
 	script := release.ProviderPrefix + opts.Type
-	if err := os.WriteFile(launcher, []byte(PythonLauncher(script, entry, PythonVersions)), 0o755); err != nil {
+	if err := os.WriteFile(launcher, []byte(PythonLauncher(script, entry, versions)), 0o755); err != nil {
 		return nil, err
 	}
 	var files []release.PlatformFiles
@@ -75,7 +87,7 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions) (*rel
 }
 
 // installAll runs pip for every platform and CPython version, two at a time.
-func installAll(ctx context.Context, python, wheel, tmp string, opts release.PackageOptions) error {
+func installAll(ctx context.Context, python, wheel, tmp string, opts release.PackageOptions, versions []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
@@ -106,7 +118,7 @@ func installAll(ctx context.Context, python, wheel, tmp string, opts release.Pac
 	}
 feed:
 	for _, p := range opts.Platforms {
-		for _, v := range PythonVersions {
+		for _, v := range versions {
 			select {
 			case jobs <- job{p, v}:
 			case <-ctx.Done():
@@ -117,4 +129,33 @@ feed:
 	close(jobs)
 	wg.Wait()
 	return first
+}
+
+// checkVersions checks claimed CPython versions ("3.12"), sorts them and drops repeats; none
+// gives PythonVersions.
+func checkVersions(vs []string) ([]string, error) {
+	if len(vs) == 0 {
+		return PythonVersions, nil
+	}
+	seen := map[int]bool{}
+	var minors []int
+	for _, v := range vs {
+		var minor int
+		if _, err := fmt.Sscanf(v, "3.%d", &minor); err != nil || fmt.Sprintf("3.%d", minor) != v {
+			return nil, fmt.Errorf("--python-versions: %q is not a CPython version such as 3.12", v)
+		}
+		if minor < 11 {
+			return nil, fmt.Errorf("--python-versions: %s is older than 3.11, which the tf SDK needs", v)
+		}
+		if !seen[minor] {
+			seen[minor] = true
+			minors = append(minors, minor)
+		}
+	}
+	sort.Ints(minors)
+	out := make([]string, len(minors))
+	for i, m := range minors {
+		out[i] = fmt.Sprintf("3.%d", m)
+	}
+	return out, nil
 }

@@ -1,0 +1,77 @@
+package pybuild
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// What every version's set holds identically moves to lib/common once; an entry that differs
+// in one set (or is missing from one) stays in every set that has it.
+func TestShareCommon(t *testing.T) {
+	lib := t.TempDir()
+	write := func(rel, data string) {
+		p := filepath.Join(lib, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []string{"cp311", "cp312", "cp313"} {
+		write(v+"/pure/__init__.py", "x = 1\n")
+		write(v+"/pure/sub/m.py", "y = 2\n")
+		write(v+"/pure-1.0.dist-info/RECORD", "pure/__init__.py\n")
+		write(v+"/mod.py", "z = 3\n")
+		write(v+"/grpc/__init__.py", "g = 1\n")
+		write(v+"/grpc/_cython/cygrpc."+v+".so", "binary "+v)
+		write(v+"/differs.py", "v = '"+map[string]string{"cp311": "a", "cp312": "a", "cp313": "b"}[v]+"'\n")
+	}
+	write("cp311/only311.py", "")
+	if err := shareCommon(lib, PythonVersions); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, d := range []string{"common", "cp311", "cp312", "cp313"} {
+		es, _ := os.ReadDir(filepath.Join(lib, d))
+		for _, e := range es {
+			got[d] = append(got[d], e.Name())
+		}
+		sort.Strings(got[d])
+	}
+	want := map[string][]string{
+		"common": {"mod.py", "pure", "pure-1.0.dist-info"},
+		"cp311":  {"differs.py", "grpc", "only311.py"},
+		"cp312":  {"differs.py", "grpc"},
+		"cp313":  {"differs.py", "grpc"},
+	}
+	for d, w := range want {
+		if len(got[d]) != len(w) {
+			t.Errorf("%s holds %v, want %v", d, got[d], w)
+			continue
+		}
+		for i := range w {
+			if got[d][i] != w[i] {
+				t.Errorf("%s holds %v, want %v", d, got[d], w)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(lib, "common", "pure", "sub", "m.py")); err != nil || string(data) != "y = 2\n" {
+		t.Errorf("common/pure/sub/m.py: %q %v", data, err)
+	}
+}
+
+func TestCheckVersions(t *testing.T) {
+	if got, err := checkVersions([]string{"3.13", "3.12", "3.13"}); err != nil || len(got) != 2 || got[0] != "3.12" || got[1] != "3.13" {
+		t.Errorf("3.13,3.12,3.13: %v %v, want [3.12 3.13]", got, err)
+	}
+	if got, _ := checkVersions(nil); len(got) != len(PythonVersions) {
+		t.Errorf("none: %v, want the default", got)
+	}
+	for _, bad := range []string{"3.10", "3", "3.12.1", "cp312", "2.7"} {
+		if _, err := checkVersions([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
