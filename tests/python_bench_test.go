@@ -128,7 +128,8 @@ func BenchmarkPythonRunPlan(b *testing.B) {
 		median(plain).Round(time.Millisecond), median(run).Round(time.Millisecond), ratio)
 }
 
-// pythonFor finds CPython minor version v: python3.X on PATH, else in pyenv's versions.
+// pythonFor finds CPython minor version v (python3.X on PATH, else in pyenv's versions) and
+// gives the interpreter's real path.
 func pythonFor(b *testing.B, v string) string {
 	b.Helper()
 	var candidates []string
@@ -141,8 +142,10 @@ func pythonFor(b *testing.B, v string) string {
 	}
 	found, _ := filepath.Glob(filepath.Join(root, "versions", v+".*", "bin", "python"+v))
 	for _, p := range append(candidates, found...) {
-		if out, err := exec.Command(p, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output(); err == nil && strings.TrimSpace(string(out)) == v {
-			return p
+		// The interpreter's own path, not a pyenv shim (a shell script that costs ~100 ms a start).
+		out, err := exec.Command(p, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.executable)").Output()
+		if got, exe, _ := strings.Cut(strings.TrimSpace(string(out)), " "); err == nil && got == v && exe != "" {
+			return exe
 		}
 	}
 	peers.Missing(b, "CPython "+v+" (python"+v+" on PATH or in pyenv)")
