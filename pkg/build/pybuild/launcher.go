@@ -22,14 +22,15 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 }
 
 // PythonLauncher is the executable of a Python release package: a POSIX shell script that finds
-// a CPython (with the GIL: the packaged wheels are not built for the free-threaded ABI, nor for
-// PyPy) whose minor version the package carries dependencies for (lib/cpXY beside the script,
+// a CPython (with the GIL: the packaged wheels are not built for the free-threaded ABI, abiflags
+// "t", nor for PyPy) whose minor version the package carries dependencies for (lib/cpXY beside the script,
 // symlinks followed), and runs the console script's entry point with them. OPROV_PROVIDER_PYTHON
 // names the one interpreter to use; one it cannot use is named in the failure. With no usable
 // interpreter it prints one line (on stderr, and on stdout where tofu quotes it) and exits 1,
 // before any plugin handshake.
 //
-// Python runs isolated (-I: no user site, no PYTHON* variables, probe included) and unbuffered
+// Python runs isolated (-I: no user site, no PYTHON* variables; the probe too, and without
+// site, -S, to cost as little as an interpreter start can) and unbuffered
 // (-u: -I ignores PYTHONUNBUFFERED and the tf SDK does not flush its --dev line). Bytecode goes to
 // the user's cache (-X pycache_prefix), never beside the sources: an installed package must stay
 // byte for byte what the lock file's h1: hash says. Where HOME has no writable ~/.cache (a
@@ -69,10 +70,11 @@ fi
 found=""
 for py in $candidates; do
   command -v "$py" >/dev/null 2>&1 || continue
-  v=$("$py" -I -c 'import sys, sysconfig; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2), sys.implementation.name, sysconfig.get_config_var("Py_GIL_DISABLED") or 0)' 2>/dev/null) || v=""
+  v=$("$py" -I -S -c 'import sys; print("%%d.%%d cp%%d%%d" %% (sys.version_info[:2] * 2), sys.implementation.name, getattr(sys, "abiflags", "") or "-")' 2>/dev/null) || v=""
   case "$v" in
   "") why="$py did not run" ;;
-  *" cpython 0")
+  *" cpython "*t*) why="$py is free-threaded CPython ${v%%%% *} (the packaged wheels need the GIL build)" ;;
+  *" cpython "*)
     tag=${v#* }; tag=${tag%%%% *}
     if [ -d "$here/lib/$tag" ]; then
       sdk="${HOME:-/nonexistent}/.cache/tf-python-provider"
@@ -87,7 +89,6 @@ for py in $candidates; do
       exec "$py" -I -u -X "pycache_prefix=$cache/oprov-python/pycache" -c '%[4]s' "$here/lib/$tag" "$@"
     fi
     why="$py is ${v%%%% *}" ;;
-  *" cpython 1") why="$py is free-threaded CPython ${v%%%% *} (the packaged wheels need the GIL build)" ;;
   *) impl=${v#* * }; why="$py is ${impl%%%% *} ${v%%%% *}, not CPython" ;;
   esac
   [ -n "${OPROV_PROVIDER_PYTHON:-}" ] && fail "it needs CPython %[2]s (OPROV_PROVIDER_PYTHON=$why)"

@@ -8,20 +8,20 @@ import (
 	"testing"
 )
 
-// fakePython writes an interpreter named name into dir. Probed in isolated mode (python -I -c
-// CODE), it reports version v of implementation impl, free-threaded when ft; probed any other way
+// fakePython writes an interpreter named name into dir. Probed in isolated mode without site (python
+// -I -S -c CODE), it reports version v of implementation impl, free-threaded when ft; probed any other way
 // it fails, as does any interpreter that reports nothing. Run for real (python -I -u -X
 // pycache_prefix=P -c CODE ...), it prints its name, the prefix, HOME and the arguments after
 // the code.
 func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	t.Helper()
 	tag := "cp" + strings.ReplaceAll(v, ".", "")
-	gil := "0"
+	gil := "-"
 	if ft {
-		gil = "1"
+		gil = "t"
 	}
 	script := "#!/bin/sh\n" +
-		"case \"$1 $2 $3\" in \"-I -c \"*version_info*) echo '" + v + " " + tag + " " + impl + " " + gil + "'; exit 0;; *version_info*) exit 1;; esac\n" +
+		"case \"$1 $2 $3 $4\" in \"-I -S -c \"*version_info*) echo '" + v + " " + tag + " " + impl + " " + gil + "'; exit 0;; *version_info*) exit 1;; esac\n" +
 		"[ \"$1 $2 $3\" = '-I -u -X' ] || { echo \"bad flags $*\"; exit 2; }\n" +
 		"prefix=$4; shift 6\necho \"ran " + name + " with $*\"\necho \"$prefix\"\necho \"HOME=$HOME\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
