@@ -555,3 +555,65 @@ func TestRunJoinsDevProvider(t *testing.T) {
 		t.Errorf("outputs %v: want pyhello's (from the --dev provider) and hello's (launched by oprov run)", outputs)
 	}
 }
+
+// TestPythonPins: a project whose requirements.txt pins grpcio and protobuf gets exactly those
+// versions in every platform's zip; with no grpcio wheel for linux_arm64 in the index, packaging
+// fails naming the pin, its version and the platform. (The tests' wheelhouse holds one version of
+// each, the one pinned here: they make no network request.)
+func TestPythonPins(t *testing.T) {
+	env := pyEnv(t)
+	src := filepath.Join(t.TempDir(), "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(src, "requirements.txt"), "grpcio==1.85.1\nprotobuf==5.29.6\n")
+	pack := func(env []string) result {
+		return oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64,linux_arm64",
+			"--python-versions", "3.12", "--out-dir", t.TempDir(), "-o", "json")
+	}
+	r := pack(env)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	var out pyPackaged
+	decodeJSON(t, r.Stdout, &out)
+	for _, p := range out.Packages {
+		zr, err := zip.OpenReader(p.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, f := range zr.File {
+			if strings.HasSuffix(f.Name, ".dist-info/METADATA") {
+				got[filepath.Base(filepath.Dir(f.Name))] = true
+			}
+		}
+		zr.Close()
+		for _, want := range []string{"grpcio-1.85.1.dist-info", "protobuf-5.29.6.dist-info"} {
+			if !got[want] {
+				t.Errorf("%s: no %s among %v", p.Platform, want, got)
+			}
+		}
+	}
+
+	// The same index without grpcio's arm64 wheels.
+	var wh string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
+			wh = v
+		}
+	}
+	partial := t.TempDir()
+	entries, _ := os.ReadDir(wh)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "grpcio-") && strings.Contains(e.Name(), "aarch64") {
+			continue
+		}
+		os.Symlink(filepath.Join(wh, e.Name()), filepath.Join(partial, e.Name()))
+	}
+	r = pack(append(append([]string{}, env...), "PIP_FIND_LINKS="+partial, "PIP_CACHE_DIR="+t.TempDir()))
+	want := "requirements.txt pins grpcio==1.85.1, which has no wheel for linux_arm64, CPython 3.12"
+	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
+	}
+}

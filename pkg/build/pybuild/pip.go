@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -103,7 +104,11 @@ func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error)
 // InstallForTarget installs a wheel and its dependencies into target for one platform and one
 // CPython version, with pip, from binary wheels only. Files that vary between runs or serve
 // only this machine are removed (see cleanSite).
-func InstallForTarget(ctx context.Context, python, wheel, target string, p manifest.Platform, pyVersion string) error {
+//
+// pins, when set, is the author's pins file (requirements.txt or constraints.txt), given to pip
+// as constraints: every version it pins is installed exactly, on every platform, or the install
+// fails naming the pin that has no wheel for this platform.
+func InstallForTarget(ctx context.Context, python, wheel, target, pins string, p manifest.Platform, pyVersion string) error {
 	tags, err := pipPlatforms(p)
 	if err != nil {
 		return err
@@ -113,10 +118,67 @@ func InstallForTarget(ctx context.Context, python, wheel, target string, p manif
 	for _, t := range tags {
 		args = append(args, "--platform", t)
 	}
+	if pins != "" {
+		args = append(args, "-c", pins)
+	}
 	if err := pip(ctx, python, append(args, wheel)...); err != nil {
+		if pins != "" {
+			if name, version := pinWithoutWheel(ctx, python, pins, tags, pyVersion); name != "" {
+				return fmt.Errorf("%s pins %s==%s, which has no wheel for %s, CPython %s (pin a version with wheels for every platform, or leave %s out with --platform)", filepath.Base(pins), name, version, p, pyVersion, p)
+			}
+		}
 		return fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
 	}
 	return cleanSite(target)
+}
+
+// pinLine is one exact pin of a requirements or constraints file: name==version.
+var pinLine = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#,]+)`)
+
+// pinWithoutWheel finds, after pip failed, the first exact pin of the pins file that has no wheel
+// for these platform tags and CPython version, by asking pip to fetch that one wheel alone. It
+// gives "" when every pin has one (the failure is something else).
+func pinWithoutWheel(ctx context.Context, python, pins string, tags []string, pyVersion string) (string, string) {
+	data, err := os.ReadFile(pins)
+	if err != nil {
+		return "", ""
+	}
+	tmp, err := os.MkdirTemp("", "oprov-pin-")
+	if err != nil {
+		return "", ""
+	}
+	defer os.RemoveAll(tmp)
+	for _, line := range strings.Split(string(data), "\n") {
+		m := pinLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
+		for _, t := range tags {
+			args = append(args, "--platform", t)
+		}
+		if pip(ctx, python, append(args, m[1]+"=="+m[2])...) != nil && ctx.Err() == nil {
+			return m[1], m[2]
+		}
+	}
+	return "", ""
+}
+
+// PinsFiles are the files of the author's pins oprov reads from a project, the first found.
+var PinsFiles = []string{"constraints.txt", "requirements.txt"}
+
+// FindPins gives the author's pins file in dir ("" when none).
+func FindPins(dir string) string {
+	for _, name := range PinsFiles {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			abs, err := filepath.Abs(p)
+			if err == nil {
+				return abs
+			}
+		}
+	}
+	return ""
 }
 
 // cleanSite makes a pip --target directory the same on every run: console-script wrappers

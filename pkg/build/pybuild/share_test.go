@@ -75,3 +75,21 @@ func TestCheckVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestPinLine(t *testing.T) {
+	for line, want := range map[string]string{
+		"grpcio==1.67.1":                                    "grpcio 1.67.1",
+		"  protobuf == 5.29.6  # pinned":                    "protobuf 5.29.6",
+		"cryptography[ssh]==44.0.0; python_version>='3.11'": "cryptography 44.0.0",
+		"grpcio>=1.60":                                      "",
+		"# grpcio==1.0":                                     "",
+	} {
+		got := ""
+		if m := pinLine.FindStringSubmatch(line); m != nil {
+			got = m[1] + " " + m[2]
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", line, got, want)
+		}
+	}
+}
