@@ -42,8 +42,10 @@ func pipPlatforms(p manifest.Platform) ([]string, error) {
 	case p.OS == "darwin" && p.Arch == "arm64":
 		return []string{"macosx_11_0_arm64"}, nil
 	case p.OS == "windows":
+		//lint:ignore ST1005 "Python" is a name, capitalised wherever it stands
 		return nil, fmt.Errorf("Python providers cannot be packaged for %s: the launcher is a POSIX shell script, and tofu on Windows needs an .exe (leave windows out with --platform)", p)
 	}
+	//lint:ignore ST1005 "Python" is a name, capitalised wherever it stands
 	return nil, fmt.Errorf("Python providers cannot be packaged for %s: oprov knows the wheel tags of linux and darwin on amd64 and arm64 only", p)
 }
 
