@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/bundle"
@@ -21,19 +20,10 @@ func BundleWants(dir string) ([]bundle.Want, error) {
 			return nil, err
 		}
 	}
-	reqs, err := config.ReadRequirements(dir)
+	reqs, addrs, lock, err := readRequiredAndLock(dir)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := config.ReadLock(dir)
-	if err != nil {
-		return nil, err
-	}
-	addrs := make([]string, 0, len(reqs))
-	for a := range reqs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
 	from := map[*config.Mirror]*bundle.OCIFrom{}
 	var wants []bundle.Want
 	for _, a := range addrs {

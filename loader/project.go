@@ -70,20 +70,11 @@ func Open(dir string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := config.ReadRequirements(dir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := config.ReadLock(dir)
+	reqs, addrs, lock, err := readRequiredAndLock(dir)
 	if err != nil {
 		return nil, err
 	}
 	p := &Project{Dir: dir, Config: cfg, Lock: lock}
-	addrs := make([]string, 0, len(reqs))
-	for a := range reqs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
 	for _, a := range addrs {
 		r := reqs[a]
 		switch sp, m := cfg.SourceFor(r.Addr), cfg.MirrorFor(r.Addr); {
@@ -161,4 +152,23 @@ func checkAgainstLock(e *config.LockEntry, pkg *source.Package) error {
 		return fmt.Errorf("%s %s: the lock file records no zh: or h1: hash to check the package against (run 'oprov lock')", pkg.Addr, e.Version)
 	}
 	return nil
+}
+
+// readRequiredAndLock reads a configuration's required_providers (root and local modules), their
+// addresses sorted, and its lock file.
+func readRequiredAndLock(dir string) (map[string]*config.Requirement, []string, *config.Lock, error) {
+	reqs, err := config.ReadRequirements(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lock, err := config.ReadLock(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	return reqs, addrs, lock, nil
 }
