@@ -66,7 +66,13 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 	if err != nil {
 		return nil, err
 	}
-	if err := installAll(ctx, python, wheel, tmp, FindPins(dir), opts, versions); err != nil {
+	pins := FindPins(dir)
+	opts.Progressf("building the dependencies published only as source, if any")
+	links, err := BuildSdists(ctx, python, wheel, pins, filepath.Join(tmp, "sdists"))
+	if err != nil {
+		return nil, err
+	}
+	if err := installAll(ctx, python, wheel, tmp, pins, links, opts, versions); err != nil {
 		return nil, err
 	}
 	for _, p := range opts.Platforms {
@@ -87,7 +93,7 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 }
 
 // installAll runs pip for every platform and CPython version, two at a time.
-func installAll(ctx context.Context, python, wheel, tmp, pins string, opts release.PackageOptions, versions []string) error {
+func installAll(ctx context.Context, python, wheel, tmp, pins, links string, opts release.PackageOptions, versions []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
@@ -105,7 +111,7 @@ func installAll(ctx context.Context, python, wheel, tmp, pins string, opts relea
 			for j := range jobs {
 				opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
 				target := filepath.Join(tmp, j.p.String(), "lib", cpTag(j.v))
-				if err := InstallForTarget(ctx, python, wheel, target, pins, j.p, j.v); err != nil {
+				if err := InstallForTarget(ctx, python, wheel, target, pins, links, j.p, j.v); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
