@@ -66,7 +66,10 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 	if err != nil {
 		return nil, err
 	}
-	pins := FindPins(dir)
+	pins, err := ProjectPins(dir, proj.Name, filepath.Join(tmp, "pins"))
+	if err != nil {
+		return nil, err
+	}
 	opts.Progressf("building the dependencies published only as source, if any")
 	links, err := BuildSdists(ctx, python, wheel, pins, filepath.Join(tmp, "sdists"))
 	if err != nil {
