@@ -15,9 +15,11 @@ import (
 	"github.com/oprov/oprov/manifest"
 )
 
-// PythonVersions are the CPython minor versions a Python release package carries dependencies
-// for; the launcher picks the set matching the target's python3. The tf SDK needs 3.11 or later.
-var PythonVersions = []string{"3.11", "3.12", "3.13"}
+// PythonVersions are the CPython minor versions a Python release package may claim when
+// --python-versions does not choose: those of them that the project's requires-python admits and
+// for which every dependency has wheels on every platform. The launcher picks the set matching
+// the target's python3. The tf SDK needs 3.11 or later.
+var PythonVersions = []string{"3.11", "3.12", "3.13", "3.14"}
 
 // DefaultPlatforms are the platforms `oprov package --python` builds when none are named.
 var DefaultPlatforms = []manifest.Platform{
