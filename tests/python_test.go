@@ -558,7 +558,8 @@ func TestRunJoinsDevProvider(t *testing.T) {
 
 // TestPythonPins: a project whose requirements.txt pins grpcio and protobuf gets exactly those
 // versions in every platform's zip; with no grpcio wheel for linux_arm64 in the index, packaging
-// fails naming the pin, its version and the platform. (The tests' wheelhouse holds one version of
+// fails naming the pin, its version and the platform, from requirements.txt and then from a
+// pylock.toml, which is read first. (The tests' wheelhouse holds one version of
 // each, the one pinned here: they make no network request.)
 func TestPythonPins(t *testing.T) {
 	env := pyEnv(t)
@@ -615,5 +616,13 @@ func TestPythonPins(t *testing.T) {
 	want := "requirements.txt pins grpcio==1.85.1, which has no wheel for linux_arm64, CPython 3.12"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
+	}
+
+	// A PEP 751 pylock.toml is read before requirements.txt, and named in the same failure.
+	writeFile(t, filepath.Join(src, "pylock.toml"), "lock-version = \"1.0\"\n\n[[packages]]\nname = \"grpcio\"\nversion = \"1.85.1\"\n")
+	r = pack(append(append([]string{}, env...), "PIP_FIND_LINKS="+partial, "PIP_CACHE_DIR="+t.TempDir()))
+	want = "pylock.toml pins grpcio==1.85.1, which has no wheel for linux_arm64, CPython 3.12"
+	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("with pylock.toml: exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
 	}
 }

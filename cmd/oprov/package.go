@@ -59,7 +59,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
-	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default "+strings.Join(pybuild.PythonVersions, ",")+")")
+	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default: those of "+strings.Join(pybuild.PythonVersions, ",")+" that requires-python admits and every dependency has wheels for)")
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
 	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
 	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")

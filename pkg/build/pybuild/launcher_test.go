@@ -36,14 +36,14 @@ type fakePy struct {
 
 func cp(v string) fakePy { return fakePy{v, "cpython", false} }
 
-// writeLauncher writes the launcher of a package claiming PythonVersions into a new directory.
+// writeLauncher writes the launcher of a package claiming launcherVersions into a new directory.
 func writeLauncher(t *testing.T) (pkg, exe string) {
 	pkg = t.TempDir()
 	exe = filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", PythonVersions)), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", launcherVersions)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range PythonVersions {
+	for _, v := range launcherVersions {
 		os.MkdirAll(filepath.Join(pkg, "lib", cpTag(v)), 0o755)
 	}
 	return pkg, exe
@@ -186,3 +186,6 @@ func TestPythonLauncherCacheAndHome(t *testing.T) {
 		t.Errorf("read-only HOME: stdout %q, want the bytecode in the replacement HOME's cache", out)
 	}
 }
+
+// launcherVersions are the CPython versions the test launchers claim.
+var launcherVersions = []string{"3.11", "3.12", "3.13"}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/oprov/oprov/manifest"
@@ -21,14 +22,22 @@ import (
 // every CPython version in PythonVersions, less what is identical in all of them, which is
 // stored once in lib/common/. The zips are deterministic like every other.
 //
-// versions are the CPython minor versions claimed (PythonVersions when empty), each 3.11 or later.
+// versions are the CPython minor versions claimed, each 3.11 or later. When none are given, the
+// claim is every version of PythonVersions that the project's requires-python admits and for
+// which pip finds wheels of every dependency on every platform.
 func Package(ctx context.Context, dir string, opts release.PackageOptions, versions []string) (*release.Packaged, error) {
 	proj, err := ReadPyProject(dir)
 	if err != nil {
 		return nil, err
 	}
+	chosen := len(versions) > 0
 	if versions, err = checkVersions(versions); err != nil {
 		return nil, err
+	}
+	if !chosen {
+		if versions, err = admittedVersions(proj, versions); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Type == "" {
 		types := proj.ProviderTypes()
@@ -66,7 +75,16 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 	if err != nil {
 		return nil, err
 	}
-	if err := installAll(ctx, python, wheel, tmp, FindPins(dir), opts, versions); err != nil {
+	pins, err := ProjectPins(dir, proj.Name, filepath.Join(tmp, "pins"))
+	if err != nil {
+		return nil, err
+	}
+	opts.Progressf("building the dependencies published only as source, if any")
+	links, err := BuildSdists(ctx, python, wheel, pins, filepath.Join(tmp, "sdists"))
+	if err != nil {
+		return nil, err
+	}
+	if versions, err = installAll(ctx, python, wheel, tmp, pins, links, opts, versions, !chosen); err != nil {
 		return nil, err
 	}
 	for _, p := range opts.Platforms {
@@ -86,8 +104,11 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 	return release.Write(opts, files)
 }
 
-// installAll runs pip for every platform and CPython version, two at a time.
-func installAll(ctx context.Context, python, wheel, tmp, pins string, opts release.PackageOptions, versions []string) error {
+// installAll runs pip for every platform and CPython version, two at a time, and gives the
+// versions installed. With drop, a version for which some platform has no wheel of some
+// dependency is left out (and said so) rather than failing, as long as one version remains;
+// without, the first failure ends it.
+func installAll(ctx context.Context, python, wheel, tmp, pins, links string, opts release.PackageOptions, versions []string, drop bool) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
@@ -98,27 +119,40 @@ func installAll(ctx context.Context, python, wheel, tmp, pins string, opts relea
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
+	missing := map[string]error{} // version -> why a platform could not have it
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
+				mu.Lock()
+				skip := missing[j.v] != nil
+				mu.Unlock()
+				if skip {
+					continue
+				}
 				opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
 				target := filepath.Join(tmp, j.p.String(), "lib", cpTag(j.v))
-				if err := InstallForTarget(ctx, python, wheel, target, pins, j.p, j.v); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
+				err := InstallForTarget(ctx, python, wheel, target, pins, links, j.p, j.v)
+				if err == nil {
+					continue
 				}
+				mu.Lock()
+				if drop && ctx.Err() == nil && noWheels(err) {
+					if missing[j.v] == nil {
+						missing[j.v] = err
+					}
+				} else if first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
 			}
 		}()
 	}
 feed:
-	for _, p := range opts.Platforms {
-		for _, v := range versions {
+	for _, v := range versions {
+		for _, p := range opts.Platforms {
 			select {
 			case jobs <- job{p, v}:
 			case <-ctx.Done():
@@ -128,7 +162,57 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	return first
+	if first != nil {
+		return nil, first
+	}
+	var kept []string
+	for _, v := range versions {
+		if err := missing[v]; err != nil {
+			opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on every platform", v)
+			for _, p := range opts.Platforms {
+				os.RemoveAll(filepath.Join(tmp, p.String(), "lib", cpTag(v)))
+			}
+			continue
+		}
+		kept = append(kept, v)
+	}
+	if len(kept) == 0 {
+		return nil, missing[versions[0]]
+	}
+	return kept, nil
+}
+
+// noWheels reports whether a failed install failed for want of a distribution that fits the
+// target (pip's resolver messages, or a pin with no wheel), not for some other reason.
+func noWheels(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"No matching distribution found", "Could not find a version that satisfies", "ResolutionImpossible", "has no wheel for", "requires a different Python"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// admittedVersions gives those of versions that the project's requires-python admits, or an
+// error when it admits none.
+func admittedVersions(proj *PyProject, versions []string) ([]string, error) {
+	var out []string
+	for _, v := range versions {
+		var minor int
+		fmt.Sscanf(v, "3.%d", &minor)
+		ok, err := allowsMinor(proj.RequiresPython, minor)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(proj.Dir, "pyproject.toml"), err)
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: requires-python %q admits none of CPython %s", filepath.Join(proj.Dir, "pyproject.toml"), proj.RequiresPython, strings.Join(versions, ", "))
+	}
+	return out, nil
 }
 
 // checkVersions checks claimed CPython versions ("3.12"), sorts them and drops repeats; none

@@ -15,9 +15,11 @@ import (
 	"github.com/oprov/oprov/manifest"
 )
 
-// PythonVersions are the CPython minor versions a Python release package carries dependencies
-// for; the launcher picks the set matching the target's python3. The tf SDK needs 3.11 or later.
-var PythonVersions = []string{"3.11", "3.12", "3.13"}
+// PythonVersions are the CPython minor versions a Python release package may claim when
+// --python-versions does not choose: those of them that the project's requires-python admits and
+// for which every dependency has wheels on every platform. The launcher picks the set matching
+// the target's python3. The tf SDK needs 3.11 or later.
+var PythonVersions = []string{"3.11", "3.12", "3.13", "3.14"}
 
 // DefaultPlatforms are the platforms `oprov package --python` builds when none are named.
 var DefaultPlatforms = []manifest.Platform{
@@ -107,10 +109,12 @@ func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error)
 // CPython version, with pip, from binary wheels only. Files that vary between runs or serve
 // only this machine are removed (see cleanSite).
 //
+// links, when set, is a directory of wheels built from source distributions (BuildSdists).
+//
 // pins, when set, is the author's pins file (requirements.txt or constraints.txt), given to pip
 // as constraints: every version it pins is installed exactly, on every platform, or the install
 // fails naming the pin that has no wheel for this platform.
-func InstallForTarget(ctx context.Context, python, wheel, target, pins string, p manifest.Platform, pyVersion string) error {
+func InstallForTarget(ctx context.Context, python, wheel, target, pins, links string, p manifest.Platform, pyVersion string) error {
 	tags, err := pipPlatforms(p)
 	if err != nil {
 		return err
@@ -122,6 +126,9 @@ func InstallForTarget(ctx context.Context, python, wheel, target, pins string, p
 	}
 	if pins != "" {
 		args = append(args, "-c", pins)
+	}
+	if links != "" {
+		args = append(args, "--find-links", links)
 	}
 	if err := pip(ctx, python, append(args, wheel)...); err != nil {
 		if pins != "" {

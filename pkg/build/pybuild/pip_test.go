@@ -48,3 +48,18 @@ func TestCleanSite(t *testing.T) {
 		t.Errorf("RECORD is\n%s\nwant\n%s", record, want)
 	}
 }
+
+// TestCheckPureWheel: a wheel built from an sdist passes only when pure Python; a compiled one
+// is refused naming the package and its version.
+func TestCheckPureWheel(t *testing.T) {
+	if err := checkPureWheel("docopt-0.6.2-py2.py3-none-any.whl"); err != nil {
+		t.Errorf("pure wheel refused: %v", err)
+	}
+	err := checkPureWheel("fastthing-1.4.0-cp311-cp311-linux_x86_64.whl")
+	if err == nil || !strings.Contains(err.Error(), "fastthing 1.4.0 is published only as a source distribution") || !strings.Contains(err.Error(), "compiles") {
+		t.Errorf("compiled wheel: %v", err)
+	}
+	if err := checkPureWheel("abi-2.0-cp311-abi3-any.whl"); err == nil {
+		t.Error("an abi3 wheel passed as pure")
+	}
+}

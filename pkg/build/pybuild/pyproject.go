@@ -19,9 +19,10 @@ import (
 // PyProject is what oprov reads of a Python project's pyproject.toml: its name and console
 // scripts ([project.scripts], or Poetry's [tool.poetry.scripts]).
 type PyProject struct {
-	Dir     string
-	Name    string
-	Scripts map[string]string // script name -> entry point "module:attr"
+	Dir            string
+	Name           string
+	RequiresPython string            // [project] requires-python, such as ">=3.11"
+	Scripts        map[string]string // script name -> entry point "module:attr"
 }
 
 // IsPyProject reports whether dir holds a pyproject.toml.
@@ -45,8 +46,9 @@ func ParsePyProject(dir string, data []byte) (*PyProject, error) {
 	path := filepath.Join(dir, "pyproject.toml")
 	var doc struct {
 		Project struct {
-			Name    string            `toml:"name"`
-			Scripts map[string]string `toml:"scripts"`
+			Name           string            `toml:"name"`
+			RequiresPython string            `toml:"requires-python"`
+			Scripts        map[string]string `toml:"scripts"`
 		} `toml:"project"`
 		Tool struct {
 			Poetry struct {
@@ -58,7 +60,7 @@ func ParsePyProject(dir string, data []byte) (*PyProject, error) {
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	p := &PyProject{Dir: dir, Name: doc.Project.Name, Scripts: map[string]string{}}
+	p := &PyProject{Dir: dir, Name: doc.Project.Name, RequiresPython: doc.Project.RequiresPython, Scripts: map[string]string{}}
 	if p.Name == "" {
 		p.Name = doc.Tool.Poetry.Name
 	}

@@ -1,9 +1,12 @@
 package pybuild
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -28,7 +31,7 @@ func TestShareCommon(t *testing.T) {
 		write(v+"/differs.py", "v = '"+map[string]string{"cp311": "a", "cp312": "a", "cp313": "b"}[v]+"'\n")
 	}
 	write("cp311/only311.py", "")
-	if err := shareCommon(lib, PythonVersions); err != nil {
+	if err := shareCommon(lib, []string{"3.11", "3.12", "3.13"}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string][]string{}
@@ -91,5 +94,66 @@ func TestPinLine(t *testing.T) {
 		if got != want {
 			t.Errorf("%q: %q, want %q", line, got, want)
 		}
+	}
+}
+
+// TestAllowsMinor: requires-python decides which CPython minors are claimed by default.
+func TestAllowsMinor(t *testing.T) {
+	for spec, want := range map[string]string{
+		"":                  "3.11 3.12 3.13 3.14",
+		">=3.11":            "3.11 3.12 3.13 3.14",
+		">=3.11,<4.0":       "3.11 3.12 3.13 3.14",
+		">=3.12, <3.14":     "3.12 3.13",
+		">3.11":             "3.12 3.13 3.14",
+		">=3.12.4":          "3.12 3.13 3.14",
+		"~=3.11":            "3.11 3.12 3.13 3.14",
+		"~=3.12.1":          "3.12",
+		"==3.13.*":          "3.13",
+		"!=3.12.*,>=3.11":   "3.11 3.13 3.14",
+		"<=3.12":            "3.11 3.12",
+		">=3.10,!=3.13.2.*": "3.11 3.12 3.13 3.14",
+	} {
+		var got []string
+		for _, minor := range []int{11, 12, 13, 14} {
+			ok, err := allowsMinor(spec, minor)
+			if err != nil {
+				t.Fatalf("%q: %v", spec, err)
+			}
+			if ok {
+				got = append(got, fmt.Sprintf("3.%d", minor))
+			}
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("requires-python %q admits %v, want %s", spec, got, want)
+		}
+	}
+	if _, err := allowsMinor(">=3.11,fish", 12); err == nil {
+		t.Error("an unreadable clause was accepted")
+	}
+}
+
+// TestAdmittedVersions: the default claim is what requires-python admits of PythonVersions, and
+// a project admitting none of them says so.
+func TestAdmittedVersions(t *testing.T) {
+	got, err := admittedVersions(&PyProject{RequiresPython: ">=3.12,<3.14"}, PythonVersions)
+	if err != nil || strings.Join(got, ",") != "3.12,3.13" {
+		t.Errorf("got %v %v, want 3.12,3.13", got, err)
+	}
+	if _, err := admittedVersions(&PyProject{RequiresPython: "<3.11"}, PythonVersions); err == nil || !strings.Contains(err.Error(), "admits none") {
+		t.Errorf("<3.11: %v", err)
+	}
+	p, err := ParsePyProject("d", []byte("[project]\nname = \"x\"\nrequires-python = \">=3.13\"\n"))
+	if err != nil || p.RequiresPython != ">=3.13" {
+		t.Errorf("requires-python read as %q (%v)", p.RequiresPython, err)
+	}
+}
+
+// TestNoWheels: only a failure for want of a fitting distribution drops a default version.
+func TestNoWheels(t *testing.T) {
+	if !noWheels(errors.New("pip install failed:\nERROR: No matching distribution found for grpcio")) {
+		t.Error("pip's no-distribution failure not recognised")
+	}
+	if noWheels(errors.New("pip install failed: OSError: [Errno 28] No space left on device")) {
+		t.Error("a disk failure taken for missing wheels")
 	}
 }

@@ -1,0 +1,84 @@
+package pybuild
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// PyLockFile is the PEP 751 lock file oprov reads from a project.
+const PyLockFile = "pylock.toml"
+
+// PyLockPins reads a PEP 751 lock file and gives its pins as constraint lines
+// ("name==version", with " ; marker" when the entry has one), in the file's order. Entries
+// without a version (a directory or VCS source) and the project itself (project, its
+// normalized name) are not pins.
+func PyLockPins(path, project string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		LockVersion string `toml:"lock-version"`
+		Packages    []struct {
+			Name      string         `toml:"name"`
+			Version   string         `toml:"version"`
+			Marker    string         `toml:"marker"`
+			Directory map[string]any `toml:"directory"`
+			VCS       map[string]any `toml:"vcs"`
+		} `toml:"packages"`
+	}
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.LockVersion != "" && !strings.HasPrefix(doc.LockVersion, "1.") && doc.LockVersion != "1" {
+		return nil, fmt.Errorf("%s: lock-version %s: oprov reads PEP 751 lock-version 1", path, doc.LockVersion)
+	}
+	var out []string
+	for i, p := range doc.Packages {
+		if p.Name == "" {
+			return nil, fmt.Errorf("%s: packages[%d] has no name", path, i)
+		}
+		if p.Version == "" || p.Directory != nil || p.VCS != nil || normalizeName(p.Name) == normalizeName(project) {
+			continue
+		}
+		line := p.Name + "==" + p.Version
+		if p.Marker != "" {
+			line += " ; " + p.Marker
+		}
+		out = append(out, line)
+	}
+	return out, nil
+}
+
+var nameSeparators = regexp.MustCompile(`[-_.]+`)
+
+// normalizeName is a distribution name as PEP 503 compares them.
+func normalizeName(n string) string { return nameSeparators.ReplaceAllString(strings.ToLower(n), "-") }
+
+// ProjectPins gives the pins file pip is given as constraints for the project in dir, project
+// being its name: the first of pylock.toml (its packages' versions, written as a constraints
+// file named pylock.toml in scratch, so messages still name it), constraints.txt and
+// requirements.txt that dir holds; "" when none.
+func ProjectPins(dir, project, scratch string) (string, error) {
+	lock := filepath.Join(dir, PyLockFile)
+	if st, err := os.Stat(lock); err == nil && st.Mode().IsRegular() {
+		pins, err := PyLockPins(lock, project)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(scratch, 0o755); err != nil {
+			return "", err
+		}
+		out := filepath.Join(scratch, PyLockFile)
+		if err := os.WriteFile(out, []byte(strings.Join(pins, "\n")+"\n"), 0o644); err != nil {
+			return "", err
+		}
+		return out, nil
+	}
+	return FindPins(dir), nil
+}
