@@ -230,15 +230,7 @@ func TestServeLocalCA(t *testing.T) {
 
 func readPEMCert(t *testing.T, path string) *x509.Certificate {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := pem.Decode(data)
-	if b == nil {
-		t.Fatalf("%s: not PEM", path)
-	}
-	c, err := x509.ParseCertificate(b.Bytes)
+	c, err := x509.ParseCertificate(readPEMBlock(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +238,16 @@ func readPEMCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func readPEMKey(t *testing.T, path string) crypto.Signer {
+	t.Helper()
+	k, err := x509.ParsePKCS8PrivateKey(readPEMBlock(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(crypto.Signer)
+}
+
+// readPEMBlock gives the bytes of the first PEM block of a file.
+func readPEMBlock(t *testing.T, path string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -255,11 +257,7 @@ func readPEMKey(t *testing.T, path string) crypto.Signer {
 	if b == nil {
 		t.Fatalf("%s: not PEM", path)
 	}
-	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(crypto.Signer)
+	return b.Bytes
 }
 
 // issueCert signs a server certificate for host with a CA's key.
