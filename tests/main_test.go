@@ -47,7 +47,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
-	for _, d := range []string{helloDir, counterDir, recorderCache} {
+	for _, d := range []string{helloDir, counterDir, recorderCache, pyDist} {
 		if d != "" {
 			os.RemoveAll(d)
 		}

@@ -556,18 +556,22 @@ func TestRunJoinsDevProvider(t *testing.T) {
 	}
 }
 
-// TestPythonPins: a project whose requirements.txt pins grpcio and protobuf gets exactly those
-// versions in every platform's zip; with no grpcio wheel for linux_arm64 in the index, packaging
-// fails naming the pin, its version and the platform, from requirements.txt and then from a
-// pylock.toml, which is read first. (The tests' wheelhouse holds one version of
-// each, the one pinned here: they make no network request.)
+// TestPythonPins: a project whose requirements.txt pins grpcio and protobuf to versions older
+// than the newest in the index gets exactly those versions in every platform's zip; with no grpcio
+// wheel for linux_arm64 in the index, packaging fails naming the pin, its version and the
+// platform, from requirements.txt and then from a pylock.toml, which is read first. (The tests'
+// wheelhouse holds both the newest versions, which tf alone would get, and the pinned ones.)
 func TestPythonPins(t *testing.T) {
 	env := pyEnv(t)
+	wh := filepath.Join(filepath.Dir(peers.Dir()), "python-wheels-1.2.0")
+	if old, _ := filepath.Glob(filepath.Join(wh, "grpcio-1.67.1-cp312-*.whl")); len(old) == 0 {
+		peers.Missing(t, "grpcio 1.67.1 in the wheelhouse "+wh+" (tests/tools/install.sh python)")
+	}
 	src := filepath.Join(t.TempDir(), "pyhello")
 	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(src, "requirements.txt"), "grpcio==1.85.1\nprotobuf==5.29.6\n")
+	writeFile(t, filepath.Join(src, "requirements.txt"), "grpcio==1.67.1 \\\n    --hash=sha256:00\nprotobuf==5.28.3\n")
 	pack := func(env []string) result {
 		return oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64,linux_arm64",
 			"--python-versions", "3.12", "--out-dir", t.TempDir(), "-o", "json")
@@ -590,7 +594,7 @@ func TestPythonPins(t *testing.T) {
 			}
 		}
 		zr.Close()
-		for _, want := range []string{"grpcio-1.85.1.dist-info", "protobuf-5.29.6.dist-info"} {
+		for _, want := range []string{"grpcio-1.67.1.dist-info", "protobuf-5.28.3.dist-info"} {
 			if !got[want] {
 				t.Errorf("%s: no %s among %v", p.Platform, want, got)
 			}
@@ -598,12 +602,6 @@ func TestPythonPins(t *testing.T) {
 	}
 
 	// The same index without grpcio's arm64 wheels.
-	var wh string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
-			wh = v
-		}
-	}
 	partial := t.TempDir()
 	entries, _ := os.ReadDir(wh)
 	for _, e := range entries {
@@ -613,15 +611,15 @@ func TestPythonPins(t *testing.T) {
 		os.Symlink(filepath.Join(wh, e.Name()), filepath.Join(partial, e.Name()))
 	}
 	r = pack(append(append([]string{}, env...), "PIP_FIND_LINKS="+partial, "PIP_CACHE_DIR="+t.TempDir()))
-	want := "requirements.txt pins grpcio==1.85.1, which has no wheel for linux_arm64, CPython 3.12"
+	want := "requirements.txt pins grpcio==1.67.1, which has no wheel for linux_arm64, CPython 3.12"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
 	}
 
 	// A PEP 751 pylock.toml is read before requirements.txt, and named in the same failure.
-	writeFile(t, filepath.Join(src, "pylock.toml"), "lock-version = \"1.0\"\n\n[[packages]]\nname = \"grpcio\"\nversion = \"1.85.1\"\n")
+	writeFile(t, filepath.Join(src, "pylock.toml"), "lock-version = \"1.0\"\n\n[[packages]]\nname = \"grpcio\"\nversion = \"1.67.1\"\n")
 	r = pack(append(append([]string{}, env...), "PIP_FIND_LINKS="+partial, "PIP_CACHE_DIR="+t.TempDir()))
-	want = "pylock.toml pins grpcio==1.85.1, which has no wheel for linux_arm64, CPython 3.12"
+	want = "pylock.toml pins grpcio==1.67.1, which has no wheel for linux_arm64, CPython 3.12"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("with pylock.toml: exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
 	}

@@ -18,6 +18,7 @@ type packageOptions struct {
 	BinDir     string
 	PyDir      string
 	PyVersions []string
+	PyPins     string
 	Version    string
 	Name       string
 	Platforms  []string
@@ -60,6 +61,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
 	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default: those of "+strings.Join(pybuild.PythonVersions, ",")+" that requires-python admits and every dependency has wheels for)")
+	f.StringVar(&o.PyPins, "python-pins", "", "with --python: the author's pins file, a PEP 751 pylock.toml or pylock.NAME.toml, or a requirements or constraints file (default: the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.txt beside pyproject.toml)")
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
 	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
 	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
@@ -79,6 +81,9 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	if o.Version == "" {
 		return usageErrorf("--version is required")
 	}
+	if o.PyDir == "" && (len(o.PyVersions) > 0 || o.PyPins != "") {
+		return usageErrorf("--python-versions and --python-pins go with --python DIR")
+	}
 	platforms, err := parsePlatforms(o.Platforms)
 	if err != nil {
 		return err
@@ -96,7 +101,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	case o.GoDir != "":
 		p, err = gobuild.Package(ctx, o.GoDir, opts)
 	case o.PyDir != "":
-		p, err = pybuild.Package(ctx, o.PyDir, opts, o.PyVersions)
+		p, err = pybuild.Package(ctx, o.PyDir, opts, pybuild.Options{Versions: o.PyVersions, Pins: o.PyPins})
 	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}

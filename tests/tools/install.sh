@@ -21,6 +21,8 @@ TSA_VERSION=v1.2.9        # github.com/sigstore/timestamp-authority (keyless tes
 REKOR_VERSION=v2.3.0      # github.com/sigstore/rekor-tiles/v2 (keyless tests: a Rekor v2 log, POSIX storage)
 REGCTL_VERSION=v0.11.7    # github.com/regclient/regclient (benchmark peer: regctl image export)
 TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
+OLD_PINS="grpcio==1.67.1 protobuf==5.28.3"  # older than tf's newest: the Python pins test pins them
+OLD_PINS_MARK=pins-1      # bump when OLD_PINS changes, so a cached wheelhouse is filled again
 
 dir=${OPROV_TOOLS_DIR:-$HOME/.cache/oprov-tools}
 mkdir -p "$dir/bin"
@@ -98,23 +100,37 @@ install_tf() {
 # tags are the ones oprov asks pip for (pkg/build/pybuild/pip.go pipPlatforms).
 fill_wheelhouse() {
   local wh="$dir/python-wheels-$TF_PY_VERSION"
-  [ -f "$wh/.complete" ] && return 0
-  log "downloading wheels for the Python tests (first run only; cached in $wh)"
-  mkdir -p "$wh"
   local linux_tags
   linux_tags() { local m; for m in $(seq 28 -1 17); do printf -- '--platform manylinux_2_%s_%s ' "$m" "$1"; done; printf -- '--platform manylinux2014_%s' "$1"; }
   local py plat
-  for py in 3.11 3.12 3.13; do
-    for plat in "$(linux_tags x86_64)" "$(linux_tags aarch64)" "--platform macosx_11_0_arm64"; do
+  if [ ! -f "$wh/.complete" ]; then
+    log "downloading wheels for the Python tests (first run only; cached in $wh)"
+    mkdir -p "$wh"
+    for py in 3.11 3.12 3.13; do
+      for plat in "$(linux_tags x86_64)" "$(linux_tags aarch64)" "--platform macosx_11_0_arm64"; do
+        # shellcheck disable=SC2086
+        if ! PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
+            --implementation cp --python-version "$py" $plat "tf==$TF_PY_VERSION" >&2; then
+          log "downloading wheels failed"; return 1
+        fi
+      done
+    done
+    PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" "setuptools>=68" wheel >&2 || { log "downloading setuptools failed"; return 1; }
+    touch "$wh/.complete"
+  fi
+  # Older versions than tf's newest, which TestPythonPins pins (CPython 3.12, linux amd64 and
+  # arm64): the pins, not the index, must decide what is installed.
+  if [ ! -f "$wh/.complete-$OLD_PINS_MARK" ]; then
+    log "downloading the older grpcio and protobuf the pins test pins (cached in $wh)"
+    for plat in "$(linux_tags x86_64)" "$(linux_tags aarch64)"; do
       # shellcheck disable=SC2086
-      if ! PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
-          --implementation cp --python-version "$py" $plat "tf==$TF_PY_VERSION" >&2; then
+      if ! PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: --no-deps \
+          --implementation cp --python-version 3.12 $plat $OLD_PINS >&2; then
         log "downloading wheels failed"; return 1
       fi
     done
-  done
-  PIP_CACHE_DIR="$dir/pip-cache" python3 -m pip download -q --disable-pip-version-check -d "$wh" "setuptools>=68" wheel >&2 || { log "downloading setuptools failed"; return 1; }
-  touch "$wh/.complete"
+    touch "$wh/.complete-$OLD_PINS_MARK"
+  fi
 }
 
 # Peers from Debian's packages (promtool from prometheus, haproxy): installed with apt-get when

@@ -5,9 +5,11 @@ package pybuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,22 +18,30 @@ import (
 	"github.com/oprov/oprov/pkg/release"
 )
 
+// Options are the choices of a Python packaging beyond the release's own.
+type Options struct {
+	// Versions are the CPython minor versions claimed, each 3.11 or later. When none are given,
+	// the claim is every version of PythonVersions that the project's requires-python admits and
+	// for which pip finds wheels of every dependency on every platform.
+	Versions []string
+	// Pins is the author's pins file (--python-pins); "" finds one in the project (ProjectPins).
+	Pins string
+}
+
 // Package packages the Python project in dir (a pyproject.toml whose console script
 // terraform-provider-TYPE calls the provider) for each platform: the launcher as the executable,
 // and lib/cpXY/ with the project and its dependencies installed by pip for that platform, for
-// every CPython version in PythonVersions, less what is identical in all of them, which is
-// stored once in lib/common/. The zips are deterministic like every other.
-//
-// versions are the CPython minor versions claimed, each 3.11 or later. When none are given, the
-// claim is every version of PythonVersions that the project's requires-python admits and for
-// which pip finds wheels of every dependency on every platform.
-func Package(ctx context.Context, dir string, opts release.PackageOptions, versions []string) (*release.Packaged, error) {
+// every claimed CPython version, less what is identical in all of them, which is stored once in
+// lib/common/. The dependencies are resolved once, so every platform and version gets the same
+// versions. The zips are deterministic like every other.
+func Package(ctx context.Context, dir string, opts release.PackageOptions, py Options) (*release.Packaged, error) {
 	proj, err := ReadPyProject(dir)
 	if err != nil {
 		return nil, err
 	}
-	chosen := len(versions) > 0
-	if versions, err = checkVersions(versions); err != nil {
+	chosen := len(py.Versions) > 0
+	versions, err := checkVersions(py.Versions)
+	if err != nil {
 		return nil, err
 	}
 	if !chosen {
@@ -70,21 +80,15 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	b := &build{python: python, project: proj.Name, tmp: tmp, opts: opts}
 	opts.Progressf("building a wheel of %s", dir)
-	wheel, err := BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel"))
-	if err != nil {
+	if b.wheel, err = BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel")); err != nil {
 		return nil, err
 	}
-	pins, err := ProjectPins(dir, proj.Name, filepath.Join(tmp, "pins"))
-	if err != nil {
+	if b.author, err = ProjectPins(dir, proj.Name, py.Pins, filepath.Join(tmp, "pins")); err != nil {
 		return nil, err
 	}
-	opts.Progressf("building the dependencies published only as source, if any")
-	links, err := BuildSdists(ctx, python, wheel, pins, filepath.Join(tmp, "sdists"))
-	if err != nil {
-		return nil, err
-	}
-	if versions, err = installAll(ctx, python, wheel, tmp, pins, links, opts, versions, !chosen); err != nil {
+	if versions, err = b.installAll(ctx, versions, !chosen); err != nil {
 		return nil, err
 	}
 	for _, p := range opts.Platforms {
@@ -104,11 +108,126 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, versi
 	return release.Write(opts, files)
 }
 
-// installAll runs pip for every platform and CPython version, two at a time, and gives the
-// versions installed. With drop, a version for which some platform has no wheel of some
-// dependency is left out (and said so) rather than failing, as long as one version remains;
-// without, the first failure ends it.
-func installAll(ctx context.Context, python, wheel, tmp, pins, links string, opts release.PackageOptions, versions []string, drop bool) ([]string, error) {
+// build is one packaging of a Python project.
+type build struct {
+	python  string // the build machine's python, which runs pip
+	wheel   string // the project's own wheel
+	project string // its name
+	author  string // the author's pins as a constraints file, "" when none
+	tmp     string // the scratch directory: TMP/OS_ARCH/lib/cpXY are the installs
+	opts    release.PackageOptions
+}
+
+// maxRounds bounds how many times the dependencies are resolved again because a version the
+// resolution chose has no wheel for some target.
+const maxRounds = 4
+
+// installAll resolves the dependencies once and installs that one set for every platform and
+// CPython version, and gives the versions installed. When a version the resolution chose has no
+// wheel for some target, the newest older version that has a wheel for every target is pinned
+// and all is resolved and installed again; when no older version has one, the CPython version
+// is left out (drop) or the packaging fails naming the package, version and platform. With drop,
+// a version for which some platform has no wheel of some dependency at all is left out too (and
+// said so), as long as one version remains; without, the first failure ends it.
+func (b *build) installAll(ctx context.Context, versions []string, drop bool) ([]string, error) {
+	extra := map[string]pin{} // versions chosen because the resolution's had no wheel somewhere
+	for round := 1; ; round++ {
+		var constraints, common []string
+		if b.author != "" {
+			constraints = append(constraints, b.author)
+		}
+		if len(extra) > 0 {
+			file := filepath.Join(b.tmp, fmt.Sprintf("common-%d.txt", round))
+			if err := os.WriteFile(file, []byte((&resolution{Pins: extra}).text()), 0o644); err != nil {
+				return nil, err
+			}
+			common = []string{file}
+			constraints = append(constraints, file)
+		}
+		res, err := b.resolve(ctx, constraints, &versions, drop, filepath.Join(b.tmp, fmt.Sprintf("resolve-%d", round)))
+		if err != nil {
+			if len(extra) > 0 {
+				return nil, fmt.Errorf("with %s, the newest versions that have wheels for every target: %w", strings.TrimSpace(strings.ReplaceAll((&resolution{Pins: extra}).text(), "\n", ", ")), err)
+			}
+			return nil, err
+		}
+		kept, missing, err := b.installRound(ctx, res, common, versions, drop)
+		if err != nil {
+			return nil, err
+		}
+		repinned := map[string]bool{}
+		for _, m := range missing {
+			name := normalizeName(m.Pin.Name)
+			if !slices.Contains(kept, m.PyVersion) || repinned[name] {
+				continue // left out already, or another target of a version being replaced
+			}
+			if _, again := extra[name]; again {
+				return nil, m // chosen as having wheels everywhere, yet pip found none
+			}
+			v, err := b.commonVersion(ctx, m, res.Links, kept, drop)
+			if err != nil {
+				return nil, err
+			}
+			if v == "" {
+				b.opts.Progressf("leaving CPython %s out: %s has no wheel for %s, CPython %s", m.PyVersion, m.Pin, m.Platform.Slash(), m.PyVersion)
+				kept = slices.DeleteFunc(kept, func(s string) bool { return s == m.PyVersion })
+				continue
+			}
+			b.opts.Progressf("%s has no wheel for %s, CPython %s: installing %s==%s, the newest with wheels for every target, everywhere", m.Pin, m.Platform.Slash(), m.PyVersion, m.Pin.Name, v)
+			extra[name] = pin{m.Pin.Name, v}
+			repinned[name] = true
+		}
+		if len(kept) == 0 {
+			return nil, missing[0]
+		}
+		if len(repinned) == 0 {
+			b.removeVersions(versions, kept)
+			return kept, nil
+		}
+		if round == maxRounds {
+			return nil, fmt.Errorf("the dependencies still have no common wheels for every target after %d resolutions: %w", round, missing[0])
+		}
+		for _, p := range b.opts.Platforms {
+			if err := os.RemoveAll(filepath.Join(b.tmp, p.String())); err != nil {
+				return nil, err
+			}
+		}
+		versions = kept
+	}
+}
+
+// resolve resolves the dependencies once, for the first platform and the first of versions.
+// With drop, a version the first platform has no wheels of some dependency for is left out and
+// the next one tried.
+func (b *build) resolve(ctx context.Context, constraints []string, versions *[]string, drop bool, dir string) (*resolution, error) {
+	p := b.opts.Platforms[0]
+	for {
+		v := (*versions)[0]
+		b.opts.Progressf("resolving the dependencies for %s, CPython %s (building those published only as source, if any)", p.Slash(), v)
+		res, err := resolve(ctx, b.python, b.wheel, b.project, constraints, p, v, dir)
+		if err == nil || !drop || len(*versions) == 1 || !noWheels(err) || ctx.Err() != nil {
+			return res, err
+		}
+		b.opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on %s", v, p.Slash())
+		*versions = (*versions)[1:]
+	}
+}
+
+// removeVersions removes the installs of the versions not kept.
+func (b *build) removeVersions(versions, kept []string) {
+	for _, v := range versions {
+		if !slices.Contains(kept, v) {
+			for _, p := range b.opts.Platforms {
+				os.RemoveAll(filepath.Join(b.tmp, p.String(), "lib", cpTag(v)))
+			}
+		}
+	}
+}
+
+// installRound runs pip for every platform and CPython version, two at a time, under the
+// resolution res (and the extra constraints files), and gives the versions installed for every
+// platform, and the installs that failed for want of a wheel of a resolved version.
+func (b *build) installRound(ctx context.Context, res *resolution, extra, versions []string, drop bool) ([]string, []*missingWheel, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
@@ -119,30 +238,37 @@ func installAll(ctx context.Context, python, wheel, tmp, pins, links string, opt
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
-	missing := map[string]error{} // version -> why a platform could not have it
+	var missing []*missingWheel
+	dropped := map[string]error{} // version -> why a platform could not have it
+	failed := map[string]bool{}   // versions some install of failed
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
 				mu.Lock()
-				skip := missing[j.v] != nil
+				skip := dropped[j.v] != nil
 				mu.Unlock()
 				if skip {
 					continue
 				}
-				opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
-				target := filepath.Join(tmp, j.p.String(), "lib", cpTag(j.v))
-				err := InstallForTarget(ctx, python, wheel, target, pins, links, j.p, j.v)
+				b.opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
+				target := filepath.Join(b.tmp, j.p.String(), "lib", cpTag(j.v))
+				err := installForTarget(ctx, b.python, b.wheel, target, b.author, res, extra, j.p, j.v)
 				if err == nil {
 					continue
 				}
 				mu.Lock()
-				if drop && ctx.Err() == nil && noWheels(err) {
-					if missing[j.v] == nil {
-						missing[j.v] = err
+				var mw *missingWheel
+				switch {
+				case errors.As(err, &mw):
+					missing = append(missing, mw)
+					failed[j.v] = true
+				case drop && ctx.Err() == nil && noWheels(err):
+					if dropped[j.v] == nil {
+						dropped[j.v] = err
 					}
-				} else if first == nil {
+				case first == nil:
 					first = err
 					cancel()
 				}
@@ -152,7 +278,7 @@ func installAll(ctx context.Context, python, wheel, tmp, pins, links string, opt
 	}
 feed:
 	for _, v := range versions {
-		for _, p := range opts.Platforms {
+		for _, p := range b.opts.Platforms {
 			select {
 			case jobs <- job{p, v}:
 			case <-ctx.Done():
@@ -163,23 +289,69 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if first != nil {
-		return nil, first
+		return nil, nil, first
 	}
 	var kept []string
 	for _, v := range versions {
-		if err := missing[v]; err != nil {
-			opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on every platform", v)
-			for _, p := range opts.Platforms {
-				os.RemoveAll(filepath.Join(tmp, p.String(), "lib", cpTag(v)))
-			}
+		if err := dropped[v]; err != nil {
+			b.opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on every platform", v)
 			continue
 		}
 		kept = append(kept, v)
 	}
 	if len(kept) == 0 {
-		return nil, missing[versions[0]]
+		return nil, nil, dropped[versions[0]]
 	}
-	return kept, nil
+	// The failures in the order of the targets, so that what is said is the same every run.
+	sort.Slice(missing, func(i, j int) bool {
+		a, c := missing[i], missing[j]
+		if a.PyVersion != c.PyVersion {
+			return a.PyVersion < c.PyVersion
+		}
+		return a.Platform.String() < c.Platform.String()
+	})
+	return kept, missing, nil
+}
+
+// commonVersion finds the newest version of m's distribution, older than the one the resolution
+// chose, that has a wheel for every platform and each of versions. It gives "" when the failed
+// target (m's platform and CPython version) has no wheel of any version no newer than that and
+// drop allows leaving that CPython version out; without drop that is an error naming the
+// package, version and platform.
+func (b *build) commonVersion(ctx context.Context, m *missingWheel, links string, versions []string, drop bool) (string, error) {
+	best, err := newestWheel(ctx, b.python, m.Pin.Name, m.Pin.Version, links, m.Platform, m.PyVersion)
+	if err != nil {
+		return "", err
+	}
+	if best == "" {
+		if drop {
+			return "", nil
+		}
+		return "", fmt.Errorf("%s, which the dependencies resolve to, has no wheel for %s, CPython %s, nor has any older version of %s (pin %s to a version with wheels for every platform, or leave %s out with --platform)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, m.Pin.Name, m.Platform)
+	}
+	// Lower best until every target has a wheel of it: each pass asks every target for its newest
+	// no newer than best, and ends when none answers older.
+	for pass := 0; pass < 5; pass++ {
+		lowered := false
+		for _, v := range versions {
+			for _, p := range b.opts.Platforms {
+				got, err := newestWheel(ctx, b.python, m.Pin.Name, best, links, p, v)
+				if err != nil {
+					return "", err
+				}
+				if got == "" {
+					return "", fmt.Errorf("%s has no wheel for %s, CPython %s, and no version of %s from %s down has wheels for every platform and CPython version (pin one that has, or leave %s out with --platform)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, best, p)
+				}
+				if got != best {
+					best, lowered = got, true
+				}
+			}
+		}
+		if !lowered {
+			return best, nil
+		}
+	}
+	return "", fmt.Errorf("%s has no wheel for %s, CPython %s, and no older version of %s was found with wheels for every target", m.Pin, m.Platform, m.PyVersion, m.Pin.Name)
 }
 
 // noWheels reports whether a failed install failed for want of a distribution that fits the

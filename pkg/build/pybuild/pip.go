@@ -62,6 +62,9 @@ func pip(ctx context.Context, python string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		tail := strings.TrimSpace(out.String())
+		if i := strings.Index(tail, "ERROR:"); i > 0 {
+			tail = tail[i:] // pip's progress before its error says nothing of the cause
+		}
 		if len(tail) > 3000 {
 			tail = "..." + tail[len(tail)-3000:]
 		}
@@ -105,51 +108,97 @@ func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error)
 	return wheels[0], nil
 }
 
-// InstallForTarget installs a wheel and its dependencies into target for one platform and one
-// CPython version, with pip, from binary wheels only. Files that vary between runs or serve
-// only this machine are removed (see cleanSite).
+// installForTarget installs a wheel and its dependencies into target for one platform and one
+// CPython version, with pip, from binary wheels only, under the author's pins (a requirements or
+// constraints file, "" when none) and the one resolution every target installs. Files that vary
+// between runs or serve only this machine are removed (see cleanSite).
 //
-// links, when set, is a directory of wheels built from source distributions (BuildSdists).
-//
-// pins, when set, is the author's pins file (requirements.txt or constraints.txt), given to pip
-// as constraints: every version it pins is installed exactly, on every platform, or the install
-// fails naming the pin that has no wheel for this platform.
-func InstallForTarget(ctx context.Context, python, wheel, target, pins, links string, p manifest.Platform, pyVersion string) error {
+// When a pinned version has no wheel for this target, the error says which: the author's pin,
+// naming the pins file, or a *missingWheel for a version the resolution chose.
+func installForTarget(ctx context.Context, python, wheel, target, author string, res *resolution, extra []string, p manifest.Platform, pyVersion string) error {
 	tags, err := pipPlatforms(p)
 	if err != nil {
 		return err
 	}
-	args := []string{"install", "-q", "--target", target, "--python-version", pyVersion, "--implementation", "cp",
+	// Not -q: pip names the constraint that conflicts only when it is not quiet.
+	args := []string{"install", "--target", target, "--python-version", pyVersion, "--implementation", "cp",
 		"--only-binary=:all:", "--no-compile", "--no-warn-conflicts"}
 	for _, t := range tags {
 		args = append(args, "--platform", t)
 	}
-	if pins != "" {
-		args = append(args, "-c", pins)
-	}
-	if links != "" {
-		args = append(args, "--find-links", links)
-	}
-	if err := pip(ctx, python, append(args, wheel)...); err != nil {
-		if pins != "" {
-			if name, version := pinWithoutWheel(ctx, python, pins, tags, pyVersion); name != "" {
-				return fmt.Errorf("%s pins %s==%s, which has no wheel for %s, CPython %s (pin a version with wheels for every platform, or leave %s out with --platform)", filepath.Base(pins), name, version, p, pyVersion, p)
-			}
+	for _, c := range append(append([]string{author}, extra...), res.File) {
+		if c != "" {
+			args = append(args, "-c", c)
 		}
-		return fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
 	}
-	return cleanSite(target)
+	if res.Links != "" {
+		args = append(args, "--find-links", res.Links)
+	}
+	err = pip(ctx, python, append(args, wheel)...)
+	if err == nil {
+		return cleanSite(target)
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	unmet := normalizeName(unmetName(err))
+	if author != "" {
+		if name, version := authorPinFor(ctx, python, author, unmet, tags, pyVersion); name != "" {
+			return fmt.Errorf("%s pins %s==%s, which has no wheel for %s, CPython %s (pin a version with wheels for every platform, or leave %s out with --platform)", filepath.Base(author), name, version, p, pyVersion, p)
+		}
+	}
+	if got, ok := res.Pins[unmet]; ok && unmet != "" {
+		return &missingWheel{Pin: got, Platform: p, PyVersion: pyVersion, err: err}
+	}
+	return fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
+}
+
+// missingWheel is a failed install for want of a wheel of the version the resolution chose.
+type missingWheel struct {
+	Pin       pin
+	Platform  manifest.Platform
+	PyVersion string
+	err       error
+}
+
+func (m *missingWheel) Error() string {
+	return fmt.Sprintf("%s, which the dependencies resolve to on this machine, has no wheel for %s, CPython %s: %v", m.Pin, m.Platform, m.PyVersion, m.err)
+}
+
+// unmetPattern finds the requirement pip could not satisfy in its error output.
+var unmetPattern = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement|The user requested \(constraint\)) ([A-Za-z0-9][A-Za-z0-9_.\-]*)`)
+
+// unmetName gives the name of the distribution pip found no fitting file of ("" when its output
+// names none).
+func unmetName(err error) string {
+	if m := unmetPattern.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // pinLine is one exact pin of a requirements or constraints file: name==version.
 var pinLine = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#,]+)`)
 
-// pinWithoutWheel finds, after pip failed, the first exact pin of the pins file that has no wheel
-// for these platform tags and CPython version, by asking pip to fetch that one wheel alone. It
-// gives "" when every pin has one (the failure is something else).
-func pinWithoutWheel(ctx context.Context, python, pins string, tags []string, pyVersion string) (string, string) {
+// authorPinFor finds, after pip failed, the author's exact pin that has no wheel for these
+// platform tags and CPython version: the pin of unmet (the distribution pip's error names) when
+// the pins file has one, else the first pin for which pip cannot fetch that one wheel alone. It
+// gives "" when the failure is not the author's pin.
+func authorPinFor(ctx context.Context, python, pins, unmet string, tags []string, pyVersion string) (string, string) {
 	data, err := os.ReadFile(pins)
 	if err != nil {
+		return "", ""
+	}
+	var all [][]string
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := pinLine.FindStringSubmatch(line); m != nil {
+			if unmet != "" && normalizeName(m[1]) == unmet {
+				return m[1], m[2]
+			}
+			all = append(all, m)
+		}
+	}
+	if unmet != "" {
 		return "", ""
 	}
 	tmp, err := os.MkdirTemp("", "oprov-pin-")
@@ -157,11 +206,7 @@ func pinWithoutWheel(ctx context.Context, python, pins string, tags []string, py
 		return "", ""
 	}
 	defer os.RemoveAll(tmp)
-	for _, line := range strings.Split(string(data), "\n") {
-		m := pinLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
+	for _, m := range all {
 		args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
 		for _, t := range tags {
 			args = append(args, "--platform", t)
@@ -171,23 +216,6 @@ func pinWithoutWheel(ctx context.Context, python, pins string, tags []string, py
 		}
 	}
 	return "", ""
-}
-
-// PinsFiles are the files of the author's pins oprov reads from a project, the first found.
-var PinsFiles = []string{"constraints.txt", "requirements.txt"}
-
-// FindPins gives the author's pins file in dir ("" when none).
-func FindPins(dir string) string {
-	for _, name := range PinsFiles {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			abs, err := filepath.Abs(p)
-			if err == nil {
-				return abs
-			}
-		}
-	}
-	return ""
 }
 
 // cleanSite makes a pip --target directory the same on every run: console-script wrappers

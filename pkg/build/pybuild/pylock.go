@@ -3,7 +3,6 @@ package pybuild
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -59,26 +58,3 @@ var nameSeparators = regexp.MustCompile(`[-_.]+`)
 
 // normalizeName is a distribution name as PEP 503 compares them.
 func normalizeName(n string) string { return nameSeparators.ReplaceAllString(strings.ToLower(n), "-") }
-
-// ProjectPins gives the pins file pip is given as constraints for the project in dir, project
-// being its name: the first of pylock.toml (its packages' versions, written as a constraints
-// file named pylock.toml in scratch, so messages still name it), constraints.txt and
-// requirements.txt that dir holds; "" when none.
-func ProjectPins(dir, project, scratch string) (string, error) {
-	lock := filepath.Join(dir, PyLockFile)
-	if st, err := os.Stat(lock); err == nil && st.Mode().IsRegular() {
-		pins, err := PyLockPins(lock, project)
-		if err != nil {
-			return "", err
-		}
-		if err := os.MkdirAll(scratch, 0o755); err != nil {
-			return "", err
-		}
-		out := filepath.Join(scratch, PyLockFile)
-		if err := os.WriteFile(out, []byte(strings.Join(pins, "\n")+"\n"), 0o644); err != nil {
-			return "", err
-		}
-		return out, nil
-	}
-	return FindPins(dir), nil
-}

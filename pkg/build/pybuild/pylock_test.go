@@ -36,12 +36,12 @@ path = "../local-lib"
 func TestProjectPinsPyLock(t *testing.T) {
 	dir, scratch := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("grpcio==1.85.1\n"), 0o644)
-	got, err := ProjectPins(dir, "terraform-provider-pyhello", scratch)
-	if err != nil || filepath.Base(got) != "requirements.txt" {
+	got, err := ProjectPins(dir, "terraform-provider-pyhello", "", scratch)
+	if err != nil || got != filepath.Join(scratch, "requirements.txt") {
 		t.Fatalf("without pylock.toml: %q %v, want requirements.txt", got, err)
 	}
 	os.WriteFile(filepath.Join(dir, "pylock.toml"), []byte(testPyLock), 0o644)
-	got, err = ProjectPins(dir, "terraform-provider-pyhello", scratch)
+	got, err = ProjectPins(dir, "terraform-provider-pyhello", "", scratch)
 	if err != nil || got != filepath.Join(scratch, "pylock.toml") {
 		t.Fatalf("with pylock.toml: %q %v", got, err)
 	}
