@@ -117,3 +117,39 @@ func zipHas(t *testing.T, path, base string) bool {
 	}
 	return false
 }
+
+// TestPythonCompiledSdistRefused: a dependency published only as a source distribution whose
+// wheel is not pure Python (its setup.py declares extension modules, so the wheel is tagged for
+// this machine's CPython and platform alone) is refused, naming the package and its version.
+func TestPythonCompiledSdistRefused(t *testing.T) {
+	env := pyEnv(t)
+	src := filepath.Join(t.TempDir(), "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		t.Fatal(err)
+	}
+	pyproject := filepath.Join(src, "pyproject.toml")
+	data, err := os.ReadFile(pyproject)
+	if err != nil || !strings.Contains(string(data), `dependencies = ["tf==1.2.0"]`) {
+		t.Fatalf("%s: no tf dependency to add to (%v)", pyproject, err)
+	}
+	writeFile(t, pyproject, strings.Replace(string(data), `dependencies = ["tf==1.2.0"]`, `dependencies = ["tf==1.2.0", "fastthing==1.4.0"]`, 1))
+	links := t.TempDir()
+	writeSdist(t, links, "fastthing", "1.4.0", map[string]string{
+		"fastthing.py": "FAST = True\n",
+		// A distribution that says it has extension modules: setuptools tags its wheel for
+		// this CPython and platform, as a compiled one, without needing a compiler here.
+		"setup.py": "from setuptools import setup\nfrom setuptools.dist import Distribution\n\n" +
+			"class Compiled(Distribution):\n    def has_ext_modules(self):\n        return True\n\nsetup(distclass=Compiled)\n",
+	})
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
+			env[i] = "PIP_FIND_LINKS=" + v + " " + links
+		}
+	}
+	r := oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64",
+		"--python-versions", "3.12", "--out-dir", t.TempDir())
+	want := "fastthing 1.4.0 is published only as a source distribution, and it compiles"
+	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
+	}
+}
