@@ -47,6 +47,36 @@ func writeWheel(t *testing.T, dir, name, version, plat string) {
 	}
 }
 
+// pyhelloWith copies examples/pyhello into a temporary directory and adds deps to its
+// dependencies, giving the copy's path.
+func pyhelloWith(t *testing.T, deps ...string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		t.Fatal(err)
+	}
+	pyproject := filepath.Join(src, "pyproject.toml")
+	data, err := os.ReadFile(pyproject)
+	if err != nil || !strings.Contains(string(data), `dependencies = ["tf==1.2.0"]`) {
+		t.Fatalf("%s: no tf dependency to add to (%v)", pyproject, err)
+	}
+	if len(deps) > 0 {
+		writeFile(t, pyproject, strings.Replace(string(data), `dependencies = ["tf==1.2.0"]`, `dependencies = ["tf==1.2.0", "`+strings.Join(deps, `", "`)+`"]`, 1))
+	}
+	return src
+}
+
+// withFindLinks gives a copy of env whose pip also finds distributions in dirs.
+func withFindLinks(env []string, dirs ...string) []string {
+	out := append([]string{}, env...)
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
+			out[i] = "PIP_FIND_LINKS=" + strings.Join(append([]string{v}, dirs...), " ")
+		}
+	}
+	return out
+}
+
 // distInfos gives the NAME-VERSION.dist-info directories a zip holds.
 func distInfos(t *testing.T, path string) map[string]bool {
 	t.Helper()
@@ -71,41 +101,24 @@ func distInfos(t *testing.T, path string) map[string]bool {
 // skewdep, its version and the platform that has no wheel.
 func TestPythonResolveOnce(t *testing.T) {
 	env := pyEnv(t)
-	src := filepath.Join(t.TempDir(), "pyhello")
-	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
-		t.Fatal(err)
-	}
-	pyproject := filepath.Join(src, "pyproject.toml")
-	data, err := os.ReadFile(pyproject)
-	if err != nil || !strings.Contains(string(data), `dependencies = ["tf==1.2.0"]`) {
-		t.Fatalf("%s: no tf dependency to add to (%v)", pyproject, err)
-	}
-	writeFile(t, pyproject, strings.Replace(string(data), `dependencies = ["tf==1.2.0"]`, `dependencies = ["tf==1.2.0", "skewdep"]`, 1))
+	src := pyhelloWith(t, "skewdep")
 	links := t.TempDir()
 	writeWheel(t, links, "skewdep", "2.0", "manylinux2014_x86_64")
-	withLinks := func(dirs ...string) []string {
-		out := append([]string{}, env...)
-		for i, kv := range out {
-			if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
-				out[i] = "PIP_FIND_LINKS=" + strings.Join(append([]string{v}, dirs...), " ")
-			}
-		}
-		return append(out, "PIP_CACHE_DIR="+t.TempDir())
-	}
+	withLinks := func() []string { return append(withFindLinks(env, links), "PIP_CACHE_DIR="+t.TempDir()) }
 	pack := func(env []string) result {
 		return oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64,darwin_arm64",
 			"--python-versions", "3.12", "--out-dir", t.TempDir(), "-o", "json")
 	}
 
 	// Only 2.0, a linux_amd64 wheel: darwin_arm64 has no version of skewdep at all.
-	r := pack(withLinks(links))
+	r := pack(withLinks())
 	want := "skewdep==2.0, which the dependencies resolve to, has no wheel for darwin_arm64, CPython 3.12, nor has any older version of skewdep"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("with skewdep 2.0 for linux alone: exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
 	}
 
 	writeWheel(t, links, "skewdep", "1.0", "any")
-	r = pack(withLinks(links))
+	r = pack(withLinks())
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}

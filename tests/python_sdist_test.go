@@ -57,10 +57,7 @@ func writeSdist(t *testing.T, dir, name, version string, files map[string]string
 func TestPythonSdistDependency(t *testing.T) {
 	tofu := peers.Require(t, "tofu")
 	env := pyEnv(t)
-	src := filepath.Join(t.TempDir(), "pyhello")
-	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
-		t.Fatal(err)
-	}
+	src := pyhelloWith(t, "srcgreet==0.1.0")
 	edit := func(path, old, new string) {
 		data, err := os.ReadFile(path)
 		if err != nil || !strings.Contains(string(data), old) {
@@ -68,15 +65,10 @@ func TestPythonSdistDependency(t *testing.T) {
 		}
 		writeFile(t, path, strings.Replace(string(data), old, new, 1))
 	}
-	edit(filepath.Join(src, "pyproject.toml"), `dependencies = ["tf==1.2.0"]`, `dependencies = ["tf==1.2.0", "srcgreet==0.1.0"]`)
 	edit(filepath.Join(src, "pyhello", "provider.py"), `DEFAULT_GREETING = "Hello"`, `from srcgreet import WORD as DEFAULT_GREETING`)
 	links := t.TempDir()
 	writeSdist(t, links, "srcgreet", "0.1.0", map[string]string{"srcgreet.py": "WORD = \"Salut\"\n"})
-	for i, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
-			env[i] = "PIP_FIND_LINKS=" + v + " " + links
-		}
-	}
+	env = withFindLinks(env, links)
 
 	dist := t.TempDir()
 	r := oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", runtime.GOOS+"_"+runtime.GOARCH,
@@ -123,16 +115,7 @@ func zipHas(t *testing.T, path, base string) bool {
 // this machine's CPython and platform alone) is refused, naming the package and its version.
 func TestPythonCompiledSdistRefused(t *testing.T) {
 	env := pyEnv(t)
-	src := filepath.Join(t.TempDir(), "pyhello")
-	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
-		t.Fatal(err)
-	}
-	pyproject := filepath.Join(src, "pyproject.toml")
-	data, err := os.ReadFile(pyproject)
-	if err != nil || !strings.Contains(string(data), `dependencies = ["tf==1.2.0"]`) {
-		t.Fatalf("%s: no tf dependency to add to (%v)", pyproject, err)
-	}
-	writeFile(t, pyproject, strings.Replace(string(data), `dependencies = ["tf==1.2.0"]`, `dependencies = ["tf==1.2.0", "fastthing==1.4.0"]`, 1))
+	src := pyhelloWith(t, "fastthing==1.4.0")
 	links := t.TempDir()
 	writeSdist(t, links, "fastthing", "1.4.0", map[string]string{
 		"fastthing.py": "FAST = True\n",
@@ -141,12 +124,7 @@ func TestPythonCompiledSdistRefused(t *testing.T) {
 		"setup.py": "from setuptools import setup\nfrom setuptools.dist import Distribution\n\n" +
 			"class Compiled(Distribution):\n    def has_ext_modules(self):\n        return True\n\nsetup(distclass=Compiled)\n",
 	})
-	for i, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PIP_FIND_LINKS="); ok {
-			env[i] = "PIP_FIND_LINKS=" + v + " " + links
-		}
-	}
-	r := oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64",
+	r := oprov(t, withFindLinks(env, links), "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64",
 		"--python-versions", "3.12", "--out-dir", t.TempDir())
 	want := "fastthing 1.4.0 is published only as a source distribution, and it compiles"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {

@@ -567,10 +567,7 @@ func TestPythonPins(t *testing.T) {
 	if old, _ := filepath.Glob(filepath.Join(wh, "grpcio-1.67.1-cp312-*.whl")); len(old) == 0 {
 		peers.Missing(t, "grpcio 1.67.1 in the wheelhouse "+wh+" (tests/tools/install.sh python)")
 	}
-	src := filepath.Join(t.TempDir(), "pyhello")
-	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
-		t.Fatal(err)
-	}
+	src := pyhelloWith(t)
 	writeFile(t, filepath.Join(src, "requirements.txt"), "grpcio==1.67.1 \\\n    --hash=sha256:00\nprotobuf==5.28.3\n")
 	pack := func(env []string) result {
 		return oprov(t, env, "package", "--python", src, "--version", "1.0.0", "--platform", "linux_amd64,linux_arm64",
@@ -583,17 +580,7 @@ func TestPythonPins(t *testing.T) {
 	var out pyPackaged
 	decodeJSON(t, r.Stdout, &out)
 	for _, p := range out.Packages {
-		zr, err := zip.OpenReader(p.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]bool{}
-		for _, f := range zr.File {
-			if strings.HasSuffix(f.Name, ".dist-info/METADATA") {
-				got[filepath.Base(filepath.Dir(f.Name))] = true
-			}
-		}
-		zr.Close()
+		got := distInfos(t, p.Path)
 		for _, want := range []string{"grpcio-1.67.1.dist-info", "protobuf-5.28.3.dist-info"} {
 			if !got[want] {
 				t.Errorf("%s: no %s among %v", p.Platform, want, got)
