@@ -144,7 +144,7 @@ func (b *build) installAll(ctx context.Context, versions []string, drop bool) ([
 			common = []string{file}
 			constraints = append(constraints, file)
 		}
-		res, err := b.resolve(ctx, constraints, &versions, drop, filepath.Join(b.tmp, fmt.Sprintf("resolve-%d", round)))
+		res, err := b.resolve(ctx, constraints, &versions, drop && len(extra) == 0, filepath.Join(b.tmp, fmt.Sprintf("resolve-%d", round)))
 		if err != nil {
 			if len(extra) > 0 {
 				return nil, fmt.Errorf("with %s, the newest versions that have wheels for every target: %w", strings.TrimSpace(strings.ReplaceAll((&resolution{Pins: extra}).text(), "\n", ", ")), err)
@@ -164,13 +164,15 @@ func (b *build) installAll(ctx context.Context, versions []string, drop bool) ([
 			if _, again := extra[name]; again {
 				return nil, m // chosen as having wheels everywhere, yet pip found none
 			}
-			v, err := b.commonVersion(ctx, m, res.Links, kept, drop)
+			v, leaveOut, err := b.commonVersion(ctx, m, res.Links, constraints, kept, drop)
 			if err != nil {
 				return nil, err
 			}
+			for _, out := range leaveOut {
+				b.opts.Progressf("leaving CPython %s out: no version of %s up to %s has wheels for it on every platform", out, m.Pin.Name, m.Pin.Version)
+			}
+			kept = slices.DeleteFunc(kept, func(s string) bool { return slices.Contains(leaveOut, s) })
 			if v == "" {
-				b.opts.Progressf("leaving CPython %s out: %s has no wheel for %s, CPython %s", m.PyVersion, m.Pin, m.Platform.Slash(), m.PyVersion)
-				kept = slices.DeleteFunc(kept, func(s string) bool { return s == m.PyVersion })
 				continue
 			}
 			b.opts.Progressf("%s has no wheel for %s, CPython %s: installing %s==%s, the newest with wheels for every target, everywhere", m.Pin, m.Platform.Slash(), m.PyVersion, m.Pin.Name, v)
@@ -205,12 +207,38 @@ func (b *build) resolve(ctx context.Context, constraints []string, versions *[]s
 		v := (*versions)[0]
 		b.opts.Progressf("resolving the dependencies for %s, CPython %s (building those published only as source, if any)", p.Slash(), v)
 		res, err := resolve(ctx, b.python, b.wheel, b.project, constraints, p, v, dir)
-		if err == nil || !drop || len(*versions) == 1 || !noWheels(err) || ctx.Err() != nil {
+		if err == nil || !drop || len(*versions) == 1 || ctx.Err() != nil || !b.lacksWheels(ctx, err, p, v) {
 			return res, err
 		}
-		b.opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on %s", v, p.Slash())
+		b.opts.Progressf("leaving CPython %s out: %s", v, lacking(err, p))
 		*versions = (*versions)[1:]
 	}
+}
+
+// lacksWheels reports whether pip failed for want of a wheel for the target, not for a conflict
+// between versions: pip's resolver reports both as ResolutionImpossible, and a conflict counts
+// as lacking only when it is an author's pin that has no wheel.
+func (b *build) lacksWheels(ctx context.Context, err error, p manifest.Platform, pyVersion string) bool {
+	if !noWheels(err) {
+		return false
+	}
+	if !strings.Contains(err.Error(), "ResolutionImpossible") {
+		return true
+	}
+	tags, terr := pipPlatforms(p)
+	if terr != nil || b.author == "" {
+		return false
+	}
+	name, _ := authorPinFor(ctx, b.python, b.author, normalizeName(unmetName(err)), tags, pyVersion)
+	return name != ""
+}
+
+// lacking says what a target lacks, from pip's error: the distribution it names when it names one.
+func lacking(err error, p manifest.Platform) string {
+	if name := unmetName(err); name != "" {
+		return fmt.Sprintf("no wheel of %s fits it on %s", name, p.Slash())
+	}
+	return fmt.Sprintf("not every dependency has wheels for it on %s", p.Slash())
 }
 
 // removeVersions removes the installs of the versions not kept.
@@ -225,8 +253,10 @@ func (b *build) removeVersions(versions, kept []string) {
 }
 
 // installRound runs pip for every platform and CPython version, two at a time, under the
-// resolution res (and the extra constraints files), and gives the versions installed for every
-// platform, and the installs that failed for want of a wheel of a resolved version.
+// resolution res (and the extra constraints files). It gives the versions not left out (with
+// drop, a version some platform has no wheels of some dependency for is), and the installs that
+// failed for want of a wheel of a resolved version: their versions are among those given, and
+// the caller decides what becomes of them.
 func (b *build) installRound(ctx context.Context, res *resolution, extra, versions []string, drop bool) ([]string, []*missingWheel, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -239,15 +269,18 @@ func (b *build) installRound(ctx context.Context, res *resolution, extra, versio
 	var mu sync.Mutex
 	var first error
 	var missing []*missingWheel
-	dropped := map[string]error{} // version -> why a platform could not have it
-	failed := map[string]bool{}   // versions some install of failed
+	type why struct {
+		err error
+		p   manifest.Platform
+	}
+	dropped := map[string]why{} // version -> why a platform could not have it
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
 				mu.Lock()
-				skip := dropped[j.v] != nil
+				skip := dropped[j.v].err != nil
 				mu.Unlock()
 				if skip {
 					continue
@@ -263,10 +296,9 @@ func (b *build) installRound(ctx context.Context, res *resolution, extra, versio
 				switch {
 				case errors.As(err, &mw):
 					missing = append(missing, mw)
-					failed[j.v] = true
 				case drop && ctx.Err() == nil && noWheels(err):
-					if dropped[j.v] == nil {
-						dropped[j.v] = err
+					if dropped[j.v].err == nil {
+						dropped[j.v] = why{err, j.p}
 					}
 				case first == nil:
 					first = err
@@ -293,14 +325,14 @@ feed:
 	}
 	var kept []string
 	for _, v := range versions {
-		if err := dropped[v]; err != nil {
-			b.opts.Progressf("leaving CPython %s out: not every dependency has wheels for it on every platform", v)
+		if d := dropped[v]; d.err != nil {
+			b.opts.Progressf("leaving CPython %s out: %s", v, lacking(d.err, d.p))
 			continue
 		}
 		kept = append(kept, v)
 	}
 	if len(kept) == 0 {
-		return nil, nil, dropped[versions[0]]
+		return nil, nil, dropped[versions[0]].err
 	}
 	// The failures in the order of the targets, so that what is said is the same every run.
 	sort.Slice(missing, func(i, j int) bool {
@@ -313,45 +345,57 @@ feed:
 	return kept, missing, nil
 }
 
-// commonVersion finds the newest version of m's distribution, older than the one the resolution
-// chose, that has a wheel for every platform and each of versions. It gives "" when the failed
-// target (m's platform and CPython version) has no wheel of any version no newer than that and
-// drop allows leaving that CPython version out; without drop that is an error naming the
-// package, version and platform.
-func (b *build) commonVersion(ctx context.Context, m *missingWheel, links string, versions []string, drop bool) (string, error) {
-	best, err := newestWheel(ctx, b.python, m.Pin.Name, m.Pin.Version, links, m.Platform, m.PyVersion)
-	if err != nil {
-		return "", err
+// commonVersion finds the newest version of m's distribution, no newer than the one the
+// resolution chose and within the constraints files, that has a wheel for every platform and
+// each of versions, and gives it ("" when no version is needed: every version lacking one is
+// left out). A CPython version some platform has no wheel of any such version for is given in
+// leaveOut when drop allows it; without drop, that is an error naming the package, version and
+// platform. When m's own target has a wheel of the chosen version after all, the failure was a
+// conflict, not a missing wheel, and m's error is given.
+func (b *build) commonVersion(ctx context.Context, m *missingWheel, links string, constraints, versions []string, drop bool) (best string, leaveOut []string, err error) {
+	// m's own target first: most often it has no version at all (a CPython version too new for
+	// a compiled dependency), which settles it without asking every target.
+	own, err := newestWheel(ctx, b.python, m.Pin.Name, m.Pin.Version, links, constraints, m.Platform, m.PyVersion)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case own == m.Pin.Version:
+		return "", nil, m.err // it has that wheel: pip failed for another reason
+	case own == "" && drop && len(versions) > 1:
+		return "", []string{m.PyVersion}, nil
+	case own == "":
+		return "", nil, fmt.Errorf("%s, which the dependencies resolve to, has no wheel for %s, CPython %s, nor has any older version of %s (pin %s to a version with wheels for every platform, or leave %s out with --platform)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, m.Pin.Name, m.Platform)
 	}
-	if best == "" {
-		if drop {
-			return "", nil
-		}
-		return "", fmt.Errorf("%s, which the dependencies resolve to, has no wheel for %s, CPython %s, nor has any older version of %s (pin %s to a version with wheels for every platform, or leave %s out with --platform)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, m.Pin.Name, m.Platform)
-	}
-	// Lower best until every target has a wheel of it: each pass asks every target for its newest
-	// no newer than best, and ends when none answers older.
-	for pass := 0; pass < 5; pass++ {
+	best = own
+	for pass := 0; ; pass++ {
 		lowered := false
 		for _, v := range versions {
 			for _, p := range b.opts.Platforms {
-				got, err := newestWheel(ctx, b.python, m.Pin.Name, best, links, p, v)
-				if err != nil {
-					return "", err
+				if slices.Contains(leaveOut, v) {
+					break
 				}
-				if got == "" {
-					return "", fmt.Errorf("%s has no wheel for %s, CPython %s, and no version of %s from %s down has wheels for every platform and CPython version (pin one that has, or leave %s out with --platform)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, best, p)
-				}
-				if got != best {
+				got, err := newestWheel(ctx, b.python, m.Pin.Name, best, links, constraints, p, v)
+				switch {
+				case err != nil:
+					return "", nil, err
+				case got == "" && drop:
+					leaveOut = append(leaveOut, v)
+				case got == "":
+					return "", nil, fmt.Errorf("%s, which the dependencies resolve to, has no wheel for %s, CPython %s, nor has any older version of %s that every other target has (pin %s to a version with wheels for every platform, or leave %s out with --platform)", m.Pin, p, v, m.Pin.Name, m.Pin.Name, p)
+				case got != best:
 					best, lowered = got, true
 				}
 			}
 		}
-		if !lowered {
-			return best, nil
+		switch {
+		case len(leaveOut) == len(versions):
+			return "", nil, m
+		case !lowered:
+			return best, leaveOut, nil
+		case pass == 5:
+			return "", nil, fmt.Errorf("%s has no wheel for %s, CPython %s, and no common older version of %s was settled on in %d passes over the targets (pin one with wheels for every target)", m.Pin, m.Platform, m.PyVersion, m.Pin.Name, pass+1)
 		}
 	}
-	return "", fmt.Errorf("%s has no wheel for %s, CPython %s, and no older version of %s was found with wheels for every target", m.Pin, m.Platform, m.PyVersion, m.Pin.Name)
 }
 
 // noWheels reports whether a failed install failed for want of a distribution that fits the

@@ -5,22 +5,69 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestRequirementsPins: a pip-compile style file with hashes becomes plain pins pip takes as
-// constraints; an include is made absolute against the file's directory.
+// constraints, read by pip's own line rules; included files are read in place; what pip takes no
+// constraint of is dropped; a relative --find-links is made absolute.
 func TestRequirementsPins(t *testing.T) {
-	text := "# generated\ngrpcio==1.67.1 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n\nprotobuf==5.28.3 --hash sha256:cc ; python_version >= \"3.11\"\n-r base.txt\n-c /abs/c.txt\n"
-	got := requirementsPins(text, "/proj")
-	want := []string{"grpcio==1.67.1", "protobuf==5.28.3 ; python_version >= \"3.11\"", "-r /proj/base.txt", "-c /abs/c.txt"}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("base.txt", "msgpack==1.2.4 # shared\n")
+	write("more.txt", "cffi==2.1.1\n")
+	main := write("requirements.txt", "# generated\n--require-hashes\ngrpcio==1.67.1 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n\n"+
+		"protobuf==5.28.3 --hash sha256:cc ; python_version >= \"3.11\"\n"+
+		"-r base.txt # the shared pins\n-cmore.txt\n"+
+		"# see C:\\\ntf==1.2.0\n"+
+		"typing-extensions==4.16.0 # x \\\nwheel==0.48.0\n"+
+		"-e .\n./local-lib\nthing @ https://example.com/thing.whl\n--find-links ./wheels\n--index-url=https://pypi.example/simple\n--unknown-option\n")
+	got, err := requirementsPins(main, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"grpcio==1.67.1", "protobuf==5.28.3 ; python_version >= \"3.11\"", "msgpack==1.2.4", "cffi==2.1.1",
+		"tf==1.2.0", "typing-extensions==4.16.0", "wheel==0.48.0", "--find-links " + filepath.Join(dir, "wheels"), "--index-url https://pypi.example/simple"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q\nwant %q", got, want)
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	for _, line := range got[:2] {
 		if pinLine.FindStringSubmatch(line) == nil {
 			t.Errorf("%q is not read back as a pin", line)
+		}
+	}
+
+	loop := write("loop.txt", "-r loop.txt\n")
+	if _, err := requirementsPins(loop, nil); err == nil || !strings.Contains(err.Error(), "includes itself") {
+		t.Errorf("a file including itself: %v", err)
+	}
+	remote := write("remote.txt", "-r https://example.com/reqs.txt\n")
+	if _, err := requirementsPins(remote, nil); err == nil || !strings.Contains(err.Error(), "local files only") {
+		t.Errorf("a remote include: %v", err)
+	}
+}
+
+// TestPyLockHostile: a lock entry whose name, version or marker would break out of its one line
+// of the constraints file (a newline and a pip option) is refused, naming the entry.
+func TestPyLockHostile(t *testing.T) {
+	dir := t.TempDir()
+	for _, entry := range []string{
+		"name = \"grpcio\\n--extra-index-url https://evil.example/simple\"\nversion = \"1.0\"",
+		"name = \"grpcio\"\nversion = \"1.0 --index-url=https://evil.example\"",
+		"name = \"grpcio\"\nversion = \"1.0\"\nmarker = \"python_version > '3'\\n-r /etc/passwd\"",
+	} {
+		p := filepath.Join(dir, "pylock.toml")
+		os.WriteFile(p, []byte("lock-version = \"1.0\"\n[[packages]]\n"+entry+"\n"), 0o644)
+		if pins, err := PyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "packages[0]") {
+			t.Errorf("%q: pins %q, err %v; want a refusal naming packages[0]", entry, pins, err)
 		}
 	}
 }
@@ -114,4 +161,28 @@ func TestUnmetConstraint(t *testing.T) {
 	if got := unmetName(errors.New(msg)); got != "skewdep" {
 		t.Errorf("got %q, want skewdep", got)
 	}
+}
+
+// FuzzRequirementsPins: whatever a requirements file holds, each constraint line given is one
+// line, and is a requirement or one of the options kept: nothing else reaches pip.
+func FuzzRequirementsPins(f *testing.F) {
+	f.Add("grpcio==1.67.1 \\\n  --hash=sha256:aa\n-r base.txt\n# c\n--find-links ./w\n")
+	f.Add("a==1 # x \\\nb==2\n-e .\n--require-hashes\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "requirements.txt")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := requirementsPins(path, nil)
+		if err != nil {
+			return
+		}
+		for _, line := range lines {
+			opt, _ := splitOption(line)
+			if strings.ContainsAny(line, "\r\n") || (opt == "" && !requirementName.MatchString(line)) || (opt != "" && !slices.Contains(keptOptions, opt)) {
+				t.Fatalf("%q gave the constraint line %q", text, line)
+			}
+		}
+	})
 }

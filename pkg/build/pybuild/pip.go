@@ -141,6 +141,10 @@ func installForTarget(ctx context.Context, python, wheel, target, author string,
 	if ctx.Err() != nil {
 		return err
 	}
+	err = fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
+	if !noWheels(err) {
+		return err // not for want of a distribution: a full disk, a broken wheel
+	}
 	unmet := normalizeName(unmetName(err))
 	if author != "" {
 		if name, version := authorPinFor(ctx, python, author, unmet, tags, pyVersion); name != "" {
@@ -150,7 +154,7 @@ func installForTarget(ctx context.Context, python, wheel, target, author string,
 	if got, ok := res.Pins[unmet]; ok && unmet != "" {
 		return &missingWheel{Pin: got, Platform: p, PyVersion: pyVersion, err: err}
 	}
-	return fmt.Errorf("installing dependencies for %s, CPython %s: %w", p, pyVersion, err)
+	return err
 }
 
 // missingWheel is a failed install for want of a wheel of the version the resolution chose.
@@ -162,7 +166,7 @@ type missingWheel struct {
 }
 
 func (m *missingWheel) Error() string {
-	return fmt.Sprintf("%s, which the dependencies resolve to on this machine, has no wheel for %s, CPython %s: %v", m.Pin, m.Platform, m.PyVersion, m.err)
+	return fmt.Sprintf("%s, which the dependencies resolve to, has no wheel for %s, CPython %s: %v", m.Pin, m.Platform, m.PyVersion, m.err)
 }
 
 // unmetPattern finds the requirement pip could not satisfy in its error output.
@@ -180,42 +184,53 @@ func unmetName(err error) string {
 // pinLine is one exact pin of a requirements or constraints file: name==version.
 var pinLine = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#,]+)`)
 
-// authorPinFor finds, after pip failed, the author's exact pin that has no wheel for these
-// platform tags and CPython version: the pin of unmet (the distribution pip's error names) when
-// the pins file has one, else the first pin for which pip cannot fetch that one wheel alone. It
+// authorPinFor finds, after pip failed for want of a distribution, the author's exact pin that
+// has no wheel for these platform tags and CPython version: the pin of unmet (the distribution
+// pip's error names) when the pins file has one and pip finds no wheel of it alone (with one,
+// the failure is a conflict, not the pin's); when pip named none, the first pin without an
+// environment marker (one with a marker may not apply to this target) that has no wheel. It
 // gives "" when the failure is not the author's pin.
 func authorPinFor(ctx context.Context, python, pins, unmet string, tags []string, pyVersion string) (string, string) {
 	data, err := os.ReadFile(pins)
 	if err != nil {
 		return "", ""
 	}
-	var all [][]string
+	var candidates [][]string
 	for _, line := range strings.Split(string(data), "\n") {
-		if m := pinLine.FindStringSubmatch(line); m != nil {
-			if unmet != "" && normalizeName(m[1]) == unmet {
-				return m[1], m[2]
+		m := pinLine.FindStringSubmatch(line)
+		switch {
+		case m == nil:
+		case unmet != "":
+			if normalizeName(m[1]) == unmet {
+				candidates = [][]string{m}
 			}
-			all = append(all, m)
+		case !strings.Contains(line, ";"):
+			candidates = append(candidates, m)
 		}
 	}
-	if unmet != "" {
-		return "", ""
-	}
-	tmp, err := os.MkdirTemp("", "oprov-pin-")
-	if err != nil {
-		return "", ""
-	}
-	defer os.RemoveAll(tmp)
-	for _, m := range all {
-		args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
-		for _, t := range tags {
-			args = append(args, "--platform", t)
-		}
-		if pip(ctx, python, append(args, m[1]+"=="+m[2])...) != nil && ctx.Err() == nil {
+	for _, m := range candidates {
+		if !hasWheel(ctx, python, m[1], m[2], tags, pyVersion) && ctx.Err() == nil {
 			return m[1], m[2]
 		}
 	}
 	return "", ""
+}
+
+// hasWheel reports whether pip finds a wheel of name==version for these platform tags and
+// CPython version, asking for that one wheel alone. A failure for any other reason than want of
+// a distribution counts as found: the caller must not blame the version for it.
+func hasWheel(ctx context.Context, python, name, version string, tags []string, pyVersion string) bool {
+	tmp, err := os.MkdirTemp("", "oprov-pin-")
+	if err != nil {
+		return true
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
+	for _, t := range tags {
+		args = append(args, "--platform", t)
+	}
+	err = pip(ctx, python, append(args, name+"=="+version)...)
+	return err == nil || !noWheels(err)
 }
 
 // cleanSite makes a pip --target directory the same on every run: console-script wrappers

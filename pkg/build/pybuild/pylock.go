@@ -45,6 +45,11 @@ func PyLockPins(path, project string) ([]string, error) {
 		if p.Version == "" || p.Directory != nil || p.VCS != nil || normalizeName(p.Name) == normalizeName(project) {
 			continue
 		}
+		// What becomes a line of a constraints file must stay one pin: a newline or a stray
+		// character would smuggle another line or an option (--index-url) into pip's input.
+		if !pyLockNamePattern.MatchString(p.Name) || !pyLockVersion.MatchString(p.Version) || strings.ContainsAny(p.Marker, "\r\n#") {
+			return nil, fmt.Errorf("%s: packages[%d] (%q %q): a name, version or marker that is not one: names are letters, digits and . _ - (PEP 508), versions have no spaces", path, i, p.Name, p.Version)
+		}
 		line := p.Name + "==" + p.Version
 		if p.Marker != "" {
 			line += " ; " + p.Marker
@@ -53,6 +58,11 @@ func PyLockPins(path, project string) ([]string, error) {
 	}
 	return out, nil
 }
+
+var (
+	pyLockNamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+	pyLockVersion     = regexp.MustCompile(`^[A-Za-z0-9.!+_-]+$`)
+)
 
 var nameSeparators = regexp.MustCompile(`[-_.]+`)
 

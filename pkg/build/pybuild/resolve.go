@@ -19,7 +19,7 @@ func (p pin) String() string { return p.Name + "==" + p.Version }
 
 // resolution is the one set of dependency versions every platform and CPython version installs.
 type resolution struct {
-	// File is a constraints file pinning every dependency the build machine's resolution chose.
+	// File is a constraints file pinning every dependency the resolution chose.
 	File string
 	// Pins are those pins, by normalized name.
 	Pins map[string]pin
@@ -212,10 +212,11 @@ func checkPureWheel(file string) error {
 	return fmt.Errorf("%s %s is published only as a source distribution, and it compiles (it builds %s, for this machine alone): oprov builds pure-Python sdists only; pin a version of %s that has wheels, or drop it", name, version, file, name)
 }
 
-// newestWheel gives the newest version of the distribution name, no newer than atMost, that has
-// a wheel for platform p and CPython pyVersion (pip download --no-deps of that one wheel), or ""
-// when it has none. links is where wheels built from sdists are.
-func newestWheel(ctx context.Context, python, name, atMost, links string, p manifest.Platform, pyVersion string) (string, error) {
+// newestWheel gives the newest version of the distribution name, no newer than atMost and
+// within the constraints files, that has a wheel for platform p and CPython pyVersion (pip
+// download --no-deps of that one wheel), or "" when it has none. links is where wheels built
+// from sdists are.
+func newestWheel(ctx context.Context, python, name, atMost, links string, constraints []string, p manifest.Platform, pyVersion string) (string, error) {
 	tags, err := pipPlatforms(p)
 	if err != nil {
 		return "", err
@@ -231,6 +232,9 @@ func newestWheel(ctx context.Context, python, name, atMost, links string, p mani
 	}
 	if links != "" {
 		args = append(args, "--find-links", links)
+	}
+	for _, c := range constraints {
+		args = append(args, "-c", c)
 	}
 	if err := pip(ctx, python, append(args, name+"<="+atMost)...); err != nil {
 		if ctx.Err() != nil {
