@@ -18,7 +18,7 @@ import (
 )
 
 // extractProvider unpacks a release zip for this machine and returns its executable.
-func extractProvider(b *testing.B, zipPath, exe string) string {
+func extractProvider(b testing.TB, zipPath, exe string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "pkg")
 	if err := unzip.Extract(context.Background(), zipPath, filepath.Dir(dir), dir, unzip.DefaultLimits, nil); err != nil {
@@ -130,7 +130,7 @@ func BenchmarkPythonRunPlan(b *testing.B) {
 
 // pythonFor finds CPython minor version v (python3.X on PATH, else in pyenv's versions) and
 // gives the interpreter's real path.
-func pythonFor(b *testing.B, v string) string {
+func pythonFor(b testing.TB, v string) string {
 	b.Helper()
 	var candidates []string
 	if p, err := exec.LookPath("python" + v); err == nil {
@@ -154,7 +154,7 @@ func pythonFor(b *testing.B, v string) string {
 
 // timeHandshake starts exe with env and gives the time until its plugin handshake line (a line
 // with "|", as go-plugin reads it) is on its stdout; the provider is then killed.
-func timeHandshake(b *testing.B, env []string, exe string) time.Duration {
+func timeHandshake(b testing.TB, env []string, exe string) time.Duration {
 	b.Helper()
 	cmd := exec.Command(exe)
 	cmd.Env = append(append(os.Environ(), "PLUGIN_PROTOCOL_VERSIONS=6", "TF_PLUGIN_MAGIC_COOKIE=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"), env...)

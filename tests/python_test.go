@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -384,12 +386,11 @@ func TestPythonPackage(t *testing.T) {
 		three := first.Packages[i]
 		ratio := float64(three.Size) / float64(p.Size)
 		t.Logf("zip size %s: %.1f MiB for CPython %s, %.1f MiB for 3.12 alone: %.2fx", p.Platform, float64(three.Size)/(1<<20), strings.Join(pyVersions, ", "), float64(p.Size)/(1<<20), ratio)
-		// The issue's 1.4x is out of reach while grpcio ships a separate extension (about 5 MiB
-		// compressed) per CPython version; what must hold is that only such files are repeated:
-		// three versions cost the one-version zip plus two more version-specific sets.
-		perVersion := pyVersionSpecific(t, three.Path, "lib/cp312/")
-		if limit := p.Size + 2*perVersion + 256<<10; three.Size > limit {
-			t.Errorf("%s: the three-version zip is %d bytes, more than the one-version zip (%d) and two more sets of its %d version-specific bytes", p.Platform, three.Size, p.Size, perVersion)
+		// Only the newest version's set is whole; the others hold their compiled extensions as
+		// deltas against it, and what all share is stored once: three versions stay well
+		// under 1.5 one version (2.2x to 2.5x before deltas; the issue's target is 1.4x).
+		if three.Size > p.Size*3/2 {
+			t.Errorf("%s: the three-version zip is %d bytes, more than 1.5 times the one-version zip (%d)", p.Platform, three.Size, p.Size)
 		}
 	}
 	sums1, _ := os.ReadFile(filepath.Join(dist, "terraform-provider-pyhello_1.0.0_SHA256SUMS"))
@@ -439,7 +440,16 @@ func pyCheckLayout(t *testing.T, path, platform string) {
 				t.Errorf("%s: %s is stored per version, not once in lib/common", platform, n)
 			}
 		}
-		ext := regexp.MustCompile(`^` + regexp.QuoteMeta(lib) + `grpc/_cython/cygrpc\.cpython-` + strings.ReplaceAll(v, ".", "") + `-.*` + osName + `\.so$`)
+		// The newest version's set holds grpc's extension; each other one a delta against it,
+		// listed in its oprov-deltas.json.
+		suffix := `\.so$`
+		if v != pyVersions[len(pyVersions)-1] {
+			suffix = `\.so\.oprov-delta$`
+			if !names[lib+"oprov-deltas.json"] {
+				t.Errorf("%s: no %soprov-deltas.json", platform, lib)
+			}
+		}
+		ext := regexp.MustCompile(`^` + regexp.QuoteMeta(lib) + `grpc/_cython/cygrpc\.cpython-` + strings.ReplaceAll(v, ".", "") + `-.*` + osName + suffix)
 		found := false
 		for n := range names {
 			found = found || ext.MatchString(n)
@@ -450,20 +460,67 @@ func pyCheckLayout(t *testing.T, path, platform string) {
 	}
 }
 
-// pyVersionSpecific sums the compressed sizes of the zip's entries under prefix.
-func pyVersionSpecific(t *testing.T, path, prefix string) int64 {
-	zr, err := zip.OpenReader(path)
+// TestPythonExtensionDeltas: a packaged pyhello run by CPython 3.11, whose grpc extension is
+// stored as a delta against 3.13's, rebuilds it once into the user's cache and hands tofu its
+// handshake; a rebuilt extension changed in the cache is not loaded but rebuilt; a damaged delta
+// stops the launch with a message naming the extension, before any handshake.
+func TestPythonExtensionDeltas(t *testing.T) {
+	dir, out := pyhelloRelease(t)
+	host := runtime.GOOS + "_" + runtime.GOARCH
+	var zipPath string
+	for _, p := range out.Packages {
+		if p.Platform == host {
+			zipPath = p.Path
+		}
+	}
+	if zipPath == "" {
+		t.Fatalf("no %s package in %s", host, dir)
+	}
+	exe := extractProvider(t, zipPath, "terraform-provider-pyhello_v1.0.0")
+	env := []string{"HOME=" + t.TempDir(), "OPROV_PROVIDER_PYTHON=" + pythonFor(t, "3.11")}
+	timeHandshake(t, env, exe)
+	built, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(env[0], "HOME="), ".cache", "oprov-python", "ext", "*", "cygrpc.cpython-311-*.so"))
+	if len(built) != 1 {
+		t.Fatalf("rebuilt extensions %v, want grpc's for 3.11 in the cache", built)
+	}
+	want, err := os.ReadFile(built[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer zr.Close()
-	var n int64
-	for _, f := range zr.File {
-		if strings.HasPrefix(f.Name, prefix) {
-			n += int64(f.CompressedSize64)
-		}
+	if sum := sha256.Sum256(want); hex.EncodeToString(sum[:]) != filepath.Base(filepath.Dir(built[0])) {
+		t.Errorf("%s does not have the SHA-256 its directory names", built[0])
 	}
-	return n
+
+	// A changed file in the cache: rebuilt, not run.
+	if err := os.WriteFile(built[0], []byte("not an extension"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	timeHandshake(t, env, exe)
+	if got, _ := os.ReadFile(built[0]); !bytes.Equal(got, want) {
+		t.Errorf("the changed extension in the cache was not rebuilt (%d bytes, want %d)", len(got), len(want))
+	}
+
+	// A damaged delta, with an empty cache: the launch stops, naming the extension.
+	deltas, _ := filepath.Glob(filepath.Join(filepath.Dir(exe), "lib", "cp311", "grpc", "_cython", "*.oprov-delta"))
+	if len(deltas) != 1 {
+		t.Fatalf("deltas %v, want grpc's for 3.11", deltas)
+	}
+	data, err := os.ReadFile(deltas[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(deltas[0], 0o644)
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(deltas[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), env[1], "PLUGIN_PROTOCOL_VERSIONS=6",
+		"TF_PLUGIN_MAGIC_COOKIE=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2")
+	got, err := cmd.CombinedOutput()
+	if err == nil || strings.Count(string(got), "|") >= 4 || !strings.Contains(string(got), "grpc._cython.cygrpc") {
+		t.Errorf("with a damaged delta: %v\n%s\nwant a failure naming grpc._cython.cygrpc and no handshake", err, got)
+	}
 }
 
 // pyUntouched checks that building a project left nothing in it (pip builds in the tree it is

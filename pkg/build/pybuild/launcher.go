@@ -8,7 +8,8 @@ import (
 // PythonEntryCode is the Python that runs a console script's entry point the way pip's wrapper
 // does, with sys.argv[0] set to the script's name. When withPath is true, the first argument is
 // a directory put first on sys.path (lib/cpXY, the dependencies packaged for this interpreter),
-// followed by lib/common beside it (those the same for every claimed version).
+// followed by lib/common beside it (those the same for every claimed version); the extensions
+// that set stores as deltas are rebuilt and found first (deltaBootstrap).
 func PythonEntryCode(script, entry string, withPath bool) string {
 	mod, attr, _ := strings.Cut(entry, ":")
 	first, _, _ := strings.Cut(attr, ".")
@@ -16,6 +17,7 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 	b.WriteString("import sys\n")
 	if withPath {
 		fmt.Fprintf(&b, "d = sys.argv.pop(1)\nsys.path[0:0] = [d, d.rpartition(\"/\")[0] + \"/%s\"]\n", CommonDir)
+		b.WriteString(deltaBootstrap)
 	}
 	fmt.Fprintf(&b, "sys.argv[0] = %q\nfrom %s import %s\nsys.exit(%s())\n", script, mod, first, attr)
 	return b.String()

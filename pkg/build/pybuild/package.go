@@ -16,6 +16,7 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/release"
+	"golang.org/x/sync/errgroup"
 )
 
 // Options are the choices of a Python packaging beyond the release's own.
@@ -91,10 +92,8 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 	if versions, err = b.installAll(ctx, versions, !chosen); err != nil {
 		return nil, err
 	}
-	for _, p := range opts.Platforms {
-		if err := shareCommon(filepath.Join(tmp, p.String(), "lib"), versions); err != nil {
-			return nil, err
-		}
+	if err := shareAll(ctx, opts, tmp, versions); err != nil {
+		return nil, err
 	}
 	launcher := filepath.Join(tmp, "launcher")
 	script := release.ProviderPrefix + opts.Type
@@ -106,6 +105,30 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 		files = append(files, release.PlatformFiles{Platform: p, Exe: launcher, Tree: filepath.Join(tmp, p.String())})
 	}
 	return release.Write(opts, files)
+}
+
+// shareAll stores, in every platform's tree, what the claimed versions' sets have in common once
+// (shareCommon) and the large compiled extensions of all but the newest set as deltas
+// (deltaExtensions), two platforms at a time.
+func shareAll(ctx context.Context, opts release.PackageOptions, tmp string, versions []string) error {
+	if len(versions) > 1 {
+		opts.Progressf("storing once what the CPython versions share, and their extensions as deltas")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(2)
+	for _, p := range opts.Platforms {
+		lib := filepath.Join(tmp, p.String(), "lib")
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := shareCommon(lib, versions); err != nil {
+				return err
+			}
+			return deltaExtensions(lib, versions)
+		})
+	}
+	return g.Wait()
 }
 
 // build is one packaging of a Python project.
