@@ -43,8 +43,12 @@ From a Python project (--python DIR: a pyproject.toml whose console script
 terraform-provider-TYPE calls the provider), each zip holds a launcher script as the executable
 and the project with its dependencies, installed by pip for that platform, once per supported
 CPython version (--python-versions; lib/cpXY, with what is identical for every version stored
-once in lib/common); the launcher picks the set matching the target's python3. Default
-platforms: darwin and linux on amd64 and arm64; windows is refused.
+once in lib/common, and the large compiled extensions of all but the newest version stored as
+deltas the launcher rebuilds into the user's cache); the launcher picks the set matching the
+target's python3. The dependencies are resolved once, under the author's pins (--python-pins,
+else the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.txt), and every
+platform and version gets the same versions. Default platforms: darwin and linux on amd64 and
+arm64; windows is refused.
 
 From built executables (--bin DIR), DIR holds one directory per platform named OS_ARCH, each with
 the executable (named terraform-provider-*, or the only file there) and any extra files:
