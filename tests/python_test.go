@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -462,8 +463,9 @@ func pyCheckLayout(t *testing.T, path, platform string) {
 
 // TestPythonExtensionDeltas: a packaged pyhello run by CPython 3.11, whose grpc extension is
 // stored as a delta against 3.13's, rebuilds it once into the user's cache and hands tofu its
-// handshake; a rebuilt extension changed in the cache is not loaded but rebuilt; a damaged delta
-// stops the launch with a message naming the extension, before any handshake.
+// handshake; a rebuilt extension changed in the cache is not loaded but rebuilt; a cache
+// directory that is a link to a planted file is passed over for one under TMPDIR; a damaged
+// delta stops the launch with a message naming the extension, before any handshake.
 func TestPythonExtensionDeltas(t *testing.T) {
 	dir, out := pyhelloRelease(t)
 	host := runtime.GOOS + "_" + runtime.GOARCH
@@ -498,6 +500,27 @@ func TestPythonExtensionDeltas(t *testing.T) {
 	timeHandshake(t, env, exe)
 	if got, _ := os.ReadFile(built[0]); !bytes.Equal(got, want) {
 		t.Errorf("the changed extension in the cache was not rebuilt (%d bytes, want %d)", len(got), len(want))
+	}
+
+	// A cache whose directory for the extension is a link elsewhere, to a planted file: not
+	// used; the extension is rebuilt in a directory of this user's under TMPDIR instead.
+	home, tmpdir, planted := t.TempDir(), t.TempDir(), t.TempDir()
+	sha := filepath.Base(filepath.Dir(built[0]))
+	if err := os.MkdirAll(filepath.Join(home, ".cache", "oprov-python", "ext"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(planted, filepath.Join(home, ".cache", "oprov-python", "ext", sha)); err != nil {
+		t.Fatal(err)
+	}
+	poison := filepath.Join(planted, filepath.Base(built[0]))
+	writeFile(t, poison, "not an extension")
+	timeHandshake(t, []string{"HOME=" + home, "TMPDIR=" + tmpdir, env[1]}, exe)
+	uid := strconv.Itoa(os.Geteuid())
+	if got, err := os.ReadFile(filepath.Join(tmpdir, "oprov-python-"+uid, "ext", sha, filepath.Base(built[0]))); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("with the cache's directory a link: no rebuilt extension under TMPDIR (%v)", err)
+	}
+	if got, _ := os.ReadFile(poison); string(got) != "not an extension" {
+		t.Errorf("the file behind the link was written to")
 	}
 
 	// A damaged delta, with an empty cache: the launch stops, naming the extension.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/flate"
 	"crypto/sha256"
+	"debug/elf"
+	"debug/macho"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -44,6 +46,57 @@ const (
 	maxDeltaShare = 0.5
 )
 
+// loadsBeside reports whether the extension at path loads libraries by paths relative to itself,
+// which would not resolve once it is rebuilt elsewhere: an ELF search path with $ORIGIN
+// (auditwheel's ../NAME.libs), a Mach-O library or search path with @loader_path or @rpath
+// (delocate's .dylibs). A file it cannot read as either counts as doing so.
+func loadsBeside(path string) bool {
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
+		for _, tag := range []elf.DynTag{elf.DT_RPATH, elf.DT_RUNPATH} {
+			paths, err := f.DynString(tag)
+			if err != nil {
+				return true
+			}
+			for _, p := range paths {
+				if strings.Contains(p, "ORIGIN") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var files []*macho.File
+	if fat, err := macho.OpenFat(path); err == nil {
+		defer fat.Close()
+		for _, a := range fat.Arches {
+			files = append(files, a.File)
+		}
+	} else if f, err := macho.Open(path); err == nil {
+		defer f.Close()
+		files = append(files, f)
+	} else {
+		return true
+	}
+	for _, f := range files {
+		libs, err := f.ImportedLibraries()
+		if err != nil {
+			return true
+		}
+		for _, l := range f.Loads {
+			if r, ok := l.(*macho.Rpath); ok {
+				libs = append(libs, r.Path)
+			}
+		}
+		for _, l := range libs {
+			if strings.HasPrefix(l, "@loader_path") || strings.HasPrefix(l, "@rpath") || strings.HasPrefix(l, "@executable_path") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // deflatedSize is the size of b as a zip stores it (deflate, default level).
 func deflatedSize(b []byte) int {
 	n := &iox.CountingWriter{W: io.Discard}
@@ -78,6 +131,11 @@ func deltaExtensions(lib string, versions []string) error {
 			info, err := d.Info()
 			if err != nil || !info.Mode().IsRegular() || info.Size() < minDeltaFile {
 				return err
+			}
+			if strings.HasPrefix(d.Name(), "__init__.") || loadsBeside(p) {
+				// A compiled package __init__ would make its package a namespace one, and an
+				// extension that loads libraries from beside itself finds none in the cache.
+				return nil
 			}
 			rel, _ := filepath.Rel(set, p)
 			baseRel := filepath.Join(filepath.Dir(rel), abiTag.ReplaceAllString(d.Name(), "."+baseTag))
@@ -148,15 +206,23 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 }
 
 // deltaBootstrap is the Python the launcher runs, before the provider's code, in a set that has a
-// DeltasFile (d is the set's directory): each extension listed is rebuilt once from the base set's
-// and its delta into the user's cache beside the bytecode (CACHE/oprov-python/ext/SHA256/NAME,
-// directories 0700), or a private temporary directory when the cache cannot be written; its
-// SHA-256 is checked on every launch, and a rebuild that does not match stops the launch, with
-// its message on stderr and stdout (where tofu quotes it, as the launcher's own failures). A
-// finder first on sys.meta_path then loads each such module from its rebuilt file. (No single
-// quote: it stands inside the shell script's single quotes.)
+// DeltasFile (d is the set's directory). Each extension listed is rebuilt once from the base set's
+// and its delta into CACHE/oprov-python/ext/SHA256/NAME beside the bytecode, or, when that cannot
+// be used, $TMPDIR/oprov-python-UID/ext/SHA256/NAME; each of those directories must be a real
+// directory (not a link) of this user's alone, writable by no one else, or the next place is
+// tried. The cached file is opened without following links and its SHA-256 checked on every
+// launch; one that does not match is rebuilt (written to a fresh temporary name, then renamed),
+// never loaded. A rebuild that does not match, a damaged list or no usable directory stops the
+// launch with one line on stderr and stdout (where tofu quotes it, as the launcher's own
+// failures). A finder first on sys.meta_path then loads each such module from its file. (No
+// single quote: it stands inside the shell script's single quotes.)
 const deltaBootstrap = `import os
 if os.path.exists(d + "/` + DeltasFile + `"):
+    def _oprov_fail(msg):
+        msg = sys.argv[0] + ": " + msg
+        print(msg, flush=True)
+        print(msg, file=sys.stderr, flush=True)
+        raise SystemExit(1)
     def _oprov_apply(base, delta):
         import zlib, struct
         with open(base, "rb") as f:
@@ -188,45 +254,76 @@ if os.path.exists(d + "/` + DeltasFile + `"):
                 xi += cp
                 pos += cp
         return bytes(out)
+    def _oprov_own(p):
+        import stat
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return False
+        return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
     def _oprov_ext(d):
-        import json, hashlib
+        import json, hashlib, stat
         from importlib.machinery import ExtensionFileLoader, ModuleSpec
         lib = d.rpartition("/")[0]
-        tops = [os.path.join(os.path.dirname(sys.pycache_prefix), "ext")] if sys.pycache_prefix else []
+        tops = [os.path.dirname(sys.pycache_prefix)] if sys.pycache_prefix else []
+        tops.append(os.path.join(os.environ.get("TMPDIR") or "/tmp", "oprov-python-%d" % os.geteuid()))
         with open(d + "/` + DeltasFile + `") as f:
             entries = json.load(f)
         mods = {}
         for e in entries:
-            name = e["file"].rpartition("/")[2]
-            for top in tops + [None]:
-                if top is None:
-                    import tempfile
-                    top = tempfile.mkdtemp(prefix="oprov-ext-")
-                p = os.path.join(top, e["sha256"], name)
+            sha, rel, base, module = e["sha256"], e["file"], e["base"], e["module"]
+            name = rel.rpartition("/")[2]
+            if len(sha) != 64 or sha.strip("0123456789abcdef") or not name.endswith(".so") or base.startswith("/") or rel.startswith("/") or ".." in (base + "/" + rel).split("/"):
+                _oprov_fail("the packaged list of extensions " + d + "/` + DeltasFile + ` is damaged: install the provider again")
+            found, data = None, None
+            for top in tops:
+                if not os.path.isdir(top):
+                    try:
+                        os.makedirs(top, 0o700)
+                    except OSError:
+                        continue
+                if not (_oprov_own(top) and _oprov_own(top + "/ext") and _oprov_own(top + "/ext/" + sha)):
+                    continue
+                p = top + "/ext/" + sha + "/" + name
                 try:
-                    with open(p, "rb") as f:
-                        if hashlib.file_digest(f, "sha256").hexdigest() == e["sha256"]:
+                    with os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+                        st = os.fstat(f.fileno())
+                        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and hashlib.file_digest(f, "sha256").hexdigest() == sha:
+                            found = p
                             break
                 except OSError:
                     pass
+                if data is None:
+                    try:
+                        data = _oprov_apply(lib + "/" + base, d + "/" + rel + "` + DeltaSuffix + `")
+                    except Exception as err:
+                        data = str(err).encode()
+                    if hashlib.sha256(data).hexdigest() != sha:
+                        _oprov_fail("the packaged extension " + module + " does not rebuild to its SHA-256: the package is damaged; install it again")
+                import tempfile
+                tmp = None
                 try:
-                    data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + DeltaSuffix + `")
-                except Exception as err:
-                    data = str(err).encode()
-                if hashlib.sha256(data).hexdigest() != e["sha256"]:
-                    msg = sys.argv[0] + ": the packaged extension " + e["module"] + " does not rebuild to its SHA-256: the package is damaged; install it again"
-                    print(msg, flush=True)
-                    raise SystemExit(msg)
-                try:
-                    os.makedirs(os.path.dirname(p), mode=0o700, exist_ok=True)
-                    tmp = p + ".tmp%d" % os.getpid()
-                    with open(tmp, "wb") as f:
+                    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p))
+                    with os.fdopen(fd, "wb") as f:
                         f.write(data)
                     os.replace(tmp, p)
+                    found = p
                     break
                 except OSError:
-                    continue
-            mods[e["module"]] = p
+                    if tmp:
+                        try:
+                            os.unlink(tmp)
+                        except OSError:
+                            pass
+            if not found:
+                _oprov_fail("no place to keep the extension " + module + " rebuilt: " + " and ".join(tops) + " must each be a directory of this user alone, writable by no one else (set XDG_CACHE_HOME or TMPDIR to one)")
+            mods[module] = found
         class _OprovFinder:
             @staticmethod
             def find_spec(name, path=None, target=None):
@@ -237,5 +334,10 @@ if os.path.exists(d + "/` + DeltasFile + `"):
                 spec.has_location = True
                 return spec
         sys.meta_path.insert(0, _OprovFinder)
-    _oprov_ext(d)
+    try:
+        _oprov_ext(d)
+    except SystemExit:
+        raise
+    except Exception as err:
+        _oprov_fail("preparing the packaged extensions failed: " + repr(err))
 `
