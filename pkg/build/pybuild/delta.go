@@ -211,8 +211,9 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 // be used, $TMPDIR/oprov-python-UID/ext/SHA256/NAME; each of those directories must be a real
 // directory (not a link) of this user's alone, writable by no one else, or the next place is
 // tried. The cached file is opened without following links and its SHA-256 checked on every
-// launch; one that does not match is rebuilt (written to a fresh temporary name, then renamed),
-// never loaded. A rebuild that does not match, a damaged list or no usable directory stops the
+// launch, in a thread while the provider imports its other modules (the finder waits for the
+// answer before the file is loaded); one that does not match is rebuilt (written to a fresh
+// temporary name, then renamed), never loaded. A rebuild that does not match, a damaged list or no usable directory stops the
 // launch with one line on stderr and stdout (where tofu quotes it, as the launcher's own
 // failures). A finder first on sys.meta_path then loads each such module from its file. (No
 // single quote: it stands inside the shell script's single quotes.)
@@ -268,68 +269,84 @@ if os.path.exists(d + "/` + DeltasFile + `"):
             return False
         return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
     def _oprov_ext(d):
-        import json, hashlib, stat
+        import json, hashlib, stat, threading
         from importlib.machinery import ExtensionFileLoader, ModuleSpec
         lib = d.rpartition("/")[0]
         tops = [os.path.dirname(sys.pycache_prefix)] if sys.pycache_prefix else []
         tops.append(os.path.join(os.environ.get("TMPDIR") or "/tmp", "oprov-python-%d" % os.geteuid()))
         with open(d + "/` + DeltasFile + `") as f:
             entries = json.load(f)
-        mods = {}
-        for e in entries:
-            sha, rel, base, module = e["sha256"], e["file"], e["base"], e["module"]
-            name = rel.rpartition("/")[2]
-            if len(sha) != 64 or sha.strip("0123456789abcdef") or not name.endswith(".so") or base.startswith("/") or rel.startswith("/") or ".." in (base + "/" + rel).split("/"):
-                _oprov_fail("the packaged list of extensions " + d + "/` + DeltasFile + ` is damaged: install the provider again")
-            found, data = None, None
+        def place(e):
+            # The first place whose directories are of this user alone, and the cached file
+            # there, opened without following links, when it is a regular file of this user.
             for top in tops:
                 if not os.path.isdir(top):
                     try:
                         os.makedirs(top, 0o700)
                     except OSError:
                         continue
-                if not (_oprov_own(top) and _oprov_own(top + "/ext") and _oprov_own(top + "/ext/" + sha)):
+                if not (_oprov_own(top) and _oprov_own(top + "/ext") and _oprov_own(top + "/ext/" + e["sha256"])):
                     continue
-                p = top + "/ext/" + sha + "/" + name
+                p = top + "/ext/" + e["sha256"] + "/" + e["file"].rpartition("/")[2]
                 try:
-                    with os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-                        st = os.fstat(f.fileno())
-                        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and hashlib.file_digest(f, "sha256").hexdigest() == sha:
-                            found = p
-                            break
+                    f = os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb")
                 except OSError:
-                    pass
-                if data is None:
-                    try:
-                        data = _oprov_apply(lib + "/" + base, d + "/" + rel + "` + DeltaSuffix + `")
-                    except Exception as err:
-                        data = str(err).encode()
-                    if hashlib.sha256(data).hexdigest() != sha:
-                        _oprov_fail("the packaged extension " + module + " does not rebuild to its SHA-256: the package is damaged; install it again")
-                import tempfile
-                tmp = None
-                try:
-                    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p))
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(data)
-                    os.replace(tmp, p)
-                    found = p
-                    break
-                except OSError:
-                    if tmp:
-                        try:
-                            os.unlink(tmp)
-                        except OSError:
-                            pass
-            if not found:
-                _oprov_fail("no place to keep the extension " + module + " rebuilt: " + " and ".join(tops) + " must each be a directory of this user alone, writable by no one else (set XDG_CACHE_HOME or TMPDIR to one)")
-            mods[module] = found
+                    return p, None
+                st = os.fstat(f.fileno())
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                    return p, f
+                f.close()
+                return p, None
+            _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: " + " and ".join(tops) + " must each be a directory of this user alone, writable by no one else (set XDG_CACHE_HOME or TMPDIR to one)")
+        def rebuild(e, p):
+            try:
+                data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + DeltaSuffix + `")
+            except Exception as err:
+                data = str(err).encode()
+            if hashlib.sha256(data).hexdigest() != e["sha256"]:
+                _oprov_fail("the packaged extension " + e["module"] + " does not rebuild to its SHA-256: the package is damaged; install it again")
+            import tempfile
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p))
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, p)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        def check(f, sha, box):
+            with f:
+                box.append(hashlib.file_digest(f, "sha256").hexdigest() == sha)
+        mods, checks = {}, {}
+        for e in entries:
+            sha, rel, base = e["sha256"], e["file"], e["base"]
+            if len(sha) != 64 or sha.strip("0123456789abcdef") or not rel.endswith(".so") or base.startswith("/") or rel.startswith("/") or ".." in (base + "/" + rel).split("/"):
+                _oprov_fail("the packaged list of extensions " + d + "/` + DeltasFile + ` is damaged: install the provider again")
+            p, f = place(e)
+            mods[e["module"]] = (e, p)
+            if f is None:
+                rebuild(e, p)  # the first launch: rebuilt before the provider starts
+                continue
+            # A cached file is checked while the provider imports its other modules (hashlib
+            # lets go of the GIL); the finder waits for the answer before the file is loaded.
+            box = []
+            t = threading.Thread(target=check, args=(f, sha, box), daemon=True)
+            t.start()
+            checks[e["module"]] = (t, box)
         class _OprovFinder:
             @staticmethod
             def find_spec(name, path=None, target=None):
-                p = mods.get(name)
-                if not p:
+                if name not in mods:
                     return None
+                e, p = mods[name]
+                if name in checks:
+                    t, box = checks.pop(name)
+                    t.join()
+                    if box != [True]:
+                        try:
+                            rebuild(e, p)  # changed in the cache: rebuilt, never loaded
+                        except OSError as err:
+                            _oprov_fail("rebuilding the extension " + name + " into " + p + " failed: " + str(err))
                 spec = ModuleSpec(name, ExtensionFileLoader(name, p), origin=p)
                 spec.has_location = True
                 return spec
