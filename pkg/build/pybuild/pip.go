@@ -225,11 +225,7 @@ func hasWheel(ctx context.Context, python, name, version string, tags []string, 
 		return true
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
-	for _, t := range tags {
-		args = append(args, "--platform", t)
-	}
-	err = pip(ctx, python, append(args, name+"=="+version)...)
+	err = pip(ctx, python, append(oneWheelArgs(tmp, tags, pyVersion), name+"=="+version)...)
 	return err == nil || !noWheels(err)
 }
 
@@ -303,4 +299,14 @@ func PipInstallInto(ctx context.Context, python, venvPython, dir, scratch string
 		return fmt.Errorf("installing %s: %w", dir, err)
 	}
 	return nil
+}
+
+// oneWheelArgs are pip's arguments to download into dir one wheel (no dependencies) fitting these
+// platform tags and CPython version; the requirement follows.
+func oneWheelArgs(dir string, tags []string, pyVersion string) []string {
+	args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", dir, "--python-version", pyVersion, "--implementation", "cp"}
+	for _, t := range tags {
+		args = append(args, "--platform", t)
+	}
+	return args
 }

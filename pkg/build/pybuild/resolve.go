@@ -226,10 +226,7 @@ func newestWheel(ctx context.Context, python, name, atMost, links string, constr
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, "--python-version", pyVersion, "--implementation", "cp"}
-	for _, t := range tags {
-		args = append(args, "--platform", t)
-	}
+	args := oneWheelArgs(tmp, tags, pyVersion)
 	if links != "" {
 		args = append(args, "--find-links", links)
 	}
