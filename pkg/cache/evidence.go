@@ -283,3 +283,29 @@ func (r *recorder) Problems() []error {
 	defer r.mu.Unlock()
 	return append([]error(nil), r.errs...)
 }
+
+// VersionRefs lists the versions the cache holds records of, as repository:tag references, for
+// judging their evidence again (cache verify). A record that does not parse is left out: Verify
+// reports it.
+func (c *Cache) VersionRefs() ([]oci.Ref, error) {
+	inv, err := c.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []oci.Ref
+	for _, e := range inv.Entries {
+		if e.Kind != KindVersion {
+			continue
+		}
+		var m VersionMeta
+		if !readRecord(e.Path, &m) {
+			continue
+		}
+		ref, err := oci.ParseRef(m.Repository + ":" + m.Tag)
+		if err != nil || c.metaPath(ref, m.Tag) != e.Path {
+			continue // a record filed under another name than it claims
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
