@@ -106,6 +106,7 @@ func readRecord(p string, v any) bool {
 // Evidence is repo as this cache saw it: a read-only target that answers, offline, from the
 // evidence stored by Recording. What it does not hold it reports as not found.
 func (c *Cache) Evidence(repo oci.Ref) oci.ReadOnly {
+	c.MarkUsed(filepath.Join(c.Dir, "evidence"))
 	return &evidenceStore{c: c, repo: repo}
 }
 
