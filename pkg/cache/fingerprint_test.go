@@ -3,9 +3,9 @@ package cache
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"os/exec"
 	"testing"
 )
 
