@@ -469,6 +469,7 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 	}
 
 	installed := project("1.0.0")
+	otherRoot := otherFulcioRoot(t, st) // here: the subtest's temporary directories hold commas
 	t.Run("oprov init installs the release workflow's version", func(t *testing.T) {
 		r := mustOprov(t, env, "init", "-C", installed)
 		if !strings.Contains(r.Stdout, "Using previously-installed example.com/acme/hello v1.0.0") {
@@ -541,6 +542,18 @@ func TestKeylessLoaderAndServe(t *testing.T) {
 		r := mustOprov(t, append(env, "OPROV_DEBUG_HTTP=1"), "init", "-C", installed)
 		if strings.Contains(r.Stderr, "http: ") || strings.Contains(r.Stderr, "not verified") {
 			t.Errorf("init from a warm cache:\n%s", r.Stderr)
+		}
+		// The cache keeps evidence, not verdicts: offline, a policy that now trusts another
+		// identity, or another trusted root, refuses what the same cache just proved.
+		for name, pol := range map[string]string{
+			"another identity":     strings.Replace(keylessPolicy(st, `"`+reg.Host+`/providers/acme/*"`), "release[.]yml", "nightly[.]yml", 1),
+			"another trusted root": strings.Replace(keylessPolicy(st, `"`+reg.Host+`/providers/acme/*"`), fmt.Sprintf("%q", st.TrustedRoot), fmt.Sprintf("%q", otherRoot), 1),
+		} {
+			writeFile(t, policy, pol)
+			r := oprov(t, env, "install", "-C", installed)
+			if r.Code == 0 || strings.Contains(r.Stdout, "signature verified") {
+				t.Errorf("offline install under %s: exit %d\n%s%s", name, r.Code, r.Stdout, r.Stderr)
+			}
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/scratch"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 // cacheOptions are the flags every cache command takes.
@@ -215,7 +216,10 @@ func runCachePrune(ctx context.Context, o *cachePruneOptions) error {
 
 type cacheVerifyOptions struct {
 	cacheOptions
-	Fix bool
+	Fix     bool
+	Keys    []string
+	Policy  string
+	keyless keylessFlags
 }
 
 func newCacheVerifyCmd(ios *IOStreams) *cobra.Command {
@@ -228,6 +232,11 @@ each unpacked package must hash (h1:) to what its zip holds, and each build must
 recorded when it was built. Exits 1 if any entry is damaged; --fix removes damaged entries (an
 install fetches or builds them again).
 
+The cache keeps evidence (indexes, manifests, signature artifacts), never a verdict that something
+was verified. With --key, --policy or a keyless identity, every cached version's signatures are
+judged again from that evidence, offline, exactly as install judges them, and each version that
+does not pass is reported; it exits 1 if any is refused.
+
 ` + cacheHelp,
 		Example: `  oprov cache verify
   oprov cache verify --fix -o json`,
@@ -235,6 +244,9 @@ install fetches or builds them again).
 		RunE: func(c *cobra.Command, _ []string) error { return runCacheVerify(c.Context(), o) },
 	}
 	c.Flags().BoolVar(&o.Fix, "fix", false, "remove damaged entries")
+	c.Flags().StringSliceVar(&o.Keys, "key", nil, "judge every cached version's signatures against this trusted public key (repeatable)")
+	c.Flags().StringVar(&o.Policy, "policy", "", "judge every cached version's signatures under this trust policy file")
+	o.keyless.register(c)
 	o.register(c)
 	return c
 }
@@ -260,6 +272,43 @@ func runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	}
 	if n := len(res.Problems); n > 0 && !o.Fix {
 		return fmt.Errorf("cache verify: %s in %s (run 'oprov cache verify --fix' to remove them; an install fetches them again)", entries(n, "damaged "), c.Dir)
+	}
+	return verifyCachedSignatures(ctx, o, c)
+}
+
+// verifyCachedSignatures judges every cached version's signature evidence under the trust given
+// on the command line, offline, with the verifier install uses.
+func verifyCachedSignatures(ctx context.Context, o *cacheVerifyOptions, c *cache.Cache) error {
+	if len(o.Keys) == 0 && o.Policy == "" && len(o.keyless.identities()) == 0 {
+		return nil
+	}
+	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
+	if err != nil {
+		return err
+	}
+	refs, err := c.VersionRefs()
+	if err != nil {
+		return fmt.Errorf("cache verify: %w", err)
+	}
+	refused := 0
+	for _, ref := range refs {
+		d, err := sign.Decide(ctx, c.Evidence(ref), ref, policy, "", sign.VerifyOptions{SignaturesOnly: true})
+		switch {
+		case err != nil:
+			refused++
+			fmt.Fprintf(o.io.ErrOut, "  refused    %s: %v\n", ref, err)
+		case d.Warning != nil:
+			fmt.Fprintf(o.io.ErrOut, "  warning    %s: %v\n", ref, d.Warning)
+		case !o.output.JSON():
+			var by []string
+			for _, s := range d.Result.Signatures {
+				by = append(by, s.By())
+			}
+			fmt.Fprintf(o.io.Out, "  signed     %s by %s\n", ref, strings.Join(by, ", "))
+		}
+	}
+	if refused > 0 {
+		return fmt.Errorf("cache verify: the evidence in the cache does not prove %d of %d versions under the trust given (an install asks the registry again)", refused, len(refs))
 	}
 	return nil
 }

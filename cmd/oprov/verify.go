@@ -20,6 +20,7 @@ type verifyOptions struct {
 	Address   string
 	Platforms []string
 	AllZips   bool
+	NoZips    bool
 	registry  registryFlags
 	output    outputFlag
 }
@@ -35,8 +36,12 @@ forms (bundle referrer, sha256-<hex>.sig tag, or simple-signing referrer as cosi
 
 A signature counts only if it is by a trusted key and its signed payload names the exact index
 digest the tag resolves to now. The index must be the version the tag says. Every platform's
-manifest is fetched and checked against its digest, and so is the zip of each platform fetched:
-this machine's platform by default, those named with --platform, or all with --all-platforms.
+manifest is fetched and checked against its digest. That is the signature check: it reads a few
+small documents and proves which zips (by digest) the signer vouched for.
+
+The zip check is a separate step: the zips are fetched and hashed against those digests, this
+machine's platform by default, those named with --platform, or all with --all-platforms; it costs
+the zips' size. --no-zips skips it (installers hash every zip they fetch anyway).
 
 A keyless signature (a short-lived Fulcio certificate, as cosign signs from CI) counts when its
 certificate chains to a certificate authority of --trusted-root, its time is proven by an RFC 3161
@@ -63,6 +68,7 @@ its mode: enforce fails, warn reports and exits 0.`,
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for policy rules that match providers")
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
 	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
+	c.Flags().BoolVar(&o.NoZips, "no-zips", false, "check the signature and every platform's manifest only; fetch no zip")
 	o.registry.register(c)
 	o.output.register(c)
 	return c
@@ -83,7 +89,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := sign.VerifyOptions{Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips}
+	if o.NoZips && (o.AllZips || len(platforms) > 0) {
+		return usageErrorf("verify: --no-zips fetches no zip: drop --platform and --all-platforms, or --no-zips")
+	}
+	opts := sign.VerifyOptions{Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips && !o.NoZips}
 	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return err

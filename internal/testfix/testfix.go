@@ -317,6 +317,7 @@ type Registry struct {
 	Host     string // 127.0.0.1:PORT
 	Options  oci.Options
 	requests atomic.Int64
+	down     atomic.Bool
 	mu       sync.Mutex
 	paths    []string
 }
@@ -328,6 +329,10 @@ func StartRegistry(t testing.TB) *Registry {
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		g.requests.Add(1)
+		if g.down.Load() {
+			http.Error(w, "down for the test", http.StatusForbidden) // not retried, unlike 503
+			return
+		}
 		g.mu.Lock()
 		g.paths = append(g.paths, req.Method+" "+req.URL.Path)
 		g.mu.Unlock()
@@ -346,6 +351,10 @@ func StartRegistry(t testing.TB) *Registry {
 	g.Options = oci.Options{PlainHTTP: true, RegistryConfig: filepath.Join(t.TempDir(), "config.json")}
 	return g
 }
+
+// SetDown makes the registry answer every request with 503 (down) or serve again: for checks
+// that must work offline.
+func (g *Registry) SetDown(down bool) { g.down.Store(down) }
 
 // Repo opens a repository of the registry (path like providers/acme/hello).
 func (g *Registry) Repo(t testing.TB, path string) *Repo {

@@ -28,7 +28,8 @@ import (
 // Cache is a content-addressed store shared by every project on the machine:
 //
 //	blobs/sha256/<hex>                      zips, each complete and checked against its digest
-//	versions/<registry>/<repository>/<tag>.json  what a version's index held, and who signed it
+//	versions/<registry>/<repository>/<tag>.json  where a version's index was (a hint, not proof)
+//	evidence/                               what checks read: manifests and signature artifacts (evidence.go)
 //	mirror/<key>/HOST/NS/TYPE/VERSION/OS_ARCH/  a zip unpacked, as a filesystem mirror
 //	builds/<key>/                           providers kept as source, built for this machine
 //	tmp/.oprov-tmp-PID-RAND[.lock]          work in progress, one directory per open Cache
@@ -293,10 +294,6 @@ type VersionMeta struct {
 	Version    string                   `json:"version"`
 	Index      digest.Digest            `json:"index_digest"`
 	Platforms  map[string]*PlatformMeta `json:"platforms"`
-	// Verified lists the keys (by sigstore hint) whose signature over Index checked out, and
-	// VerifiedKeys the same keys by name, for reports.
-	Verified     []string `json:"verified_by,omitempty"`
-	VerifiedKeys []string `json:"verified_keys,omitempty"`
 }
 
 // PlatformMeta is one platform of a cached version.

@@ -150,11 +150,35 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 // checkUnpacked hashes an entry unpacked earlier and checks it as unpack checks a fresh one. A
 // record of an earlier check is never taken as proof: the files are hashed now.
 func (c *Cache) checkUnpacked(ctx context.Context, pkg *Package, in *Installed, judge Judge) error {
-	got, err := hashDir(in.Dir)
+	got, hashed, err := c.unpackedH1(in)
 	if err != nil {
 		return fmt.Errorf("%s: the cache's unpacked package %s cannot be read (%v): run 'oprov cache verify --fix' to remove it", pkg.name(), in.Root, err)
 	}
 	in.H1 = got
+	if err := c.judgeUnpacked(ctx, pkg, in, judge); err != nil {
+		return err
+	}
+	if hashed != nil {
+		c.recordFingerprint(in.Root, in.Dir, got, hashed)
+	}
+	return nil
+}
+
+// unpackedH1 is the h1: of an unpacked entry's files: as fingerprinted, when every file is exactly
+// as it was when last hashed (fingerprint.go), else hashed now. When it hashed, it also gives the
+// files' fingerprints from before hashing, to record once the hash has passed its checks.
+func (c *Cache) unpackedH1(in *Installed) (string, []fileStamp, error) {
+	if h1 := c.fingerprintedH1(in.Root, in.Dir); h1 != "" {
+		return h1, nil, nil
+	}
+	before, _ := stampDir(in.Dir)
+	got, err := hashDir(in.Dir)
+	return got, before, err
+}
+
+// judgeUnpacked checks the h1: of an entry unpacked earlier (in.H1) as unpack checks a fresh one.
+func (c *Cache) judgeUnpacked(ctx context.Context, pkg *Package, in *Installed, judge Judge) error {
+	got := in.H1
 	recorded := c.recordedH1(in.Root)
 	if pkg.H1 != "" && got != pkg.H1 {
 		if got != recorded {

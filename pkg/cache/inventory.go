@@ -23,6 +23,7 @@ const (
 	KindVersion  = "version"  // versions/<registry>/<repository>/<tag>.json
 	KindUnpacked = "unpacked" // mirror/<key>/
 	KindBuild    = "build"    // builds/<key>/
+	KindEvidence = "evidence" // evidence/: manifests and signature artifacts, and where they were
 )
 
 // Entry is one thing the cache holds. Its size is the bytes of its files; its last use is its
@@ -62,7 +63,7 @@ type Temp struct {
 // temporary directory is left out.
 func (c *Cache) List() (*Inventory, error) {
 	inv := &Inventory{Dir: c.Dir, Entries: []Entry{}}
-	for _, list := range []func() ([]Entry, error){c.listZips, c.listVersions, c.listUnpacked, c.listBuilds} {
+	for _, list := range []func() ([]Entry, error){c.listZips, c.listVersions, c.listUnpacked, c.listBuilds, c.listEvidence} {
 		es, err := list()
 		if err != nil {
 			return nil, err
@@ -252,4 +253,16 @@ func sha256File(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// listEvidence lists the evidence as one entry: it is small, and judged as a whole.
+func (c *Cache) listEvidence() ([]Entry, error) {
+	e, err := entryAt(KindEvidence, "manifests and signature artifacts", filepath.Join(c.Dir, "evidence"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []Entry{e}, nil
 }

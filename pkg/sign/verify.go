@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
@@ -102,15 +98,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("verify %s (%s): %s", e.Ref, e.Digest, e.Reason)
 }
 
-// candidate is a signature found in the repository, not yet checked.
-type candidate struct {
-	form     Form
-	manifest digest.Digest
-	bundle   *signedBundle
-	legacy   *legacySignature
-	problem  string // set when the artifact could not be read
-}
-
 // Verify resolves ref once and verifies what it resolved to (VerifyVersion).
 func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions) (*Result, error) {
 	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
@@ -151,7 +138,7 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sigs, sigErr = checkSignatures(ctx, t, v, opts, fail)
+		sigs, sigErr = checkSignatures(ctx, t, ref, v, opts)
 	}()
 	if !skipPlatformCheck {
 		platforms, chainErr = fetchPlatforms(ctx, t, v)
@@ -177,14 +164,32 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 	return res, nil
 }
 
-// checkSignatures finds the signatures stored for v's index and keeps those a trusted key made
-// over exactly that digest; the index must also be the version the tag claimed, or a tag moved
-// onto another validly signed version would pass.
-func checkSignatures(ctx context.Context, t oci.ReadOnly, v *artifact.Version, opts VerifyOptions, fail func(string, ...any) error) ([]Signature, error) {
-	cands, err := findSignatures(ctx, t, v.Index)
+// checkSignatures finds the signatures stored for v's index (I/O) and judges them (VerifyEvidence).
+func checkSignatures(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, opts VerifyOptions) ([]Signature, error) {
+	ev, err := FindEvidence(ctx, t, v.Index)
 	if err != nil {
 		return nil, err
 	}
+	return VerifyEvidence(ev, ref, v, opts)
+}
+
+// VerifyEvidence is the verifier: it judges the signature evidence found for v's index against
+// the trusted keys, identities and root in opts, and does no I/O, so the same evidence gives the
+// same verdict whether it came from a registry, a bundle or the cache. It keeps the signatures a
+// trusted signer made over exactly v's index digest; the index must also be the version the tag
+// claimed, or a tag moved onto another validly signed version would pass. ref names the version
+// in messages.
+func VerifyEvidence(ev *Evidence, ref oci.Ref, v *artifact.Version, opts VerifyOptions) ([]Signature, error) {
+	fail := func(format string, args ...any) error {
+		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
+		return nil, fail(noTrust)
+	}
+	if ev == nil || ev.Subject.Digest != v.Index.Digest {
+		return nil, fail("no signature evidence for this index was given")
+	}
+	cands := ev.candidates
 	if len(cands) == 0 {
 		e := fail("not signed: no cosign signature referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), v.Tag)
 		e.(*Error).Unsigned = true
@@ -380,126 +385,6 @@ func joinDigests(ds []digest.Digest) string {
 		return "no digest"
 	}
 	return strings.Join(s, ", ")
-}
-
-// findSignatures gathers every form of signature stored for subject (bundle and simple-signing
-// referrers, and the .sig tag), looking for the tag and the referrers at the same time.
-func findSignatures(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
-	var legacy []candidate
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		legacy = findLegacy(ctx, t, subject)
-	}()
-	bundles, err := findBundles(ctx, t, subject)
-	<-done
-	if err != nil {
-		return nil, err
-	}
-	return append(bundles, legacy...), nil
-}
-
-// findBundles reads the signatures among subject's referrers: cosign's bundles and its
-// simple-signing referrers (what --registry-referrers-mode=oci-1-1 writes).
-func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) ([]candidate, error) {
-	// Not filtered by artifact type: cosign's entry in the referrers-tag fallback index carries its
-	// config's type, so each referrer's own manifest is read instead.
-	refs, err := registry.Referrers(ctx, t, subject, "")
-	if err != nil && !errors.Is(err, errdef.ErrNotFound) && !errors.Is(err, errdef.ErrUnsupported) {
-		return nil, fmt.Errorf("listing referrers of %s: %w", subject.Digest, err)
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Digest < refs[j].Digest })
-	var out []candidate
-	for _, r := range refs {
-		if r.MediaType != ocispec.MediaTypeImageManifest {
-			continue
-		}
-		m, _, err := fetchManifest(ctx, t, r)
-		if err != nil {
-			out = append(out, candidate{form: FormBundle, manifest: r.Digest, problem: fmt.Sprintf("referrer %s: %v", short(r.Digest), err)})
-			continue
-		}
-		if m.Subject == nil || m.Subject.Digest != subject.Digest {
-			continue
-		}
-		if m.ArtifactType == CosignSigArtifactType || m.Config.MediaType == CosignSigArtifactType {
-			out = append(out, simpleSigning(ctx, t, FormReferrer, r.Digest, m, "referrer "+short(r.Digest))...)
-			continue
-		}
-		if m.ArtifactType != BundleMediaType && m.Config.MediaType != BundleMediaType {
-			continue // an SBOM or another attachment
-		}
-		for _, l := range m.Layers {
-			if l.MediaType != BundleMediaType {
-				continue
-			}
-			c := candidate{form: FormBundle, manifest: r.Digest}
-			data, err := fetchSmall(ctx, t, l)
-			if err == nil {
-				c.bundle, err = parseBundle(data)
-			}
-			if err != nil {
-				c.problem = fmt.Sprintf("bundle %s: %v", short(r.Digest), err)
-			}
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// findLegacy reads the signatures under cosign v2's sha256-<hex>.sig tag.
-func findLegacy(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) []candidate {
-	tag := manifest.CosignSignatureTag(subject.Digest)
-	desc, err := t.Resolve(ctx, tag)
-	if errors.Is(err, errdef.ErrNotFound) {
-		return nil
-	}
-	var m *ocispec.Manifest
-	if err == nil {
-		m, _, err = fetchManifest(ctx, t, desc)
-	}
-	if err != nil {
-		return []candidate{{form: FormLegacy, problem: fmt.Sprintf("%s: %v", tag, err)}}
-	}
-	return simpleSigning(ctx, t, FormLegacy, desc.Digest, m, tag)
-}
-
-// simpleSigning reads the simple-signing layers of a cosign signature manifest (under the .sig
-// tag, or a referrer), each a payload with its signature in an annotation. where names the
-// manifest in problems.
-func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest digest.Digest, m *ocispec.Manifest, where string) []candidate {
-	var out []candidate
-	for _, l := range m.Layers {
-		if l.MediaType != SimpleSigningType {
-			continue
-		}
-		c := candidate{form: form, manifest: manifest}
-		sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
-		var data []byte
-		if err == nil {
-			data, err = fetchSmall(ctx, t, l)
-		}
-		if err != nil {
-			c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
-		} else {
-			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
-			if cert := l.Annotations[CertificateAnnotation]; cert != "" {
-				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[TimestampAnnotation], l.Annotations[RekorBundleAnnotation])
-				if err != nil {
-					c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
-				}
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func fetchSmall(ctx context.Context, t oci.ReadOnly, desc ocispec.Descriptor) ([]byte, error) {
-	if desc.Size > maxSignatureManifest {
-		return nil, fmt.Errorf("%s is %d bytes, over the limit", desc.Digest, desc.Size)
-	}
-	return content.FetchAll(ctx, t, desc)
 }
 
 func decodeJSON(data []byte, v any) error {

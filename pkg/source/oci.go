@@ -2,13 +2,10 @@ package source
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/apparentlymart/go-versions/versions"
 
@@ -94,15 +91,25 @@ func (s *OCI) PackageFor(ctx context.Context, addr manifest.ProviderAddress, ver
 	if err != nil {
 		return nil, err
 	}
+	var fromCache error
 	if cacheAllowed(ctx) {
-		if meta, _ := s.env.Cache.ReadMeta(repo, tag); s.trusted(meta, repo, addr) {
-			if pm := meta.Platforms[platform.String()]; pm != nil && pm.Zip != "" && meta.Version == version.String() {
-				return s.cachedPackage(addr, repo, meta, platform, pm), nil
+		// The cache's evidence, checked again now under the policy as it is: nothing on disk says
+		// a version was verified, so a record planted there proves nothing.
+		rv, err := s.resolveRef(ctx, repo.WithReference(tag), addr, true)
+		if err == nil {
+			var pkg *Package
+			if pkg, err = rv.PackageFor(ctx, addr, platform); err == nil {
+				return pkg, nil
 			}
 		}
+		fromCache = err
 	}
 	rv, err := s.resolveVersion(ctx, addr, version)
 	if err != nil {
+		var se *sign.Error
+		if errors.As(fromCache, &se) && !errors.As(err, &se) {
+			return nil, fmt.Errorf("%w (and the evidence in the cache does not pass either: %v)", err, fromCache)
+		}
 		return nil, err
 	}
 	return rv.PackageFor(ctx, addr, platform)
@@ -130,11 +137,22 @@ func (s *OCI) versionRef(addr manifest.ProviderAddress, version versions.Version
 // Resolve fetches the index a tag or digest names (one request), checks its signature per the
 // policy against exactly that digest, and remembers the outcome for the rest of the command.
 func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress) (*Resolved, error) {
+	return s.resolveRef(ctx, ref, addr, false)
+}
+
+// resolveRef resolves ref once per command, from the registry (keeping what it reads as
+// evidence in the cache) or, fromCache, from that evidence alone, offline; either way every
+// check runs on what was read.
+func (s *OCI) resolveRef(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress, fromCache bool) (*Resolved, error) {
+	key := ref.String()
+	if fromCache {
+		key = "cache " + key
+	}
 	s.mu.Lock()
-	rv, ok := s.resolved[ref.String()]
+	rv, ok := s.resolved[key]
 	if !ok {
-		rv = &Resolved{src: s, ref: ref, platforms: map[manifest.Platform]*artifact.Platform{}}
-		s.resolved[ref.String()] = rv
+		rv = &Resolved{src: s, ref: ref, fromCache: fromCache, platforms: map[manifest.Platform]*artifact.Platform{}}
+		s.resolved[key] = rv
 	}
 	s.mu.Unlock()
 	rv.once.Do(func() { rv.err = rv.load(ctx, addr) })
@@ -144,190 +162,87 @@ func (s *OCI) Resolve(ctx context.Context, ref oci.Ref, addr manifest.ProviderAd
 	return rv, nil
 }
 
-// trusted reports whether cached metadata may stand in for the registry under the policy: it
-// records a verification by a key the policy trusts for this provider now.
-func (s *OCI) trusted(meta *cache.VersionMeta, repo oci.Ref, addr manifest.ProviderAddress) bool {
-	if meta == nil {
-		return false
-	}
-	if s.policy == nil {
-		return true
-	}
-	r := s.policy.Match(repo.Repo(), addr.String())
-	if r == nil {
-		return s.policy.Mode == sign.ModeWarn
-	}
-	return r.Mode == sign.ModeWarn || verifiedBy(r, meta)
-}
-
-// cachedPackage answers from cached metadata; the zip is fetched by digest only if asked for.
-func (s *OCI) cachedPackage(addr manifest.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta, platform manifest.Platform, pm *cache.PlatformMeta) *Package {
-	zp := &artifact.Platform{Platform: platform, Zip: zipDescriptor(pm), Filename: pm.Filename}
-	pkg := &Package{
-		Addr: addr, Version: meta.Version, Platform: platform, Filename: pm.Filename, Zip: pm.Zip, Size: pm.Size, H1: pm.H1,
-		FromCache: true,
-		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
-			t, err := s.target(ctx, repo)
-			if err != nil {
-				return err
-			}
-			return artifact.FetchZip(ctx, t, zp, w, progress)
-		},
-		RecordH1: func(h1 string) error {
-			pm.H1 = h1
-			return s.env.Cache.WriteMeta(repo, meta)
-		},
-	}
-	pkg.Auth = s.cachedAuth(addr, repo, meta)
-	return pkg
-}
-
-// cachedAuth says how a version answered from cached metadata stands under the policy now
-// (trusted let the metadata stand in): verified by a key the rule that applies trusts, or let
-// through unverified by a warn-mode rule, which warns; with no policy, nothing was required.
-func (s *OCI) cachedAuth(addr manifest.ProviderAddress, repo oci.Ref, meta *cache.VersionMeta) Authentication {
-	a := Authentication{Method: "none", Subject: meta.Index}
-	if s.policy == nil {
-		return a
-	}
-	r := s.policy.Match(repo.Repo(), addr.String())
-	if r != nil {
-		a.Rule = r.Name
-		if verifiedBy(r, meta) {
-			a.Method, a.Keys = "cosign", meta.VerifiedKeys
-			return a
-		}
-	}
-	a.Warning = fmt.Sprintf("index %s of %s was not verified by a key the policy trusts (answered from the cache)", meta.Index, repo.WithReference(meta.Tag))
-	s.env.warn(addr, meta.Version, a.Warning)
-	return a
-}
-
-// verifiedBy reports whether cached metadata records a verification by a key or a keyless
-// identity r trusts.
-func verifiedBy(r *sign.Rule, meta *cache.VersionMeta) bool {
-	for _, h := range meta.Verified {
-		for _, k := range r.Keys {
-			if k.Hint == h {
-				return true
-			}
-		}
-		if js, ok := strings.CutPrefix(h, keylessHint); ok {
-			var s sign.CertSigner
-			if json.Unmarshal([]byte(js), &s) == nil && r.TrustsSigner(s) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// keylessHint marks a keyless signer in the cache's list of what verified a version: the
-// certificate's identity as JSON, matched again against the rule's identities when the cache
-// answers.
-const keylessHint = "keyless:"
-
-func signerHints(signers []sign.CertSigner) []string {
-	var out []string
-	for _, s := range signers {
-		if js, err := json.Marshal(s); err == nil {
-			out = append(out, keylessHint+string(js))
-		}
-	}
-	return out
-}
-
 // Resolved is one version's index, resolved and verified once, with the platform
 // manifests fetched so far (each once, by digest).
 type Resolved struct {
-	src  *OCI
-	ref  oci.Ref
-	once sync.Once
-	err  error
+	src       *OCI
+	ref       oci.Ref
+	fromCache bool // answered from the cache's evidence, offline
+	once      sync.Once
+	err       error
 
-	t    oci.Target
+	// t is where manifests and signatures are read: the registry through the cache's recorder,
+	// or the cache's evidence.
+	t    oci.ReadOnly
 	v    *artifact.Version
 	auth Authentication
-	// signers are the keyless identities whose signatures checked out, for the cache's record.
-	signers []sign.CertSigner
 
 	mu        sync.Mutex
 	platforms map[manifest.Platform]*artifact.Platform
-	meta      *cache.VersionMeta // nil for a version named by digest: nothing to cache it under
+	meta      *cache.VersionMeta // nil for a version named by digest, or answered from the cache
 }
 
 func (rv *Resolved) load(ctx context.Context, addr manifest.ProviderAddress) error {
 	s := rv.src
-	t, err := s.target(ctx, rv.ref)
-	if err != nil {
-		return err
+	if rv.fromCache {
+		rv.t = s.env.Cache.Evidence(rv.ref)
+	} else {
+		t, err := s.target(ctx, rv.ref)
+		if err != nil {
+			return err
+		}
+		rv.t = s.env.Cache.Recording(t, rv.ref)
 	}
-	v, err := artifact.ResolveVersion(ctx, t, rv.ref)
+	v, err := artifact.ResolveVersion(ctx, rv.t, rv.ref)
 	if err != nil {
 		return oci.Explain("resolve "+addr.String(), rv.ref, err)
 	}
-	rv.t, rv.v = t, v
-	rv.auth = Authentication{Method: "none", Subject: v.Index.Digest}
-	if a, ok := s.verified.lookup(addr, rv.ref, v.Index.Digest); ok && s.policy != nil {
-		rv.auth = a
-	} else if s.policy != nil {
-		d, err := s.policy.Check(ctx, t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true})
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", addr, v.Version, err)
-		}
-		rv.auth.Rule = d.Rule
-		if d.Warning != nil {
-			rv.auth.Warning = d.Warning.Error()
-			s.env.warn(addr, v.Version, rv.auth.Warning)
-		}
-		if d.Result != nil {
-			rv.auth.Method = "cosign"
-			for _, sig := range d.Result.Signatures {
-				rv.auth.Keys = append(rv.auth.Keys, sig.By())
-				if sig.Signer != nil {
-					rv.signers = append(rv.signers, *sig.Signer)
-				}
-			}
-		}
-		s.verified.remember(addr, rv.ref, rv.auth)
+	rv.v = v
+	if err := rv.authenticate(ctx, addr); err != nil {
+		return err
 	}
-	if rv.ref.IsDigest() {
+	if rv.ref.IsDigest() || rv.fromCache {
 		return nil
 	}
-	rv.meta = &cache.VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*cache.PlatformMeta{}, VerifiedKeys: rv.auth.Keys}
-	if d := rv.auth; d.Method == "cosign" {
-		rv.meta.Verified = append(keyHints(s.policy, rv.ref, addr, d.Keys), signerHints(rv.signers)...)
-	}
-	old, _ := s.env.Cache.ReadMeta(rv.ref, rv.ref.Reference)
+	rv.meta = &cache.VersionMeta{Repository: rv.ref.Repo(), Tag: rv.ref.Reference, Version: v.Version, Index: v.Index.Digest, Platforms: map[string]*cache.PlatformMeta{}}
 	for _, e := range v.Parsed.Entries {
-		// The index's h1: annotation, when it has one, lets a lock do without the zip; it is
-		// checked against the zip whenever the zip is fetched.
-		pm := &cache.PlatformMeta{Manifest: e.Descriptor.Digest, H1: e.H1}
-		if old != nil && old.Index == v.Index.Digest {
-			if op := old.Platforms[e.Platform.String()]; op != nil && op.Manifest == pm.Manifest {
-				pm = op // what an earlier command learnt of the same bytes, h1 included
-			}
-		}
-		rv.meta.Platforms[e.Platform.String()] = pm
+		rv.meta.Platforms[e.Platform.String()] = &cache.PlatformMeta{Manifest: e.Descriptor.Digest, H1: e.H1}
 	}
 	return s.env.Cache.WriteMeta(rv.ref, rv.meta)
 }
 
-// keyHints gives the sigstore hints of the keys (by name) of the rule that verified a version.
-func keyHints(p *sign.Policy, ref oci.Ref, addr manifest.ProviderAddress, names []string) []string {
-	r := p.Match(ref.Repo(), addr.String())
-	if r == nil {
+// authenticate judges the version's signatures under the policy, from what rv.t holds: the same
+// verifier whether that is the registry or the cache's evidence.
+func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddress) error {
+	s, v := rv.src, rv.v
+	rv.auth = Authentication{Method: "none", Subject: v.Index.Digest}
+	if s.policy == nil {
 		return nil
 	}
-	var out []string
-	for _, k := range r.Keys {
-		for _, n := range names {
-			if k.Name == n {
-				out = append(out, k.Hint)
-			}
+	if a, ok := s.verified.lookup(addr, rv.ref, v.Index.Digest); ok {
+		rv.auth = a
+		return nil
+	}
+	d, err := s.policy.Check(ctx, rv.t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", addr, v.Version, err)
+	}
+	rv.auth.Rule = d.Rule
+	if d.Warning != nil {
+		rv.auth.Warning = d.Warning.Error()
+		if rv.fromCache {
+			rv.auth.Warning += " (answered from the cache)"
+		}
+		s.env.warn(addr, v.Version, rv.auth.Warning)
+	}
+	if d.Result != nil {
+		rv.auth.Method = "cosign"
+		for _, sig := range d.Result.Signatures {
+			rv.auth.Keys = append(rv.auth.Keys, sig.By())
 		}
 	}
-	return out
+	s.verified.remember(addr, rv.ref, rv.auth)
+	return nil
 }
 
 // platform fetches one platform's manifest by the digest the verified index names, once.
@@ -354,9 +269,6 @@ func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*arti
 	rv.platforms[want] = p
 	if rv.meta != nil {
 		pm := rv.meta.Platforms[want.String()]
-		if pm.Zip != "" && pm.Zip != p.Zip.Digest {
-			pm.H1 = e.H1 // what was learnt of another zip does not hold for this one
-		}
 		pm.Zip, pm.Size, pm.Filename = p.Zip.Digest, p.Zip.Size, p.Filename
 		if err := rv.src.env.Cache.WriteMeta(rv.ref, rv.meta); err != nil {
 			return nil, err
@@ -365,34 +277,24 @@ func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*arti
 	return p, nil
 }
 
-// PackageFor gives one platform's package of the resolved version.
+// PackageFor gives one platform's package of the resolved version. Its h1: is what the index
+// (which the signature or the lock covers) states, never what a record on disk remembers.
 func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddress, platform manifest.Platform) (*Package, error) {
 	p, err := rv.platform(ctx, platform)
 	if err != nil {
 		return nil, err
 	}
+	e, _ := rv.v.Parsed.Lookup(platform)
 	pkg := &Package{
-		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, Auth: rv.auth,
+		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, H1: e.H1, Auth: rv.auth,
+		FromCache: rv.fromCache,
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
-			return artifact.FetchZip(ctx, rv.t, p, w, progress)
+			t, err := rv.src.target(ctx, rv.ref) // zips come from the registry, never the recorder
+			if err != nil {
+				return err
+			}
+			return artifact.FetchZip(ctx, t, p, w, progress)
 		},
 	}
-	if rv.meta != nil {
-		rv.mu.Lock()
-		pm := rv.meta.Platforms[platform.String()]
-		pkg.H1 = pm.H1
-		rv.mu.Unlock()
-		pkg.RecordH1 = func(h1 string) error {
-			rv.mu.Lock()
-			defer rv.mu.Unlock()
-			pm.H1 = h1
-			return rv.src.env.Cache.WriteMeta(rv.ref, rv.meta)
-		}
-	}
 	return pkg, nil
-}
-
-// zipDescriptor rebuilds a cached platform's zip descriptor.
-func zipDescriptor(pm *cache.PlatformMeta) ocispec.Descriptor {
-	return ocispec.Descriptor{MediaType: manifest.MediaTypeZip, Digest: pm.Zip, Size: pm.Size}
 }

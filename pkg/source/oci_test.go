@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -350,26 +352,27 @@ func TestOCIMovedTag(t *testing.T) {
 }
 
 // An h1: a source is told is remembered with the version, for the next command.
-func TestOCIRecordH1(t *testing.T) {
+// TestOCIRecordedH1IsNoStatement: an h1: written into the cache's version record is not what a
+// package states: the index (which a signature or the lock covers) is.
+func TestOCIRecordedH1IsNoStatement(t *testing.T) {
 	f := newRepoFixture(t)
 	ctx := context.Background()
 	pkg, err := f.source(f.env(nil), nil).PackageFor(ctx, f.addr, v("1.0.0"), linux)
-	if err != nil || pkg.RecordH1 == nil {
-		t.Fatalf("%v %+v", err, pkg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := pkg.RecordH1("h1:recorded"); err != nil {
+	want := pkg.H1
+	meta, err := f.cache.ReadMeta(f.repo.Ref, "1.0.0")
+	if err != nil || meta == nil {
+		t.Fatalf("no version record: %v", err)
+	}
+	meta.Platforms[linux.String()].H1 = "h1:planted"
+	if err := f.cache.WriteMeta(f.repo.Ref, meta); err != nil {
 		t.Fatal(err)
 	}
 	pkg, err = f.source(f.env(nil), nil).PackageFor(ctx, f.addr, v("1.0.0"), linux)
-	if err != nil || pkg.H1 != "h1:recorded" {
-		t.Fatalf("after RecordH1: %v, h1 %q", err, pkg.H1)
-	}
-	if err := pkg.RecordH1("h1:again"); err != nil {
-		t.Fatal(err)
-	}
-	pkg, _ = f.source(f.env(nil), nil).PackageFor(ctx, f.addr, v("1.0.0"), linux)
-	if pkg.H1 != "h1:again" {
-		t.Errorf("a cached package's RecordH1 was not kept: %q", pkg.H1)
+	if err != nil || pkg.H1 != want || !pkg.FromCache {
+		t.Fatalf("after a planted h1: %v, h1 %q (want %q), from cache %v", err, pkg.H1, want, pkg.FromCache)
 	}
 }
 
@@ -386,7 +389,7 @@ func TestOCIResolveByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pkg.Zip != f.rels["1.0.0"].Zip(linux) || pkg.Auth.Method != "cosign" || pkg.RecordH1 != nil {
+	if pkg.Zip != f.rels["1.0.0"].Zip(linux) || pkg.Auth.Method != "cosign" {
 		t.Errorf("by digest: %+v", pkg)
 	}
 	// The same digest resolves once per source.
@@ -456,4 +459,72 @@ func samePlatforms(a, b []manifest.Platform) bool {
 		return out
 	}
 	return slices.Equal(key(a), key(b))
+}
+
+// TestOCIForgedEvidence: the cache holds evidence, and every command judges it again, offline,
+// under the policy it has now; records planted in the cache can make a check fail, never pass.
+func TestOCIForgedEvidence(t *testing.T) {
+	f := newRepoFixture(t)
+	ctx := context.Background()
+	enforce := testfix.Policy(sign.ModeEnforce, f.key)
+	for _, ver := range []string{"1.0.0", "3.0.0"} {
+		if _, err := f.source(f.env(nil), enforce).PackageFor(ctx, f.addr, v(ver), linux); ver == "1.0.0" && err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.source(f.env(nil), nil).PackageFor(ctx, f.addr, v("2.0.0"), linux); err != nil {
+		t.Fatal(err)
+	}
+	f.reg.SetDown(true)
+	defer f.reg.SetDown(false)
+
+	// Offline, the evidence proves 1.0.0 again (the check ran: the trusted key is in the result).
+	pkg, err := f.source(f.env(nil), enforce).PackageFor(ctx, f.addr, v("1.0.0"), linux)
+	if err != nil || !pkg.FromCache || pkg.Auth.Method != "cosign" {
+		t.Fatalf("offline from evidence: %v %+v", err, pkg)
+	}
+	// A policy that trusts only the other key refuses it offline: nothing remembers a verdict.
+	if _, err := f.source(f.env(nil), testfix.Policy(sign.ModeEnforce, f.other)).PackageFor(ctx, f.addr, v("1.0.0"), linux); err == nil {
+		t.Error("offline, a version signed by key A passed a policy trusting only key B")
+	}
+	// 2.0.0 (unsigned) and 3.0.0 (signed by the other key) stay refused however the records lie:
+	// 1.0.0's signature records are copied onto theirs, and 1.0.0's tag record onto theirs.
+	refs := filepath.Join(f.cache.Dir, "evidence", "refs", strings.ReplaceAll(f.reg.Host, ":", "_"), "providers", "acme", "hello")
+	sig := func(ver string) string { return "sha256-" + f.idx[ver].Digest.Encoded() }
+	for _, ver := range []string{"2.0.0", "3.0.0"} {
+		if _, err := os.Stat(filepath.Join(refs, "tags", sig("1.0.0")+".sig.json")); err == nil { // the .sig form
+			copyFile(t, filepath.Join(refs, "tags", sig("1.0.0")+".sig.json"), filepath.Join(refs, "tags", sig(ver)+".sig.json"))
+		}
+		copyFile(t, filepath.Join(refs, "referrers", f.idx["1.0.0"].Digest.Encoded()+".json"), filepath.Join(refs, "referrers", f.idx[ver].Digest.Encoded()+".json"))
+		if _, err := f.source(f.env(nil), enforce).PackageFor(ctx, f.addr, v(ver), linux); err == nil {
+			t.Errorf("%s passed with another version's signature records", ver)
+		}
+		copyFile(t, filepath.Join(refs, "tags", "1.0.0.json"), filepath.Join(refs, "tags", ver+".json"))
+		if _, err := f.source(f.env(nil), enforce).PackageFor(ctx, f.addr, v(ver), linux); err == nil {
+			t.Errorf("%s passed with its tag record pointed at 1.0.0's index", ver)
+		}
+	}
+	// Old-style verdicts in the version record count for nothing.
+	data, err := os.ReadFile(filepath.Join(f.cache.Dir, "versions", strings.ReplaceAll(f.reg.Host, ":", "_"), "providers", "acme", "hello", "2.0.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(data), "{", `{"verified_by":["`+f.key.Public.Hint+`"],"verified_keys":["testfix"],`, 1)
+	if err := os.WriteFile(filepath.Join(f.cache.Dir, "versions", strings.ReplaceAll(f.reg.Host, ":", "_"), "providers", "acme", "hello", "2.0.0.json"), []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.source(f.env(nil), enforce).PackageFor(ctx, f.addr, v("2.0.0"), linux); err == nil {
+		t.Error("a planted verified_by record passed")
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

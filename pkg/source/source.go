@@ -64,8 +64,6 @@ type Package struct {
 	H1 string
 	// Fetch streams the zip into w, checked against Zip and Size.
 	Fetch func(ctx context.Context, w io.Writer, progress oci.Progress) error
-	// RecordH1, when set, tells the source the h1: hash computed from the zip, to remember.
-	RecordH1 func(h1 string) error
 	// Executable is a ready-to-launch provider (local sources).
 	Executable string
 	Auth       Authentication
@@ -85,16 +83,14 @@ func (p *Package) ForCache(progress oci.Progress) *cache.Package {
 	}
 }
 
-// Learn takes the h1: hash the cache computed from the package's zip: when the source did not
-// know it, it is kept on the package and told to the source to remember.
+// Learn takes the h1: hash the cache computed from the package's zip, when the source did not
+// know it. It is kept on the package for this command only: a hash remembered on disk would be a
+// verdict whoever can write the cache could forge.
 func (p *Package) Learn(h1 string) error {
 	if p.H1 != "" || h1 == "" {
 		return nil
 	}
 	p.H1 = h1
-	if p.RecordH1 != nil {
-		return p.RecordH1(h1)
-	}
 	return nil
 }
 
