@@ -373,3 +373,80 @@ func TestLoadRefusesLyingListing(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadOriginProvidersByPolicy: a configuration bundle's origin provider (its SHA256SUMS
+// signed by the origin's OpenPGP key, attached by save --config) loads under --policy by that
+// evidence when a trust rule names the key's fingerprint in origin_keys; another fingerprint, or
+// a policy that trusts only cosign keys, refuses the load naming the key the evidence carries,
+// and nothing is written. The printed oprov.hcl carries the policy.
+func TestLoadOriginProvidersByPolicy(t *testing.T) {
+	f := newAirGapFixture(t)
+	tarball := filepath.Join(t.TempDir(), "deps.tar")
+	f.save(t, tarball)
+	fpr := fmt.Sprintf("%X", f.org.Key.PrimaryKey.Fingerprint)
+	other := fmt.Sprintf("%X", origin.NewKey(t, "not the origin").PrimaryKey.Fingerprint)
+	dir := t.TempDir()
+	policy := func(name, originKey string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, fmt.Sprintf(`trust "acme" {
+  providers = ["example.com/acme/*"]
+  keys      = [%q]
+}
+trust "origin" {
+  providers   = [%q]
+  origin_keys = [%q]
+}
+`, f.pub, f.org.Address(), originKey))
+		return p
+	}
+	reg := testreg.Start(t, testreg.Options{CA: f.ca})
+	to := reg.Host + "/airgap"
+	refused := func(t *testing.T, want []string, args ...string) {
+		t.Helper()
+		before := wholeRegistry(t, reg)
+		r := oprov(t, f.env, append([]string{"load", tarball, "--to", to}, args...)...)
+		t.Logf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+		if r.Code != 1 {
+			t.Errorf("exit %d, want 1", r.Code)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.Stderr, w) {
+				t.Errorf("the refusal does not say %q", w)
+			}
+		}
+		if after := wholeRegistry(t, reg); !reflect.DeepEqual(before, after) {
+			t.Errorf("a refused load changed the registry: %v -> %v", before, after)
+		}
+	}
+	t.Run("another origin key", func(t *testing.T) {
+		refused(t, []string{"nothing was pushed", f.org.Address(), "carries the key(s) " + fpr, "origin_keys"}, "--policy", policy("other.hcl", other))
+	})
+	t.Run("cosign keys only", func(t *testing.T) {
+		refused(t, []string{"nothing was pushed", "origin_keys = [the signing key's fingerprint]"}, "--key", f.pub)
+	})
+	t.Run("the origin's key", func(t *testing.T) {
+		p := policy("origin.hcl", fpr)
+		r := mustOprov(t, f.env, "load", tarball, "--to", to, "--policy", p, "-o", "json")
+		var out struct {
+			Loaded []struct{ Repository string }
+			TofuRC string   `json:"tofurc"`
+			Oprov  string   `json:"oprov_hcl"`
+			Left   []string `json:"left_out"`
+		}
+		decodeJSON(t, r.Stdout, &out)
+		if len(out.Loaded) != 2 || len(out.Left) != 0 {
+			t.Errorf("loaded %v, left out %v", out.Loaded, out.Left)
+		}
+		for _, a := range []string{"example.com/acme/hello", f.org.Address()} {
+			if !strings.Contains(out.TofuRC, fmt.Sprintf("%q", a)) || !strings.Contains(out.Oprov, fmt.Sprintf("%q", a)) {
+				t.Errorf("the printed configuration leaves out %s:\n%s\n%s", a, out.TofuRC, out.Oprov)
+			}
+		}
+		if !strings.Contains(out.Oprov, fmt.Sprintf("policy              = %q", p)) {
+			t.Errorf("the printed oprov.hcl does not carry --policy %s:\n%s", p, out.Oprov)
+		}
+		if state := wholeRegistry(t, reg); len(state) == 0 {
+			t.Errorf("nothing in the registry after the load")
+		}
+	})
+}

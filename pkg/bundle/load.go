@@ -185,7 +185,11 @@ func verifyVersion(ctx context.Context, p *sign.Policy, t ociref.ReadOnly, ref o
 			return nil, nil
 		}
 		if len(rule.Keys)+len(rule.Identities) == 0 || !errors.Is(oerr, origin.ErrNoEvidence) {
-			err := &sign.Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf("trust %q: its origin's SHA256SUMS evidence: %v", rule.Name, oerr)}
+			what := "its"
+			if provider != "" {
+				what = provider + "'s"
+			}
+			err := &sign.Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf("trust %q: %s origin SHA256SUMS evidence: %v", rule.Name, what, oerr)}
 			if rule.Mode == sign.ModeWarn {
 				return err, nil
 			}
