@@ -127,7 +127,7 @@ func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, ta
 	if dstTag == nil {
 		dstTag = func(t string) string { return t }
 	}
-	checked := verifyingSource{ReadOnly: src, from: oci.SenderOf(src)}
+	checked := verifyingSource{ReadOnly: src, from: oci.SenderOf(src), refused: &atomic.Pointer[oci.BlobError]{}}
 	var pending []Pending
 	for _, tag := range tags {
 		desc, err := src.Resolve(ctx, tag)
@@ -135,7 +135,7 @@ func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, ta
 			return nil, nil, fmt.Errorf("%s: %w", tag, err)
 		}
 		if err := oras.ExtendedCopyGraph(ctx, checked, dst, desc, gopts); err != nil {
-			return nil, nil, fmt.Errorf("copying %s: %w", tag, err)
+			return nil, nil, fmt.Errorf("copying %s: %w", tag, checked.explain(err))
 		}
 		// cosign v2's signatures live under a tag of their own.
 		sigTag := manifest.CosignSignatureTag(desc.Digest)
@@ -146,7 +146,7 @@ func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, ta
 			return nil, nil, fmt.Errorf("%s: %w", sigTag, err)
 		default:
 			if err := oras.CopyGraph(ctx, checked, dst, sig, gopts.CopyGraphOptions); err != nil {
-				return nil, nil, fmt.Errorf("copying %s: %w", sigTag, err)
+				return nil, nil, fmt.Errorf("copying %s: %w", sigTag, checked.explain(err))
 			}
 			pending = append(pending, Pending{Desc: sig, Tag: dstTag(sigTag)})
 		}
@@ -173,7 +173,8 @@ func ApplyTags(ctx context.Context, dst interface {
 // more, fewer or other bytes is refused naming the blob, what it declared and what arrived.
 type verifyingSource struct {
 	oci.ReadOnly
-	from string
+	from    string
+	refused *atomic.Pointer[oci.BlobError] // the first blob refused
 }
 
 func (s verifyingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
@@ -184,7 +185,31 @@ func (s verifyingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.Re
 	return struct {
 		io.Reader
 		io.Closer
-	}{oci.NewVerifyReader(rc, d, s.from), rc}, nil
+	}{recordRefusal{oci.NewVerifyReader(rc, d, s.from), s.refused}, rc}, nil
+}
+
+// explain gives the refusal of a blob behind a copy's error: a destination that checks what it
+// reads as well (a layout) reports only its own "trailing data".
+func (s verifyingSource) explain(err error) error {
+	var be *oci.BlobError
+	if r := s.refused.Load(); r != nil && !errors.As(err, &be) {
+		return r
+	}
+	return err
+}
+
+type recordRefusal struct {
+	r       io.Reader
+	refused *atomic.Pointer[oci.BlobError]
+}
+
+func (r recordRefusal) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	var be *oci.BlobError
+	if errors.As(err, &be) {
+		r.refused.CompareAndSwap(nil, be)
+	}
+	return n, err
 }
 
 // progressDestination reports the bytes of every push as they are read, so a copy's progress
