@@ -45,7 +45,12 @@ func checkTarball(ctx context.Context, path string) error {
 		return err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	return checkTarStream(ctx, f, path)
+}
+
+// checkTarStream is checkTarball on a stream (a file skips the data by seeking).
+func checkTarStream(ctx context.Context, r io.Reader, path string) error {
+	tr := tar.NewReader(r)
 	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
