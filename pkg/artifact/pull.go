@@ -183,7 +183,7 @@ func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, pro
 	if _, err := io.Copy(w, oci.NewVerifyReader(r, p.Zip, oci.SenderOf(t))); err != nil {
 		var be *oci.BlobError
 		if errors.As(err, &be) {
-			return fmt.Errorf("%s: %w (the registry's copy is corrupt)", p.Filename, err)
+			return fmt.Errorf("%s does not match its digest %s: %w (the registry's copy is corrupt)", p.Filename, p.Zip.Digest, err)
 		}
 		return fmt.Errorf("fetching %s (%s): %w", p.Filename, p.Zip.Digest, err)
 	}
