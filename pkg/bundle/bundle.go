@@ -67,6 +67,7 @@ func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Option
 		for _, it := range items {
 			repo := repoPath(it.Ref)
 			o := opts
+			o.SizesOnly = true // the tarball hashes each blob as it goes in
 			o.DstTag = func(t string) string { return repo + ":" + t }
 			var found []ocispec.Descriptor
 			o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }

@@ -406,9 +406,10 @@ func copyPlanned(ctx context.Context, p *planned, src ociref.ReadOnly, tl *tarLa
 	repo := p.listed.Repository
 	var found []ocispec.Descriptor
 	_, err := ocicopy.Copy(ctx, src, tl, []string{p.listed.Tag}, ocicopy.Options{
-		Progress: opts.Progress,
-		DstTag:   func(t string) string { return repo + ":" + t },
-		Referrer: func(d ocispec.Descriptor) { found = append(found, d) },
+		Progress:  opts.Progress,
+		SizesOnly: true, // the tarball hashes each blob as it goes in
+		DstTag:    func(t string) string { return repo + ":" + t },
+		Referrer:  func(d ocispec.Descriptor) { found = append(found, d) },
 	})
 	if err != nil {
 		return err

@@ -233,7 +233,9 @@ func (l *load) push(ctx context.Context) ([]Loaded, error) {
 		if err != nil {
 			return nil, ociref.Explain("load", ref, err)
 		}
-		res, pending, err := ocicopy.CopyContent(ctx, l.views[repo], dst, l.versions[repo], l.opts.Copy)
+		copts := l.opts.Copy
+		copts.SizesOnly = true // openViews read every blob against its digest; the registry hashes them again
+		res, pending, err := ocicopy.CopyContent(ctx, l.views[repo], dst, l.versions[repo], copts)
 		if err != nil {
 			return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", ref, err))
 		}

@@ -71,3 +71,18 @@ func (c *countReader) Read(p []byte) (int, error) {
 	c.n += int64(k)
 	return k, err
 }
+
+// TestSizeReaderChecksSizeOnly: a size-only check refuses more or fewer bytes than declared and
+// leaves the digest to whoever hashes the bytes.
+func TestSizeReaderChecksSizeOnly(t *testing.T) {
+	desc := ocispec.Descriptor{Digest: digest.FromString("something else"), Size: 1000}
+	if _, err := io.ReadAll(NewSizeReader(bytes.NewReader(make([]byte, 1000)), desc, "the bundle")); err != nil {
+		t.Errorf("the declared size: %v", err)
+	}
+	if _, err := io.ReadAll(NewSizeReader(bytes.NewReader(make([]byte, 1001)), desc, "the bundle")); !errors.Is(err, content.ErrTrailingData) {
+		t.Errorf("one byte more: %v", err)
+	}
+	if _, err := io.ReadAll(NewSizeReader(bytes.NewReader(make([]byte, 999)), desc, "the bundle")); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("one byte fewer: %v", err)
+	}
+}

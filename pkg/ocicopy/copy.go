@@ -29,6 +29,10 @@ type Options struct {
 	DstTag func(tag string) string
 	// Referrer, when set, hears of each referrer the copy found (and so copied).
 	Referrer func(ocispec.Descriptor)
+	// SizesOnly checks only the size of what the source sends, not its digest: for a source
+	// whose blobs were just checked (VerifyAll) or a destination that hashes what it writes
+	// (a bundle's tarball), so that nothing is hashed twice.
+	SizesOnly bool
 }
 
 // Result tells what a copy did.
@@ -127,7 +131,7 @@ func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, ta
 	if dstTag == nil {
 		dstTag = func(t string) string { return t }
 	}
-	checked := verifyingSource{ReadOnly: src, from: oci.SenderOf(src), refused: &atomic.Pointer[oci.BlobError]{}}
+	checked := verifyingSource{ReadOnly: src, from: oci.SenderOf(src), refused: &atomic.Pointer[oci.BlobError]{}, sizesOnly: opts.SizesOnly}
 	var pending []Pending
 	for _, tag := range tags {
 		desc, err := src.Resolve(ctx, tag)
@@ -173,8 +177,9 @@ func ApplyTags(ctx context.Context, dst interface {
 // more, fewer or other bytes is refused naming the blob, what it declared and what arrived.
 type verifyingSource struct {
 	oci.ReadOnly
-	from    string
-	refused *atomic.Pointer[oci.BlobError] // the first blob refused
+	from      string
+	refused   *atomic.Pointer[oci.BlobError] // the first blob refused
+	sizesOnly bool
 }
 
 func (s verifyingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
@@ -182,10 +187,14 @@ func (s verifyingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.Re
 	if err != nil {
 		return nil, err
 	}
+	check := oci.NewVerifyReader
+	if s.sizesOnly {
+		check = oci.NewSizeReader
+	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{recordRefusal{oci.NewVerifyReader(rc, d, s.from), s.refused}, rc}, nil
+	}{recordRefusal{check(rc, d, s.from), s.refused}, rc}, nil
 }
 
 // explain gives the refusal of a blob behind a copy's error: a destination that checks what it
