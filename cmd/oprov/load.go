@@ -31,9 +31,17 @@ func newLoadCmd(ios *IOStreams) *cobra.Command {
 		Use:   "load FILE.tar --to HOST[/PREFIX]",
 		Short: "Push a tarball written by 'oprov save' into a registry",
 		Long: `Recreate each repository of a tarball below HOST[/PREFIX], with its referrers and cosign
-signatures. Before anything is pushed, every blob is checked against its digest and, with
+signatures, all or nothing. The tarball is untrusted input: its entries (regular files only, each
+within its bound) and names (valid OCI repository paths and tags, none leaving --to) are checked
+before it is read, and a configuration bundle's listing against what it holds. Before anything
+is pushed, every blob, referrer and .sig manifest is checked against its digest and, with
 --policy or --key, every version's signature is verified: a damaged or unsigned tarball pushes
-nothing.`,
+nothing. Tags are written last, each .sig tag before its version's.
+
+Origin providers (from 'save --config') are verified by their origin's OpenPGP-signed
+SHA256SUMS under a --policy rule that names the key's fingerprint in origin_keys. For a
+configuration bundle, the printed CLI configuration and oprov.hcl cover only the providers it
+holds whose signatures were verified, and carry the --policy or --key used.`,
 		Example: `  oprov load providers.tar --to airgap.internal/mirror --policy oprov-policy.hcl
   oprov load providers.tar --to airgap.internal/mirror --key cosign.pub -o json`,
 		Args: argsRange(1, 1, "one tarball"),

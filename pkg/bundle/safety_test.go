@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,59 @@ func TestPrintedTrust(t *testing.T) {
 	}
 	if got := l.OprovHCL("reg.example/airgap", PrintedTrust{Policy: "/p/policy.hcl"}); !strings.Contains(got, `policy              = "/p/policy.hcl"`) {
 		t.Errorf("printed oprov.hcl lacks the policy:\n%s", got)
+	}
+}
+
+// ustarBlock is one raw ustar header block (archive/tar will not write GNU sparse records).
+func ustarBlock(name string, typeflag byte, size int) []byte {
+	blk := make([]byte, 512)
+	copy(blk, name)
+	copy(blk[100:], "0000644\x00")
+	copy(blk[108:], "0000000\x00")
+	copy(blk[116:], "0000000\x00")
+	copy(blk[124:], fmt.Sprintf("%011o\x00", size))
+	copy(blk[136:], "00000000000\x00")
+	blk[156] = typeflag
+	copy(blk[257:], "ustar\x0000")
+	copy(blk[148:], "        ")
+	sum := 0
+	for _, b := range blk {
+		sum += int(b)
+	}
+	copy(blk[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return blk
+}
+
+// padded is data followed by zeros to a whole number of 512-byte blocks.
+func padded(data []byte) []byte {
+	return append(data, make([]byte, (512-len(data)%512)%512)...)
+}
+
+// TestCheckTarballRefusesPAXSparse: a GNU sparse file in the PAX 1.0 form (what GNU tar
+// --sparse --format=posix writes), 64 GiB once expanded, is refused by its header alone.
+func TestCheckTarballRefusesPAXSparse(t *testing.T) {
+	var records string
+	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", ListingName}, {"GNU.sparse.realsize", "68719476736"}} {
+		rec := " " + kv[0] + "=" + kv[1] + "\n"
+		n := len(rec) + 2
+		records += fmt.Sprintf("%d%s", n, rec)
+	}
+	sparseMap := make([]byte, 512)
+	copy(sparseMap, "1\n68719476735\n1\n") // one chunk: the last byte
+	data := append(sparseMap, '{')
+	var buf bytes.Buffer
+	buf.Write(ustarBlock("PaxHeaders/"+ListingName, 'x', len(records)))
+	buf.Write(padded([]byte(records)))
+	buf.Write(ustarBlock("GNUSparseFile.0/"+ListingName, '0', len(data)))
+	buf.Write(padded(data))
+	buf.Write(make([]byte, 1024))
+	p := filepath.Join(t.TempDir(), "pax.tar")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for what, err := range map[string]error{"Open": open(context.Background(), p), "ReadListing": readListing(context.Background(), p)} {
+		if err == nil || !strings.Contains(err.Error(), "a sparse file (GNU sparse PAX record") || !strings.Contains(err.Error(), "68719476736 bytes once expanded") {
+			t.Errorf("%s: %v", what, err)
+		}
 	}
 }
