@@ -249,6 +249,11 @@ func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 	case "manifest":
 		f.serveManifest(w, r, strings.TrimPrefix(rest, "manifests/"))
 	case "blob":
+		if strings.HasSuffix(rest, digest.FromString("{}").String()) { // the empty config: honest
+			w.Header().Set("Content-Length", "2")
+			w.Write([]byte("{}"))
+			return
+		}
 		f.streamForever(w, r)
 	case "tags":
 		f.serveTags(w, r)
