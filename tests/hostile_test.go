@@ -102,7 +102,13 @@ var hostileCases = []hostileCase{
 			}
 		}},
 	{name: "layer that streams past its size", opts: hostile.Options{Case: hostile.LyingLayer}, command: "pull",
-		want: []string{"trailing data", "the registry's copy is corrupt"}},
+		want: []string{"declared 1048576 bytes", "sent more than that (at least 1048577)", "the registry's copy is corrupt"}},
+	{name: "1000-byte blob that streams 50 MB", opts: hostile.Options{Case: hostile.Oversized}, command: "pull",
+		want: []string{hostile.ZipDigest(), "declared 1000 bytes", "sent more than that (at least 1001)"}, check: stoppedEarly},
+	{name: "1000-byte blob that streams 50 MB, copied", opts: hostile.Options{Case: hostile.Oversized}, command: "copy",
+		want: []string{hostile.ZipDigest(), "declared 1000 bytes", "sent more than that (at least 1001)"}, check: stoppedEarly},
+	{name: "1000-byte blob with other bytes", opts: hostile.Options{Case: hostile.WrongBytes}, command: "pull",
+		want: []string{"declared digest " + hostile.ZipDigest(), "the 1000 bytes the registry 127.0.0.1:", "sent hash to sha256:541b3e9daa09b20bf85fa273e5cbd3e80185aa4ec298e765db87742b70138a53"}},
 	{name: "5000-platform index", opts: hostile.Options{Case: hostile.ManyPlatforms}, command: "pull",
 		want: []string{"the index lists 5000 platform entries, over the limit of 1000", "OPROV_MAX_PLATFORMS"},
 		check: func(t *testing.T, f *hostile.Front) {
@@ -132,6 +138,15 @@ var hostileCases = []hostileCase{
 		want: []string{"stopped answering: nothing for 2s during the wait for the response headers", "OPROV_STALL_TIMEOUT"}},
 	{name: "a byte every second", opts: hostile.Options{Case: hostile.Trickle}, command: "pull",
 		want: []string{"stopped answering: only", "byte(s) in 2s during the download of the response body", "OPROV_STALL_TIMEOUT"}},
+}
+
+// stoppedEarly: a blob that runs past its declared size is not read to its end.
+func stoppedEarly(t *testing.T, f *hostile.Front) {
+	if n := f.BlobBytesSent(); n >= 50_000_000 {
+		t.Errorf("the front sent all %d bytes: the reader must stop just past the declared size", n)
+	} else {
+		t.Logf("the front got %d bytes out before the reader stopped", n)
+	}
 }
 
 // TestHostileRegistries: each misbehaving registry is refused within its bound, with a message
@@ -177,6 +192,10 @@ func runHostile(t *testing.T, f *hostile.Front, ca *testca.CA, command string) (
 		args = []string{"pull", repo + ":1.0.0", "--out-dir", out}
 	case "inspect":
 		args = []string{"inspect", repo}
+	case "copy":
+		// Into a layout of its own: the layout store makes its directory (and keeps a failed
+		// ingest's temporary file) before any blob arrives; what is checked is the message.
+		args = []string{"copy", repo + ":1.0.0", "oci-layout:" + filepath.Join(t.TempDir(), "layout")}
 	case "install":
 		writeFile(t, filepath.Join(cfg, "main.tf"), helloConfig)
 		writeFile(t, filepath.Join(cfg, "oprov.hcl"), strings.ReplaceAll(`oci_mirror {

@@ -131,7 +131,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	}
 	var base *bundle.Listing
 	if o.Since != "" {
-		if base, err = bundle.ReadListing(o.Since); err != nil {
+		if base, err = bundle.ReadListing(ctx, o.Since); err != nil {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}

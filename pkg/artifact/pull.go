@@ -17,7 +17,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/manifest"
@@ -89,7 +88,7 @@ func TypeFromRepository(ref oci.Ref) string {
 
 // FetchPlatform fetches and parses one platform's manifest (digest checked).
 func FetchPlatform(ctx context.Context, t oci.ReadOnly, v *Version, e manifest.Entry) (*Platform, error) {
-	data, err := content.FetchAll(ctx, t, e.Descriptor)
+	data, err := oci.FetchAll(ctx, t, e.Descriptor, oci.SenderOf(t))
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s manifest %s: %w", e.Platform, e.Descriptor.Digest, err)
 	}
@@ -181,12 +180,12 @@ func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, pro
 		progress.Plan(p.Zip.Size)
 		r = oci.ProgressReader(rc, progress)
 	}
-	vr := content.NewVerifyReader(r, p.Zip)
-	if _, err := io.Copy(w, vr); err != nil {
+	if _, err := io.Copy(w, oci.NewVerifyReader(r, p.Zip, oci.SenderOf(t))); err != nil {
+		var be *oci.BlobError
+		if errors.As(err, &be) {
+			return fmt.Errorf("%s does not match its digest %s: %w (the registry's copy is corrupt)", p.Filename, p.Zip.Digest, err)
+		}
 		return fmt.Errorf("fetching %s (%s): %w", p.Filename, p.Zip.Digest, err)
-	}
-	if err := vr.Verify(); err != nil {
-		return fmt.Errorf("%s does not match its digest %s: %w (the registry's copy is corrupt)", p.Filename, p.Zip.Digest, err)
 	}
 	return nil
 }

@@ -6,10 +6,10 @@ package bundle
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -17,11 +17,9 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 
-	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/scratch"
-	"github.com/oprov/oprov/pkg/sign"
 )
 
 // SaveItem is one repository's versions to save.
@@ -69,6 +67,7 @@ func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Option
 		for _, it := range items {
 			repo := repoPath(it.Ref)
 			o := opts
+			o.SizesOnly = true // the tarball hashes each blob as it goes in
 			o.DstTag = func(t string) string { return repo + ":" + t }
 			var found []ocispec.Descriptor
 			o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
@@ -136,6 +135,9 @@ type Bundle struct {
 // Open opens a tarball written by Save (or any OCI-layout tarball whose tags are named
 // REPOSITORY:TAG), reading it in place.
 func Open(ctx context.Context, path string) (*Bundle, error) {
+	if err := checkTarball(ctx, path); err != nil {
+		return nil, err
+	}
 	st, err := oci.NewFromTar(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not an OCI-layout tarball: %w", path, err)
@@ -148,6 +150,12 @@ func Open(ctx context.Context, path string) (*Bundle, error) {
 				return fmt.Errorf("%s: tag %q does not name a repository (want REPOSITORY:TAG)", path, t)
 			}
 			repo, tag := t[:i], t[i+1:]
+			if err := checkRepository(repo); err != nil {
+				return fmt.Errorf("%s: tag %q: %w: loaded, it would be written outside --to or refused half-way", path, t, err)
+			}
+			if err := checkTag(repo, tag); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 			if rest, ok := strings.CutPrefix(tag, referrerTagPrefix); ok {
 				b.recordReferrer(repo, rest)
 				continue
@@ -162,8 +170,11 @@ func Open(ctx context.Context, path string) (*Bundle, error) {
 	if len(b.Repos) == 0 {
 		return nil, fmt.Errorf("%s holds no tagged versions", path)
 	}
-	if l, err := ReadListing(path); err == nil {
+	switch l, err := readListingTar(path); {
+	case err == nil:
 		b.Listing = l
+	case !errors.Is(err, errNoListing):
+		return nil, err
 	}
 	return b, nil
 }
@@ -215,6 +226,9 @@ func (r *repoView) Predecessors(ctx context.Context, node ocispec.Descriptor) ([
 	return mine, nil
 }
 
+// Sender names the bundle as where bytes come from, in errors.
+func (r *repoView) Sender() string { return "the bundle" }
+
 func (r *repoView) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
 	if _, err := digest.Parse(ref); err == nil {
 		return r.ReadOnlyStore.Resolve(ctx, ref)
@@ -241,117 +255,6 @@ func (r *repoView) Tags(ctx context.Context, last string, fn func([]string) erro
 	})
 }
 
-// LoadOptions say where a bundle goes and what must hold first.
-type LoadOptions struct {
-	To       string // HOST[:PORT][/PREFIX]: each repository is recreated below it
-	Registry ociref.Options
-	Policy   *sign.Policy // when set, every version's signature must satisfy it
-	Copy     ocicopy.Options
-	Log      io.Writer
-}
-
-// Loaded is one repository a load wrote.
-type Loaded struct {
-	Repository string          `json:"repository"`
-	Result     *ocicopy.Result `json:"result"`
-}
-
-// Load pushes a bundle's repositories below opts.To. Before anything is pushed, every blob in the
-// bundle is read and checked against its digest, and, with a policy, every version's signature is
-// verified; a corrupt or unsigned bundle pushes nothing.
-func Load(ctx context.Context, b *Bundle, opts LoadOptions) ([]Loaded, error) {
-	repos := make([]string, 0, len(b.Repos))
-	for r := range b.Repos {
-		repos = append(repos, r)
-	}
-	sort.Strings(repos)
-	dstRef := func(repo string) (ociref.Ref, error) {
-		r, err := ociref.ParseRef(strings.TrimSuffix(opts.To, "/") + "/" + repo)
-		if err != nil {
-			return ociref.Ref{}, fmt.Errorf("--to %s: %w", opts.To, err)
-		}
-		return r, nil
-	}
-	// A delta bundle leaves out blobs its base had: they are read (and checked against their
-	// digests like every other) from where the base was loaded.
-	view := func(repo string) (ociref.ReadOnly, error) { return b.Repo(repo), nil }
-	if b.Listing != nil && len(b.Listing.Omitted) > 0 {
-		omitted := map[digest.Digest]bool{}
-		for _, d := range b.Listing.Omitted {
-			omitted[digest.Digest(d)] = true
-		}
-		view = func(repo string) (ociref.ReadOnly, error) {
-			ref, err := dstRef(repo)
-			if err != nil {
-				return nil, err
-			}
-			dst, err := ociref.Open(ctx, ref, opts.Registry, false)
-			if err != nil {
-				return nil, ociref.Explain("load", ref, err)
-			}
-			return &deltaView{ReadOnly: b.Repo(repo), base: dst, omitted: omitted}, nil
-		}
-	}
-	views := map[string]ociref.ReadOnly{}
-	versionTags := map[string][]string{}
-	for _, repo := range repos {
-		v, err := view(repo)
-		if err != nil {
-			return nil, err
-		}
-		views[repo] = v
-		for _, t := range b.Repos[repo] {
-			if _, err := manifest.TagToVersion(t); err == nil {
-				versionTags[repo] = append(versionTags[repo], t)
-			}
-		}
-		if len(versionTags[repo]) == 0 {
-			continue
-		}
-		if _, err := ocicopy.VerifyAll(ctx, v, versionTags[repo]); err != nil {
-			return nil, fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
-		}
-	}
-	if opts.Policy != nil {
-		for _, repo := range repos {
-			for _, t := range versionTags[repo] {
-				ref, err := dstRef(repo)
-				if err != nil {
-					return nil, err
-				}
-				ref.Reference = t
-				d, err := opts.Policy.VerifyWithPolicy(ctx, views[repo], ref, "", sign.VerifyOptions{})
-				if err != nil {
-					return nil, fmt.Errorf("nothing was pushed: %w", err)
-				}
-				if d.Warning != nil && opts.Log != nil {
-					fmt.Fprintf(opts.Log, "oprov: warning (policy mode warn): %v\n", d.Warning)
-				}
-			}
-		}
-	}
-	var out []Loaded
-	for _, repo := range repos {
-		if len(versionTags[repo]) == 0 {
-			continue
-		}
-		ref, err := dstRef(repo)
-		if err != nil {
-			return out, err
-		}
-		dst, err := ociref.Open(ctx, ref, opts.Registry, true)
-		if err != nil {
-			return out, ociref.Explain("load", ref, err)
-		}
-		r, err := ocicopy.Copy(ctx, views[repo], dst, versionTags[repo], opts.Copy)
-		if err != nil {
-			return out, ociref.Explain("load", ref, err)
-		}
-		out = append(out, Loaded{Repository: ref.Repo(), Result: r})
-	}
-	return out, nil
-}
-
 // deltaView reads a delta bundle's repository: the blobs its base had come from where the base
 // was loaded.
 type deltaView struct {
@@ -374,6 +277,10 @@ func (v *deltaView) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClo
 		}{io.LimitReader(rc, d.Size), rc}, nil
 	}
 	return v.ReadOnly.Fetch(ctx, d)
+}
+
+func (v *deltaView) Sender() string {
+	return "the bundle (or, for a blob it leaves to its base, the registry it is loaded into)"
 }
 
 func (v *deltaView) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {

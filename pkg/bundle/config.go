@@ -406,9 +406,10 @@ func copyPlanned(ctx context.Context, p *planned, src ociref.ReadOnly, tl *tarLa
 	repo := p.listed.Repository
 	var found []ocispec.Descriptor
 	_, err := ocicopy.Copy(ctx, src, tl, []string{p.listed.Tag}, ocicopy.Options{
-		Progress: opts.Progress,
-		DstTag:   func(t string) string { return repo + ":" + t },
-		Referrer: func(d ocispec.Descriptor) { found = append(found, d) },
+		Progress:  opts.Progress,
+		SizesOnly: true, // the tarball hashes each blob as it goes in
+		DstTag:    func(t string) string { return repo + ":" + t },
+		Referrer:  func(d ocispec.Descriptor) { found = append(found, d) },
 	})
 	if err != nil {
 		return err
@@ -423,39 +424,58 @@ func (o ConfigOptions) baseBlobs() []string {
 	return o.Base.Blobs
 }
 
+// errNoListing says a tarball holds no listing: it is not a configuration bundle.
+var errNoListing = errors.New("not a configuration bundle")
+
 // ReadListing reads a bundle's listing: from a listing file (.json), or from inside a bundle's
-// tarball.
-func ReadListing(path string) (*Listing, error) {
-	var data []byte
-	if strings.HasSuffix(path, ".json") {
-		b, err := os.ReadFile(path)
-		if err != nil {
+// tarball, whose every entry is checked first (checkTarball). Either is read only up to the
+// listing's bound.
+func ReadListing(ctx context.Context, path string) (*Listing, error) {
+	if !strings.HasSuffix(path, ".json") {
+		if err := checkTarball(ctx, path); err != nil {
 			return nil, err
 		}
-		data = b
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
+		return readListingTar(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readBounded(f, maxListingSize, path)
+	if err != nil {
+		return nil, err
+	}
+	return parseListing(path, data)
+}
+
+// readListingTar reads the listing inside a tarball checkTarball has passed.
+func readListingTar(path string) (*Listing, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("%s holds no %s: it is %w", path, ListingName, errNoListing)
 		}
-		defer f.Close()
-		tr := tar.NewReader(f)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				return nil, fmt.Errorf("%s holds no %s: it is not a configuration bundle", path, ListingName)
-			}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if strings.TrimPrefix(h.Name, "./") == ListingName {
+			data, err := readBounded(tr, maxListingSize, path+": "+ListingName)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+				return nil, err
 			}
-			if h.Name == ListingName {
-				if data, err = io.ReadAll(tr); err != nil {
-					return nil, err
-				}
-				break
-			}
+			return parseListing(path, data)
 		}
 	}
+}
+
+func parseListing(path string, data []byte) (*Listing, error) {
 	var l Listing
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -511,19 +531,49 @@ func (l *Listing) TofuCLIConfig(to string) string {
 	return b.String()
 }
 
-// OprovHCL is the oprov.hcl blocks that install (and verify, with policy) a loaded configuration
-// bundle's providers from below to.
-func (l *Listing) OprovHCL(to, policy string) string {
+// PrintedTrust is what load verified with, for the printed oprov.hcl to verify with too: a
+// policy file, or public keys and keyless identities (with their trusted root). Paths should be
+// absolute: the printed blocks go into a file elsewhere.
+type PrintedTrust struct {
+	Policy      string
+	PublicKeys  []string
+	Identities  []sign.IdentityBlock
+	TrustedRoot string
+}
+
+// OprovHCL is the oprov.hcl blocks that install (and verify, as trust says) a loaded
+// configuration bundle's providers from below to.
+func (l *Listing) OprovHCL(to string, trust PrintedTrust) string {
 	var b strings.Builder
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
 		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), hclList(groups[h]))
-		if policy != "" {
-			fmt.Fprintf(&b, "  policy              = %q\n", policy)
-		}
+		trust.write(&b)
 		b.WriteString("}\n")
 	}
 	return b.String()
+}
+
+func (t PrintedTrust) write(b *strings.Builder) {
+	if t.Policy != "" {
+		fmt.Fprintf(b, "  policy              = %q\n", t.Policy)
+	}
+	if len(t.PublicKeys) > 0 {
+		fmt.Fprintf(b, "  public_keys         = %s\n", hclList(t.PublicKeys))
+	}
+	if len(t.Identities) > 0 && t.TrustedRoot != "" {
+		fmt.Fprintf(b, "  trusted_root        = %q\n", t.TrustedRoot)
+	}
+	for _, id := range t.Identities {
+		b.WriteString("  identity {\n")
+		for _, a := range [][2]string{{"issuer", id.Issuer}, {"issuer_regexp", id.IssuerRegexp}, {"subject", id.Subject},
+			{"subject_regexp", id.SubjectRegexp}, {"repository", id.Repository}, {"ref", id.Ref}, {"trigger", id.Trigger}} {
+			if a[1] != "" {
+				fmt.Fprintf(b, "    %-14s = %q\n", a[0], a[1])
+			}
+		}
+		b.WriteString("  }\n")
+	}
 }
 
 // hclList renders a list of strings as an HCL list.

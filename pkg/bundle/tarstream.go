@@ -13,10 +13,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/internal/iox"
+	ociref "github.com/oprov/oprov/pkg/oci"
 )
 
 // tarLayout is a copy destination that writes an OCI image layout straight into a tar stream:
@@ -71,17 +71,15 @@ func (t *tarLayout) Push(ctx context.Context, d ocispec.Descriptor, r io.Reader)
 	if err := t.tw.WriteHeader(h); err != nil {
 		return err
 	}
-	vr := content.NewVerifyReader(iox.ContextReader(ctx, r), d)
+	// Copies check what they read from their source (ocicopy); this checks again what goes in.
+	vr := ociref.NewVerifyReader(iox.ContextReader(ctx, r), d, "the source")
 	var keep bytes.Buffer
 	var dst io.Writer = t.tw
 	if isManifest(d) {
 		dst = io.MultiWriter(t.tw, &keep)
 	}
 	if _, err := io.Copy(dst, vr); err != nil {
-		return fmt.Errorf("%s: %w", d.Digest, err)
-	}
-	if err := vr.Verify(); err != nil {
-		return fmt.Errorf("%s (%s): %w", d.Digest, d.MediaType, err)
+		return err
 	}
 	t.have[d.Digest] = true
 	if isManifest(d) {

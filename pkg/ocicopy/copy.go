@@ -29,6 +29,10 @@ type Options struct {
 	DstTag func(tag string) string
 	// Referrer, when set, hears of each referrer the copy found (and so copied).
 	Referrer func(ocispec.Descriptor)
+	// SizesOnly checks only the size of what the source sends, not its digest: for a source
+	// whose blobs were just checked (VerifyAll) or a destination that hashes what it writes
+	// (a bundle's tarball), so that nothing is hashed twice.
+	SizesOnly bool
 }
 
 // Result tells what a copy did.
@@ -64,12 +68,33 @@ func SelectTags(ctx context.Context, src oci.ReadOnly, version, constraint strin
 	return out, nil
 }
 
+// Pending is a tag a copy has yet to write: everything under it is in the destination.
+type Pending struct {
+	Desc ocispec.Descriptor
+	Tag  string // the destination's tag name
+}
+
 // Copy copies tagged versions with everything that refers to them: OCI referrers (oprov and
 // cosign signature bundles, SBOMs, SHA256SUMS provenance, found through the referrers API or its
 // tag fallback) and cosign's legacy sha256-<hex>.sig tags, which referrer-aware copies drop.
-// Content the destination has is not sent again, so a copy cut short resumes where it stopped;
-// each version's tag moves only once its whole graph is there.
+// Content the destination has is not sent again, so a copy cut short resumes where it stopped.
+// No tag moves until every version's whole graph, referrers and .sig manifest are there; then
+// each .sig tag is written before its version's tag (see CopyContent and ApplyTags).
 func Copy(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, tags []string, opts Options) (*Result, error) {
+	res, pending, err := CopyContent(ctx, src, dst, tags, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ApplyTags(ctx, dst, pending); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CopyContent copies what Copy copies and tags nothing: it gives the tags to write, each
+// version's .sig tag before the version's own. Every blob read from src is checked against its
+// descriptor as it streams (oci.VerifyReader), whatever dst checks.
+func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, tags []string, opts Options) (*Result, []Pending, error) {
 	res := &Result{}
 	var uploaded, skipped, bytes atomic.Int64
 	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
@@ -106,36 +131,94 @@ func Copy(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, tags []st
 	if dstTag == nil {
 		dstTag = func(t string) string { return t }
 	}
+	checked := verifyingSource{ReadOnly: src, from: oci.SenderOf(src), refused: &atomic.Pointer[oci.BlobError]{}, sizesOnly: opts.SizesOnly}
+	var pending []Pending
 	for _, tag := range tags {
 		desc, err := src.Resolve(ctx, tag)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tag, err)
+			return nil, nil, fmt.Errorf("%s: %w", tag, err)
 		}
-		if err := oras.ExtendedCopyGraph(ctx, src, dst, desc, gopts); err != nil {
-			return nil, fmt.Errorf("copying %s: %w", tag, err)
+		if err := oras.ExtendedCopyGraph(ctx, checked, dst, desc, gopts); err != nil {
+			return nil, nil, fmt.Errorf("copying %s: %w", tag, checked.explain(err))
 		}
-		if err := dst.Tag(ctx, desc, dstTag(tag)); err != nil {
-			return nil, fmt.Errorf("tagging %s: %w", tag, err)
-		}
-		res.Tags = append(res.Tags, tag)
 		// cosign v2's signatures live under a tag of their own.
 		sigTag := manifest.CosignSignatureTag(desc.Digest)
 		sig, err := src.Resolve(ctx, sigTag)
 		switch {
 		case errors.Is(err, errdef.ErrNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("%s: %w", sigTag, err)
+			return nil, nil, fmt.Errorf("%s: %w", sigTag, err)
 		default:
-			if err := oras.CopyGraph(ctx, src, dst, sig, gopts.CopyGraphOptions); err != nil {
-				return nil, fmt.Errorf("copying %s: %w", sigTag, err)
+			if err := oras.CopyGraph(ctx, checked, dst, sig, gopts.CopyGraphOptions); err != nil {
+				return nil, nil, fmt.Errorf("copying %s: %w", sigTag, checked.explain(err))
 			}
-			if err := dst.Tag(ctx, sig, dstTag(sigTag)); err != nil {
-				return nil, fmt.Errorf("tagging %s: %w", sigTag, err)
-			}
+			pending = append(pending, Pending{Desc: sig, Tag: dstTag(sigTag)})
 		}
+		pending = append(pending, Pending{Desc: desc, Tag: dstTag(tag)})
+		res.Tags = append(res.Tags, tag)
 	}
 	res.Uploaded, res.Skipped, res.Bytes = uploaded.Load(), skipped.Load(), bytes.Load()
-	return res, nil
+	return res, pending, nil
+}
+
+// ApplyTags writes the tags CopyContent left, in its order.
+func ApplyTags(ctx context.Context, dst interface {
+	Tag(context.Context, ocispec.Descriptor, string) error
+}, pending []Pending) error {
+	for _, p := range pending {
+		if err := dst.Tag(ctx, p.Desc, p.Tag); err != nil {
+			return fmt.Errorf("tagging %s: %w", p.Tag, err)
+		}
+	}
+	return nil
+}
+
+// verifyingSource checks every blob a copy reads against its descriptor, so a source that sends
+// more, fewer or other bytes is refused naming the blob, what it declared and what arrived.
+type verifyingSource struct {
+	oci.ReadOnly
+	from      string
+	refused   *atomic.Pointer[oci.BlobError] // the first blob refused
+	sizesOnly bool
+}
+
+func (s verifyingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := s.ReadOnly.Fetch(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	check := oci.NewVerifyReader
+	if s.sizesOnly {
+		check = oci.NewSizeReader
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{recordRefusal{check(rc, d, s.from), s.refused}, rc}, nil
+}
+
+// explain gives the refusal of a blob behind a copy's error: a destination that checks what it
+// reads as well (a layout) reports only its own "trailing data".
+func (s verifyingSource) explain(err error) error {
+	var be *oci.BlobError
+	if r := s.refused.Load(); r != nil && !errors.As(err, &be) {
+		return r
+	}
+	return err
+}
+
+type recordRefusal struct {
+	r       io.Reader
+	refused *atomic.Pointer[oci.BlobError]
+}
+
+func (r recordRefusal) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	var be *oci.BlobError
+	if errors.As(err, &be) {
+		r.refused.CompareAndSwap(nil, be)
+	}
+	return n, err
 }
 
 // progressDestination reports the bytes of every push as they are read, so a copy's progress
@@ -149,10 +232,12 @@ func (d progressDestination) Push(ctx context.Context, desc ocispec.Descriptor, 
 	return d.GraphTarget.Push(ctx, desc, oci.ProgressReader(r, d.p))
 }
 
-// VerifyAll reads every blob reachable from the given tags (and their referrers and .sig tags),
-// checking each against its digest, without writing anything.
+// VerifyAll reads every blob reachable from the given tags, their referrers and their cosign
+// .sig tags (everything Copy would copy), checking each against its descriptor, without writing
+// anything.
 func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error) {
 	seen := map[string]bool{}
+	from := oci.SenderOf(src)
 	var walk func(d ocispec.Descriptor) error
 	walk = func(d ocispec.Descriptor) error {
 		if seen[d.Digest.String()] {
@@ -166,12 +251,8 @@ func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Digest, err)
 		}
-		vr := content.NewVerifyReader(iox.ContextReader(ctx, rc), d)
-		_, err = io.Copy(io.Discard, vr)
+		err = oci.NewVerifyReader(iox.ContextReader(ctx, rc), d, from).Verify()
 		rc.Close()
-		if err == nil {
-			err = vr.Verify()
-		}
 		if err != nil {
 			return fmt.Errorf("%s (%s) is corrupt: %w", d.Digest, d.MediaType, err)
 		}
@@ -197,6 +278,17 @@ func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error
 		}
 		if err := walk(d); err != nil {
 			return 0, err
+		}
+		sigTag := manifest.CosignSignatureTag(d.Digest)
+		sig, err := src.Resolve(ctx, sigTag)
+		switch {
+		case errors.Is(err, errdef.ErrNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("%s: %w", sigTag, err)
+		default:
+			if err := walk(sig); err != nil {
+				return 0, fmt.Errorf("%s: %w", sigTag, err)
+			}
 		}
 	}
 	return len(seen), nil

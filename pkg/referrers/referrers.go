@@ -15,7 +15,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 
@@ -158,7 +157,7 @@ func describe(ctx context.Context, t oci.ReadOnly, d ocispec.Descriptor) (Referr
 	if d.MediaType != ocispec.MediaTypeImageManifest || d.Size > 4<<20 {
 		return r, nil
 	}
-	data, err := content.FetchAll(ctx, t, d)
+	data, err := oci.FetchAll(ctx, t, d, oci.SenderOf(t))
 	if err != nil {
 		return r, fmt.Errorf("fetching referrer %s: %w", d.Digest, err)
 	}

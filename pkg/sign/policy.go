@@ -35,6 +35,7 @@ const (
 //	  repositories = ["registry.example.com/providers/acme/*"] # OCI repositories
 //	  keys         = ["keys/acme.pub", "keys/acme-2027.pub"]   # several keys, for rotation
 //	  mode         = "warn"                                    # optional, overrides the default
+//	  origin_keys  = ["C874011F0AB405110D02105534365D9472D7468F"] # OpenPGP key fingerprints
 //
 //	  identity {                                               # a keyless signer (repeatable)
 //	    issuer         = "https://token.actions.githubusercontent.com" # or issuer_regexp
@@ -47,7 +48,12 @@ const (
 //
 // Patterns use '*' for one path element and a trailing "/**" for any depth. Key and trusted root
 // paths are relative to the policy file; a key starting with "-----BEGIN" is the PEM key itself.
-// A rule needs keys or identities (or both: either may sign); identities need a trusted root. The
+// origin_keys trusts an origin registry's OpenPGP signature over a release's SHA256SUMS, as
+// mirror and 'save --config' attach it to a version (the referrer pkg/origin writes): the key that
+// signed must be one whose full fingerprint (40 hex digits, spaces allowed) the rule names, and
+// SHA256SUMS must list every zip of the version. The key the origin served travels with the
+// evidence; only the fingerprint in the policy makes it trusted.
+// A rule needs keys, identities or origin keys (any may sign); identities need a trusted root. The
 // first rule that matches decides; a provider no rule matches is refused in enforce mode.
 type Policy struct {
 	Path  string
@@ -64,6 +70,9 @@ type Rule struct {
 	Identities   []Identity
 	TrustedRoot  *TrustedRoot
 	Mode         string
+	// OriginKeys are the OpenPGP primary key fingerprints (40 hex digits, upper case) trusted
+	// to sign an origin's SHA256SUMS for the providers the rule matches.
+	OriginKeys []string
 }
 
 type policyFile struct {
@@ -80,6 +89,7 @@ type trustFile struct {
 	Identities   []IdentityBlock `hcl:"identity,block"`
 	TrustedRoot  *string         `hcl:"trusted_root,optional"`
 	Mode         *hcl.Attribute  `hcl:"mode,optional"`
+	OriginKeys   []string        `hcl:"origin_keys,optional"`
 	DeclRange    hcl.Range       `hcl:",def_range"`
 }
 
@@ -155,8 +165,11 @@ func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, er
 				return nil, fmt.Errorf("%s: trust %q: bad pattern %q", at, tf.Name, pat)
 			}
 		}
-		if len(tf.Keys) == 0 && len(tf.Identities) == 0 {
-			return nil, fmt.Errorf("%s: trust %q lists no keys and no identity", at, tf.Name)
+		if len(tf.Keys) == 0 && len(tf.Identities) == 0 && len(tf.OriginKeys) == 0 {
+			return nil, fmt.Errorf("%s: trust %q lists no keys and no identity (and no origin_keys)", at, tf.Name)
+		}
+		if r.OriginKeys, err = originFingerprints(tf.OriginKeys); err != nil {
+			return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
 		}
 		for _, idf := range tf.Identities {
 			id, err := idf.Identity()
@@ -184,6 +197,20 @@ func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, er
 		p.Rules = append(p.Rules, r)
 	}
 	return p, nil
+}
+
+// originFingerprints checks and normalizes origin_keys: full OpenPGP v4 fingerprints only (a
+// 16-digit key ID is too short to name a key safely).
+func originFingerprints(in []string) ([]string, error) {
+	var out []string
+	for _, f := range in {
+		n := strings.ToUpper(strings.ReplaceAll(f, " ", ""))
+		if len(n) != 40 || strings.Trim(n, "0123456789ABCDEF") != "" {
+			return nil, fmt.Errorf("origin_keys: %q is not an OpenPGP fingerprint: give the signing key's full fingerprint, 40 hex digits ('gpg --fingerprint' prints it; a failed 'oprov load --policy' names the key the evidence carries)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // Identity is the block's identity, checked.

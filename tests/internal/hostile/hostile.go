@@ -30,6 +30,12 @@ const (
 	HugeLayer Case = "huge-layer"
 	// LyingLayer serves a version whose zip layer claims 1 MiB but streams without end.
 	LyingLayer Case = "lying-layer"
+	// Oversized serves a version whose zip layer declares 1,000 bytes; the blob streams 50 MB
+	// (with no length) and ends.
+	Oversized Case = "oversized"
+	// WrongBytes serves a version whose zip layer declares 1,000 bytes and a digest; the blob is
+	// 1,000 bytes that hash to something else.
+	WrongBytes Case = "wrong-bytes"
 	// ManyPlatforms serves a version whose index lists Platforms platforms (default 5,000).
 	ManyPlatforms Case = "many-platforms"
 	// EndlessTags pages its tag list forever, one new tag per page.
@@ -163,11 +169,17 @@ func (f *Front) Connections() int64 { return f.conns.Load() }
 // zipDigest is the digest the layer claims: nothing the front streams ever matches it.
 var zipDigest = digest.FromString("a zip that never ends")
 
+// ZipDigest is the digest the version's zip layer declares.
+func ZipDigest() string { return zipDigest.String() }
+
 // buildGraph makes the version's index and platform manifest for the case.
 func (f *Front) buildGraph() {
 	size := int64(1 << 20)
-	if f.o.Case == HugeLayer {
+	switch f.o.Case {
+	case HugeLayer:
 		size = 1_000_000_000_000
+	case Oversized, WrongBytes:
+		size = 1000
 	}
 	name := fmt.Sprintf("terraform-provider-hello_%s_%s_%s.zip", f.o.Tag, f.o.OS, f.o.Arch)
 	f.manifest = mustJSON(map[string]any{
@@ -237,6 +249,11 @@ func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 	case "manifest":
 		f.serveManifest(w, r, strings.TrimPrefix(rest, "manifests/"))
 	case "blob":
+		if strings.HasSuffix(rest, digest.FromString("{}").String()) { // the empty config: honest
+			w.Header().Set("Content-Length", "2")
+			w.Write([]byte("{}"))
+			return
+		}
 		f.streamForever(w, r)
 	case "tags":
 		f.serveTags(w, r)
@@ -290,15 +307,26 @@ func (f *Front) trickle(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 }
 
-// streamForever answers a blob request with zeros until the client goes away, with no length.
+// streamForever answers a blob request with zeros until the client goes away, with no length
+// (Oversized: 50 MB and no more; WrongBytes: the declared 1,000).
 func (f *Front) streamForever(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return
 	}
+	limit := int64(-1)
+	switch f.o.Case {
+	case Oversized:
+		limit = 50_000_000
+	case WrongBytes:
+		limit = 1000
+	}
 	chunk := make([]byte, 32<<10)
-	for {
+	for sent := int64(0); limit < 0 || sent < limit; {
+		if limit >= 0 && limit-sent < int64(len(chunk)) {
+			chunk = chunk[:limit-sent]
+		}
 		select {
 		case <-r.Context().Done():
 			return
@@ -308,6 +336,7 @@ func (f *Front) streamForever(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := w.Write(chunk)
 		f.blobSent.Add(int64(n))
+		sent += int64(n)
 		if err != nil {
 			return
 		}
