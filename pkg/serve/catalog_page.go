@@ -1,0 +1,156 @@
+package serve
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The catalog's pages: GET / (every provider) and GET /providers/HOST/NAMESPACE/TYPE (one), HTML
+// by default and JSON with ?format=json. They render the last round's snapshot (catalog.go) with
+// html/template, which escapes every value (all of them may come from a registry); the pages need
+// no script and nothing from elsewhere, and their Content-Security-Policy allows none.
+
+//go:embed catalog.html
+var catalogHTML string
+
+var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncMap{
+	"size":  humanSize,
+	"total": totalSize,
+	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
+	"short": shortDigest,
+	"view":  func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
+}).Parse(catalogHTML))
+
+// providerView is one provider as the "provider" template shows it: in detail on its own page.
+type providerView struct {
+	P      *CatalogProvider
+	Detail bool
+	Policy bool
+}
+
+// catalogPage is what the template renders: the whole catalog, or one provider of it.
+type catalogPage struct {
+	Title   string
+	Catalog *Catalog
+	// One is set on a provider's page.
+	One *CatalogProvider
+}
+
+// serveCatalog answers GET / with the catalog.
+func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.CatalogRefresh <= 0 {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog is off (--catalog-refresh 0)"))
+		return
+	}
+	c := s.snapshot()
+	if wantJSON(r) {
+		s.writeCatalogJSON(w, r, c)
+		return
+	}
+	s.renderCatalog(w, r, catalogPage{Title: "Providers served", Catalog: c})
+}
+
+// serveProviderPage answers GET /providers/HOST/NAMESPACE/TYPE with one provider of the catalog.
+// A protocol path of a provider whose hostname is "providers" has the same shape; its last part
+// ends in .json or .zip, which a provider type cannot, and it goes to the protocol.
+func (s *Server) serveProviderPage(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.PathValue("type"), ".") {
+		s.serveProtocol(w, r)
+		return
+	}
+	if s.cfg.CatalogRefresh <= 0 {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog is off (--catalog-refresh 0)"))
+		return
+	}
+	addr, err := parseAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
+	if err != nil {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, err)
+		return
+	}
+	c := s.snapshot()
+	var one *CatalogProvider
+	for i := range c.Providers {
+		if c.Providers[i].Address == addr.String() {
+			one = &c.Providers[i]
+		}
+	}
+	if one == nil {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog holds no %s", addr))
+		return
+	}
+	if wantJSON(r) {
+		s.writeCatalogJSON(w, r, one)
+		return
+	}
+	s.renderCatalog(w, r, catalogPage{Title: one.Address, Catalog: c, One: one})
+}
+
+// snapshot gives the last round's catalog, or an empty one (Updated zero) before the first.
+func (s *Server) snapshot() *Catalog {
+	if c := s.cat.snap.Load(); c != nil {
+		return c
+	}
+	return &Catalog{Policy: s.cfg.Policy != nil, Providers: []CatalogProvider{}}
+}
+
+func wantJSON(r *http.Request) bool { return r.URL.Query().Get("format") == "json" }
+
+func (s *Server) writeCatalogJSON(w http.ResponseWriter, r *http.Request, v any) {
+	if err := writeJSON(w, v); err != nil {
+		note(r.Context(), slog.String("error", err.Error()))
+	}
+}
+
+// renderCatalog renders into memory first, so that a template error is a 500, not half a page.
+func (s *Server) renderCatalog(w http.ResponseWriter, r *http.Request, page catalogPage) {
+	var buf bytes.Buffer
+	if err := catalogTemplate.Execute(&buf, page); err != nil {
+		s.fail(w, r, refusal{http.StatusInternalServerError, "internal"}, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// No script, no frame, nothing fetched from anywhere: only the page's own inline stylesheet.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.Write(buf.Bytes())
+}
+
+// humanSize writes a byte count the way people read it (1.5 MiB).
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/unit, 0
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, "KMGTP"[i])
+}
+
+// totalSize is the size of a version's packages, every platform together.
+func totalSize(ps []CatalogPlatform) int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Size
+	}
+	return n
+}
+
+// shortDigest gives a digest's algorithm and its first 12 hex digits.
+func shortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}
