@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/oprov/oprov/internal/progress"
 )
 
 // The catalog's pages: GET / (every provider) and GET /providers/HOST/NAMESPACE/TYPE (one), HTML
@@ -20,7 +22,7 @@ import (
 var catalogHTML string
 
 var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncMap{
-	"size":  humanSize,
+	"size":  progress.HumanBytes,
 	"total": totalSize,
 	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
 	"short": shortDigest,
@@ -122,20 +124,6 @@ func (s *Server) renderCatalog(w http.ResponseWriter, r *http.Request, page cata
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("Referrer-Policy", "no-referrer")
 	w.Write(buf.Bytes())
-}
-
-// humanSize writes a byte count the way people read it (1.5 MiB).
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n)/unit, 0
-	for f >= unit && i < 4 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGTP"[i])
 }
 
 // totalSize is the size of a version's packages, every platform together.
