@@ -104,9 +104,9 @@ func expectCatalogRendered(t *testing.T, doc *html.Node, st *sigstack.Stack) {
 	}
 	want := map[string][]string{
 		"example.com/acme/hello": {
-			"refused 1.1.0 | policy", "served 1.0.0 | " + releaseWorkflow.Subject(), "refused 0.9.0 | policy",
+			"served 1.0.0 | " + releaseWorkflow.Subject(), "refused 1.1.0 | policy", "refused 0.9.0 | policy",
 		},
-		"example.com/acme/world": {"refused 2.1.0 | policy", "served 2.0.0 | world.pub"},
+		"example.com/acme/world": {"served 2.0.0 | world.pub", "refused 2.1.0 | policy"},
 	}
 	for p, rows := range want {
 		if len(got[p]) != len(rows) {
@@ -120,19 +120,19 @@ func expectCatalogRendered(t *testing.T, doc *html.Node, st *sigstack.Stack) {
 	}
 	hello, world := got["example.com/acme/hello"], got["example.com/acme/world"]
 	for _, c := range []struct{ row, want string }{
-		{hello[0], nightlyWorkflow.Subject()},                   // who signed 1.1.0, untrusted
-		{hello[1], "(issuer " + st.Issuer.URL},                  // the keyless identity as verified
-		{hello[1], "linux_amd64"},                               // its platforms
+		{hello[1], nightlyWorkflow.Subject()},                   // who signed 1.1.0, untrusted
+		{hello[0], "(issuer " + st.Issuer.URL},                  // the keyless identity as verified
+		{hello[0], "linux_amd64"},                               // its platforms
 		{hello[2], "signed index is version " + hostileVersion}, // the registry's markup, as text
-		{world[0], "not signed"},                                // why 2.1.0 is refused
-		{world[1], "linux_arm64"},                               // its platforms
+		{world[1], "not signed"},                                // why 2.1.0 is refused
+		{world[0], "linux_arm64"},                               // its platforms
 	} {
 		if !strings.Contains(c.row, c.want) {
 			t.Errorf("row %q lacks %q", c.row, c.want)
 		}
 	}
-	if strings.Contains(world[1], "(issuer ") {
-		t.Errorf("row %q names a keyless identity, want the key's name", world[1])
+	if strings.Contains(world[0], "(issuer ") {
+		t.Errorf("row %q names a keyless identity, want the key's name", world[0])
 	}
 }
 

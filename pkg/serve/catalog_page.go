@@ -22,11 +22,12 @@ import (
 var catalogHTML string
 
 var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncMap{
-	"size":  progress.HumanBytes,
-	"total": totalSize,
-	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
-	"short": shortDigest,
-	"view":  func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
+	"size":   progress.HumanBytes,
+	"total":  totalSize,
+	"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
+	"short":  shortDigest,
+	"signer": splitSigner,
+	"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
 }).Parse(catalogHTML))
 
 // providerView is one provider as the "provider" template shows it: in detail on its own page.
@@ -133,6 +134,17 @@ func totalSize(ps []CatalogPlatform) int64 {
 		n += p.Size
 	}
 	return n
+}
+
+// signerParts is a signer as the page shows it: a keyless identity's subject, with the rest of
+// what its certificate says (issuer, repository, ref, trigger) below it; a key's name alone.
+type signerParts struct{ Name, Detail string }
+
+func splitSigner(s string) signerParts {
+	if i := strings.Index(s, " (issuer "); i > 0 {
+		return signerParts{s[:i], s[i+1:]}
+	}
+	return signerParts{Name: s}
 }
 
 // shortDigest gives a digest's algorithm and its first 12 hex digits.
