@@ -75,6 +75,7 @@ trust "acme-world" {
 		t.Fatal(err)
 	}
 	expectCatalogRendered(t, doc, st)
+	expectProviderPage(t, chromium, s, doc)
 	shot := filepath.Join(t.TempDir(), "catalog.png")
 	chromiumRun(t, chromium, "--screenshot="+shot, "--window-size=1200,900", s.URL)
 	expectScreenshot(t, shot)
@@ -133,6 +134,38 @@ func expectCatalogRendered(t *testing.T, doc *html.Node, st *sigstack.Stack) {
 	}
 	if strings.Contains(world[0], "(issuer ") {
 		t.Errorf("row %q names a keyless identity, want the key's name", world[0])
+	}
+}
+
+// expectProviderPage follows the index's link to world's own page, which lists each platform's
+// file, and links back.
+func expectProviderPage(t *testing.T, chromium string, s *served, index *html.Node) {
+	t.Helper()
+	var href string
+	walkHTML(index, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "a" && n.Parent != nil && n.Parent.Data == "h2" && nodeText(n) == "example.com/acme/world" {
+			for _, a := range n.Attr {
+				if a.Key == "href" {
+					href = a.Val
+				}
+			}
+		}
+	})
+	if href != "providers/example.com/acme/world" {
+		t.Fatalf("world's link is %q, want providers/example.com/acme/world", href)
+	}
+	doc, err := html.Parse(strings.NewReader(chromiumRun(t, chromium, "--dump-dom", s.URL+href)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := nodeText(doc)
+	for _, want := range []string{"terraform-provider-world_2.0.0_linux_arm64.zip", "world.pub", "not signed", "Providers served"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("world's page lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "example.com/acme/hello") {
+		t.Errorf("world's page shows hello too:\n%s", text)
 	}
 }
 
