@@ -156,3 +156,25 @@ func text(doc *html.Node) string {
 	})
 	return b.String()
 }
+
+// TestCatalogLearnsFromIndex: a provider whose index.json a client got joins the catalog, and
+// the round is woken; one the server does not serve does not.
+func TestCatalogLearnsFromIndex(t *testing.T) {
+	f := newLayout(t, map[string]bool{"1.0.0": false})
+	s := f.server(t, nil, time.Minute)
+	s.cfg.CatalogRefresh = time.Minute
+	s.cat.known = map[string]manifest.ProviderAddress{} // as a template with variables starts
+	s.get(t, "/example.com/acme/other/index.json")
+	if addrs, _ := s.cat.addresses(); len(addrs) != 0 {
+		t.Fatalf("a provider not served joined the catalog: %v", addrs)
+	}
+	indexVersions(t, s)
+	if addrs, _ := s.cat.addresses(); len(addrs) != 1 || addrs[0].String() != "example.com/acme/hello" {
+		t.Fatalf("catalog knows %v, want example.com/acme/hello", addrs)
+	}
+	select {
+	case <-s.cat.kick:
+	default:
+		t.Error("the round was not woken")
+	}
+}
