@@ -99,10 +99,13 @@ type catalogState struct {
 	full  bool
 	kick  chan struct{}
 	snap  atomic.Pointer[Catalog]
+	// rendered is the last snapshot's rendering (catalog_page.go).
+	rendered atomic.Pointer[renderedCatalog]
 }
 
 func newCatalogState(cfg Config) *catalogState {
 	c := &catalogState{known: map[string]manifest.ProviderAddress{}, kick: make(chan struct{}, 1)}
+	c.snap.Store(&Catalog{Policy: cfg.Policy != nil, Providers: []CatalogProvider{}})
 	if a := cfg.Template.Fixed(); a != nil {
 		c.known[a.String()] = *a
 	}

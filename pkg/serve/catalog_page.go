@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -45,18 +46,48 @@ type catalogPage struct {
 	One *CatalogProvider
 }
 
-// serveCatalog answers GET / with the catalog.
+// serveCatalog answers GET / with the catalog, rendered once per round (the whole catalog can be
+// large: a request then costs what sending it does, not what rendering it does).
 func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.CatalogRefresh <= 0 {
 		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog is off (--catalog-refresh 0)"))
 		return
 	}
-	c := s.snapshot()
-	if wantJSON(r) {
-		s.writeCatalogJSON(w, r, c)
+	rc := s.rendered()
+	if rc.err != nil {
+		s.fail(w, r, refusal{http.StatusInternalServerError, "internal"}, rc.err)
 		return
 	}
-	s.renderCatalog(w, r, catalogPage{Title: "Providers served", Catalog: c})
+	if wantJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(rc.json)
+		return
+	}
+	writeHTML(w, rc.html)
+}
+
+// renderedCatalog is one snapshot's whole catalog as HTML and as JSON.
+type renderedCatalog struct {
+	cat        *Catalog
+	html, json []byte
+	err        error
+}
+
+// rendered gives the last snapshot's rendering, rendering it on the first request after a round.
+func (s *Server) rendered() *renderedCatalog {
+	c := s.snapshot()
+	if rc := s.cat.rendered.Load(); rc != nil && rc.cat == c {
+		return rc
+	}
+	rc := &renderedCatalog{cat: c}
+	var buf bytes.Buffer
+	if rc.err = catalogTemplate.Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); rc.err == nil {
+		rc.html = buf.Bytes()
+		rc.json, rc.err = json.Marshal(c)
+	}
+	s.cat.rendered.Store(rc)
+	return rc
 }
 
 // serveProviderPage answers GET /providers/HOST/NAMESPACE/TYPE with one provider of the catalog.
@@ -94,13 +125,8 @@ func (s *Server) serveProviderPage(w http.ResponseWriter, r *http.Request) {
 	s.renderCatalog(w, r, catalogPage{Title: one.Address, Catalog: c, One: one})
 }
 
-// snapshot gives the last round's catalog, or an empty one (Updated zero) before the first.
-func (s *Server) snapshot() *Catalog {
-	if c := s.cat.snap.Load(); c != nil {
-		return c
-	}
-	return &Catalog{Policy: s.cfg.Policy != nil, Providers: []CatalogProvider{}}
-}
+// snapshot gives the last round's catalog (before the first, an empty one with Updated zero).
+func (s *Server) snapshot() *Catalog { return s.cat.snap.Load() }
 
 func wantJSON(r *http.Request) bool { return r.URL.Query().Get("format") == "json" }
 
@@ -117,6 +143,11 @@ func (s *Server) renderCatalog(w http.ResponseWriter, r *http.Request, page cata
 		s.fail(w, r, refusal{http.StatusInternalServerError, "internal"}, err)
 		return
 	}
+	writeHTML(w, buf.Bytes())
+}
+
+// writeHTML sends a rendered page.
+func writeHTML(w http.ResponseWriter, page []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -124,7 +155,7 @@ func (s *Server) renderCatalog(w http.ResponseWriter, r *http.Request, page cata
 	// No script, no frame, nothing fetched from anywhere: only the page's own inline stylesheet.
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("Referrer-Policy", "no-referrer")
-	w.Write(buf.Bytes())
+	w.Write(page)
 }
 
 // totalSize is the size of a version's packages, every platform together.

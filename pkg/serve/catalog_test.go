@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // TestCatalog: a round reads every version (the signed one served with its signer, platforms and
@@ -176,5 +180,58 @@ func TestCatalogLearnsFromIndex(t *testing.T) {
 	case <-s.cat.kick:
 	default:
 		t.Error("the round was not woken")
+	}
+}
+
+// bigCatalog is 50 providers with 20 versions of 6 platforms each (and 5 refused).
+func bigCatalog() *Catalog {
+	c := &Catalog{Updated: time.Now(), Policy: true}
+	for i := range 50 {
+		p := CatalogProvider{Address: fmt.Sprintf("example.com/acme/p%d", i), Hostname: "example.com", Namespace: "acme", Type: fmt.Sprintf("p%d", i)}
+		for v := range 20 {
+			cv := CatalogVersion{Version: fmt.Sprintf("1.%d.0", v), SignedBy: []string{"https://github.com/acme/providers/.github/workflows/release.yml@refs/tags/v1.0.0 (issuer https://token.actions.githubusercontent.com)"}}
+			for _, pl := range []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64", "windows_amd64", "windows_arm64"} {
+				cv.Platforms = append(cv.Platforms, CatalogPlatform{Platform: pl, Filename: "terraform-provider-x.zip", Size: 6 << 20, Zip: "sha256:0123456789abcdef"})
+			}
+			p.Versions = append(p.Versions, cv)
+		}
+		for v := range 5 {
+			p.Refused = append(p.Refused, RefusedVersion{Version: fmt.Sprintf("0.%d.0", v), Reason: "policy", Detail: "not signed"})
+		}
+		c.Providers = append(c.Providers, p)
+	}
+	return c
+}
+
+// BenchmarkCatalogRender renders the big catalog, what the first GET / after a round does.
+func BenchmarkCatalogRender(b *testing.B) {
+	c := bigCatalog()
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := catalogTemplate.Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "page-bytes")
+}
+
+// BenchmarkCatalogRequest answers GET / for the big catalog through the handler, as every request
+// after the first of a round does (the rendering kept).
+func BenchmarkCatalogRequest(b *testing.B) {
+	tmpl, _ := ParseTemplate(oci.LayoutScheme+b.TempDir(), "example.com/acme/hello")
+	c, _ := cache.Open(b.TempDir())
+	defer c.Close()
+	s, _ := New(Config{Template: tmpl, Cache: c, CatalogRefresh: time.Minute})
+	s.cat.snap.Store(bigCatalog())
+	h := s.Handler()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
 	}
 }
