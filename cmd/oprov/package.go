@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/progress"
 	"github.com/oprov/oprov/pkg/build/gobuild"
 	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/release"
@@ -92,11 +93,20 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	if err != nil {
 		return err
 	}
+	// Each platform's build is shown as it starts and ends (a line each when stderr is no
+	// terminal); other notes on a terminal only.
+	total := len(platforms)
+	if o.GoDir != "" && total == 0 {
+		total = len(gobuild.DefaultPlatforms)
+	} else if o.PyDir != "" {
+		total = 0 // platforms times CPython versions, known only once resolved
+	}
+	steps := progress.NewSteps(o.io.ErrOut, o.io.ErrTTY, total)
 	opts := release.PackageOptions{
-		Version: o.Version, Type: o.Name, Platforms: platforms, OutDir: o.OutDir,
+		Version: o.Version, Type: o.Name, Platforms: platforms, OutDir: o.OutDir, Steps: steps,
 		Progress: func(format string, args ...any) {
 			if o.io.ErrTTY {
-				fmt.Fprintf(o.io.ErrOut, format+"\n", args...)
+				steps.Note(fmt.Sprintf(format, args...))
 			}
 		},
 	}
@@ -109,6 +119,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}
+	steps.Finish()
 	if err != nil {
 		return fmt.Errorf("package: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/internal/signals"
+	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/serve"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	CacheDir    string
 	Concurrency int
 	Refresh     time.Duration
+	Catalog     time.Duration
 	Drain       time.Duration
 	Clients     serve.ClientLimits
 	registry    registryFlags
@@ -60,7 +62,12 @@ fetched by digest, checked, and kept in the cache before a byte is sent.
 Without --tls-cert/--tls-key, a CA and a certificate for 127.0.0.1 are made on first start (in
 --state-dir) and reused. serve prints the CA's path and the CLI configuration clients need.
 Logs (one JSON line per request) go to standard error. SIGTERM or SIGINT stops accepting
-connections and lets downloads under way finish (a second one cuts them off).`,
+connections and lets downloads under way finish (a second one cuts them off).
+
+GET / is a catalog page (and ?format=json): each provider served, its versions with platforms,
+sizes and signers, and the versions refused with the reason. It is read in the background every
+--catalog-refresh; with a template with variables, a provider appears once --include names it
+exactly or a client has asked for it.`,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
   oprov serve oci-layout:./layout --address example.com/acme/hello
   oprov serve 'registry.example.com/providers/${namespace}/${type}' --listen :8443 \
@@ -84,6 +91,7 @@ connections and lets downloads under way finish (a second one cuts them off).`,
 	f.StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	f.IntVar(&o.Concurrency, "registry-concurrency", 8, "at most this many calls to the registry at once")
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
+	f.DurationVar(&o.Catalog, "catalog-refresh", 5*time.Minute, "how often the catalog page (GET /) reads every provider it lists again, in the background; 0 turns the page off")
 	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
 	o.keyless.register(c)
 	d := serve.DefaultClientLimits()
@@ -107,6 +115,7 @@ type serveInfo struct {
 	Listen    string `json:"listen"`
 	Source    string `json:"source"`
 	CAFile    string `json:"ca_file,omitempty"`
+	Catalog   string `json:"catalog_url,omitempty"`
 	CLIConfig string `json:"cli_config"`
 }
 
@@ -145,6 +154,9 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	info.CAFile = caFile
+	if o.Catalog > 0 {
+		info.Catalog = info.URL
+	}
 	info.CLIConfig = serve.CLIConfig(info.URL, include)
 	if err := o.printInfo(info); err != nil {
 		return err
@@ -175,7 +187,7 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	cfg := serve.Config{
 		Template: tmpl, Policy: policy, Registry: o.registry.options(), Refresh: o.Refresh,
 		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
-		Clients: o.Clients,
+		Clients: o.Clients, CatalogRefresh: o.Catalog,
 	}
 	include := o.Include
 	if a := tmpl.Fixed(); a != nil {
@@ -187,6 +199,10 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	if cfg.Include, err = artifact.MatchAny(o.Include); err != nil {
 		return serve.Config{}, nil, usageErrorf("serve: --include: %v", err)
 	}
+	if o.Catalog < 0 {
+		return serve.Config{}, nil, usageErrorf("serve: --catalog-refresh must not be negative (0 turns the catalog off)")
+	}
+	cfg.Providers = exactAddresses(o.Include)
 	return cfg, include, nil
 }
 
@@ -228,9 +244,27 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 	}
 	w := o.io.Out
 	fmt.Fprintf(w, "Serving %s at %s\n", info.Source, info.URL)
+	if info.Catalog != "" {
+		fmt.Fprintf(w, "The catalog of what is served: %s\n", info.Catalog)
+	}
 	if info.CAFile != "" {
 		fmt.Fprintf(w, "Clients trust the CA certificate %s (SSL_CERT_FILE=%s).\n", info.CAFile, info.CAFile)
 	}
 	fmt.Fprintf(w, "CLI configuration for clients (~/.tofurc, ~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n%s", info.CLIConfig)
 	return nil
+}
+
+// exactAddresses gives the include patterns that name one provider (no *), for the catalog to
+// list from the start.
+func exactAddresses(patterns []string) []manifest.ProviderAddress {
+	var out []manifest.ProviderAddress
+	for _, s := range patterns {
+		if strings.Contains(s, "*") {
+			continue
+		}
+		if a, err := manifest.ParseProviderAddress(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }

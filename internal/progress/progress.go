@@ -2,6 +2,8 @@
 // rate and the time left, on one line redrawn in place on a terminal's stderr. It implements
 // oci.Progress, so every transfer (push, pull, copy, save, load, mirror, install) reports to it
 // the same way. It never shows more than 100%, and it prints nothing when stderr is not a terminal.
+// Steps (steps.go) is its counterpart for work measured in steps rather than bytes (each
+// platform's build): a status line on a terminal, a plain line per start and end elsewhere.
 package progress
 
 import (

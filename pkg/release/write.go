@@ -31,12 +31,35 @@ type PackageOptions struct {
 	Progress func(format string, args ...any)
 	// BuildOutput receives the go toolchain's own output.
 	BuildOutput io.Writer
+	// Steps, when set, is told as each platform's build (the long, otherwise silent part)
+	// starts and ends.
+	Steps Steps
+}
+
+// Steps hears pieces of work start and end (internal/progress.Steps shows them).
+type Steps interface {
+	Start(step string)
+	Done(step string, err error)
 }
 
 // Progressf tells o.Progress about a step, when it is set.
 func (o *PackageOptions) Progressf(format string, args ...any) {
 	if o.Progress != nil {
 		o.Progress(format, args...)
+	}
+}
+
+// StepStart tells o.Steps that a step has started, when it is set.
+func (o *PackageOptions) StepStart(step string) {
+	if o.Steps != nil {
+		o.Steps.Start(step)
+	}
+}
+
+// StepDone tells o.Steps that a step has ended (err when it failed), when it is set.
+func (o *PackageOptions) StepDone(step string, err error) {
+	if o.Steps != nil {
+		o.Steps.Done(step, err)
 	}
 }
 

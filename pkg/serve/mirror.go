@@ -116,6 +116,9 @@ func (s *Server) serveIndex(ctx context.Context, w http.ResponseWriter, g *gener
 	if err != nil {
 		return err
 	}
+	if s.cfg.CatalogRefresh > 0 {
+		s.cat.learn(rq.addr)
+	}
 	ok := make([]bool, len(list))
 	if s.cfg.Policy != nil {
 		hidden := s.screen(ctx, g, rq, list, ok)

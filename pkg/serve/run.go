@@ -46,6 +46,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) erro
 		ConnContext: connContext,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	if s.cfg.CatalogRefresh > 0 {
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.catalogLoop(cctx)
+	}
 	cl := &connListener{Listener: ln, limits: l, metrics: s.metrics}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(cl, "", "") }()

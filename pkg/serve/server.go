@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,15 +53,20 @@ type Config struct {
 	// Limits, when set, bound what the registry can make every request do (--stall-timeout,
 	// --max-package-size); else each request carries the limits of the context Run was given.
 	Limits *oci.Limits
+	// CatalogRefresh is how often Run reads the catalog (GET /) again; 0 turns the catalog off.
+	CatalogRefresh time.Duration
+	// Providers are listed in the catalog from the start (others once a client asks for them).
+	Providers []manifest.ProviderAddress
 }
 
-// Server answers the protocol, /healthz and /metrics.
+// Server answers the protocol, the catalog, /healthz and /metrics.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	metrics  *metrics
 	sem      chan struct{}
 	verified *source.Verified
+	cat      *catalogState
 
 	limits   ClientLimits
 	archives chan struct{} // one per archive response under way
@@ -99,13 +105,15 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: log, metrics: newMetrics(),
 		sem:      make(chan struct{}, cfg.RegistryConcurrency),
 		verified: source.NewVerified(4096),
+		cat:      newCatalogState(cfg),
 		limits:   limits,
 		archives: make(chan struct{}, limits.MaxArchives),
 		idPre:    hex.EncodeToString(pre[:]),
 	}, nil
 }
 
-// Handler gives the HTTP handler: the protocol below /, /healthz and /metrics, with the access log.
+// Handler gives the HTTP handler: the catalog at / and /providers/HOST/NAMESPACE/TYPE, the
+// protocol below /, /healthz and /metrics, with the access log.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -113,6 +121,8 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /{$}", s.serveCatalog)
+	mux.HandleFunc("GET /providers/{host}/{ns}/{type}", s.serveProviderPage)
 	mux.HandleFunc("GET /", s.serveProtocol)
 	return s.accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.admit(w, r) {
@@ -129,9 +139,14 @@ func route(path string) string {
 	switch path {
 	case "/healthz", "/metrics":
 		return path[1:]
+	case "/":
+		return "catalog"
 	}
 	rq, err := parsePath(path)
 	if err != nil {
+		if strings.HasPrefix(path, "/providers/") && strings.Count(path, "/") == 4 {
+			return "catalog"
+		}
 		return "other"
 	}
 	return [...]string{"index", "version", "archive"}[rq.kind]

@@ -4,7 +4,8 @@
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
-#                                   rekor, tofu, terraform, regctl, python, promtool, haproxy)
+#                                   rekor, tofu, terraform, regctl, python, promtool, haproxy,
+#                                   chromium)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -133,8 +134,9 @@ fill_wheelhouse() {
   fi
 }
 
-# Peers from Debian's packages (promtool from prometheus, haproxy): installed with apt-get when
-# missing, as root (or through sudo), then linked into the bin directory like the others.
+# Peers from Debian's packages (promtool from prometheus, haproxy, chromium for the serve catalog's
+# browser test): installed with apt-get when missing (waiting for another apt-get's lock), as
+# root (or through sudo), then linked into the bin directory like the others.
 install_deb() {
   local binary=$1 package=$2 path
   path=$(command -v "$binary" || true)
@@ -142,8 +144,9 @@ install_deb() {
     log "installing $binary from Debian's package $package"
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    if ! { $sudo apt-get install -y -q --no-install-recommends "$package" >&2 \
-        || { $sudo apt-get update -q >&2 && $sudo apt-get install -y -q --no-install-recommends "$package" >&2; }; }; then
+    local apt=($sudo apt-get -o DPkg::Lock::Timeout=600)
+    if ! { "${apt[@]}" install -y -q --no-install-recommends "$package" >&2 \
+        || { "${apt[@]}" update -q >&2 && "${apt[@]}" install -y -q --no-install-recommends "$package" >&2; }; }; then
       log "installing $package failed (needs root or sudo, and apt)"; return 1
     fi
     path=$(command -v "$binary") || { log "$package installed no $binary"; return 1; }
@@ -168,5 +171,6 @@ wanted python && install_tf
 wanted python && fill_wheelhouse
 wanted promtool && install_deb promtool prometheus
 wanted haproxy && install_deb haproxy haproxy
+wanted chromium && install_deb chromium chromium
 
 echo "$dir/bin"

@@ -62,8 +62,11 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions) (*rel
 	var files []release.PlatformFiles
 	for _, p := range opts.Platforms {
 		exe := filepath.Join(tmp, p.String(), release.ExecutableName(opts.Type, opts.Version, p.OS))
-		opts.Progressf("building %s for %s", opts.Type, p.Slash())
-		if err := Build(ctx, dir, p, opts.Version, exe); err != nil {
+		step := fmt.Sprintf("building %s for %s", opts.Type, p.Slash())
+		opts.StepStart(step)
+		err := Build(ctx, dir, p, opts.Version, exe)
+		opts.StepDone(step, err)
+		if err != nil {
 			if opts.BuildOutput != nil {
 				io.WriteString(opts.BuildOutput, err.Error())
 			}

@@ -308,9 +308,11 @@ func (b *build) installRound(ctx context.Context, res *resolution, extra, versio
 				if skip {
 					continue
 				}
-				b.opts.Progressf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
+				step := fmt.Sprintf("installing dependencies for %s, CPython %s", j.p.Slash(), j.v)
+				b.opts.StepStart(step)
 				target := filepath.Join(b.tmp, j.p.String(), "lib", cpTag(j.v))
 				err := installForTarget(ctx, b.python, b.wheel, target, b.author, res, extra, j.p, j.v)
+				b.opts.StepDone(step, err)
 				if err == nil {
 					continue
 				}
