@@ -75,7 +75,7 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	tofurc, oprovHCL := "", ""
 	if b.Listing != nil {
 		var notes []string
-		tofurc, notes = loader.MergePrinted(b.Listing.TofuCLIConfig(o.To), loader.UserCLIConfig("tofu"))
+		tofurc, notes = loader.MergePrinted(b.Listing.TofuCLIConfig(o.To), loader.UserCLIFiles("tofu", ""))
 		for _, n := range notes {
 			fmt.Fprintln(o.io.ErrOut, "Note: "+n)
 		}

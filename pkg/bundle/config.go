@@ -20,6 +20,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/mirror"
@@ -491,46 +492,32 @@ func (l *Listing) Addresses() []string {
 	return out
 }
 
-// template is the repository template, below a load's destination, of one hostname's providers.
-// The hostname is written out (one block a hostname) rather than left to ${hostname}, which
-// cannot hold a port.
+// template is the repository template, below a load's destination, of one hostname's providers
+// (an HCL 2 template's source: the destination's literal text escaped). The hostname is written
+// out (one block a hostname) rather than left to ${hostname}, which cannot hold a port.
 func template(to, host string) string {
-	return strings.TrimSuffix(to, "/") + "/" + hostComponent(host) + "/${namespace}/${type}"
+	return tofufiles.TemplateLiteral(strings.TrimSuffix(to, "/")+"/"+hostComponent(host)) + "/${namespace}/${type}"
 }
 
 // TofuCLIConfig is the CLI configuration that installs a loaded configuration bundle's providers
 // from below to, and every other provider as usual.
-func (l *Listing) TofuCLIConfig(to string) string {
-	var b strings.Builder
-	b.WriteString("provider_installation {\n")
+func (l *Listing) TofuCLIConfig(to string) *tofufiles.CLIConfig {
+	in := &tofufiles.Installation{}
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n  }\n", template(to, h), hclList(groups[h]))
+		in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.OCIMirror, RepositoryTemplate: template(to, h), Include: groups[h]})
 	}
-	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", hclList(l.Addresses()))
-	return b.String()
+	in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.Direct, Exclude: l.Addresses()})
+	return &tofufiles.CLIConfig{Installation: in}
 }
 
 // OprovHCL is the oprov.hcl blocks that install (and verify, with policy) a loaded configuration
 // bundle's providers from below to.
 func (l *Listing) OprovHCL(to, policy string) string {
-	var b strings.Builder
+	var mirrors []tofufiles.OprovMirror
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), hclList(groups[h]))
-		if policy != "" {
-			fmt.Fprintf(&b, "  policy              = %q\n", policy)
-		}
-		b.WriteString("}\n")
+		mirrors = append(mirrors, tofufiles.OprovMirror{RepositoryTemplate: template(to, h), Include: groups[h], Policy: policy})
 	}
-	return b.String()
-}
-
-// hclList renders a list of strings as an HCL list.
-func hclList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return tofufiles.OprovHCL(mirrors)
 }
