@@ -10,6 +10,7 @@ import (
 
 	hcl1 "github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
+	hcl1parser "github.com/hashicorp/hcl/hcl/parser"
 	"github.com/hashicorp/hcl/hcl/token"
 )
 
@@ -28,6 +29,10 @@ func ParseCLIConfig(name string, src []byte) (cfg *CLIConfig, err error) {
 		return nil, fmt.Errorf("%s: not valid JSON (a file that starts with { is read as JSON)", name)
 	}
 	f, err := hcl1.ParseBytes(src)
+	var pe *hcl1parser.PosError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s:%d:%d: %w", name, pe.Pos.Line, pe.Pos.Column, pe.Err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
