@@ -89,22 +89,22 @@ type Value struct {
 	Object []Item
 }
 
-// Str is a string value.
-func Str(s string) Value { return Value{Kind: String, Text: s} }
+// str is a string value.
+func str(s string) Value { return Value{Kind: String, Text: s} }
 
-// Block is a block item.
-func Block(keys []string, body ...Item) Item {
+// block is a block item.
+func block(keys []string, body ...Item) Item {
 	return Item{Keys: keys, Value: Value{Kind: Object, Object: body}}
 }
 
-// Attr is an attribute item.
-func Attr(name string, v Value) Item { return Item{Keys: []string{name}, Value: v} }
+// attr is an attribute item.
+func attr(name string, v Value) Item { return Item{Keys: []string{name}, Value: v} }
 
-// StrList is a list of strings.
-func StrList(items []string) Value {
+// strList is a list of strings.
+func strList(items []string) Value {
 	v := Value{Kind: List}
 	for _, s := range items {
-		v.List = append(v.List, Str(s))
+		v.List = append(v.List, str(s))
 	}
 	return v
 }
@@ -135,23 +135,10 @@ func (it Item) Name() string {
 // IsBlock reports whether the item is a block.
 func (it Item) IsBlock() bool { return it.Value.Kind == Object }
 
-// Has reports whether the configuration has a top-level block or attribute of that type.
-func (c *CLIConfig) Has(typ string) bool {
-	if typ == "provider_installation" {
-		return c.Installation != nil
-	}
-	for _, it := range c.Settings {
-		if len(it.Keys) > 0 && it.Keys[0] == typ {
-			return true
-		}
-	}
-	return false
-}
-
 // OCIDefaultCredentials is the oci_default_credentials block that points OpenTofu at Docker-style
 // credential files.
 func OCIDefaultCredentials(files []string) Item {
-	return Block([]string{"oci_default_credentials"}, Attr("docker_style_config_files", StrList(files)))
+	return block([]string{"oci_default_credentials"}, attr("docker_style_config_files", strList(files)))
 }
 
 // Bytes renders the configuration as HCL 1 reads it (see the package comment).
@@ -201,22 +188,22 @@ func (m Method) item() Item {
 	var body []Item
 	if m.Kind == DevOverrides {
 		for _, o := range m.Overrides {
-			body = append(body, Attr(o.Provider, Str(o.Dir)))
+			body = append(body, attr(o.Provider, str(o.Dir)))
 		}
-		return Block([]string{m.Kind}, append(body, m.Other...)...)
+		return block([]string{m.Kind}, append(body, m.Other...)...)
 	}
 	for _, a := range []struct{ name, v string }{{"path", m.Path}, {"url", m.URL}, {"repository_template", m.RepositoryTemplate}} {
 		if a.v != "" {
-			body = append(body, Attr(a.name, Str(a.v)))
+			body = append(body, attr(a.name, str(a.v)))
 		}
 	}
 	if m.Include != nil {
-		body = append(body, Attr("include", StrList(m.Include)))
+		body = append(body, attr("include", strList(m.Include)))
 	}
 	if m.Exclude != nil {
-		body = append(body, Attr("exclude", StrList(m.Exclude)))
+		body = append(body, attr("exclude", strList(m.Exclude)))
 	}
-	return Block([]string{m.Kind}, append(body, m.Other...)...)
+	return block([]string{m.Kind}, append(body, m.Other...)...)
 }
 
 // appendItem writes an item into body: a block through hclwrite's blocks when its type is an
@@ -229,7 +216,7 @@ func appendItem(body *hclwrite.Body, it Item) error {
 	}
 	if !it.IsBlock() {
 		if len(it.Keys) > 1 { // HCL 1 reads a b = v as a { b = v }
-			return appendItem(body, Block(it.Keys[:1], Item{Keys: it.Keys[1:], Value: it.Value}))
+			return appendItem(body, block(it.Keys[:1], Item{Keys: it.Keys[1:], Value: it.Value}))
 		}
 		toks, err := keyTokens(it.Keys[0])
 		if err != nil {

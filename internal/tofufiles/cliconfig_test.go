@@ -27,16 +27,16 @@ func full(s string) *CLIConfig {
 		Installation: &Installation{Methods: []Method{
 			{Kind: DevOverrides, Overrides: []Override{{Provider: "hashicorp/null", Dir: s}, {Provider: "example.com/" + s + "/x", Dir: "/d"}}},
 			{Kind: FilesystemMirror, Path: s, Include: []string{"example.com/acme/hello", s}},
-			{Kind: NetworkMirror, URL: "https://m.example/" + s, Exclude: []string{s}, Other: []Item{Attr("download_retry_count", Value{Kind: Number, Text: "3"}), Attr("trust_all_hashes", Value{Kind: Bool, Text: "true"})}},
+			{Kind: NetworkMirror, URL: "https://m.example/" + s, Exclude: []string{s}, Other: []Item{attr("download_retry_count", Value{Kind: Number, Text: "3"}), attr("trust_all_hashes", Value{Kind: Bool, Text: "true"})}},
 			{Kind: OCIMirror, RepositoryTemplate: "reg.example/" + s + "/${namespace}/${type}", Include: []string{"example.com/*/*"}},
 			{Kind: Direct, Exclude: []string{"example.com/acme/hello"}},
 		}},
 		Settings: []Item{
-			Attr("plugin_cache_dir", Str(s)),
-			Block([]string{"credentials", "app.terraform.io"}, Attr("token", Str(s))),
-			Block([]string{"host", "example.com"}, Block([]string{"services"}, Attr("providers.v1", Str("https://example.com/"+s)))),
+			attr("plugin_cache_dir", str(s)),
+			block([]string{"credentials", "app.terraform.io"}, attr("token", str(s))),
+			block([]string{"host", "example.com"}, block([]string{"services"}, attr("providers.v1", str("https://example.com/"+s)))),
 			OCIDefaultCredentials([]string{s, "/home/u/.docker/config.json"}),
-			Block([]string{"credentials_helper", "x"}, Attr("args", StrList([]string{s}))),
+			block([]string{"credentials_helper", "x"}, attr("args", strList([]string{s}))),
 		},
 	}
 }
@@ -130,7 +130,7 @@ func TestCLIConfigHCL2Reads(t *testing.T) {
 	for _, s := range awkward {
 		c := full(s)
 		c.Installation.Methods = c.Installation.Methods[1:] // dev_overrides' keys are quoted
-		c.Settings[2] = Block([]string{"host", "example.com"})
+		c.Settings[2] = block([]string{"host", "example.com"})
 		text, err := c.Bytes()
 		if err != nil {
 			t.Fatal(err)

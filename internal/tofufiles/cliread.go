@@ -155,7 +155,7 @@ func convertValue(n ast.Node) (Value, error) {
 	case *ast.LiteralType:
 		switch n.Token.Type {
 		case token.STRING, token.HEREDOC:
-			return Str(n.Token.Value().(string)), nil
+			return str(n.Token.Value().(string)), nil
 		case token.NUMBER, token.FLOAT:
 			return Value{Kind: Number, Text: n.Token.Text}, nil
 		case token.BOOL:

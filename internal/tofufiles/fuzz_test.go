@@ -25,7 +25,7 @@ func FuzzCLIConfig(f *testing.F) {
 		c := full(path)
 		c.Installation.Methods[0].Overrides[1].Provider = addr
 		c.Installation.Methods[2].URL = url
-		c.Settings[1] = Block([]string{"credentials", "app.terraform.io"}, Attr("token", Str(addr)))
+		c.Settings[1] = block([]string{"credentials", "app.terraform.io"}, attr("token", str(addr)))
 		if !utf8.ValidString(path + addr + url) {
 			if _, err := c.Bytes(); err == nil {
 				t.Fatal("a string that is not UTF-8 was written")
@@ -34,7 +34,7 @@ func FuzzCLIConfig(f *testing.F) {
 		}
 		roundTrip(t, c)
 		c.Installation.Methods = c.Installation.Methods[1:]
-		c.Settings[2] = Block([]string{"host", "example.com"})
+		c.Settings[2] = block([]string{"host", "example.com"})
 		text, err := c.Bytes()
 		if err != nil {
 			t.Fatal(err)
