@@ -119,5 +119,16 @@ func TestTofuReadsAwkwardPaths(t *testing.T) {
 	os.RemoveAll(filepath.Join(dir, ".terraform"))
 	if out, err := tofuRun(t, tofu, dir, append(env, "TF_CLI_CONFIG_FILE="+writeRC(t, strings.Join(bad, "\n"))), "init", "-input=false"); err == nil {
 		t.Errorf("control: tofu init with the path written by %%q worked, so the check proves nothing:\n%s", out)
+	} else {
+		t.Logf("control: tofu init with the path written by %%q: %v\n%s", err, lastLines(out, 6))
 	}
+}
+
+// lastLines gives the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
