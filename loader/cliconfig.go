@@ -2,208 +2,138 @@ package loader
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
-
-	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 )
 
-// UserCLIConfig finds the CLI configuration the user's own tofu (or terraform) would read:
-// TF_CLI_CONFIG_FILE, else ~/.tofurc (falling back to ~/.terraformrc), else ~/.terraformrc for
-// terraform. It returns "" when there is none (or TF_CLI_CONFIG_FILE names a missing file).
-func UserCLIConfig(program string) string {
-	if p := os.Getenv("TF_CLI_CONFIG_FILE"); p != "" {
-		if fileExists(p) {
-			return p
+// UserCLIFiles lists the CLI configuration files the user's own tofu (or terraform) reads, in the
+// order it merges them (tofufiles.UserFiles): TF_CLI_CONFIG_FILE alone when it is set, else
+// ~/.tofurc (or its fallbacks) and the *.tfrc and *.tfrc.json of the configuration directory.
+// own, when set, is oprov's own file from an earlier run, which is left out.
+func UserCLIFiles(program, own string) []string {
+	var files []string
+	ownAbs, _ := filepath.Abs(own)
+	for _, f := range tofufiles.UserFiles(program) {
+		if abs, err := filepath.Abs(f); own != "" && err == nil && abs == ownAbs {
+			continue // TF_CLI_CONFIG_FILE points at oprov's own file from an earlier run
 		}
-		return "" // tofu, too, goes on without a configuration file that is not there
+		files = append(files, f)
 	}
-	home, err := os.UserHomeDir()
+	return files
+}
+
+// ReadUserCLIConfig reads and merges files as OpenTofu does. One that cannot be read stops oprov:
+// a configuration written without it would drop the user's settings (credentials among them).
+func ReadUserCLIConfig(files []string) (*tofufiles.CLIConfig, error) {
+	cfg, err := tofufiles.ReadCLIConfigs(files)
 	if err != nil {
-		return ""
+		return nil, fmt.Errorf("reading your CLI configuration: %w (oprov writes OpenTofu's configuration with yours in it, so fix that file, or point TF_CLI_CONFIG_FILE at one that reads)", err)
 	}
-	candidates := []string{".tofurc", ".terraformrc"}
-	if strings.Contains(filepath.Base(program), "terraform") {
-		candidates = []string{".terraformrc"}
-	}
-	for _, c := range candidates {
-		if p := filepath.Join(home, c); fileExists(p) {
-			return p
-		}
-	}
-	return ""
+	return cfg, nil
 }
 
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// CLIConfig renders the CLI configuration that installs the given providers from the cache's
-// filesystem mirror and everything else the way the user's own configuration says (directly from
-// the registries when it says nothing). userPath, when set, is the user's configuration: its
-// other settings are kept, and its installation methods get the managed providers excluded.
-// Notes say what could not be kept.
-func CLIConfig(installed []Installed, userPath string) (string, []string, error) {
-	var b strings.Builder
-	var notes []string
+// CLIConfig builds the CLI configuration that installs the given providers from the cache's
+// filesystem mirror and everything else the way the user's own configuration says (directly
+// from the registries when it says nothing). The user's other settings are kept, their
+// dev_overrides come first (OpenTofu requires it), and their installation methods get the
+// managed providers excluded. Notes say what the user should know.
+func CLIConfig(installed []Installed, user *tofufiles.CLIConfig) (*tofufiles.CLIConfig, []string) {
 	var managed []string
+	var ours []tofufiles.Method
 	for _, in := range installed {
 		managed = append(managed, in.Addr)
+		ours = append(ours, tofufiles.Method{Kind: tofufiles.FilesystemMirror, Path: filepath.ToSlash(in.MirrorRoot), Include: []string{in.Addr}})
 	}
 	sort.Strings(managed)
-
-	var userMethods []string
-	if userPath != "" {
-		src, err := os.ReadFile(userPath)
-		if err != nil {
-			return "", nil, fmt.Errorf("reading your CLI configuration %s: %w", userPath, err)
-		}
-		kept, methods, n, err := splitUserConfig(userPath, src, managed)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("your CLI configuration %s could not be read (%v), so none of it was kept", userPath, err))
-		} else {
-			if kept != "" {
-				fmt.Fprintf(&b, "# Kept from %s\n%s\n", userPath, kept)
-			}
-			userMethods = methods
-			notes = append(notes, n...)
+	out := &tofufiles.CLIConfig{}
+	if user != nil {
+		out.Settings = user.Settings
+		if from := sources(user); len(from) > 0 {
+			out.SettingsComment = []string{"Kept from " + strings.Join(from, ", ")}
 		}
 	}
-
-	b.WriteString("# Written by oprov: the providers oprov manages come from its cache's filesystem mirror.\n")
-	b.WriteString("provider_installation {\n")
-	for _, in := range installed {
-		fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %s\n    include = [%q]\n  }\n", hclString(in.MirrorRoot), in.Addr)
+	methods, notes := withUserMethods(ours, user, managed)
+	out.Installation = &tofufiles.Installation{
+		Comment: []string{"Written by oprov: the providers oprov manages come from its cache's filesystem mirror."},
+		Methods: methods,
 	}
-	if len(userMethods) == 0 {
-		fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n", config.HCLList(managed))
-	} else {
-		for _, m := range userMethods {
-			b.WriteString(m)
-		}
-	}
-	b.WriteString("}\n")
-	return b.String(), notes, nil
+	return out, notes
 }
 
-func hclString(s string) string { return fmt.Sprintf("%q", filepath.ToSlash(s)) }
-
-// splitUserConfig returns the user's configuration without its provider_installation blocks
-// (kept byte for byte), and those blocks' installation methods re-rendered with the managed
-// providers excluded.
-func splitUserConfig(path string, src []byte, managed []string) (string, []string, []string, error) {
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return "", nil, nil, fmt.Errorf("%s", diags.Error())
-	}
-	body := f.Body.(*hclsyntax.Body)
-	var kept strings.Builder
-	pos := 0
-	var methods, notes []string
-	var installBlocks []*hclsyntax.Block
-	for _, blk := range body.Blocks {
-		if blk.Type == "provider_installation" {
-			installBlocks = append(installBlocks, blk)
+// sources lists the files a configuration was read from.
+func sources(c *tofufiles.CLIConfig) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(f string) {
+		if f != "" && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
 		}
 	}
-	sort.Slice(installBlocks, func(i, j int) bool { return installBlocks[i].Range().Start.Byte < installBlocks[j].Range().Start.Byte })
-	for _, blk := range installBlocks {
-		r := blk.Range()
-		kept.Write(src[pos:r.Start.Byte])
-		pos = r.End.Byte
-		for _, m := range blk.Body.Blocks {
-			text, note, err := renderMethod(m, managed)
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("%s:%d: %s block not kept: %v", path, m.Range().Start.Line, m.Type, err))
+	if c.Installation != nil {
+		add(c.Installation.From)
+	}
+	for _, it := range c.Settings {
+		add(it.From)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withUserMethods puts oprov's methods together with the user's: the user's dev_overrides
+// first, then oprov's, then the user's other methods with the managed providers excluded; a
+// direct method for everything else when the user has no other method.
+func withUserMethods(ours []tofufiles.Method, user *tofufiles.CLIConfig, managed []string) ([]tofufiles.Method, []string) {
+	var first, rest []tofufiles.Method
+	var notes []string
+	if user != nil && user.Installation != nil {
+		for _, m := range user.Installation.Methods {
+			if m.Kind == tofufiles.DevOverrides {
+				notes = append(notes, overrideNotes(m, managed)...)
+				first = append(first, m)
 				continue
 			}
-			if note != "" {
-				notes = append(notes, note)
-			}
-			methods = append(methods, text)
+			m.Exclude = union(m.Exclude, managed)
+			rest = append(rest, m)
 		}
 	}
-	kept.Write(src[pos:])
-	return strings.TrimSpace(kept.String()), methods, notes, nil
+	if len(rest) == 0 {
+		rest = []tofufiles.Method{{Kind: tofufiles.Direct, Exclude: managed}}
+	}
+	return append(append(first, ours...), rest...), notes
 }
 
-// renderMethod re-renders one installation method with the managed providers added to its
-// exclude list (dev_overrides is kept as it is, with a note if it overrides a managed provider).
-func renderMethod(m *hclsyntax.Block, managed []string) (string, string, error) {
-	attrs := map[string]cty.Value{}
-	for name, a := range m.Body.Attributes {
-		v, d := a.Expr.Value(nil)
-		if d.HasErrors() {
-			return "", "", fmt.Errorf("%s is not a literal value", name)
+// overrideNotes says which managed providers a dev_overrides block overrides.
+func overrideNotes(m tofufiles.Method, managed []string) []string {
+	var notes []string
+	for _, o := range m.Overrides {
+		pa, err := manifest.ParseProviderAddress(o.Provider)
+		if err != nil {
+			continue
 		}
-		attrs[name] = v
-	}
-	var b strings.Builder
-	note := ""
-	fmt.Fprintf(&b, "  %s {\n", m.Type)
-	names := make([]string, 0, len(attrs))
-	for n := range attrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if m.Type == "dev_overrides" {
-		for _, n := range names {
-			if attrs[n].Type() != cty.String {
-				return "", "", fmt.Errorf("%s is not a string", n)
-			}
-			fmt.Fprintf(&b, "    %q = %s\n", n, hclString(attrs[n].AsString()))
-			for _, a := range managed {
-				if pa, err := manifest.ParseProviderAddress(n); err == nil && pa.String() == a {
-					note = fmt.Sprintf("your dev_overrides for %s is kept and takes precedence over oprov's install", a)
-				}
+		for _, a := range managed {
+			if pa.String() == a {
+				notes = append(notes, fmt.Sprintf("your dev_overrides for %s is kept and takes precedence over oprov's install", a))
 			}
 		}
-		b.WriteString("  }\n")
-		return b.String(), note, nil
 	}
-	exclude := map[string]bool{}
-	for _, a := range managed {
-		exclude[a] = true
-	}
-	for _, n := range names {
-		v := attrs[n]
-		switch {
-		case n == "exclude" && v.CanIterateElements():
-			for it := v.ElementIterator(); it.Next(); {
-				_, e := it.Element()
-				if e.Type() == cty.String {
-					exclude[e.AsString()] = true
-				}
-			}
-		case v.Type() == cty.String:
-			fmt.Fprintf(&b, "    %s = %s\n", n, hclString(v.AsString()))
-		case v.CanIterateElements():
-			var items []string
-			for it := v.ElementIterator(); it.Next(); {
-				_, e := it.Element()
-				if e.Type() != cty.String {
-					return "", "", fmt.Errorf("%s holds a value that is not a string", n)
-				}
-				items = append(items, e.AsString())
-			}
-			fmt.Fprintf(&b, "    %s = %s\n", n, config.HCLList(items))
-		default:
-			return "", "", fmt.Errorf("%s has an unexpected type", n)
+	return notes
+}
+
+// union is a's strings and then b's that a lacks, sorted.
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, s := range append(append([]string{}, a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
 		}
 	}
-	ex := make([]string, 0, len(exclude))
-	for e := range exclude {
-		ex = append(ex, e)
-	}
-	sort.Strings(ex)
-	fmt.Fprintf(&b, "    exclude = %s\n  }\n", config.HCLList(ex))
-	return b.String(), note, nil
+	sort.Strings(out)
+	return out
 }

@@ -2,15 +2,12 @@ package loader
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
-// singletonBlocks are the top-level CLI configuration blocks OpenTofu allows once per file
+// singletonBlocks are the top-level CLI configuration blocks OpenTofu allows once in all
 // (a second oci_default_credentials makes tofu 1.12 panic; a second provider_installation is an
 // error). Labelled blocks (credentials "HOST", host "HOST", oci_repository_credentials "REPO")
 // may appear once per label.
@@ -20,132 +17,83 @@ var singletonBlocks = map[string]bool{
 	"credentials_helper":      true,
 }
 
-// MergePrinted fits a CLI configuration that oprov prints for the user to append to their own
-// (userPath, as UserCLIConfig finds it; "" for none) so that the two together never hold a block
-// twice:
+// MergePrinted renders a CLI configuration that oprov prints for the user to add to their own
+// (userFiles, as UserCLIFiles finds them; none for none) so that the two together never hold a
+// block twice:
 //   - a block the user's configuration already has (oci_default_credentials, credentials_helper,
 //     or a labelled block with the same labels) is left out, with a note saying so;
-//   - provider_installation, which the printed text exists for, is printed merged: oprov's
-//     methods first, then the user's own methods with oprov's providers excluded, and a note says
-//     to put it in place of the user's block.
+//   - provider_installation, which the printed text exists for, is printed merged: the user's
+//     dev_overrides, oprov's methods, then the user's other methods with oprov's providers
+//     excluded, and a note says to put it in place of the user's block.
 //
-// A user configuration that cannot be parsed leaves the text as it is, with a note.
-func MergePrinted(printed, userPath string) (string, []string) {
-	if userPath == "" {
-		return printed, nil
+// A user configuration that cannot be read leaves the text as it is, with a note.
+func MergePrinted(printed *tofufiles.CLIConfig, userFiles []string) (string, []string) {
+	if len(userFiles) == 0 {
+		return printed.String(), nil
 	}
-	usrc, err := os.ReadFile(userPath)
+	user, err := tofufiles.ReadCLIConfigs(userFiles)
 	if err != nil {
-		return printed, []string{fmt.Sprintf("your CLI configuration %s could not be read (%v): check that the configuration below does not repeat one of its blocks", userPath, err)}
+		return printed.String(), []string{fmt.Sprintf("your CLI configuration could not be read (%v): check that the configuration below does not repeat one of its blocks", err)}
 	}
-	uf, diags := hclsyntax.ParseConfig(usrc, userPath, hcl.InitialPos)
-	if diags.HasErrors() {
-		return printed, []string{fmt.Sprintf("your CLI configuration %s could not be parsed (%s): check that the configuration below does not repeat one of its blocks", userPath, diags.Error())}
-	}
-	psrc := []byte(printed)
-	pf, diags := hclsyntax.ParseConfig(psrc, "printed", hcl.InitialPos)
-	if diags.HasErrors() {
-		return printed, nil // oprov's own text: tested to parse
-	}
-	userHas := map[string]*hclsyntax.Block{}
-	for _, b := range uf.Body.(*hclsyntax.Body).Blocks {
-		userHas[blockKey(b)] = b
-	}
-	var out strings.Builder
+	out := &tofufiles.CLIConfig{Comment: printed.Comment}
 	var notes []string
-	pos := 0
-	for _, b := range pf.Body.(*hclsyntax.Body).Blocks {
-		ub, dup := userHas[blockKey(b)]
-		if !dup {
+	for _, it := range printed.Settings {
+		ui := findBlock(user, it)
+		if ui == nil {
+			out.Settings = append(out.Settings, it)
 			continue
 		}
-		r := b.Range()
-		out.Write(psrc[pos:r.Start.Byte])
-		pos = r.End.Byte
-		if b.Type != "provider_installation" {
-			notes = append(notes, fmt.Sprintf("left out the %s block: your CLI configuration %s has one already (line %d), and OpenTofu allows only one",
-				blockName(b), userPath, ub.Range().Start.Line))
-			if b.Type == "oci_default_credentials" {
-				if files := stringListAttr(b, "docker_style_config_files"); len(files) > 0 {
-					notes[len(notes)-1] += fmt.Sprintf("; add %s to its docker_style_config_files if OpenTofu needs them", strings.Join(files, ", "))
-				}
+		note := fmt.Sprintf("left out the %s block: your CLI configuration %s has one already (line %d), and OpenTofu allows only one", it.Name(), ui.From, ui.Line)
+		if it.Keys[0] == "oci_default_credentials" {
+			if files := stringListAttr(it, "docker_style_config_files"); len(files) > 0 {
+				note += fmt.Sprintf("; add %s to its docker_style_config_files if OpenTofu needs them", strings.Join(files, ", "))
 			}
-			continue
 		}
-		merged, n := mergeInstallation(psrc, b, ub, userPath)
-		out.WriteString(merged)
-		notes = append(notes, n...)
+		notes = append(notes, note)
 	}
-	out.Write(psrc[pos:])
+	out.Installation = printed.Installation
+	if printed.Installation != nil && user.Installation != nil {
+		var managed []string
+		var ours []tofufiles.Method
+		for _, m := range printed.Installation.Methods {
+			if m.Kind != tofufiles.Direct {
+				managed = append(managed, m.Include...)
+				ours = append(ours, m)
+			}
+		}
+		methods, n := withUserMethods(ours, user, managed)
+		out.Installation = &tofufiles.Installation{
+			Comment: []string{"provider_installation merged with yours: OpenTofu allows one block, so use it in place of yours"},
+			Methods: methods,
+		}
+		notes = append(notes, n...)
+		notes = append(notes, fmt.Sprintf("your CLI configuration %s has its own provider_installation block (line %d) and OpenTofu allows only one: the one printed holds its methods too, so put it in place of yours",
+			user.Installation.From, user.Installation.Line))
+	}
 	return out.String(), notes
 }
 
-// blockKey names a block with its labels: two blocks with one key conflict.
-func blockKey(b *hclsyntax.Block) string {
-	if singletonBlocks[b.Type] {
-		return b.Type
-	}
-	return b.Type + "\x00" + strings.Join(b.Labels, "\x00")
-}
-
-func blockName(b *hclsyntax.Block) string {
-	if len(b.Labels) == 0 {
-		return b.Type
-	}
-	return fmt.Sprintf("%s %q", b.Type, strings.Join(b.Labels, " "))
-}
-
-// mergeInstallation renders one provider_installation block holding oprov's methods and then
-// the user's, each of the user's with oprov's providers excluded. oprov's direct method is
-// dropped when the user has methods of their own: what is not oprov's goes where they say.
-func mergeInstallation(psrc []byte, ours, user *hclsyntax.Block, userPath string) (string, []string) {
-	var managed []string
-	var b strings.Builder
-	b.WriteString("# provider_installation merged with yours: OpenTofu allows one block, so use it in place of yours\n")
-	b.WriteString("provider_installation {\n")
-	for _, m := range ours.Body.Blocks {
-		if m.Type == "direct" {
+// findBlock gives the user's item that conflicts with it: the same block type and labels, or
+// the same singleton block.
+func findBlock(user *tofufiles.CLIConfig, it tofufiles.Item) *tofufiles.Item {
+	for i, u := range user.Settings {
+		if !u.IsBlock() || !it.IsBlock() || u.Keys[0] != it.Keys[0] {
 			continue
 		}
-		managed = append(managed, stringListAttr(m, "include")...)
-		// oprov's own text, kept byte for byte (repository_template's ${namespace} is no HCL
-		// literal).
-		r := m.Range()
-		fmt.Fprintf(&b, "  %s\n", psrc[r.Start.Byte:r.End.Byte])
-	}
-	var notes []string
-	for _, m := range user.Body.Blocks {
-		text, note, err := renderMethod(m, managed)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s:%d: your %s method was not carried into the merged provider_installation: %v", userPath, m.Range().Start.Line, m.Type, err))
-			continue
+		if singletonBlocks[u.Keys[0]] || u.Name() == it.Name() {
+			return &user.Settings[i]
 		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		b.WriteString(text)
 	}
-	b.WriteString("}")
-	notes = append(notes, fmt.Sprintf("your CLI configuration %s has its own provider_installation block (line %d) and OpenTofu allows only one: the one printed holds its methods too, so put it in place of yours",
-		userPath, user.Range().Start.Line))
-	return b.String(), notes
+	return nil
 }
 
-func stringListAttr(b *hclsyntax.Block, name string) []string {
-	a, ok := b.Body.Attributes[name]
-	if !ok {
-		return nil
-	}
-	v, d := a.Expr.Value(nil)
-	if d.HasErrors() || !v.CanIterateElements() {
-		return nil
-	}
-	var out []string
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		if e.Type() == cty.String {
-			out = append(out, e.AsString())
+// stringListAttr gives a block's list-of-strings attribute.
+func stringListAttr(it tofufiles.Item, name string) []string {
+	for _, a := range it.Value.Object {
+		if len(a.Keys) == 1 && a.Keys[0] == name {
+			list, _ := a.Value.Strings()
+			return list
 		}
 	}
-	return out
+	return nil
 }

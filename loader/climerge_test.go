@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
 const printedRC = `provider_installation {
@@ -32,15 +34,29 @@ func countBlocks(t *testing.T, src string) map[string]int {
 	}
 	n := map[string]int{}
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		n[blockKey(b)]++
+		key := b.Type
+		if !singletonBlocks[b.Type] {
+			key += "\x00" + strings.Join(b.Labels, "\x00")
+		}
+		n[key]++
 	}
 	return n
+}
+
+// printed is printedRC as oprov holds it.
+func printed(t *testing.T) *tofufiles.CLIConfig {
+	t.Helper()
+	c, err := tofufiles.ParseCLIConfig("printed", []byte(printedRC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestMergePrinted: appended to the user's configuration, the printed text never repeats one of
 // its blocks; what was left out is named; with no user configuration the text is unchanged.
 func TestMergePrinted(t *testing.T) {
-	if got, notes := MergePrinted(printedRC, ""); got != printedRC || notes != nil {
+	if got, notes := MergePrinted(printed(t), nil); got != printed(t).String() || notes != nil {
 		t.Errorf("no user configuration changed the text: %q %v", got, notes)
 	}
 	dir := t.TempDir()
@@ -60,7 +76,7 @@ func TestMergePrinted(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tc.user), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, notes := MergePrinted(printedRC, p)
+			got, notes := MergePrinted(printed(t), []string{p})
 			for k, n := range countBlocks(t, tc.user+"\n"+got) {
 				if n > 1 && tc.name != "installation" {
 					t.Errorf("%q appears %d times in the user's configuration plus the printed one:\n%s", k, n, got)

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 )
 
 // Prepared is what Prepare leaves behind: the installed providers, the CLI configuration that
@@ -19,6 +20,11 @@ type Prepared struct {
 // packages into .terraform/providers. A provider that cannot be linked is a note, not an error:
 // tofu installs it from the cache itself.
 func (p *Project) Prepare(ctx context.Context, opts Options, program string) (*Prepared, error) {
+	// The user's CLI configuration is read before anything is fetched: one that cannot be read
+	// stops here, as WriteCLIConfig would stop later.
+	if _, err := ReadUserCLIConfig(UserCLIFiles(program, filepath.Join(p.Dir, CLIConfigPath))); err != nil {
+		return nil, err
+	}
 	res, err := p.Install(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,8 @@ func TestPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTestFile(t, filepath.Join(dir, "main.tf"), "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n    dev = { source = \"example.com/acme/dev\" }\n  }\n}\n")
-	// A user configuration that cannot be parsed is a note, not an error.
+	// A user configuration that cannot be parsed stops Prepare, naming the file, before a CLI
+	// configuration without it is written.
 	unreadable := filepath.Join(t.TempDir(), "broken.tfrc")
 	writeTestFile(t, unreadable, "provider_installation {\n")
 	t.Setenv("TF_CLI_CONFIG_FILE", unreadable)
@@ -35,6 +36,14 @@ func TestPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := p.Prepare(context.Background(), Options{Cache: c}, "tofu"); err == nil || !strings.Contains(err.Error(), unreadable) {
+		t.Fatalf("a broken user configuration: %v, want an error naming %s", err, unreadable)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CLIConfigPath)); !os.IsNotExist(err) {
+		t.Fatalf("a CLI configuration was written without the user's: %v", err)
+	}
+	// OpenTofu's documented dev_overrides form (quoted keys) reads, and is kept.
+	writeTestFile(t, unreadable, "provider_installation {\n  dev_overrides {\n    \"example.com/acme/dev\" = \"/src/dev\"\n  }\n  direct {}\n}\n")
 	got, err := p.Prepare(context.Background(), Options{Cache: c}, "tofu")
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +64,8 @@ func TestPrepare(t *testing.T) {
 	if !slices.Equal(got.Sources, []string{"example.com/acme/dev"}) {
 		t.Errorf("kept as source = %v", got.Sources)
 	}
-	if len(got.Notes) != 1 || !strings.Contains(got.Notes[0], unreadable) {
-		t.Errorf("notes = %q, want one on the broken %s", got.Notes, unreadable)
+	if !strings.Contains(string(text), `"example.com/acme/dev" = "/src/dev"`) {
+		t.Errorf("the user's dev_overrides were not kept:\n%s", text)
 	}
+	t.Logf("notes: %q\n%s", got.Notes, text)
 }

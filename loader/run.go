@@ -73,21 +73,21 @@ var CLIConfigPath = filepath.Join(".terraform", "oprov", "cli.tfrc")
 
 // WriteCLIConfig writes the CLI configuration that installs res's providers from the cache and
 // everything else as the user's own configuration for program says. It returns the file's path
-// and notes on what of the user's configuration could not be kept.
+// and notes for the user; a user configuration that cannot be read is an error, not a file
+// written without it.
 func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []string, error) {
-	userCfg := UserCLIConfig(program)
 	cfgPath := filepath.Join(p.Dir, CLIConfigPath)
-	if abs, err := filepath.Abs(userCfg); err == nil && userCfg != "" {
-		if mine, _ := filepath.Abs(cfgPath); abs == mine {
-			userCfg = "" // TF_CLI_CONFIG_FILE points at oprov's own file from an earlier run
-		}
-	}
-	text, notes, err := CLIConfig(res.Installed, userCfg)
+	user, err := ReadUserCLIConfig(UserCLIFiles(program, cfgPath))
 	if err != nil {
 		return "", nil, err
 	}
-	text, credNotes := withCredentials(text, userCfg, res.CredentialFiles)
-	notes = append(notes, credNotes...)
+	cfg, notes := CLIConfig(res.Installed, user)
+	notes = append(notes, withCredentials(cfg, res.CredentialFiles)...)
+	data, err := cfg.Bytes()
+	if err != nil {
+		return "", nil, fmt.Errorf("writing the CLI configuration %s: %w", cfgPath, err)
+	}
+	text := string(data)
 	if old, err := os.ReadFile(cfgPath); err == nil && string(old) == text {
 		return cfgPath, notes, nil // as it should be: a warm init in the same place writes nothing
 	}

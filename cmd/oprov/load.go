@@ -90,7 +90,7 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	}
 	if p := rep.Printable; p != nil && len(p.Providers) > 0 {
 		var notes []string
-		tofurc, notes = loader.MergePrinted(p.TofuCLIConfig(o.To), loader.UserCLIConfig("tofu"))
+		tofurc, notes = loader.MergePrinted(p.TofuCLIConfig(o.To), loader.UserCLIFiles("tofu", ""))
 		for _, n := range notes {
 			fmt.Fprintln(o.io.ErrOut, "Note: "+n)
 		}

@@ -158,7 +158,9 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifes
 		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)
 		// are named for it.
 		var notes []string
-		tofurc, notes = loader.MergePrinted(artifact.MirrorConfig(ref, addr)+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.registry.RegistryConfig)), loader.UserCLIConfig("tofu"))
+		printed := artifact.MirrorInstallation(ref, addr)
+		printed.Settings = oci.TofuCredentials(oci.TofuCredentialFiles(o.registry.RegistryConfig))
+		tofurc, notes = loader.MergePrinted(printed, loader.UserCLIFiles("tofu", ""))
 		for _, n := range notes {
 			fmt.Fprintln(o.io.ErrOut, "Note: "+n)
 		}

@@ -45,7 +45,9 @@ func runTofurc(_ context.Context, o *tofurcOptions) error {
 	if err != nil {
 		return err
 	}
-	text, notes := loader.MergePrinted(cfg.MirrorCLIConfig()+oci.TofuCredentialsBlock(oci.TofuCredentialFiles(o.RegistryConfig)), loader.UserCLIConfig("tofu"))
+	printed := cfg.MirrorInstallation()
+	printed.Settings = oci.TofuCredentials(oci.TofuCredentialFiles(o.RegistryConfig))
+	text, notes := loader.MergePrinted(printed, loader.UserCLIFiles("tofu", ""))
 	for _, n := range notes {
 		fmt.Fprintln(o.io.ErrOut, "Note: "+n)
 	}

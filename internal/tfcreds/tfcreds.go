@@ -14,7 +14,8 @@
 //     `tofu login` keeps tokens.
 //
 // Hosts are compared as OpenTofu does: lower case, punycode, without the default port 443.
-// Credentials helpers (credentials_helper blocks) are not run.
+// Files are read as OpenTofu reads them (internal/tofufiles: HCL 1, native or JSON). Credentials
+// helpers (credentials_helper blocks) are not run.
 package tfcreds
 
 import (
@@ -26,12 +27,9 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/net/idna"
 
-	"github.com/oprov/oprov/internal/hcldiag"
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
 // EnvPrefix starts the name of every token variable.
@@ -175,8 +173,8 @@ func userDir() string {
 	return home
 }
 
-// fromFile reads the token of a credentials block for the host from one file (HCL, or JSON
-// when its name ends in .json). A missing file holds none.
+// fromFile reads the token of a credentials block for the host from one file, as OpenTofu reads
+// it (tofufiles: HCL 1, native or JSON). A missing file holds none.
 func fromFile(path, want string) (*Token, error) {
 	src, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -185,38 +183,26 @@ func fromFile(path, want string) (*Token, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the CLI configuration: %w", err)
 	}
-	p := hclparse.NewParser()
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if strings.HasSuffix(path, ".json") {
-		f, diags = p.ParseJSON(src, path)
-	} else {
-		f, diags = p.ParseHCL(src, path)
+	cfg, err := tofufiles.ParseCLIConfig(path, src)
+	if err != nil {
+		return nil, err
 	}
-	if diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
-	}
-	content, _, diags := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "credentials", LabelNames: []string{"host"}}}})
-	if diags.HasErrors() {
-		return nil, hcldiag.Error(diags)
-	}
-	for _, b := range content.Blocks {
-		if h, err := Normalize(b.Labels[0]); err != nil || h != want {
+	for _, it := range cfg.Settings {
+		if len(it.Keys) != 2 || it.Keys[0] != "credentials" || !it.IsBlock() {
 			continue
 		}
-		attrs, _, diags := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}}})
-		if diags.HasErrors() {
-			return nil, hcldiag.Error(diags)
-		}
-		a, ok := attrs.Attributes["token"]
-		if !ok {
+		if h, err := Normalize(it.Keys[1]); err != nil || h != want {
 			continue
 		}
-		v, diags := a.Expr.Value(nil)
-		if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-			return nil, fmt.Errorf("%s:%d: the token for %s is not a string", path, a.Range.Start.Line, b.Labels[0])
+		for _, a := range it.Value.Object {
+			if len(a.Keys) != 1 || a.Keys[0] != "token" {
+				continue
+			}
+			if a.Value.Kind != tofufiles.String {
+				return nil, fmt.Errorf("%s:%d: the token for %s is not a string", path, it.Line, it.Keys[1])
+			}
+			return &Token{Value: a.Value.Text, Source: path}, nil
 		}
-		return &Token{Value: v.AsString(), Source: path}, nil
 	}
 	return nil, nil
 }

@@ -125,13 +125,34 @@ credentials "localhost:8443" {
 		t.Errorf("TF_CLI_CONFIG_FILE: %+v, %v", got, err)
 	}
 
+	// Read as OpenTofu reads it (HCL 1), which finds the error at the closing brace.
 	write(t, other, "credentials \"a.example\" {\n  token = \n}\n")
 	got, err := Lookup("b.example")
-	if got == nil || got.Value != "logged-in" || err == nil || !strings.Contains(err.Error(), other+":2") {
+	if got == nil || got.Value != "logged-in" || err == nil || !strings.Contains(err.Error(), other+":3") {
 		t.Errorf("a broken CLI configuration: %+v, %v", got, err)
 	}
 	write(t, other, `credentials "a.example" { token = 42 }`)
 	if _, err := Lookup("a.example"); err == nil || !strings.Contains(err.Error(), "not a string") {
 		t.Errorf("a token that is not a string: %v", err)
+	}
+}
+
+// TestLookupBesideDevOverrides: a CLI configuration in OpenTofu's documented form, dev_overrides
+// with quoted keys (which HCL 2 cannot parse), still gives its credentials.
+func TestLookupBesideDevOverrides(t *testing.T) {
+	home := tfcredstest.Isolate(t, EnvPrefix)
+	write(t, filepath.Join(home, ".tofurc"), `
+provider_installation {
+  dev_overrides {
+    "hashicorp/null" = "/src/null"
+  }
+  direct {}
+}
+credentials "a.example" {
+  token = "beside-overrides"
+}
+`)
+	if got, err := Lookup("a.example"); err != nil || got == nil || got.Value != "beside-overrides" {
+		t.Errorf("Lookup = %+v, %v", got, err)
 	}
 }

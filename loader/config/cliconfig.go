@@ -1,18 +1,18 @@
 package config
 
 import (
-	"fmt"
-	"strings"
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
-// MirrorCLIConfig renders the plain oci_mirror CLI configuration of oprov.hcl's blocks, for
-// OpenTofu >= 1.10 users who want OpenTofu to install from the registries itself.
-func (c *Config) MirrorCLIConfig() string {
-	var b strings.Builder
-	b.WriteString("provider_installation {\n")
-	var includes []string
+// MirrorInstallation is the plain oci_mirror CLI configuration of oprov.hcl's blocks, for
+// OpenTofu >= 1.10 users who want OpenTofu to install from the registries itself: one oci_mirror
+// method a block, and everything else directly.
+func (c *Config) MirrorInstallation() *tofufiles.CLIConfig {
+	in := &tofufiles.Installation{}
+	includes := []string{}
 	for _, m := range c.Mirrors {
-		var inc, exc []string
+		inc := []string{}
+		var exc []string
 		for _, p := range m.Include {
 			inc = append(inc, p.String())
 		}
@@ -20,21 +20,11 @@ func (c *Config) MirrorCLIConfig() string {
 			exc = append(exc, p.String())
 		}
 		includes = append(includes, inc...)
-		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n", m.RepositoryTemplate, HCLList(inc))
-		if len(exc) > 0 {
-			fmt.Fprintf(&b, "    exclude             = %s\n", HCLList(exc))
-		}
-		b.WriteString("  }\n")
+		in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.OCIMirror, RepositoryTemplate: m.RepositoryTemplate, Include: inc, Exclude: exc})
 	}
-	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", HCLList(includes))
-	return b.String()
+	in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.Direct, Exclude: includes})
+	return &tofufiles.CLIConfig{Installation: in}
 }
 
-// HCLList renders a list of strings as an HCL list.
-func HCLList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
+// MirrorCLIConfig renders MirrorInstallation.
+func (c *Config) MirrorCLIConfig() string { return c.MirrorInstallation().String() }

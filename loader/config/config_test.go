@@ -147,6 +147,8 @@ provider "registry.opentofu.org/hashicorp/time" {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, LockFileName))
+	// Blocks oprov sets are written as tofu init writes them (hclwrite): "version" is aligned
+	// with "constraints" when there is one, and stands alone when there is none.
 	want := strings.Replace(orig, `provider "example.com/acme/hello" {
   version = "0.9.0"
   hashes = ["h1:old="]
@@ -159,7 +161,7 @@ provider "registry.opentofu.org/hashicorp/time" {
   ]
 }`, 1) + `
 provider "example.com/acme/new" {
-  version     = "2.0.0"
+  version = "2.0.0"
   hashes = [
     "h1:n=",
   ]

@@ -1,9 +1,9 @@
 package artifact
 
 import (
-	"fmt"
 	"strings"
 
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -33,17 +33,16 @@ func RepositoryTemplate(ref oci.Ref, addr manifest.ProviderAddress) string {
 	return ref.Registry + "/" + repo
 }
 
-// MirrorConfig renders the CLI-configuration block with which OpenTofu (>= 1.10) installs addr
-// from ref's repository and everything else directly.
-func MirrorConfig(ref oci.Ref, addr manifest.ProviderAddress) string {
-	return fmt.Sprintf(`provider_installation {
-  oci_mirror {
-    repository_template = %q
-    include             = [%q]
-  }
-  direct {
-    exclude = [%q]
-  }
+// MirrorInstallation is the CLI configuration with which OpenTofu (>= 1.10) installs addr from
+// ref's repository and everything else directly.
+func MirrorInstallation(ref oci.Ref, addr manifest.ProviderAddress) *tofufiles.CLIConfig {
+	return &tofufiles.CLIConfig{Installation: &tofufiles.Installation{Methods: []tofufiles.Method{
+		{Kind: tofufiles.OCIMirror, RepositoryTemplate: RepositoryTemplate(ref, addr), Include: []string{addr.String()}},
+		{Kind: tofufiles.Direct, Exclude: []string{addr.String()}},
+	}}}
 }
-`, RepositoryTemplate(ref, addr), addr.String(), addr.String())
+
+// MirrorConfig renders MirrorInstallation.
+func MirrorConfig(ref oci.Ref, addr manifest.ProviderAddress) string {
+	return MirrorInstallation(ref, addr).String()
 }

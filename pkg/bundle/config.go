@@ -20,6 +20,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/mirror"
@@ -511,24 +512,23 @@ func (l *Listing) Addresses() []string {
 	return out
 }
 
-// template is the repository template, below a load's destination, of one hostname's providers.
-// The hostname is written out (one block a hostname) rather than left to ${hostname}, which
-// cannot hold a port.
+// template is the repository template, below a load's destination, of one hostname's providers
+// (an HCL 2 template's source: the destination's literal text escaped). The hostname is written
+// out (one block a hostname) rather than left to ${hostname}, which cannot hold a port.
 func template(to, host string) string {
-	return strings.TrimSuffix(to, "/") + "/" + hostComponent(host) + "/${namespace}/${type}"
+	return tofufiles.TemplateLiteral(strings.TrimSuffix(to, "/")+"/"+hostComponent(host)) + "/${namespace}/${type}"
 }
 
 // TofuCLIConfig is the CLI configuration that installs a loaded configuration bundle's providers
 // from below to, and every other provider as usual.
-func (l *Listing) TofuCLIConfig(to string) string {
-	var b strings.Builder
-	b.WriteString("provider_installation {\n")
+func (l *Listing) TofuCLIConfig(to string) *tofufiles.CLIConfig {
+	in := &tofufiles.Installation{}
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n    include             = %s\n  }\n", template(to, h), hclList(groups[h]))
+		in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.OCIMirror, RepositoryTemplate: template(to, h), Include: groups[h]})
 	}
-	fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", hclList(l.Addresses()))
-	return b.String()
+	in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.Direct, Exclude: l.Addresses()})
+	return &tofufiles.CLIConfig{Installation: in}
 }
 
 // PrintedTrust is what load verified with, for the printed oprov.hcl to verify with too: a
@@ -544,43 +544,16 @@ type PrintedTrust struct {
 // OprovHCL is the oprov.hcl blocks that install (and verify, as trust says) a loaded
 // configuration bundle's providers from below to.
 func (l *Listing) OprovHCL(to string, trust PrintedTrust) string {
-	var b strings.Builder
+	var ids []tofufiles.Identity
+	for _, id := range trust.Identities {
+		ids = append(ids, tofufiles.Identity{Issuer: id.Issuer, IssuerRegexp: id.IssuerRegexp, Subject: id.Subject,
+			SubjectRegexp: id.SubjectRegexp, Repository: id.Repository, Ref: id.Ref, Trigger: id.Trigger})
+	}
+	var mirrors []tofufiles.OprovMirror
 	hosts, groups := l.hostGroups()
 	for _, h := range hosts {
-		fmt.Fprintf(&b, "oci_mirror {\n  repository_template = %q\n  include             = %s\n", template(to, h), hclList(groups[h]))
-		trust.write(&b)
-		b.WriteString("}\n")
+		mirrors = append(mirrors, tofufiles.OprovMirror{RepositoryTemplate: template(to, h), Include: groups[h],
+			Policy: trust.Policy, PublicKeys: trust.PublicKeys, Identities: ids, TrustedRoot: trust.TrustedRoot})
 	}
-	return b.String()
-}
-
-func (t PrintedTrust) write(b *strings.Builder) {
-	if t.Policy != "" {
-		fmt.Fprintf(b, "  policy              = %q\n", t.Policy)
-	}
-	if len(t.PublicKeys) > 0 {
-		fmt.Fprintf(b, "  public_keys         = %s\n", hclList(t.PublicKeys))
-	}
-	if len(t.Identities) > 0 && t.TrustedRoot != "" {
-		fmt.Fprintf(b, "  trusted_root        = %q\n", t.TrustedRoot)
-	}
-	for _, id := range t.Identities {
-		b.WriteString("  identity {\n")
-		for _, a := range [][2]string{{"issuer", id.Issuer}, {"issuer_regexp", id.IssuerRegexp}, {"subject", id.Subject},
-			{"subject_regexp", id.SubjectRegexp}, {"repository", id.Repository}, {"ref", id.Ref}, {"trigger", id.Trigger}} {
-			if a[1] != "" {
-				fmt.Fprintf(b, "    %-14s = %q\n", a[0], a[1])
-			}
-		}
-		b.WriteString("  }\n")
-	}
-}
-
-// hclList renders a list of strings as an HCL list.
-func hclList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return tofufiles.OprovHCL(mirrors)
 }

@@ -1,13 +1,13 @@
 package oci
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
 // TofuCredentialFiles gives the docker-style credential files OpenTofu must be pointed at to
@@ -72,17 +72,26 @@ func regularFile(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// TofuCredentialsBlock renders the CLI configuration block that points OpenTofu at files (an
-// oci_default_credentials block with docker_style_config_files), or "" for none.
-func TofuCredentialsBlock(files []string) string {
+// TofuCredentials is the CLI configuration block that points OpenTofu at files (an
+// oci_default_credentials block with docker_style_config_files): one item, or none for no files.
+func TofuCredentials(files []string) []tofufiles.Item {
 	if len(files) == 0 {
+		return nil
+	}
+	slashed := make([]string, len(files))
+	for i, f := range files {
+		slashed[i] = filepath.ToSlash(f)
+	}
+	return []tofufiles.Item{tofufiles.OCIDefaultCredentials(slashed)}
+}
+
+// TofuCredentialsBlock renders TofuCredentials, or "" for no files.
+func TofuCredentialsBlock(files []string) string {
+	items := TofuCredentials(files)
+	if items == nil {
 		return ""
 	}
-	q := make([]string, len(files))
-	for i, f := range files {
-		q[i] = fmt.Sprintf("%q", filepath.ToSlash(f))
-	}
-	return "oci_default_credentials {\n  docker_style_config_files = [" + strings.Join(q, ", ") + "]\n}\n"
+	return (&tofufiles.CLIConfig{Settings: items}).String()
 }
 
 // IsPlainHTTP reports whether a target talks plain HTTP (asked for, or a loopback registry that

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oprov/oprov/pkg/cache"
 )
 
 // running is a test server listening on 127.0.0.1 over TLS (the local CA's certificate).
@@ -176,5 +178,48 @@ func TestIncludeRequiredForHostname(t *testing.T) {
 	other, _ := ParseTemplate("reg.io/${hostname}/${namespace}/${type}", "")
 	if err := CheckInclude(other, nil); err != nil {
 		t.Errorf("a fixed registry host needs no include: %v", err)
+	}
+}
+
+// TestIncludeRequiredForHostFromNamespaceOrType: ${namespace} or ${type} in the registry part
+// chooses the host as much as ${hostname} does: without --include fixing that part, the template is
+// refused (by CheckInclude, which serve runs at start, and by New); a variable only in the path
+// needs nothing.
+func TestIncludeRequiredForHostFromNamespaceOrType(t *testing.T) {
+	for _, tc := range []struct {
+		template string
+		refused  [][]string
+		accepted []string
+	}{
+		{"${namespace}.example.net/providers/${type}", [][]string{nil, {"example.com/*/*"}, {"example.com/acme/x", "*/*/*"}}, []string{"example.com/acme/*", "example.org/corp/*"}},
+		{"${namespace}/${type}", [][]string{nil, {"example.com/*/*"}}, []string{"example.com/acme.example:5000/*"}},
+		{"reg-${type}.example.net:443/${namespace}", [][]string{nil, {"example.com/acme/*"}}, []string{"example.com/acme/hello"}},
+		{"${hostname}${namespace}/x/${type}", [][]string{{"example.com/*/*"}, {"*/*/*"}}, []string{"example.com/acme/*"}},
+	} {
+		tm, err := ParseTemplate(tc.template, "")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.template, err)
+		}
+		if !tm.HostFromRequest() {
+			t.Errorf("%s: the host is not seen to come from the request", tc.template)
+		}
+		for _, inc := range tc.refused {
+			err := CheckInclude(tm, inc)
+			if err == nil {
+				t.Errorf("%s: include %v accepted", tc.template, inc)
+			} else if !strings.Contains(err.Error(), "takes the registry host from the request") {
+				t.Errorf("%s: include %v: unclear refusal: %v", tc.template, inc, err)
+			}
+		}
+		if err := CheckInclude(tm, tc.accepted); err != nil {
+			t.Errorf("%s: include %v refused: %v", tc.template, tc.accepted, err)
+		}
+		if _, err := New(Config{Template: tm, Cache: &cache.Cache{}}); err == nil || !strings.Contains(err.Error(), "include") {
+			t.Errorf("%s: a server without an include list was made (%v)", tc.template, err)
+		}
+	}
+	path, _ := ParseTemplate("reg.example.net/${hostname}/${namespace}/${type}", "")
+	if path.HostFromRequest() || CheckInclude(path, nil) != nil {
+		t.Error("variables only in the path were taken for the host")
 	}
 }

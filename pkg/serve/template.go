@@ -55,37 +55,61 @@ func ParseTemplate(s, address string) (*Template, error) {
 	return t, nil
 }
 
-// HostFromRequest reports whether the template's registry part (the host it connects to) comes
-// from the request's ${hostname}: then a request chooses where the server connects, and only the
-// hostnames --include names may be served (CheckInclude).
-func (t *Template) HostFromRequest() bool {
+// HostFromRequest reports whether the template's registry part (the host and port it connects
+// to) holds a variable: then a request chooses where the server connects (${namespace} and ${type}
+// as much as ${hostname}), and only what --include names may be served (CheckInclude).
+func (t *Template) HostFromRequest() bool { return len(t.hostVars()) > 0 }
+
+// hostVars lists the variables in the template's registry part, as the pattern fields that fix
+// them.
+func (t *Template) hostVars() []string {
 	if strings.HasPrefix(t.raw, oci.LayoutScheme) {
-		return false
+		return nil
 	}
 	host, _, _ := strings.Cut(t.raw, "/")
-	return strings.Contains(host, "${hostname}")
+	var vars []string
+	for _, v := range templateVars {
+		if strings.Contains(host, v) {
+			vars = append(vars, v)
+		}
+	}
+	return vars
 }
 
 // CheckInclude refuses an include list that lets a request choose any host the server connects
-// to: when the template's registry part is ${hostname}, every pattern must name its hostname (a
-// port, when one is to be served, spelt out: example.com:5000), not *.
+// to: when the template's registry part holds ${hostname}, ${namespace} or ${type}, every pattern
+// must name that part of the address (a hostname's port, when one is to be served, spelt out:
+// example.com:5000), not *.
 func CheckInclude(t *Template, include []string) error {
-	if !t.HostFromRequest() {
+	vars := t.hostVars()
+	if len(vars) == 0 {
 		return nil
 	}
 	if len(include) == 0 {
-		return fmt.Errorf("template %q takes the registry host from the request's ${hostname}: say which hostnames may be served with --include HOST/NAMESPACE/TYPE (otherwise any request could make the server connect anywhere)", t.raw)
+		return fmt.Errorf("template %q takes the registry host from the request's %s: say which providers may be served with --include HOST/NAMESPACE/TYPE naming the %s (otherwise any request could make the server connect anywhere)",
+			t.raw, strings.Join(vars, " and "), partNames(vars))
 	}
 	for _, s := range include {
 		p, err := artifact.ParsePattern(s)
 		if err != nil {
 			return err
 		}
-		if p.Hostname == "*" {
-			return fmt.Errorf("--include %q: template %q takes the registry host from the request, so each pattern must name its hostname, not *", s, t.raw)
+		for _, v := range vars {
+			if part := map[string]string{"${hostname}": p.Hostname, "${namespace}": p.Namespace, "${type}": p.Type}[v]; part == "*" {
+				return fmt.Errorf("--include %q: template %q takes the registry host from the request's %s, so each pattern must name the %s, not *", s, t.raw, v, partNames([]string{v}))
+			}
 		}
 	}
 	return nil
+}
+
+// partNames names the address parts that variables stand for.
+func partNames(vars []string) string {
+	names := make([]string, len(vars))
+	for i, v := range vars {
+		names[i] = strings.Trim(v, "${}")
+	}
+	return strings.Join(names, " and ")
 }
 
 // Fixed gives the one provider a template without variables holds, or nil.
