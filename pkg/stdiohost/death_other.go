@@ -1,0 +1,8 @@
+//go:build !linux
+
+package stdiohost
+
+import "os/exec"
+
+// setDeathSignal does nothing here: the program still ends when its stdin closes.
+func setDeathSignal(*exec.Cmd) {}
