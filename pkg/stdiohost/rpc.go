@@ -236,11 +236,7 @@ func (p *process) fail(err error) {
 	}
 }
 
-func (p *process) kill() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-	}
-}
+func (p *process) kill() { killGroup(p.cmd) }
 
 // call sends one request and waits for its answer, at most the timeout. A program that does
 // not answer in time is stopped: it can no longer be trusted to answer in order.

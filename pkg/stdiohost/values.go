@@ -82,12 +82,11 @@ func writeJSON(b *bytes.Buffer, v cty.Value, withUnknown bool) error {
 	return nil
 }
 
-// numberText writes a number exactly: integers as integers, others in the shortest decimal
-// form that reads back to the same value at its precision.
+// numberText writes a number exactly, in the shortest decimal form that reads back to the same
+// value: plain digits for everyday magnitudes, an exponent beyond (1e+400, not 401 digits).
 func numberText(f *big.Float) string {
-	if f.IsInt() {
-		i, _ := f.Int(nil)
-		return i.String()
+	if exp := f.MantExp(nil); exp > -100 && exp < 200 {
+		return f.Text('f', -1)
 	}
 	return f.Text('g', -1)
 }
