@@ -184,6 +184,7 @@ publishes natively through an oci_mirror block.`,
 		newDiscoverCmd(io),
 		newServeCmd(io),
 		newCacheCmd(io),
+		newProviderCmd(io),
 		newVersionCmd(io),
 	)
 	addBuiltinExamples(root)
