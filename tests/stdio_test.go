@@ -1,0 +1,168 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/tests/internal/peers"
+)
+
+// kvConfig uses the kv example (examples/stdio-*): an entry whose value depends on another's
+// computed id, an imported entry, a data source read after them and the function.
+const kvConfig = `terraform {
+  required_providers {
+    kv = { source = "example.com/acme/kv" }
+  }
+}
+provider "kv" { path = "%[1]s" }
+variable "key" { default = "a" }
+variable "value" { default = "one" }
+resource "kv_entry" "a" {
+  key   = var.key
+  value = var.value
+}
+resource "kv_entry" "b" {
+  key   = "b"
+  value = kv_entry.a.id
+}
+import {
+  to = kv_entry.seed
+  id = "seed"
+}
+resource "kv_entry" "seed" {
+  key   = "seed"
+  value = "planted"
+}
+data "kv_keys" "all" {
+  depends_on = [kv_entry.b, kv_entry.seed]
+}
+output "a" { value = [kv_entry.a.id, tostring(kv_entry.a.revision)] }
+output "b" { value = kv_entry.b.value }
+output "keys" { value = join(",", data.kv_keys.all.keys) }
+%[2]s`
+
+const kvFunctionOutput = `output "fn" { value = provider::kv::entry_id("zz") }
+`
+
+// stdioDir copies a provider directory beside a new configuration and returns the configuration
+// directory, the kv database path and the environment for oprov.
+func stdioDir(t *testing.T, provider, addr, tf string) (cfg string, env []string) {
+	t.Helper()
+	cfg = t.TempDir()
+	if err := os.CopyFS(filepath.Join(cfg, "p"), os.DirFS(provider)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), fmt.Sprintf("provider %q {\n  source = \"./p\"\n}\n", addr))
+	env = []string{"OPROV_CACHE_DIR=" + filepath.Join(t.TempDir(), "cache"), "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1",
+		"CHECKPOINT_DISABLE=1", "HOME=" + t.TempDir(), "TF_CLI_ARGS=-no-color"}
+	return cfg, env
+}
+
+// boundedOprov runs oprov, killing it after limit: nothing may hang.
+func boundedOprov(t *testing.T, limit time.Duration, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, oprovBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("oprov %s did not end within %s:\n%s", strings.Join(args, " "), limit, out)
+	}
+	r := result{Stdout: string(out)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.Code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func readKV(t *testing.T, path string) map[string]struct {
+	Value    string
+	Revision int
+} {
+	t.Helper()
+	var db map[string]struct {
+		Value    string
+		Revision int
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeJSON(t, string(b), &db)
+	return db
+}
+
+func expectIn(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s does not say %q:\n%s", what, w, out)
+		}
+	}
+}
+
+// Each example, kept as source, through oprov run with real tofu: create (with an input known
+// only after apply), import, a data source, a function, update in place, replacement, destroy.
+func TestStdioExamplesWithTofu(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	for _, ex := range []string{"stdio-python", "stdio-js"} {
+		t.Run(ex, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "kv.json")
+			writeFile(t, db, `{"seed": {"value": "planted", "revision": 7}}`)
+			cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", ex), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, kvFunctionOutput))
+			apply := func(vars ...string) string {
+				args := append([]string{"run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false"}, vars...)
+				return boundedOprov(t, 3*time.Minute, env, args...).Stdout
+			}
+			out := apply()
+			expectIn(t, "the first apply", out, "value    = (known after apply)", "Apply complete! Resources: 1 imported, 2 added, 0 changed, 0 destroyed.")
+			var outputs map[string]struct{ Value any }
+			tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")
+			got, _ := json.Marshal(map[string]any{"a": outputs["a"].Value, "b": outputs["b"].Value, "keys": outputs["keys"].Value, "fn": outputs["fn"].Value})
+			if want := `{"a":["kv:a","1"],"b":"kv:a","fn":"kv:zz","keys":"a,b,seed"}`; string(got) != want {
+				t.Errorf("outputs %s, want %s", got, want)
+			}
+			if readKV(t, db)["seed"].Revision != 7 {
+				t.Errorf("the import changed the entry: %+v", readKV(t, db))
+			}
+			out = apply("-var", "value=two")
+			expectIn(t, "the update", out, "~ update in-place", "Resources: 0 added, 1 changed, 0 destroyed.")
+			if e := readKV(t, db)["a"]; e.Value != "two" || e.Revision != 2 {
+				t.Errorf("after the update, a = %+v, want value two at revision 2", e)
+			}
+			out = apply("-var", "value=two", "-var", "key=c")
+			expectIn(t, "the replacement", out, "# forces replacement", "Resources: 1 added, 1 changed, 1 destroyed.")
+			if e := readKV(t, db); e["c"].Value != "two" || e["b"].Value != "kv:c" || len(e) != 3 {
+				t.Errorf("after the replacement, the database is %+v", e)
+			}
+			out = boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", tofu, "destroy", "-auto-approve", "-input=false", "-var", "key=c").Stdout
+			expectIn(t, "destroy", out, "Resources: 4 destroyed.")
+			if e := readKV(t, db); len(e) != 0 {
+				t.Errorf("after destroy, the database is %+v", e)
+			}
+		})
+	}
+}
+
+// The Python example with Terraform 1.5.7 (which has no provider functions).
+func TestStdioPythonWithTerraform(t *testing.T) {
+	terraform := peers.Require(t, "terraform")
+	db := filepath.Join(t.TempDir(), "kv.json")
+	writeFile(t, db, `{"seed": {"value": "planted", "revision": 7}}`)
+	cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, ""))
+	out := boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", terraform, "apply", "-auto-approve", "-input=false").Stdout
+	expectIn(t, "terraform apply", out, "Resources: 1 imported, 2 added, 0 changed, 0 destroyed.", `keys = "a,b,seed"`)
+	out = boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", terraform, "apply", "-auto-approve", "-input=false", "-var", "key=z").Stdout
+	expectIn(t, "terraform replacement", out, "# forces replacement", "Resources: 1 added, 1 changed, 1 destroyed.")
+}
