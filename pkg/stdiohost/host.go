@@ -57,6 +57,8 @@ func Serve(dir, agent string) error {
 	}
 	h.Agent = agent
 	defer h.Close()
+	// The program starts while go-plugin sets up, not on tofu's first call: the two overlap.
+	go h.ready(context.Background())
 	return tf6server.Serve("registry.opentofu.org/oprov/"+h.man.Type, func() tfprotov6.ProviderServer { return h },
 		tf6server.WithoutLogStderrOverride())
 }
