@@ -30,10 +30,10 @@ output "id" { value = kv_entry.a.id }
 output "fn" { value = provider::kv::entry_id("p") }
 `
 
-// stdioPackaged packages the Python example (this machine's platform and one other), pushes it
+// stdioPackaged packages an example (this machine's platform and one other), pushes it
 // signed to a TLS registry as example.com/acme/kv 0.1.0, and returns a configuration managing it
 // through oci_mirror, the kv database, and oprov's environment with oprov on PATH.
-func stdioPackaged(t *testing.T) (cfg, db string, env []string) {
+func stdioPackaged(t *testing.T, example string) (cfg, db string, env []string) {
 	t.Helper()
 	reg := testreg.Start(t, testreg.Options{})
 	keys, dist := t.TempDir(), t.TempDir()
@@ -44,7 +44,7 @@ func stdioPackaged(t *testing.T) (cfg, db string, env []string) {
 	if runtime.GOOS+"_"+runtime.GOARCH == other {
 		other = "linux_amd64"
 	}
-	mustOprov(t, env, "package", "--stdio", filepath.Join(repoRoot, "examples", "stdio-python"), "--version", "0.1.0",
+	mustOprov(t, env, "package", "--stdio", filepath.Join(repoRoot, "examples", example), "--version", "0.1.0",
 		"--out-dir", dist, "--platform", runtime.GOOS+"_"+runtime.GOARCH, "--platform", other)
 	mustOprov(t, env, "keygen", "--output-key-prefix", filepath.Join(keys, "cosign"))
 	pushJSON(t, env, dist, reg.Host+"/providers/acme/kv", "--address", "example.com/acme/kv", "--sign", "--key", filepath.Join(keys, "cosign.key"))
@@ -60,7 +60,7 @@ func stdioPackaged(t *testing.T) (cfg, db string, env []string) {
 // PATH, tofu says what is missing.
 func TestStdioPackagedWithTofu(t *testing.T) {
 	tofu := peers.Require(t, "tofu")
-	cfg, db, env := stdioPackaged(t)
+	cfg, db, env := stdioPackaged(t, "stdio-python")
 	check := func(how, out string) {
 		t.Helper()
 		expectIn(t, how, out, `id = "kv:a"`, `fn = "kv:p"`)
@@ -99,4 +99,15 @@ func TestStdioPackagedWithTofu(t *testing.T) {
 		}
 		expectIn(t, "tofu without oprov", out, "terraform-provider-kv: this provider runs under oprov, and no 'oprov' is on PATH")
 	})
+}
+
+// The packaged JavaScript example from OCI through oprov run.
+func TestStdioPackagedJSWithTofu(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	cfg, db, env := stdioPackaged(t, "stdio-js")
+	r := boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	expectIn(t, "oprov run", r.Stdout, `id = "kv:a"`, `fn = "kv:p"`)
+	if e := readKV(t, db)["a"]; e.Value != "packaged" {
+		t.Errorf("the database holds %+v", readKV(t, db))
+	}
 }

@@ -22,16 +22,11 @@ class Fail(Exception):
 
 
 def load():
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {}
+    return json.load(open(path)) if os.path.exists(path) else {}
 
 
 def save(db):
-    with open(path + ".tmp", "w") as f:
-        json.dump(db, f)
+    json.dump(db, open(path + ".tmp", "w"))
     os.replace(path + ".tmp", path)
 
 
@@ -46,39 +41,36 @@ def put(c, revision):
     return {"state": state(c["key"], db[c["key"]])}
 
 
-def handle(method, p):
-    global path
-    if method == "initialize":
-        return {"protocol_version": "1", "provider": {"name": "kv", "version": "0.1.0"}, "schema": SCHEMA}
-    if method == "configure":
-        path = p["config"]["path"]
-        return {}
-    if method == "create":
-        if p["config"]["key"] in load():
-            raise Fail("key %s already exists" % p["config"]["key"], ["key"])
-        return put(p["config"], 1)
-    if method == "update":
-        return put(p["config"], p["prior"]["revision"] + 1)
-    if method in ("read", "import"):
-        key = p["state"]["key"] if method == "read" else p["id"]
-        return {"state": state(key, load().get(key))}
-    if method == "delete":
-        db = load()
-        db.pop(p["state"]["key"], None)
-        save(db)
-        return {}
-    if method == "read_data":
-        prefix = p["config"]["prefix"] or ""
-        return {"state": {"keys": sorted(k for k in load() if k.startswith(prefix))}}
-    if method == "call":
-        return {"result": "kv:" + p["args"][0]}
-    raise Fail("no method " + method, code=-32601)
+def create(p):
+    if p["config"]["key"] in load():
+        raise Fail("key %s already exists" % p["config"]["key"], ["key"])
+    return put(p["config"], 1)
 
+
+def delete(p):
+    db = load()
+    db.pop(p["state"]["key"], None)
+    save(db)
+    return {}
+
+
+METHODS = {
+    "initialize": lambda p: {"protocol_version": "1", "provider": {"name": "kv", "version": "0.1.0"}, "schema": SCHEMA},
+    "configure": lambda p: globals().update(path=p["config"]["path"]) or {},
+    "create": create, "delete": delete,
+    "update": lambda p: put(p["config"], p["prior"]["revision"] + 1),
+    "read": lambda p: {"state": state(p["state"]["key"], load().get(p["state"]["key"]))},
+    "import": lambda p: {"state": state(p["id"], load().get(p["id"]))},
+    "read_data": lambda p: {"state": {"keys": sorted(k for k in load() if k.startswith(p["config"]["prefix"] or ""))}},
+    "call": lambda p: {"result": "kv:" + p["args"][0]},
+}
 
 for line in sys.stdin:
     req = json.loads(line)
     try:
-        out = {"result": handle(req["method"], req.get("params", {}))}
+        if req["method"] not in METHODS:
+            raise Fail("no method " + req["method"], code=-32601)
+        out = {"result": METHODS[req["method"]](req.get("params", {}))}
     except Fail as e:
         out = {"error": {"code": e.code, "message": str(e), "data": {"path": e.at}}}
     print(json.dumps({"jsonrpc": "2.0", "id": req["id"], **out}), flush=True)
