@@ -65,3 +65,40 @@ func TestFaultsEndCalls(t *testing.T) {
 		})
 	}
 }
+
+// Several calls in flight when the program says it is concurrent: answers in any order reach
+// the call they answer.
+func TestConcurrentAnswersOutOfOrder(t *testing.T) {
+	p := program(t, `read a; read b
+echo '{"jsonrpc":"2.0","id":2,"result":{"who":"second"}}'
+sleep 0.3
+echo '{"jsonrpc":"2.0","id":1,"result":{"who":"first"}}'
+sleep 5`)
+	p.concurrent = true
+	type answer struct{ call, who string }
+	got := make(chan answer, 2)
+	for _, call := range []string{"first", "second"} {
+		go func() {
+			var out struct{ Who string }
+			if err := p.call(context.Background(), "m", nil, &out); err != nil {
+				out.Who = err.Error()
+			}
+			got <- answer{call, out.Who}
+		}()
+		time.Sleep(100 * time.Millisecond) // ids in order: 1, then 2
+	}
+	a, b := <-got, <-got
+	if a != (answer{"second", "second"}) || b != (answer{"first", "first"}) {
+		t.Errorf("answers %+v then %+v; want the second call answered first, each with its own answer", a, b)
+	}
+}
+
+func FuzzDeliver(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"path":["a",1]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"note"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		p := &process{name: "x", pending: map[int64]chan reply{1: make(chan reply, 1)}}
+		_ = p.deliver(line)
+	})
+}
