@@ -168,3 +168,32 @@ func TestStdioPythonWithTerraform(t *testing.T) {
 	out = boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", terraform, "apply", "-auto-approve", "-input=false", "-var", "key=z").Stdout
 	expectIn(t, "terraform replacement", out, "# forces replacement", "Resources: 1 added, 1 changed, 1 destroyed.")
 }
+
+// oprov schema of a stdio provider directory prints the schema tofu sees through oprov run.
+func TestStdioSchemaMatchesTofu(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	db := filepath.Join(t.TempDir(), "kv.json")
+	cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, kvFunctionOutput))
+	var mine, theirs struct {
+		ProviderSchemas map[string]json.RawMessage `json:"provider_schemas"`
+	}
+	decodeJSON(t, mustOprov(t, env, "schema", filepath.Join(cfg, "p"), "--address", "example.com/acme/kv", "-o", "json").Stdout, &mine)
+	mustOprov(t, env, "run", "-C", cfg, "--", tofu, "init", "-input=false")
+	decodeJSON(t, mustOprov(t, env, "run", "-C", cfg, "--", tofu, "providers", "schema", "-json").Stdout, &theirs)
+	var a, b map[string]any
+	json.Unmarshal(mine.ProviderSchemas["example.com/acme/kv"], &a)
+	json.Unmarshal(theirs.ProviderSchemas["example.com/acme/kv"], &b)
+	// Functions too, though oprov leaves empty descriptions out where tofu writes "".
+	for _, f := range []map[string]any{a, b} {
+		if fn, _ := f["functions"].(map[string]any); fn["entry_id"] == nil {
+			t.Errorf("no function entry_id in %v", f["functions"])
+		}
+	}
+	for _, part := range []string{"provider", "resource_schemas", "data_source_schemas"} {
+		x, _ := json.Marshal(a[part])
+		y, _ := json.Marshal(b[part])
+		if string(x) != string(y) || string(x) == "null" {
+			t.Errorf("%s: oprov schema says\n%s\ntofu says\n%s", part, x, y)
+		}
+	}
+}
