@@ -118,8 +118,11 @@ func expectIn(t *testing.T, what, out string, wants ...string) {
 // only after apply), import, a data source, a function, update in place, replacement, destroy.
 func TestStdioExamplesWithTofu(t *testing.T) {
 	tofu := peers.Require(t, "tofu")
-	for _, ex := range []string{"stdio-python", "stdio-js"} {
+	for _, ex := range []string{"stdio-python", "stdio-js", "stdio-sh"} {
 		t.Run(ex, func(t *testing.T) {
+			if _, err := exec.LookPath("jq"); err != nil && ex == "stdio-sh" {
+				peers.Missing(t, "jq (for examples/stdio-sh)")
+			}
 			db := filepath.Join(t.TempDir(), "kv.json")
 			writeFile(t, db, `{"seed": {"value": "planted", "revision": 7}}`)
 			cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", ex), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, kvFunctionOutput))
