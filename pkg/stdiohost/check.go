@@ -51,7 +51,7 @@ type StepResult struct {
 // Check runs the steps against the provider in dir, telling report about each, and stops at
 // the first that fails, with an error naming it.
 func Check(ctx context.Context, dir string, steps *Steps, report func(StepResult)) error {
-	h, err := New(dir, os.Stderr)
+	h, err := newHost(dir, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func diags(err error, context string) []*tfprotov6.Diagnostic {
 		return nil
 	}
 	d := &tfprotov6.Diagnostic{Severity: tfprotov6.DiagnosticSeverityError, Summary: context, Detail: err.Error()}
-	var ce *CallError
+	var ce *callError
 	var pe *pathError
 	switch {
 	case errors.As(err, &ce):

@@ -34,7 +34,7 @@ func TestHooksSeeUnknowns(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "p.py"), []byte(hooksProvider), 0o644)
 	os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"type": "h", "command": ["python3", "p.py"]}`), 0o644)
-	h, err := New(dir, nil)
+	h, err := newHost(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,15 +19,15 @@ import (
 	_ "github.com/oprov/oprov/internal/protoconflict" // before tf6server registers tfplugin6 twice
 )
 
-// ProtocolVersion is the stdio protocol version oprov speaks.
-const ProtocolVersion = "1"
+// protocolVersion is the stdio protocol version oprov speaks.
+const protocolVersion = "1"
 
 // Host is one provider instance: one program, started on the first call.
 type Host struct {
 	dir   string
 	man   *Manifest
 	log   io.Writer
-	Agent string // oprov's version, told to the program
+	agent string // oprov's version, told to the program
 
 	once   sync.Once
 	proc   *process
@@ -36,8 +36,8 @@ type Host struct {
 	err    error
 }
 
-// New is a host for the stdio provider in dir; the program's stderr goes to log.
-func New(dir string, log io.Writer) (*Host, error) {
+// newHost is a host for the stdio provider in dir; the program's stderr goes to log.
+func newHost(dir string, log io.Writer) (*Host, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
@@ -45,17 +45,14 @@ func New(dir string, log io.Writer) (*Host, error) {
 	return &Host{dir: dir, man: m, log: log}, nil
 }
 
-// Type is the provider's type, from its manifest.
-func (h *Host) Type() string { return h.man.Type }
-
 // Serve serves plugin protocol 6 with go-plugin's handshake on this process's stdout until
 // tofu is done, then ends the program.
 func Serve(dir, agent string) error {
-	h, err := New(dir, stderrNow{})
+	h, err := newHost(dir, stderrNow{})
 	if err != nil {
 		return err
 	}
-	h.Agent = agent
+	h.agent = agent
 	defer h.Close()
 	// The program starts while go-plugin sets up, not on tofu's first call: the two overlap.
 	go h.ready(context.Background())
@@ -88,12 +85,12 @@ func (h *Host) start(ctx context.Context) error {
 	}
 	h.proc = p
 	var res initResult
-	params := map[string]any{"protocol_version": ProtocolVersion, "oprov_version": h.Agent}
+	params := map[string]any{"protocol_version": protocolVersion, "oprov_version": h.agent}
 	if err := p.call(ctx, "initialize", params, &res); err != nil {
 		return fmt.Errorf("initializing %s: %w", p.name, err)
 	}
-	if res.ProtocolVersion != ProtocolVersion {
-		return fmt.Errorf("%s speaks protocol version %q; this oprov speaks %q", p.name, res.ProtocolVersion, ProtocolVersion)
+	if res.ProtocolVersion != protocolVersion {
+		return fmt.Errorf("%s speaks protocol version %q; this oprov speaks %q", p.name, res.ProtocolVersion, protocolVersion)
 	}
 	s, err := checkSchema(h.man.Type, res.Schema)
 	if err != nil {

@@ -44,12 +44,12 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// DefaultTimeout bounds one request when neither the manifest nor OPROV_STDIO_TIMEOUT says.
-const DefaultTimeout = 5 * time.Minute
+// defaultTimeout bounds one request when neither the manifest nor OPROV_STDIO_TIMEOUT says.
+const defaultTimeout = 5 * time.Minute
 
-// Timeout is how long one request may take: OPROV_STDIO_TIMEOUT, else the manifest's, else
-// DefaultTimeout.
-func (m *Manifest) Timeout() (time.Duration, error) {
+// timeout is how long one request may take: OPROV_STDIO_TIMEOUT, else the manifest's, else
+// defaultTimeout.
+func (m *Manifest) timeout() (time.Duration, error) {
 	if s := os.Getenv("OPROV_STDIO_TIMEOUT"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -60,5 +60,5 @@ func (m *Manifest) Timeout() (time.Duration, error) {
 	if m.TimeoutSeconds > 0 {
 		return time.Duration(m.TimeoutSeconds * float64(time.Second)), nil
 	}
-	return DefaultTimeout, nil
+	return defaultTimeout, nil
 }

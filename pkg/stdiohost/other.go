@@ -97,7 +97,7 @@ func (h *Host) CallFunction(ctx context.Context, req *tfprotov6.CallFunctionRequ
 	}
 	if err != nil {
 		fe := &tfprotov6.FunctionError{Text: err.Error()}
-		var ce *CallError
+		var ce *callError
 		if errors.As(err, &ce) && ce.Argument != nil {
 			n := int64(*ce.Argument)
 			fe.FunctionArgument = &n

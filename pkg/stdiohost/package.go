@@ -13,9 +13,9 @@ import (
 	"github.com/oprov/oprov/pkg/release"
 )
 
-// DefaultPlatforms are the platforms a stdio provider is packaged for: those where its sh
+// defaultPlatforms are the platforms a stdio provider is packaged for: those where its sh
 // launcher runs.
-var DefaultPlatforms = []manifest.Platform{{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}, {OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"}}
+var defaultPlatforms = []manifest.Platform{{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}, {OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"}}
 
 // Package writes release zips of the stdio provider in dir: each holds the directory's files
 // (hidden ones and __pycache__ left out) and, as the executable, a small sh launcher that hands
@@ -31,7 +31,7 @@ func Package(dir string, opts release.PackageOptions) (*release.Packaged, error)
 	}
 	opts.Type = m.Type
 	if len(opts.Platforms) == 0 {
-		opts.Platforms = DefaultPlatforms
+		opts.Platforms = defaultPlatforms
 	}
 	for _, p := range opts.Platforms {
 		if p.OS == "windows" {
@@ -53,21 +53,21 @@ func Package(dir string, opts release.PackageOptions) (*release.Packaged, error)
 	if err := copyTree(dir, tree); err != nil {
 		return nil, err
 	}
-	launcher := filepath.Join(tmp, "launcher")
-	if err := os.WriteFile(launcher, []byte(Launcher(m.Type, opts.Version)), 0o755); err != nil {
+	launcherPath := filepath.Join(tmp, "launcher")
+	if err := os.WriteFile(launcherPath, []byte(launcher(m.Type, opts.Version)), 0o755); err != nil {
 		return nil, err
 	}
 	var files []release.PlatformFiles
 	for _, p := range opts.Platforms {
-		files = append(files, release.PlatformFiles{Platform: p, Exe: launcher, Tree: tree})
+		files = append(files, release.PlatformFiles{Platform: p, Exe: launcherPath, Tree: tree})
 	}
 	return release.Write(opts, files)
 }
 
-// Launcher is the executable of a packaged stdio provider: it execs the oprov found on PATH
+// launcher is the executable of a packaged stdio provider: it execs the oprov found on PATH
 // (or $OPROV) as the host of the directory it is in, and says what to do when there is none
 // (on stdout as well, where tofu and Terraform quote it: "Unrecognized remote plugin message").
-func Launcher(typ, version string) string {
+func launcher(typ, version string) string {
 	name := release.ProviderPrefix + typ
 	return `#!/bin/sh
 # ` + name + ` ` + version + `: a stdio provider (oprov's docs/stdio-protocol.md). oprov hosts it:

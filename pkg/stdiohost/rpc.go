@@ -59,8 +59,8 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-// CallError is an error answer from the program.
-type CallError struct {
+// callError is an error answer from the program.
+type callError struct {
 	Method   string
 	Code     int
 	Message  string
@@ -70,7 +70,7 @@ type CallError struct {
 	Argument *int
 }
 
-func (e *CallError) Error() string {
+func (e *callError) Error() string {
 	s := e.Message
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -80,7 +80,7 @@ func (e *CallError) Error() string {
 
 // startProcess runs the manifest's command in dir. Its stderr goes to logw line by line.
 func startProcess(dir string, m *Manifest, logw io.Writer) (*process, error) {
-	timeout, err := m.Timeout()
+	timeout, err := m.timeout()
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +204,8 @@ func (p *process) deliver(line []byte) error {
 	return nil
 }
 
-func (e *rpcError) toCallError() *CallError {
-	ce := &CallError{Code: e.Code, Message: e.Message}
+func (e *rpcError) toCallError() *callError {
+	ce := &callError{Code: e.Code, Message: e.Message}
 	if ce.Message == "" {
 		ce.Message = fmt.Sprintf("error %d", e.Code)
 	}
@@ -270,7 +270,7 @@ func (p *process) call(ctx context.Context, method string, params any, out any) 
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			var ce *CallError
+			var ce *callError
 			if errors.As(r.err, &ce) {
 				ce.Method = method
 				return ce

@@ -34,7 +34,7 @@ sleep 5`)
 		t.Fatal(err)
 	}
 	err := p.call(context.Background(), "b", nil, nil)
-	ce, ok := err.(*CallError)
+	ce, ok := err.(*callError)
 	if !ok || ce.Message != "no such key" || ce.Detail != "d" || len(ce.Path) != 2 || ce.Method != "b" {
 		t.Fatalf("error %#v", err)
 	}
