@@ -111,3 +111,17 @@ func TestStdioPackagedJSWithTofu(t *testing.T) {
 		t.Errorf("the database holds %+v", readKV(t, db))
 	}
 }
+
+// The packaged Python example with Terraform 1.5.7: oprov init puts it where Terraform finds it,
+// then plain terraform apply starts it, and its launcher hands over to the oprov on PATH.
+func TestStdioPackagedWithTerraform(t *testing.T) {
+	terraform := peers.Require(t, "terraform")
+	cfg, db, env := stdioPackaged(t, "stdio-python")
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(fmt.Sprintf(kvPackagedConfig, db), `output "fn" { value = provider::kv::entry_id("p") }`, "", 1))
+	mustOprov(t, append(env, "OPROV_TOFU="+terraform), "init", "-C", cfg)
+	out := mustTofu(t, terraform, cfg, env, "apply", "-auto-approve", "-input=false")
+	expectIn(t, "terraform apply", out, `id = "kv:a"`)
+	if e := readKV(t, db)["a"]; e.Value != "packaged" {
+		t.Errorf("the database holds %+v", readKV(t, db))
+	}
+}
