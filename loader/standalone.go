@@ -8,6 +8,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
 // A provider can be launched outside any configuration ('oprov schema'): an executable, a
@@ -21,12 +22,16 @@ func ExecutableAddress(path string) manifest.ProviderAddress {
 }
 
 // DirAddress is the address a provider source directory is reported under: local/TYPE, TYPE from
-// a terraform-provider-TYPE directory name, else the directory's name itself.
+// a terraform-provider-TYPE directory name, else the directory's name itself; a stdio
+// provider's manifest says its type.
 func DirAddress(dir string) manifest.ProviderAddress {
 	base := filepath.Base(dir)
 	addr := localAddress("terraform-provider-" + base)
 	if t, ok := release.TypeFromName(base); ok {
 		addr.Type = t
+	}
+	if m, err := stdiohost.ReadManifest(dir); err == nil { // a stdio provider names its type
+		addr.Type = m.Type
 	}
 	return addr
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/oprov/oprov/internal/protoconflict"
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -55,6 +56,10 @@ func main() {
 	// Before signal handling and terminal checks, which cost more than printing does.
 	if printedVersion(os.Stdout, os.Args[1:]) {
 		os.Exit(exitOK)
+	}
+	protoconflict.Restore()
+	if len(os.Args) > 1 && os.Args[1] == stdioHostCommand {
+		os.Exit(runStdioHost(os.Args[2:], os.Stderr))
 	}
 	ctx, stop := signals.Context(context.Background())
 	code := run(ctx, systemStreams(), os.Args[1:])
@@ -179,6 +184,7 @@ publishes natively through an oci_mirror block.`,
 		newDiscoverCmd(io),
 		newServeCmd(io),
 		newCacheCmd(io),
+		newProviderCmd(io),
 		newVersionCmd(io),
 	)
 	addBuiltinExamples(root)

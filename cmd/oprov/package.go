@@ -11,6 +11,7 @@ import (
 	"github.com/oprov/oprov/pkg/build/gobuild"
 	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
 type packageOptions struct {
@@ -18,6 +19,7 @@ type packageOptions struct {
 	GoDir      string
 	BinDir     string
 	PyDir      string
+	StdioDir   string
 	PyVersions []string
 	PyPins     string
 	Version    string
@@ -30,7 +32,7 @@ type packageOptions struct {
 func newPackageCmd(ios *IOStreams) *cobra.Command {
 	o := &packageOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "package (--go DIR | --python DIR | --bin DIR) --version VERSION [--out-dir DIST]",
+		Use:   "package (--go DIR | --python DIR | --stdio DIR | --bin DIR) --version VERSION [--out-dir DIST]",
 		Short: "Build a provider's release zips and SHA256SUMS",
 		Long: `Build release packages: terraform-provider-TYPE_VERSION_OS_ARCH.zip per platform, and
 terraform-provider-TYPE_VERSION_SHA256SUMS. The zips are deterministic (sorted entries, fixed
@@ -51,12 +53,19 @@ else the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.t
 platform and version gets the same versions. Default platforms: darwin and linux on amd64 and
 arm64; windows is refused.
 
+From a stdio provider (--stdio DIR: a directory with oprov-provider.json, see
+docs/stdio-protocol.md), each zip holds the directory's files and, as the executable, a small sh
+launcher that runs 'oprov __stdio-host' on that directory: the machine that runs the provider
+needs oprov on PATH (or $OPROV) and the provider's own interpreter. Default platforms: darwin
+and linux on amd64 and arm64.
+
 From built executables (--bin DIR), DIR holds one directory per platform named OS_ARCH, each with
 the executable (named terraform-provider-*, or the only file there) and any extra files:
 
     bin/linux_amd64/terraform-provider-hello
     bin/windows_amd64/terraform-provider-hello.exe`,
 		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+  oprov package --stdio ./kv --version 0.1.0
   oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c.Context(), o) },
@@ -65,6 +74,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
+	f.StringVar(&o.StdioDir, "stdio", "", "directory of a stdio provider (oprov-provider.json)")
 	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default: those of "+strings.Join(pybuild.PythonVersions, ",")+" that requires-python admits and every dependency has wheels for)")
 	f.StringVar(&o.PyPins, "python-pins", "", "with --python: the author's pins file, a PEP 751 pylock.toml or pylock.NAME.toml, or a requirements or constraints file (default: the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.txt beside pyproject.toml)")
 	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
@@ -80,8 +90,8 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if n := countSet(o.GoDir, o.BinDir, o.PyDir); n != 1 {
-		return usageErrorf("give exactly one of --go DIR, --python DIR and --bin DIR")
+	if n := countSet(o.GoDir, o.BinDir, o.PyDir, o.StdioDir); n != 1 {
+		return usageErrorf("give exactly one of --go DIR, --python DIR, --stdio DIR and --bin DIR")
 	}
 	if o.Version == "" {
 		return usageErrorf("--version is required")
@@ -116,6 +126,8 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 		p, err = gobuild.Package(ctx, o.GoDir, opts)
 	case o.PyDir != "":
 		p, err = pybuild.Package(ctx, o.PyDir, opts, pybuild.Options{Versions: o.PyVersions, Pins: o.PyPins})
+	case o.StdioDir != "":
+		p, err = stdiohost.Package(o.StdioDir, opts)
 	default:
 		p, err = release.PackageBinaries(o.BinDir, opts)
 	}

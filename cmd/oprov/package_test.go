@@ -91,8 +91,8 @@ func TestPackageErrors(t *testing.T) {
 		o    packageOptions
 		want string
 	}{
-		{packageOptions{Version: "1.0.0"}, "give exactly one of --go DIR, --python DIR and --bin DIR"},
-		{packageOptions{GoDir: ".", BinDir: bin, Version: "1.0.0"}, "give exactly one of --go DIR, --python DIR and --bin DIR"},
+		{packageOptions{Version: "1.0.0"}, "give exactly one of --go DIR, --python DIR, --stdio DIR and --bin DIR"},
+		{packageOptions{GoDir: ".", BinDir: bin, Version: "1.0.0"}, "give exactly one of --go DIR, --python DIR, --stdio DIR and --bin DIR"},
 		{packageOptions{BinDir: bin}, "--version is required"},
 		{packageOptions{BinDir: bin, Version: "1.0.0", Platforms: []string{"linux"}}, "--platform"},
 	} {

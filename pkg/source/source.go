@@ -175,12 +175,21 @@ type LocalKind struct {
 	Name   string
 	Detect func(dir string) bool
 	Open   func(d LocalDir, env *Env) LocalSource
+	// First kinds are asked before the others: a stdio provider's manifest says what its
+	// directory is even when the directory is also a Go module or a Python project.
+	First bool
 }
 
 var localKinds []LocalKind
 
 // RegisterLocalKind adds a kind of source directory; each kind registers itself from its file.
-func RegisterLocalKind(k LocalKind) { localKinds = append(localKinds, k) }
+func RegisterLocalKind(k LocalKind) {
+	if k.First {
+		localKinds = append([]LocalKind{k}, localKinds...)
+		return
+	}
+	localKinds = append(localKinds, k)
+}
 
 // OpenLocal opens a provider source directory as the first kind that recognises it, or as a
 // source whose every answer says no kind does.

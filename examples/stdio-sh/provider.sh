@@ -1,0 +1,15 @@
+#!/bin/sh
+# kv: key/value entries in a JSON file, as an oprov stdio provider (docs/stdio-protocol.md), in
+# sh with jq: kv.jq answers each request; this loop keeps the database file.
+path=""
+while IFS= read -r line; do
+  db='{}'
+  if [ -n "$path" ] && [ -f "$path" ]; then db=$(cat "$path"); fi
+  out=$(printf '%s\n' "$line" | jq -c --argjson db "$db" -f kv.jq) || exit 1
+  p=$(printf '%s\n' "$out" | jq -r '.path // empty')
+  if [ -n "$p" ]; then path=$p; fi
+  if printf '%s\n' "$out" | jq -e 'has("db")' >/dev/null; then
+    printf '%s\n' "$out" | jq -c .db > "$path.tmp" && mv "$path.tmp" "$path"
+  fi
+  printf '%s\n' "$out" | jq -c .reply
+done
