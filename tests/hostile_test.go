@@ -63,13 +63,14 @@ func bounded(t *testing.T, env []string, args ...string) (result, float64, time.
 }
 
 // noFilesUnder fails the test if any regular file exists under the given directories, except the
-// cache's version records (they hold only what the index said) and its empty lock files.
+// cache's version records (they hold only what the index said), its evidence (whole manifests,
+// each checked against its digest, and where they were found) and its empty lock files.
 func noFilesUnder(t *testing.T, dirs ...string) {
 	t.Helper()
 	sep := string(filepath.Separator)
 	for _, d := range dirs {
 		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && !strings.Contains(p, sep+"versions"+sep) && !strings.Contains(p, sep+"locks"+sep) {
+			if err == nil && !e.IsDir() && !strings.Contains(p, sep+"versions"+sep) && !strings.Contains(p, sep+"evidence"+sep) && !strings.Contains(p, sep+"locks"+sep) {
 				t.Errorf("left on disk: %s", p)
 			}
 			return nil
