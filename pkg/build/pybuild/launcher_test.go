@@ -4,15 +4,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // fakePython writes an interpreter named name into dir. Probed in isolated mode without site (python
 // -I -S -c CODE), it reports version v of implementation impl, free-threaded when ft; probed any other way
-// it fails, as does any interpreter that reports nothing. Run for real (python -I -u -X
-// pycache_prefix=P -c CODE ...), it prints its name, the prefix, HOME and the arguments after
-// the code.
+// it fails, as does any interpreter that reports nothing. Run for real (python -I -u -B -c CODE
+// CACHE ...), it prints its name and the arguments after the cache directory, then
+// "cache=CACHE" and HOME.
 func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	t.Helper()
 	tag := "cp" + strings.ReplaceAll(v, ".", "")
@@ -22,8 +23,8 @@ func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	}
 	script := "#!/bin/sh\n" +
 		"case \"$1 $2 $3 $4\" in \"-I -S -c \"*version_info*) echo '" + v + " " + tag + " " + impl + " " + gil + "'; exit 0;; *version_info*) exit 1;; esac\n" +
-		"[ \"$1 $2 $3\" = '-I -u -X' ] || { echo \"bad flags $*\"; exit 2; }\n" +
-		"prefix=$4; shift 6\necho \"ran " + name + " with $*\"\necho \"$prefix\"\necho \"HOME=$HOME\"\n"
+		"[ \"$1 $2 $3 $4\" = '-I -u -B -c' ] || { echo \"bad flags $*\"; exit 2; }\n" +
+		"cache=$6; shift 6\necho \"ran " + name + " with $*\"\necho \"cache=$cache\"\necho \"HOME=$HOME\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +155,11 @@ func TestPythonLauncherCacheAndHome(t *testing.T) {
 
 	home := t.TempDir()
 	out, stderr := run("HOME=" + home)
-	if want := "pycache_prefix=" + home + "/.cache/oprov-python/pycache\nHOME=" + home + "\n"; !strings.HasSuffix(out, want) || stderr != "" {
+	if want := "cache=" + home + "/.cache\nHOME=" + home + "\n"; !strings.HasSuffix(out, want) || stderr != "" {
 		t.Errorf("writable HOME: stdout %q stderr %q, want the prefix in its .cache and HOME kept", out, stderr)
 	}
 	xdg := t.TempDir()
-	if out, _ = run("HOME="+home, "XDG_CACHE_HOME="+xdg); !strings.Contains(out, "pycache_prefix="+xdg+"/oprov-python/pycache\n") {
+	if out, _ = run("HOME="+home, "XDG_CACHE_HOME="+xdg); !strings.Contains(out, "cache="+xdg+"\n") {
 		t.Errorf("XDG_CACHE_HOME set: stdout %q, want the prefix in it", out)
 	}
 
@@ -182,10 +183,74 @@ func TestPythonLauncherCacheAndHome(t *testing.T) {
 	if st, err := os.Stat(got); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
 		t.Errorf("replacement HOME %s: %v %v, want a 0700 directory", got, st, err)
 	}
-	if !strings.Contains(out, "pycache_prefix="+got+"/.cache/oprov-python/pycache\n") {
+	if !strings.Contains(out, "cache="+got+"/.cache\n") {
 		t.Errorf("read-only HOME: stdout %q, want the bytecode in the replacement HOME's cache", out)
 	}
 }
 
 // launcherVersions are the CPython versions the test launchers claim.
 var launcherVersions = []string{"3.11", "3.12", "3.13"}
+
+// TestPythonLauncherBytecodePlace runs a launcher with this machine's python3 on a one-module
+// package: the module's bytecode goes to XDG_CACHE_HOME/oprov-python/pycache when that is a
+// directory of this user alone, to $TMPDIR/oprov-python-UID/pycache when XDG_CACHE_HOME is
+// writable by others, and never beside the packaged sources.
+func TestPythonLauncherBytecodePlace(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command(py, "-I", "-c", "import sys; print(\"%d.%d\" % sys.version_info[:2], sys.implementation.cache_tag)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	pkg := t.TempDir()
+	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
+	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(pkg, "lib", cpTag(version))
+	os.MkdirAll(filepath.Join(lib, "x"), 0o755)
+	os.WriteFile(filepath.Join(lib, "x", "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(lib, "x", "main.py"), []byte("import sys\ndef main():\n    print(sys.pycache_prefix)\n"), 0o644)
+	pyc := func(prefix string) string { return filepath.Join(prefix, lib, "x", "main."+tag+".pyc") }
+
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		tmp  bool
+	}{{"private cache", 0o700, false}, {"cache writable by others", 0o777, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			xdg, tmp := t.TempDir(), t.TempDir()
+			os.Chmod(xdg, tc.mode)
+			cmd := exec.Command(exe)
+			cmd.Env = []string{"PATH=" + filepath.Dir(py) + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "XDG_CACHE_HOME=" + xdg, "TMPDIR=" + tmp, "PYENV_VERSION=" + os.Getenv("PYENV_VERSION")}
+			got, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("launcher: %v\n%s", err, got)
+			}
+			want := filepath.Join(xdg, "oprov-python", "pycache")
+			if tc.tmp {
+				want = filepath.Join(tmp, "oprov-python-"+strconv.Itoa(os.Geteuid()), "pycache")
+			}
+			if strings.TrimSpace(string(got)) != want {
+				t.Errorf("prefix %q, want %s", got, want)
+			}
+			if _, err := os.Stat(pyc(want)); err != nil {
+				t.Errorf("no bytecode of x.main in %s: %v", want, err)
+			}
+			if tc.tmp {
+				if _, err := os.Stat(filepath.Join(xdg, "oprov-python")); err == nil {
+					t.Errorf("something was made in the refused %s", xdg)
+				}
+			}
+		})
+	}
+	filepath.WalkDir(pkg, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "__pycache__" {
+			t.Errorf("bytecode beside the packaged sources: %s", p)
+		}
+		return nil
+	})
+}
