@@ -276,7 +276,7 @@ if os.path.exists(d + "/` + DeltasFile + `"):
                     return p, f
                 f.close()
                 return p, None
-            _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: " + " and ".join(_oprov_cands) + " must each be a directory of this user alone, writable by no one else (set XDG_CACHE_HOME or TMPDIR to one)")
+            _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: neither " + " nor ".join(_oprov_cands) + " is a directory of this user alone that no one else can write or replace (set XDG_CACHE_HOME or TMPDIR to one)")
         def rebuild(e, p):
             try:
                 data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + DeltaSuffix + `")
