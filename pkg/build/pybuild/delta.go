@@ -207,10 +207,9 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 
 // deltaBootstrap is the Python the launcher runs, before the provider's code, in a set that has a
 // DeltasFile (d is the set's directory). Each extension listed is rebuilt once from the base set's
-// and its delta into CACHE/oprov-python/ext/SHA256/NAME beside the bytecode, or, when that cannot
-// be used, $TMPDIR/oprov-python-UID/ext/SHA256/NAME; each of those directories must be a real
-// directory (not a link) of this user's alone, writable by no one else, or the next place is
-// tried. The cached file is opened without following links and its SHA-256 checked on every
+// and its delta into PLACE/ext/SHA256/NAME, PLACE being the first of placeBootstrap's places
+// (CACHE/oprov-python, then $TMPDIR/oprov-python-UID) that passes its checks and whose ext and
+// ext/SHA256 are real directories (not links) of this user's alone, writable by no one else. The cached file is opened without following links and its SHA-256 checked on every
 // launch, in a thread while the provider imports its other modules (the finder waits for the
 // answer before the file is loaded); one that does not match is rebuilt (written to a fresh
 // temporary name, then renamed), never loaded. A rebuild that does not match, a damaged list or no usable directory stops the
@@ -255,37 +254,17 @@ if os.path.exists(d + "/` + DeltasFile + `"):
                 xi += cp
                 pos += cp
         return bytes(out)
-    def _oprov_own(p):
-        import stat
-        try:
-            os.mkdir(p, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return False
-        try:
-            st = os.lstat(p)
-        except OSError:
-            return False
-        return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
     def _oprov_ext(d):
         import json, hashlib, stat, threading
         from importlib.machinery import ExtensionFileLoader, ModuleSpec
         lib = d.rpartition("/")[0]
-        tops = [os.path.dirname(sys.pycache_prefix)] if sys.pycache_prefix else []
-        tops.append(os.path.join(os.environ.get("TMPDIR") or "/tmp", "oprov-python-%d" % os.geteuid()))
         with open(d + "/` + DeltasFile + `") as f:
             entries = json.load(f)
         def place(e):
             # The first place whose directories are of this user alone, and the cached file
             # there, opened without following links, when it is a regular file of this user.
-            for top in tops:
-                if not os.path.isdir(top):
-                    try:
-                        os.makedirs(top, 0o700)
-                    except OSError:
-                        continue
-                if not (_oprov_own(top) and _oprov_own(top + "/ext") and _oprov_own(top + "/ext/" + e["sha256"])):
+            for top in _oprov_places():
+                if not (_oprov_own(top + "/ext") and _oprov_own(top + "/ext/" + e["sha256"])):
                     continue
                 p = top + "/ext/" + e["sha256"] + "/" + e["file"].rpartition("/")[2]
                 try:
@@ -297,7 +276,7 @@ if os.path.exists(d + "/` + DeltasFile + `"):
                     return p, f
                 f.close()
                 return p, None
-            _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: " + " and ".join(tops) + " must each be a directory of this user alone, writable by no one else (set XDG_CACHE_HOME or TMPDIR to one)")
+            _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: neither " + " nor ".join(_oprov_cands) + " is a directory of this user alone that no one else can write or replace (set XDG_CACHE_HOME or TMPDIR to one)")
         def rebuild(e, p):
             try:
                 data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + DeltaSuffix + `")

@@ -6,20 +6,23 @@ import (
 )
 
 // PythonEntryCode is the Python that runs a console script's entry point the way pip's wrapper
-// does, with sys.argv[0] set to the script's name. When withPath is true, the first argument is
-// a directory put first on sys.path (lib/cpXY, the dependencies packaged for this interpreter),
+// does, with sys.argv[0] set to the script's name. When withPath is true (a packaged provider's
+// launcher), the first argument is the user's cache directory, where bytecode and rebuilt
+// extensions go when it passes the checks of placeBootstrap, which runs first; the second is a
+// directory put first on sys.path (lib/cpXY, the dependencies packaged for this interpreter),
 // followed by lib/common beside it (those the same for every claimed version); the extensions
 // that set stores as deltas are rebuilt and found first (deltaBootstrap).
 func PythonEntryCode(script, entry string, withPath bool) string {
 	mod, attr, _ := strings.Cut(entry, ":")
 	first, _, _ := strings.Cut(attr, ".")
 	var b strings.Builder
-	b.WriteString("import sys\n")
+	fmt.Fprintf(&b, "import sys\nsys.argv[0] = %q\n", script)
 	if withPath {
+		b.WriteString(placeBootstrap)
 		fmt.Fprintf(&b, "d = sys.argv.pop(1)\nsys.path[0:0] = [d, d.rpartition(\"/\")[0] + \"/%s\"]\n", CommonDir)
 		b.WriteString(deltaBootstrap)
 	}
-	fmt.Fprintf(&b, "sys.argv[0] = %q\nfrom %s import %s\nsys.exit(%s())\n", script, mod, first, attr)
+	fmt.Fprintf(&b, "from %s import %s\nsys.exit(%s())\n", mod, first, attr)
 	return b.String()
 }
 
@@ -33,9 +36,12 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 //
 // Python runs isolated (-I: no user site, no PYTHON* variables; the probe too, and without
 // site, -S, to cost as little as an interpreter start can) and unbuffered
-// (-u: -I ignores PYTHONUNBUFFERED and the tf SDK does not flush its --dev line). Bytecode goes to
-// the user's cache (-X pycache_prefix), never beside the sources: an installed package must stay
-// byte for byte what the lock file's h1: hash says. Where HOME has no writable ~/.cache (a
+// (-u: -I ignores PYTHONUNBUFFERED and the tf SDK does not flush its --dev line). Bytecode goes
+// to the user's cache, never beside the sources: an installed package must stay byte for byte
+// what the lock file's h1: hash says. CPython starts writing none (-B) and with no
+// pycache_prefix; the code then checks, in-process, that the cache (or $TMPDIR/oprov-python-UID)
+// is a directory of this user alone before it sets sys.pycache_prefix there (placeBootstrap), so
+// no bytecode is read from a place another user can write. Where HOME has no writable ~/.cache (a
 // read-only home), HOME is pointed at a private writable directory, since the tf SDK keeps its
 // certificate under ~/.cache.
 func PythonLauncher(script, entry string, versions []string) string {
@@ -88,7 +94,7 @@ for py in $candidates; do
         HOME=$home; export HOME
       fi
       cache="${XDG_CACHE_HOME:-$HOME/.cache}"
-      exec "$py" -I -u -X "pycache_prefix=$cache/oprov-python/pycache" -c '%[4]s' "$here/lib/$tag" "$@"
+      exec "$py" -I -u -B -c '%[4]s' "$cache" "$here/lib/$tag" "$@"
     fi
     why="$py is ${v%%%% *}" ;;
   *) impl=${v#* * }; why="$py is ${impl%%%% *} ${v%%%% *}, not CPython" ;;

@@ -4,15 +4,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // fakePython writes an interpreter named name into dir. Probed in isolated mode without site (python
 // -I -S -c CODE), it reports version v of implementation impl, free-threaded when ft; probed any other way
-// it fails, as does any interpreter that reports nothing. Run for real (python -I -u -X
-// pycache_prefix=P -c CODE ...), it prints its name, the prefix, HOME and the arguments after
-// the code.
+// it fails, as does any interpreter that reports nothing. Run for real (python -I -u -B -c CODE
+// CACHE ...), it prints its name and the arguments after the cache directory, then
+// "cache=CACHE" and HOME.
 func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	t.Helper()
 	tag := "cp" + strings.ReplaceAll(v, ".", "")
@@ -22,8 +24,8 @@ func fakePython(t *testing.T, dir, name, v, impl string, ft bool) {
 	}
 	script := "#!/bin/sh\n" +
 		"case \"$1 $2 $3 $4\" in \"-I -S -c \"*version_info*) echo '" + v + " " + tag + " " + impl + " " + gil + "'; exit 0;; *version_info*) exit 1;; esac\n" +
-		"[ \"$1 $2 $3\" = '-I -u -X' ] || { echo \"bad flags $*\"; exit 2; }\n" +
-		"prefix=$4; shift 6\necho \"ran " + name + " with $*\"\necho \"$prefix\"\necho \"HOME=$HOME\"\n"
+		"[ \"$1 $2 $3 $4\" = '-I -u -B -c' ] || { echo \"bad flags $*\"; exit 2; }\n" +
+		"cache=$6; shift 6\necho \"ran " + name + " with $*\"\necho \"cache=$cache\"\necho \"HOME=$HOME\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +156,11 @@ func TestPythonLauncherCacheAndHome(t *testing.T) {
 
 	home := t.TempDir()
 	out, stderr := run("HOME=" + home)
-	if want := "pycache_prefix=" + home + "/.cache/oprov-python/pycache\nHOME=" + home + "\n"; !strings.HasSuffix(out, want) || stderr != "" {
+	if want := "cache=" + home + "/.cache\nHOME=" + home + "\n"; !strings.HasSuffix(out, want) || stderr != "" {
 		t.Errorf("writable HOME: stdout %q stderr %q, want the prefix in its .cache and HOME kept", out, stderr)
 	}
 	xdg := t.TempDir()
-	if out, _ = run("HOME="+home, "XDG_CACHE_HOME="+xdg); !strings.Contains(out, "pycache_prefix="+xdg+"/oprov-python/pycache\n") {
+	if out, _ = run("HOME="+home, "XDG_CACHE_HOME="+xdg); !strings.Contains(out, "cache="+xdg+"\n") {
 		t.Errorf("XDG_CACHE_HOME set: stdout %q, want the prefix in it", out)
 	}
 
@@ -182,10 +184,147 @@ func TestPythonLauncherCacheAndHome(t *testing.T) {
 	if st, err := os.Stat(got); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
 		t.Errorf("replacement HOME %s: %v %v, want a 0700 directory", got, st, err)
 	}
-	if !strings.Contains(out, "pycache_prefix="+got+"/.cache/oprov-python/pycache\n") {
+	if !strings.Contains(out, "cache="+got+"/.cache\n") {
 		t.Errorf("read-only HOME: stdout %q, want the bytecode in the replacement HOME's cache", out)
 	}
 }
 
 // launcherVersions are the CPython versions the test launchers claim.
 var launcherVersions = []string{"3.11", "3.12", "3.13"}
+
+// TestPythonLauncherBytecodePlace runs a launcher with this machine's python3 on a one-module
+// package: the module's bytecode goes to XDG_CACHE_HOME/oprov-python/pycache when that is a
+// directory of this user alone, to $TMPDIR/oprov-python-UID/pycache when XDG_CACHE_HOME is
+// writable by others, and never beside the packaged sources.
+func TestPythonLauncherBytecodePlace(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command(py, "-I", "-c", "import sys; print(\"%d.%d\" % sys.version_info[:2], sys.implementation.cache_tag)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	pkg := t.TempDir()
+	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
+	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(pkg, "lib", cpTag(version))
+	os.MkdirAll(filepath.Join(lib, "x"), 0o755)
+	os.WriteFile(filepath.Join(lib, "x", "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(lib, "x", "main.py"), []byte("import sys\ndef main():\n    print(sys.pycache_prefix)\n"), 0o644)
+	pyc := func(prefix string) string { return filepath.Join(prefix, lib, "x", "main."+tag+".pyc") }
+
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		tmp  bool
+	}{{"private cache", 0o700, false}, {"cache writable by others", 0o777, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			xdg, tmp := t.TempDir(), t.TempDir()
+			os.Chmod(xdg, tc.mode)
+			cmd := exec.Command(exe)
+			cmd.Env = []string{"PATH=" + filepath.Dir(py) + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "XDG_CACHE_HOME=" + xdg, "TMPDIR=" + tmp, "PYENV_VERSION=" + os.Getenv("PYENV_VERSION")}
+			got, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("launcher: %v\n%s", err, got)
+			}
+			want := filepath.Join(xdg, "oprov-python", "pycache")
+			if tc.tmp {
+				want = filepath.Join(tmp, "oprov-python-"+strconv.Itoa(os.Geteuid()), "pycache")
+			}
+			if strings.TrimSpace(string(got)) != want {
+				t.Errorf("prefix %q, want %s", got, want)
+			}
+			if _, err := os.Stat(pyc(want)); err != nil {
+				t.Errorf("no bytecode of x.main in %s: %v", want, err)
+			}
+			if tc.tmp {
+				if _, err := os.Stat(filepath.Join(xdg, "oprov-python")); err == nil {
+					t.Errorf("something was made in the refused %s", xdg)
+				}
+			}
+		})
+	}
+	filepath.WalkDir(pkg, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "__pycache__" {
+			t.Errorf("bytecode beside the packaged sources: %s", p)
+		}
+		return nil
+	})
+}
+
+// TestPythonLauncherPlantedBytecode: with XDG_CACHE_HOME a sticky directory every user can
+// write, another user (uid 65534) plants an unchecked-hash .pyc for the packaged module where
+// CPython would look for it under CACHE/oprov-python/pycache, before the first launch; the launch
+// runs the packaged source, not the planted code. (tests/pycache_test.go does the same with the
+// packaged example provider under tofu.)
+func TestPythonLauncherPlantedBytecode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a child as another user needs root")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command(py, "-I", "-c", "import sys; print(\"%d.%d\" % sys.version_info[:2], sys.implementation.cache_tag)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	pkg := t.TempDir()
+	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
+	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(pkg, "lib", cpTag(version))
+	os.MkdirAll(filepath.Join(lib, "x"), 0o755)
+	os.WriteFile(filepath.Join(lib, "x", "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(lib, "x", "main.py"), []byte("def main():\n    print(\"packaged\")\n"), 0o644)
+
+	open := func(mode os.FileMode) string {
+		d, err := os.MkdirTemp("", "oprov-plant-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		os.Chmod(d, mode)
+		return d
+	}
+	xdg, stage := open(0o777|os.ModeSticky), open(0o755)
+	evil := filepath.Join(stage, "main.py")
+	os.WriteFile(evil, []byte("def main():\n    print(\"planted\")\n"), 0o644)
+	compile := "import py_compile, sys\npy_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
+	if out, err := exec.Command(py, "-I", "-c", compile, evil, evil+"c").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	os.Chmod(evil+"c", 0o644)
+	target := filepath.Join(xdg, "oprov-python", "pycache", lib, "x", "main."+tag+".pyc")
+	plant := exec.Command("/bin/sh", "-c", `mkdir -p "$(dirname "$2")" && cp "$1" "$2"`, "sh", evil+"c", target)
+	plant.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := plant.CombinedOutput(); err != nil {
+		t.Fatalf("planting as uid 65534: %v\n%s", err, out)
+	}
+
+	run := func(env ...string) string {
+		cmd := exec.Command(exe)
+		cmd.Env = append([]string{"PATH=" + filepath.Dir(py) + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "PYENV_VERSION=" + os.Getenv("PYENV_VERSION")}, env...)
+		got, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("launcher: %v\n%s", err, got)
+		}
+		return strings.TrimSpace(string(got))
+	}
+	// Control: CPython reading that place runs the planted code.
+	ctl := exec.Command(py, "-I", "-B", "-X", "pycache_prefix="+filepath.Join(xdg, "oprov-python", "pycache"), "-c", "import sys; sys.path.insert(0, sys.argv[1]); from x.main import main; main()", lib)
+	if got, _ := ctl.CombinedOutput(); strings.TrimSpace(string(got)) != "planted" {
+		t.Fatalf("control: CPython reading %s printed %q, want the planted code's \"planted\"", xdg, got)
+	}
+	for i := 0; i < 2; i++ {
+		if got := run("XDG_CACHE_HOME=" + xdg); got != "packaged" {
+			t.Errorf("launch %d with the shared cache: %q, want the packaged code's \"packaged\"", i+1, got)
+		}
+	}
+}

@@ -82,11 +82,12 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 	}
 	defer os.RemoveAll(tmp)
 	b := &build{python: python, project: proj.Name, tmp: tmp, opts: opts}
-	opts.Progressf("building a wheel of %s", dir)
-	if b.wheel, err = BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel")); err != nil {
+	// The author's pins are read first: a pins file oprov refuses stops the build before pip runs.
+	if b.author, err = ProjectPins(dir, proj.Name, py.Pins, filepath.Join(tmp, "pins")); err != nil {
 		return nil, err
 	}
-	if b.author, err = ProjectPins(dir, proj.Name, py.Pins, filepath.Join(tmp, "pins")); err != nil {
+	opts.Progressf("building a wheel of %s", dir)
+	if b.wheel, err = BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel")); err != nil {
 		return nil, err
 	}
 	if versions, err = b.installAll(ctx, versions, !chosen); err != nil {
@@ -161,7 +162,7 @@ func (b *build) installAll(ctx context.Context, versions []string, drop bool) ([
 		}
 		if len(extra) > 0 {
 			file := filepath.Join(b.tmp, fmt.Sprintf("common-%d.txt", round))
-			if err := os.WriteFile(file, []byte((&resolution{Pins: extra}).text()), 0o644); err != nil {
+			if err := writePipFile(file, (&resolution{Pins: extra}).lines()); err != nil {
 				return nil, err
 			}
 			common = []string{file}
@@ -170,7 +171,7 @@ func (b *build) installAll(ctx context.Context, versions []string, drop bool) ([
 		res, err := b.resolve(ctx, constraints, &versions, drop && len(extra) == 0, filepath.Join(b.tmp, fmt.Sprintf("resolve-%d", round)))
 		if err != nil {
 			if len(extra) > 0 {
-				return nil, fmt.Errorf("with %s, the newest versions that have wheels for every target: %w", strings.TrimSpace(strings.ReplaceAll((&resolution{Pins: extra}).text(), "\n", ", ")), err)
+				return nil, fmt.Errorf("with %s, the newest versions that have wheels for every target: %w", strings.Join((&resolution{Pins: extra}).lines(), ", "), err)
 			}
 			return nil, err
 		}

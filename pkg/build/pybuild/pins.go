@@ -58,8 +58,8 @@ func ProjectPins(dir, project, chosen, scratch string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(scratch, filepath.Base(src))
-	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		return "", err
+	if err := writePipFile(out, lines); err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
 	}
 	return out, nil
 }

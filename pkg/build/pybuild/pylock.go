@@ -45,18 +45,41 @@ func PyLockPins(path, project string) ([]string, error) {
 		if p.Version == "" || p.Directory != nil || p.VCS != nil || normalizeName(p.Name) == normalizeName(project) {
 			continue
 		}
-		// What becomes a line of a constraints file must stay one pin: a newline or a stray
-		// character would smuggle another line or an option (--index-url) into pip's input.
-		if !pyLockNamePattern.MatchString(p.Name) || !pyLockVersion.MatchString(p.Version) || strings.ContainsAny(p.Marker, "\r\n#") {
-			return nil, fmt.Errorf("%s: packages[%d] (%q %q): a name, version or marker that is not one: names are letters, digits and . _ - (PEP 508), versions have no spaces", path, i, p.Name, p.Version)
-		}
-		line := p.Name + "==" + p.Version
-		if p.Marker != "" {
-			line += " ; " + p.Marker
+		line, err := pyLockPin(p.Name, p.Version, p.Marker)
+		if err != nil {
+			return nil, fmt.Errorf("%s: packages[%d] (name %q): %w", path, i, p.Name, err)
 		}
 		out = append(out, line)
 	}
 	return out, nil
+}
+
+// pyLockPin is a lock file's package entry as one line of a constraints file. What the file
+// says is checked to stay one pin for pip: a line break of any kind pip knows, or a character
+// pip reads as a comment, an option or a variable, would smuggle another line or an option
+// (--index-url) into pip's input. Names are PEP 508's, versions have no space, markers are PEP
+// 508 environment markers (checkMarker).
+func pyLockPin(name, version, marker string) (string, error) {
+	if !pyLockNamePattern.MatchString(name) {
+		return "", fmt.Errorf("the name is not a distribution name: names are letters, digits and . _ - (PEP 508)")
+	}
+	if !pyLockVersion.MatchString(version) {
+		return "", fmt.Errorf("version %q is not a version: versions are letters, digits and . ! + _ - (PEP 440)", version)
+	}
+	line := name + "==" + version
+	if marker == "" {
+		return line, nil
+	}
+	if err := checkMarker(marker); err != nil {
+		return "", fmt.Errorf("marker %q is not a PEP 508 environment marker: %w (write one such as python_version >= \"3.11\" and sys_platform == \"linux\")", marker, err)
+	}
+	for _, m := range pipMisreads {
+		if m.re.MatchString(marker) {
+			return "", fmt.Errorf("marker %q cannot be given to pip: %s", marker, m.why)
+		}
+	}
+	line += " ; " + marker
+	return line, checkPipLine(line)
 }
 
 var (

@@ -59,7 +59,7 @@ func resolve(ctx context.Context, python, wheel, project string, constraints []s
 	if err != nil {
 		return nil, fmt.Errorf("resolving the dependencies for %s, CPython %s: %w", p, pyVersion, err)
 	}
-	if err := os.WriteFile(res.File, []byte(res.text()), 0o644); err != nil {
+	if err := writePipFile(res.File, res.lines()); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -142,14 +142,14 @@ func buildSdists(ctx context.Context, python, wheel string, constraints []string
 	return built, nil
 }
 
-// text is the resolution as a constraints file, sorted.
-func (r *resolution) text() string {
+// lines are the resolution's pins as lines of a constraints file, sorted.
+func (r *resolution) lines() []string {
 	lines := make([]string, 0, len(r.Pins))
 	for _, p := range r.Pins {
 		lines = append(lines, p.String())
 	}
 	sort.Strings(lines)
-	return strings.Join(lines, "\n") + "\n"
+	return lines
 }
 
 // distFile reads the name and version of a distribution file pip downloaded: a wheel
