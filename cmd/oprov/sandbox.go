@@ -15,15 +15,19 @@ type sandboxCheckOptions struct {
 }
 
 func newSandboxCmd(ios *IOStreams) *cobra.Command {
+	o := &sandboxCheckOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "sandbox",
+		Use:   "sandbox [check]",
 		Short: "What the kernel can enforce of a provider's sandbox",
 		Long: `Providers with a sandbox block in oprov.hcl run confined by the kernel: Landlock (file system
 paths, TCP ports, abstract unix sockets and signals), a seccomp filter, no_new_privs and resource
-limits. 'oprov sandbox check' says which of those this kernel supports.`,
+limits. 'oprov sandbox check' (or 'oprov sandbox' alone) says which of those this kernel supports.`,
+		Example: `  oprov sandbox
+  oprov sandbox check -o json`,
 		Args: argsRange(0, 0, "a subcommand: check"),
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		RunE: func(c *cobra.Command, _ []string) error { return runSandboxCheck(c.Context(), o) },
 	}
+	o.output.register(c)
 	c.AddCommand(newSandboxCheckCmd(ios))
 	return c
 }
