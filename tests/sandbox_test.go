@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,4 +206,46 @@ func mustRead(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// realPython finds CPython VERSION's own executable (not a pyenv shim): what sys.executable says.
+func realPython(t *testing.T, version string) string {
+	t.Helper()
+	p, err := exec.LookPath("python" + version)
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestSandboxPython: the packaged pyhello, installed from a registry, applies under the default
+// sandbox with CPython 3.11 and 3.13: the launcher (sh), the interpreter's tree, and the user's
+// cache for bytecode and the SDK's certificate are allowed, and nothing else of the home is.
+func TestSandboxPython(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	f := pyFixture(t)
+	hcl := mustRead(t, filepath.Join(f.cfg, "oprov.hcl"))
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), hcl+"\nsandbox \"*\" {}\n")
+	for _, v := range []string{"3.11", "3.13"} {
+		t.Run(v, func(t *testing.T) {
+			py := realPython(t, v)
+			if py == "" {
+				peers.Missing(t, "CPython "+v+" (python"+v+" on PATH)")
+			}
+			os.Remove(filepath.Join(f.cfg, "terraform.tfstate"))
+			env := append(slices.Clone(f.env), "OPROV_PROVIDER_PYTHON="+py)
+			r := oprov(t, env, "run", "-v", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+			if r.Code != 0 {
+				t.Fatalf("pyhello under the default sandbox with %s: %s\n%s", py, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, `under sandbox "*" at `) {
+				t.Errorf("oprov run -v does not say pyhello runs under the sandbox:\n%s", r.Stderr)
+			}
+			expectPyOutputs(t, tofu, f.cfg, f.env, "Hello")
+		})
+	}
 }
