@@ -14,6 +14,7 @@ import (
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/build/pybuild"
+	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
@@ -200,6 +201,7 @@ func (p *Project) withSandbox(members []plugin.Member, ls []Launchable, warn fun
 		members[i].Options.Sandbox, members[i].Options.SandboxExec = &spec, self
 		addr2 := l.Addr
 		members[i].Options.Hint = func(s string) { warn(addr2 + ": " + s) }
+		members[i].Wrap = middleware.WithHints
 		desc[i] = spec.Describe()
 	}
 	return desc, nil

@@ -230,7 +230,7 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		TLSConfig:       reattachTLS,
 		GRPCDialOptions: dialOpts,
 		SyncStdout:      io.Discard,
-		SyncStderr:      io.Discard,
+		SyncStderr:      syncStderr(opts),
 	})
 	return reattachTLS
 }
@@ -378,4 +378,14 @@ func (p *Provider) stderrSink(opts Options) io.Writer {
 		return p.stderr
 	}
 	return io.MultiWriter(p.stderr, &sandbox.LineHinter{Hint: opts.Hint})
+}
+
+// syncStderr is where what a go-plugin provider writes to os.Stderr once serving goes (go-plugin
+// sends it over its gRPC stdio stream, not the process's stderr): nowhere, but for a sandboxed
+// provider with opts.Hint, the reader of permission errors.
+func syncStderr(opts Options) io.Writer {
+	if opts.Sandbox == nil || opts.Hint == nil {
+		return io.Discard
+	}
+	return &sandbox.LineHinter{Hint: opts.Hint}
 }

@@ -3,7 +3,8 @@
 // sandbox (read a private key, write a shell's start-up file, connect to a port nobody named,
 // run a shell, trace its parent) and what a sandbox block allows (read a declared path, connect to
 // a declared port), and reports what it saw of each in its computed attribute report: "ok: ..."
-// or "refused: ERROR". It also reports which of the variables named in env it can see.
+// or "refused: ERROR". It also reports which of the variables named in env it can see. Each
+// refusal is logged on stderr, and with fail_on_refusal = true it is an error diagnostic too.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -70,6 +72,7 @@ type probeModel struct {
 	ReadAllowed  types.String `tfsdk:"read_allowed"`
 	ConnectAllow types.String `tfsdk:"connect_allowed"`
 	Env          types.List   `tfsdk:"env"`
+	Fail         types.Bool   `tfsdk:"fail_on_refusal"`
 	Report       types.Map    `tfsdk:"report"`
 }
 
@@ -89,6 +92,7 @@ func (*probe) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource
 		"read_allowed":    opt(),
 		"connect_allowed": opt(),
 		"env":             rschema.ListAttribute{Optional: true, ElementType: types.StringType},
+		"fail_on_refusal": rschema.BoolAttribute{Optional: true},
 		"report":          rschema.MapAttribute{Computed: true, ElementType: types.StringType},
 	}}
 }
@@ -131,11 +135,29 @@ func (*probe) Create(ctx context.Context, req resource.CreateRequest, resp *reso
 			report["env:"+n] = "absent"
 		}
 	}
+	for _, k := range sortedKeys(report) {
+		if v := report[k]; strings.HasPrefix(v, "refused: ") {
+			// As a provider logs what went wrong: oprov reads its stderr.
+			fmt.Fprintf(os.Stderr, "hostile: %s %s\n", k, v)
+			if m.Fail.ValueBool() {
+				resp.Diagnostics.AddError("hostile_probe could not "+k, strings.TrimPrefix(v, "refused: "))
+			}
+		}
+	}
 	m.ID = types.StringValue("probe")
 	var d = resp.Diagnostics
 	m.Report, d = types.MapValueFrom(ctx, types.StringType, report)
 	resp.Diagnostics.Append(d...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func outcome(ok string, err error) string {
