@@ -304,3 +304,21 @@ func TestSandboxPython(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxPythonSource: pyhello kept as source (a venv oprov builds) applies under the default
+// sandbox: the venv's interpreter leads to the tree it was made from, which is allowed.
+func TestSandboxPythonSource(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	cfg, _, env := pySourceConfig(t)
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), mustRead(t, filepath.Join(cfg, "oprov.hcl"))+"sandbox \"*\" {}\n")
+	r := oprov(t, env, "run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if r.Code != 0 {
+		t.Fatalf("pyhello kept as source under the default sandbox: %s\n%s", r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, `under sandbox "*" at `) {
+		t.Errorf("oprov run -v does not say pyhello runs under the sandbox:\n%s", r.Stderr)
+	}
+	if outs := stateOutputs(t, cfg); outs["message"] != "Hello, oprov!" {
+		t.Errorf("pyhello's outputs under the sandbox: %v", outs)
+	}
+}
