@@ -175,34 +175,38 @@ func TestSandboxHostileProvider(t *testing.T) {
 			}
 		}
 	})
-	t.Run("refusal as a diagnostic", func(t *testing.T) {
-		// With an audit, a proxy stands between tofu and the provider: the error tofu shows
-		// carries the suggestion, and the audit says which sandbox the provider ran under.
-		h := newHostile(t, declaredSandbox+"audit {\n  path = \"audit.jsonl\"\n}\n")
-		tf := mustRead(t, filepath.Join(h.cfg, "main.tf"))
-		writeFile(t, filepath.Join(h.cfg, "main.tf"), strings.Replace(tf, "ptrace          = true", "ptrace          = true\n  fail_on_refusal = true", 1))
-		_, r := h.apply(t, tofu)
-		if r.Code == 0 {
-			t.Fatal("the apply succeeded though the provider failed on its refusals")
+
+}
+
+// TestSandboxHintInDiagnostics: with an audit, a proxy stands between tofu and the provider: the
+// error tofu shows for a refusal carries the sandbox line that would allow it, and the audit says
+// which sandbox the provider ran under.
+func TestSandboxHintInDiagnostics(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	h := newHostile(t, declaredSandbox+"audit {\n  path = \"audit.jsonl\"\n}\n")
+	tf := mustRead(t, filepath.Join(h.cfg, "main.tf"))
+	writeFile(t, filepath.Join(h.cfg, "main.tf"), strings.Replace(tf, "ptrace          = true", "ptrace          = true\n  fail_on_refusal = true", 1))
+	_, r := h.apply(t, tofu)
+	if r.Code == 0 {
+		t.Fatal("the apply succeeded though the provider failed on its refusals")
+	}
+	for _, want := range []string{"oprov: the provider's sandbox may have refused this", fmt.Sprintf(`add read = [%q]`, filepath.Join(h.home, ".ssh", "id_ed25519"))} {
+		if !strings.Contains(r.Stdout+r.Stderr, want) {
+			t.Errorf("tofu's output does not show %q:\n%s\n%s", want, r.Stdout, r.Stderr)
 		}
-		for _, want := range []string{"oprov: the provider's sandbox may have refused this", fmt.Sprintf(`add read = [%q]`, filepath.Join(h.home, ".ssh", "id_ed25519"))} {
-			if !strings.Contains(r.Stdout+r.Stderr, want) {
-				t.Errorf("tofu's output does not show %q:\n%s\n%s", want, r.Stdout, r.Stderr)
+	}
+	launches := 0
+	for _, a := range readAuditLines(t, filepath.Join(h.cfg, "audit.jsonl")) {
+		if a.RPC == "Launch" {
+			launches++
+			if !strings.HasPrefix(a.Sandbox, `sandbox "example.com/acme/*" at `) {
+				t.Errorf("the audit's launch record says %q", a.Sandbox)
 			}
 		}
-		launches := 0
-		for _, a := range readAuditLines(t, filepath.Join(h.cfg, "audit.jsonl")) {
-			if a.RPC == "Launch" {
-				launches++
-				if !strings.HasPrefix(a.Sandbox, `sandbox "example.com/acme/*" at `) {
-					t.Errorf("the audit's launch record says %q", a.Sandbox)
-				}
-			}
-		}
-		if launches != 1 {
-			t.Errorf("%d launch records in the audit, want 1", launches)
-		}
-	})
+	}
+	if launches != 1 {
+		t.Errorf("%d launch records in the audit, want 1", launches)
+	}
 }
 
 // TestSandboxFailsClosed: where the probe reports no Landlock (the test hook), a provider with a
