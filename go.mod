@@ -6,6 +6,7 @@ require (
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/VictoriaMetrics/metrics v1.35.1
 	github.com/apparentlymart/go-versions v1.0.3
+	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/gofrs/flock v0.13.1
 	github.com/google/cel-go v0.31.0
 	github.com/google/go-containerregistry v0.21.7
@@ -13,6 +14,7 @@ require (
 	github.com/hashicorp/go-plugin v1.7.0
 	github.com/hashicorp/hcl v1.0.1-vault-7
 	github.com/hashicorp/hcl/v2 v2.24.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/opencontainers/go-digest v1.0.0
 	github.com/opencontainers/image-spec v1.1.1
 	github.com/opentofu/registry-address v0.0.0-20230920144404-f1e51167f633
@@ -130,4 +132,5 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

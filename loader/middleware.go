@@ -12,7 +12,7 @@ import (
 
 // withMiddleware puts the audit and the rules between tofu and each member. It returns what
 // closes the audit file.
-func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, ls []Launchable, stderr io.Writer) (func(), error) {
+func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, ls []Launchable, sandboxes []string, stderr io.Writer) (func(), error) {
 	cfg := p.Config
 	if cfg.Audit == nil && len(cfg.Rules) == 0 {
 		return func() {}, nil
@@ -34,9 +34,12 @@ func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, l
 		}
 	}
 	for i := range members {
-		l := ls[i]
+		l, sb := ls[i], sandboxes[i]
 		members[i].Middleware = func(pr *plugin.Provider) (plugin.Middleware, error) {
 			mc := middleware.Config{Provider: l.Addr, Version: l.Version, Audit: audit, Rules: cfg.Rules, Warn: warn}
+			if err := auditLaunch(audit, mc, pr, sb); err != nil {
+				return nil, err
+			}
 			if len(cfg.Rules) > 0 || (audit != nil && audit.Values) {
 				s, err := schemaFor(ctx, pr, audit, mc)
 				if err != nil {
@@ -70,4 +73,13 @@ func schemaFor(ctx context.Context, pr *plugin.Provider, audit *middleware.Audit
 		}
 	}
 	return s, err
+}
+
+// auditLaunch records that oprov launched a provider, and under which sandbox.
+func auditLaunch(audit *middleware.Audit, mc middleware.Config, pr *plugin.Provider, sb string) error {
+	if audit == nil {
+		return nil
+	}
+	return audit.Put(&middleware.Record{Time: time.Now().UTC().Format(time.RFC3339Nano), Provider: mc.Provider, Version: mc.Version,
+		RPC: "Launch", Caller: "oprov", Sandbox: sb, Pid: pr.Pid()})
 }

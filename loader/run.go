@@ -42,7 +42,12 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 		base.Log = ro.Streams.Err
 	}
 	members := Members(ls, base)
-	closeAudit, err := p.withMiddleware(ctx, members, ls, ro.Streams.Err)
+	warn := func(s string) { fmt.Fprintf(ro.Streams.Err, "oprov: warning: %s\n", s) }
+	sandboxes, err := p.withSandbox(members, ls, warn)
+	if err != nil {
+		return 0, err
+	}
+	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, ro.Streams.Err)
 	if err != nil {
 		return 0, err
 	}
@@ -55,7 +60,7 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if ro.Verbose {
 		for i, l := range ls {
 			pr := g.Providers[i]
-			fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d, pid %d)\n", l.Addr, l.What, pr.Protocol, pr.Pid())
+			fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d, pid %d) under %s\n", l.Addr, l.What, pr.Protocol, pr.Pid(), sandboxes[i])
 		}
 	}
 	cmd := exec.Command(ro.Program, ro.Args...)

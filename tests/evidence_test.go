@@ -83,7 +83,7 @@ func TestForgedEvidenceIsRefused(t *testing.T) {
 		forged := strings.Replace(string(data), "{", `{"verified_by":["`+hintA+`"],"verified_keys":["cosign.pub"],`, 1)
 		writeFile(t, p, forged)
 	}
-	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), strings.ReplaceAll(string(mustRead(t, filepath.Join(f.cfg, "oprov.hcl"))), f.keys, keysA))
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), strings.ReplaceAll(mustRead(t, filepath.Join(f.cfg, "oprov.hcl")), f.keys, keysA))
 
 	if r := oprov(t, f.env, "cache", "verify", "--key", filepath.Join(keysA, "cosign.pub")); r.Code == 0 || strings.Contains(r.Stdout, "signed ") {
 		t.Errorf("cache verify --key A passed the forged cache: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -110,11 +110,3 @@ func TestForgedEvidenceIsRefused(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}

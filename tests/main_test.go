@@ -47,7 +47,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
-	for _, d := range []string{helloDir, counterDir, recorderCache, pyDist} {
+	for _, d := range []string{helloDir, counterDir, recorderCache, hostileCache, pyDist} {
 		if d != "" {
 			os.RemoveAll(d)
 		}

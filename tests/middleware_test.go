@@ -71,9 +71,9 @@ func servedCalls(t *testing.T, cfg string) map[string]int {
 }
 
 type auditLine struct {
-	RPC, Kind, Name, Action, Caller string
-	Diagnostics                     []struct{ Severity, Summary string }
-	Policy                          []struct{ Rule, Effect string }
+	RPC, Kind, Name, Action, Caller, Sandbox string
+	Diagnostics                              []struct{ Severity, Summary string }
+	Policy                                   []struct{ Rule, Effect string }
 }
 
 func readAuditLines(t *testing.T, path string) []auditLine {
@@ -120,9 +120,20 @@ func TestMiddlewareAudit(t *testing.T) {
 			mustOprov(t, env, "run", "-C", cfg, "--", bin, "destroy", "-auto-approve", "-input=false")
 			audited := map[string]int{}
 			actions := map[string]bool{}
+			launches := 0
 			for _, a := range readAuditLines(t, filepath.Join(cfg, "audit.jsonl")) {
+				if a.RPC == "Launch" { // oprov's record of a launch, not a call
+					launches++
+					if a.Sandbox != "no sandbox" {
+						t.Errorf("the launch record says the recorder ran under %q; it has no sandbox block", a.Sandbox)
+					}
+					continue
+				}
 				audited[a.RPC]++
 				actions[a.RPC+":"+a.Action] = true
+			}
+			if launches != 2 {
+				t.Errorf("the audit has %d launch records, want 2 (apply and destroy)", launches)
 			}
 			if served := servedCalls(t, cfg); sortedCounts(served) != sortedCounts(audited) || len(served) == 0 {
 				t.Errorf("the provider served %s\nbut the audit has %s", sortedCounts(served), sortedCounts(audited))

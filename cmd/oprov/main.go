@@ -16,6 +16,7 @@ import (
 	"github.com/oprov/oprov/internal/protoconflict"
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sandbox"
 )
 
 // version, when set at build time with -ldflags "-X main.version=...", overrides the version
@@ -53,6 +54,11 @@ func systemStreams() *IOStreams {
 }
 
 func main() {
+	// The sandbox step oprov starts a provider through: first, so that nothing else runs in the
+	// process that becomes the provider.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecCommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
 	// Before signal handling and terminal checks, which cost more than printing does.
 	if printedVersion(os.Stdout, os.Args[1:]) {
 		os.Exit(exitOK)
@@ -185,6 +191,7 @@ publishes natively through an oci_mirror block.`,
 		newServeCmd(io),
 		newCacheCmd(io),
 		newProviderCmd(io),
+		newSandboxCmd(io),
 		newVersionCmd(io),
 	)
 	addBuiltinExamples(root)

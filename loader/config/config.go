@@ -38,6 +38,8 @@ type Config struct {
 	// Audit and Rules are the middleware oprov run puts between tofu and every provider.
 	Audit *AuditConfig
 	Rules []*middleware.Rule
+	// Sandboxes confine the providers oprov launches (sandbox blocks).
+	Sandboxes []*Sandbox
 }
 
 // SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
@@ -64,6 +66,7 @@ type configFile struct {
 	Providers []providerFile `hcl:"provider,block"`
 	Audit     *auditFile     `hcl:"audit,block"`
 	Rules     []ruleFile     `hcl:"rule,block"`
+	Sandboxes []sandboxFile  `hcl:"sandbox,block"`
 }
 
 type providerFile struct {
@@ -132,6 +135,9 @@ func ParseConfig(path string, src []byte) (*Config, error) {
 		cfg.Sources = append(cfg.Sources, &SourceProvider{Addr: addr, Dir: dir, Range: pf.DeclRange})
 	}
 	if err := cfg.parseMiddleware(&cf); err != nil {
+		return nil, err
+	}
+	if err := cfg.parseSandboxes(cf.Sandboxes); err != nil {
 		return nil, err
 	}
 	if len(cfg.Mirrors) == 0 && len(cfg.Sources) == 0 {

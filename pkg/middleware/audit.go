@@ -26,6 +26,10 @@ type Record struct {
 	// are always redacted.
 	Prior   any `json:"prior,omitempty"`
 	Planned any `json:"planned,omitempty"`
+	// Sandbox and Pid are written in the record of a launch (RPC "Launch", Caller "oprov"): the
+	// sandbox the provider runs under ("no sandbox" without one), and its process.
+	Sandbox string `json:"sandbox,omitempty"`
+	Pid     int    `json:"pid,omitempty"`
 }
 
 // Decision is a rule that matched a call.

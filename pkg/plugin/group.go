@@ -20,6 +20,9 @@ type Member struct {
 	Addr       string
 	Options    Options
 	Middleware func(*Provider) (Middleware, error)
+	// Wrap, when set, wraps the member's middleware (nil when it has none) wherever the group
+	// puts a proxy in front of it; it adds no proxy of its own.
+	Wrap func(Middleware) Middleware
 }
 
 // Group is a set of providers launched together and handed to one tofu or terraform run: it
@@ -84,6 +87,9 @@ func (g *Group) proxy(i int) error {
 		if mw, err = f(g.Providers[i]); err != nil {
 			return err
 		}
+	}
+	if w := g.Members[i].Wrap; w != nil {
+		mw = w(mw)
 	}
 	var err error
 	g.Proxies[i], err = StartProxy(g.Providers[i], mw)

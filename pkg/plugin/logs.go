@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/oprov/oprov/pkg/sandbox"
 )
 
 // quietLogEnv are the settings that switch off the logs of providers built on HashiCorp's Go SDKs
@@ -37,10 +39,15 @@ func withQuietLogs(env []string, settings ...string) []string {
 	return env
 }
 
-// providerEnv is the environment a provider starts with: oprov's own, then opts.Env, with its
-// logs switched off unless someone reads them (opts.Log).
+// providerEnv is the environment a provider starts with: oprov's own (only the variables its
+// sandbox passes through, when it has one), then opts.Env, with its logs switched off unless
+// someone reads them (opts.Log).
 func providerEnv(opts Options) []string {
-	env := append(os.Environ(), opts.Env...)
+	env := os.Environ()
+	if opts.Sandbox != nil {
+		env = sandbox.FilterEnv(env, opts.Sandbox.Env)
+	}
+	env = append(env, opts.Env...)
 	if opts.Log != nil {
 		return env
 	}

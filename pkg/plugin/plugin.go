@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
 	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
+	"github.com/oprov/oprov/pkg/sandbox"
 )
 
 // Handshake is OpenTofu's and Terraform's go-plugin handshake for providers (format.md §3).
@@ -60,6 +62,15 @@ type Options struct {
 	// in; it is its TMPDIR. A group gives each member one inside its run's directory; when empty,
 	// Start makes one and Stop removes it.
 	Dir string
+	// Sandbox, when set, confines the provider: it starts through SandboxExec (oprov's own
+	// executable) run as `oprov __sandbox-exec`, which applies the spec to itself and then execs
+	// the provider. Dir is added to the spec's writable paths (the provider's socket and
+	// temporary files go there), and only the variables the spec passes through reach it.
+	Sandbox     *sandbox.Spec
+	SandboxExec string
+	// Hint, when set, hears a suggestion for the sandbox block whenever the sandboxed provider's
+	// stderr reports a permission error (see sandbox.Suggest).
+	Hint func(string)
 }
 
 // Provider is a running provider.
@@ -79,7 +90,26 @@ type Provider struct {
 	onAsk    func(method string, took time.Duration, err error) // hears of oprov's own StopProvider
 	// TLS is true when the connection to the provider is TLS: negotiated mutual TLS, or a
 	// provider that serves TLS on its own (see servertls.go).
-	TLS bool
+	TLS       bool
+	sandboxed bool
+}
+
+// command is the process that becomes the provider: the provider itself, or oprov's sandbox
+// step that execs it once confined.
+func command(opts Options) (*exec.Cmd, error) {
+	if opts.Sandbox == nil {
+		return exec.Command(opts.Path, opts.Args...), nil
+	}
+	if opts.SandboxExec == "" {
+		return nil, fmt.Errorf("a sandbox is set but not the oprov executable that applies it")
+	}
+	spec := *opts.Sandbox
+	spec.Write = append(slices.Clip(spec.Write), opts.Dir)
+	args, err := spec.Args(opts.Path, opts.Args)
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(opts.SandboxExec, args...), nil
 }
 
 // grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
@@ -121,12 +151,18 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 			return nil, fmt.Errorf("provider %s: private directory: %w", opts.Path, err)
 		}
 	}
-	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd, err := command(opts)
+	if err != nil {
+		if ownDir {
+			os.RemoveAll(opts.Dir)
+		}
+		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
+	}
 	// The last value of a variable wins: the provider's sockets and temporary files go in the
 	// private directory, whatever oprov's own environment says.
 	cmd.Env = append(providerEnv(opts), "PLUGIN_UNIX_SOCKET_DIR="+opts.Dir, "TMPDIR="+opts.Dir)
 	ownGroup(cmd)
-	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir}
+	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir, sandboxed: opts.Sandbox != nil}
 	reattachTLS := p.newClient(opts, sets)
 	rpc, err := p.client.Client()
 	if err != nil {
@@ -190,11 +226,11 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		SkipHostEnv:     true,
 		StartTimeout:    opts.StartTimeout,
 		Logger:          logger,
-		Stderr:          p.stderr,
+		Stderr:          p.stderrSink(opts),
 		TLSConfig:       reattachTLS,
 		GRPCDialOptions: dialOpts,
 		SyncStdout:      io.Discard,
-		SyncStderr:      io.Discard,
+		SyncStderr:      syncStderr(opts),
 	})
 	return reattachTLS
 }
@@ -207,6 +243,9 @@ func (p *Provider) explainStart(err error) error {
 	withTail := func(s string) error {
 		if tail != "" {
 			s += "\nits stderr ended with:\n" + indent(tail)
+			if hint, ok := sandbox.Suggest(tail); ok && p.sandboxed {
+				s += "\n" + hint
+			}
 		}
 		return fmt.Errorf("provider %s %s", p.Path, s)
 	}
@@ -330,4 +369,23 @@ func (p *Provider) ReattachConfig() Reattach {
 		Test:            true,
 		Addr:            ReattachAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
 	}
+}
+
+// stderrSink is where the provider's raw stderr goes: the tail an error quotes, and, for a
+// sandboxed provider with opts.Hint, the reader of permission errors.
+func (p *Provider) stderrSink(opts Options) io.Writer {
+	if opts.Sandbox == nil || opts.Hint == nil {
+		return p.stderr
+	}
+	return io.MultiWriter(p.stderr, &sandbox.LineHinter{Hint: opts.Hint})
+}
+
+// syncStderr is where what a go-plugin provider writes to os.Stderr once serving goes (go-plugin
+// sends it over its gRPC stdio stream, not the process's stderr): nowhere, but for a sandboxed
+// provider with opts.Hint, the reader of permission errors.
+func syncStderr(opts Options) io.Writer {
+	if opts.Sandbox == nil || opts.Hint == nil {
+		return io.Discard
+	}
+	return &sandbox.LineHinter{Hint: opts.Hint}
 }

@@ -106,3 +106,23 @@ found=${found#, }
 fail "it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
 `, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
 }
+
+// LauncherWrites are the directories outside its package that PythonLauncher's Python writes, as
+// getenv (the provider's environment) places them: the bytecode and rebuilt extensions under
+// ${XDG_CACHE_HOME:-$HOME/.cache}/oprov-python, and the tf SDK's certificate under
+// $HOME/.cache/tf-python-provider. (Its fallbacks are under TMPDIR.) A sandbox lets it write there.
+func LauncherWrites(getenv func(string) string) []string {
+	home := getenv("HOME")
+	cache := getenv("XDG_CACHE_HOME")
+	if cache == "" && home != "" {
+		cache = home + "/.cache"
+	}
+	var out []string
+	if cache != "" {
+		out = append(out, cache+"/oprov-python")
+	}
+	if home != "" {
+		out = append(out, home+"/.cache/tf-python-provider")
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Access rights, as Landlock names them, that oprov grants.
+const (
+	rightsRead  = ll.AccessFSReadFile | ll.AccessFSReadDir
+	rightsExec  = ll.AccessFSExecute | rightsRead
+	rightsFile  = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	rightsABI1  = (1 << 13) - 1
+	rightsWrite = uint64(1<<17 - 1)
+)
+
+// handledFS is every file system right the given ABI knows.
+func handledFS(abi int) uint64 {
+	h := uint64(rightsABI1)
+	if abi >= 2 {
+		h |= ll.AccessFSRefer
+	}
+	if abi >= 3 {
+		h |= ll.AccessFSTruncate
+	}
+	if abi >= 5 {
+		h |= ll.AccessFSIoctlDev
+	}
+	return h
+}
+
+// apply confines the calling thread, which execProvider then replaces by the provider: the
+// thread stays locked, since no_new_privs, the Landlock domain and the seccomp filter belong to
+// the thread that calls execve.
+func apply(s Spec) error {
+	runtime.LockOSThread()
+	if err := setLimits(s.Limits); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if s.ABI > 0 {
+		if err := restrict(s); err != nil {
+			return err
+		}
+	} else if !s.BestEffort {
+		return errors.New("no Landlock ABI was planned and best_effort is not set: refusing to start the provider unconfined")
+	}
+	if s.Seccomp {
+		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: filterPolicy()}); err != nil {
+			return fmt.Errorf("seccomp filter: %w", err)
+		}
+	} else if !s.BestEffort {
+		return errors.New("no seccomp filter was planned and best_effort is not set: refusing to start the provider")
+	}
+	return nil
+}
+
+// setLimits sets the resource limits that are given (soft and hard alike).
+func setLimits(l Limits) error {
+	for _, r := range []struct {
+		res  int
+		v    uint64
+		name string
+	}{{unix.RLIMIT_AS, l.Memory, "memory"}, {unix.RLIMIT_NPROC, l.Processes, "processes"}, {unix.RLIMIT_NOFILE, l.OpenFiles, "open_files"}, {unix.RLIMIT_CPU, l.CPUSeconds, "cpu_time"}} {
+		if r.v == 0 {
+			continue
+		}
+		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: r.v, Max: r.v}); err != nil {
+			return fmt.Errorf("limit %s = %d: %w", r.name, r.v, err)
+		}
+	}
+	return nil
+}
+
+// restrict builds the Landlock ruleset of s and enforces it on the calling thread.
+func restrict(s Spec) error {
+	if abi, err := ll.LandlockGetABIVersion(); err != nil || abi < s.ABI {
+		return fmt.Errorf("the kernel does not offer Landlock ABI %d (%v): refusing to start the provider with less than planned", s.ABI, err)
+	}
+	attr := ll.RulesetAttr{HandledAccessFS: handledFS(s.ABI)}
+	if s.ABI >= ABINet {
+		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
+	}
+	if s.ABI >= ABIScope {
+		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("landlock ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	for _, g := range []struct {
+		paths  []string
+		rights uint64
+	}{{s.Read, rightsRead}, {s.Exec, rightsExec}, {s.Write, rightsWrite}} {
+		for _, p := range g.paths {
+			if err := addPath(fd, p, g.rights&attr.HandledAccessFS); err != nil {
+				return fmt.Errorf("landlock rule for %s: %w", p, err)
+			}
+		}
+	}
+	if s.ABI >= ABINet {
+		for _, port := range s.Connect {
+			if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+				return fmt.Errorf("landlock rule for TCP port %d: %w", port, err)
+			}
+		}
+	}
+	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// addPath allows rights below path (only the rights a file has, when it is not a directory).
+func addPath(fd int, path string, rights uint64) error {
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= rightsFile
+	}
+	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0)
+}
+
+// execProvider replaces this process by the provider, with the environment as it is.
+func execProvider(argv []string) error {
+	err := syscall.Exec(argv[0], argv, os.Environ())
+	return fmt.Errorf("exec %s: %w", argv[0], err)
+}

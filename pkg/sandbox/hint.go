@@ -1,0 +1,72 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Refusals as Go and Python programs report them: a TCP connect, an exec, and a path.
+var (
+	connectDenied = regexp.MustCompile(`dial tcp \S*:(\d+): connect: (?:permission denied|operation not permitted)`)
+	execDenied    = regexp.MustCompile(`(?:fork/exec|exec) "?(/[^\s:"']+)"?: (?:permission denied|operation not permitted)`)
+	pathDenied    = []*regexp.Regexp{
+		regexp.MustCompile(`(/[^\s:"']+): permission denied`),                        // Go: open /x: permission denied
+		regexp.MustCompile(`(?i)permission denied: '(/[^']+)'`),                      // Python: [Errno 13] Permission denied: '/x'
+		regexp.MustCompile(`(?i)(?:permission denied|not permitted)[^/]*'(/[^']+)'`), // and its kin
+	}
+)
+
+// Suggest reads a provider's message (a line of its stderr, or a diagnostic) and, when it reports
+// a permission error, says which line of a sandbox block would allow what was refused. It is a
+// suggestion: the kernel does not say which rule refused, only that something did.
+func Suggest(msg string) (string, bool) {
+	if m := connectDenied.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("the sandbox refused a TCP connection to port %s: to allow it, add connect = [%s] to the provider's sandbox block in oprov.hcl", m[1], m[1]), true
+	}
+	if m := execDenied.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("the sandbox refused to run %s: to allow it, add execute = [%q] to the provider's sandbox block in oprov.hcl", m[1], m[1]), true
+	}
+	for _, re := range pathDenied {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			p := m[1]
+			return fmt.Sprintf("the sandbox may have refused %s: to allow it, add read = [%q] to the provider's sandbox block in oprov.hcl (write = [%q] if it writes there)", p, p, filepath.Dir(p)), true
+		}
+	}
+	if strings.Contains(msg, "operation not permitted") && strings.Contains(msg, "ptrace") {
+		return "the sandbox's seccomp filter refuses ptrace and the other calls that reach into other processes; no sandbox rule allows them", true
+	}
+	return "", false
+}
+
+// LineHinter is a writer that hands every complete line written to it to Suggest, and calls hint
+// with each suggestion it has not made before.
+type LineHinter struct {
+	Hint    func(string)
+	partial []byte
+	said    map[string]bool
+}
+
+func (h *LineHinter) Write(p []byte) (int, error) {
+	h.partial = append(h.partial, p...)
+	for {
+		i := strings.IndexByte(string(h.partial), '\n')
+		if i < 0 {
+			break
+		}
+		line := string(h.partial[:i])
+		h.partial = h.partial[i+1:]
+		if s, ok := Suggest(line); ok && !h.said[s] {
+			if h.said == nil {
+				h.said = map[string]bool{}
+			}
+			h.said[s] = true
+			h.Hint(s)
+		}
+	}
+	if len(h.partial) > 64<<10 {
+		h.partial = h.partial[:0] // a line this long is not an error message
+	}
+	return len(p), nil
+}
