@@ -109,4 +109,3 @@ func TestForgedEvidenceIsRefused(t *testing.T) {
 		})
 	}
 }
-
