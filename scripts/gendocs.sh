@@ -14,7 +14,10 @@ trap 'rm -rf "$tmp"' EXIT
 # people run does not carry cobra/doc.
 go run -tags gendocs ./cmd/oprov __gendocs "$tmp"
 if [ "${1:-}" = "--check" ]; then
-  if ! diff -ru docs/reference "$tmp/reference" || ! diff -ru docs/man "$tmp/man"; then
+  drift=0
+  diff -ru docs/reference "$tmp/reference" || drift=1
+  diff -ru docs/man "$tmp/man" || drift=1
+  if [ "$drift" = 1 ]; then
     echo "docs/reference or docs/man is out of date with the CLI's help texts (above: what would change)."
     echo "Regenerate with: scripts/gendocs.sh   and commit the result."
     exit 1
