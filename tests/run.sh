@@ -20,9 +20,13 @@ step "gofmt and go vet"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
 go vet ./...
+go vet -tags gendocs ./cmd/oprov
 for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet ./...); done
 
-step "unit and end-to-end tests"
+step "the command reference and man pages match the CLI (docs/reference, docs/man)"
+bash scripts/gendocs.sh --check
+
+step "unit and end-to-end tests (the documentation's links and examples among them)"
 go test -count=1 -timeout 30m ./...
 
 # fuzz runs one target. On a loaded machine the fuzzer can run out of its time before it starts
@@ -42,7 +46,7 @@ fuzz() {
 }
 
 step "fuzzing each parser for $FUZZTIME"
-for pkg in ./manifest ./pkg/bundle ./pkg/release ./pkg/pkghash ./pkg/unzip ./internal/bindelta ./internal/tofufiles ./pkg/build/pybuild ./pkg/serve ./pkg/stdiohost ./pkg/artifact ./pkg/oci ./cmd/oprov ./pkg/sandbox ./loader/config; do
+for pkg in ./manifest ./pkg/bundle ./pkg/release ./pkg/pkghash ./pkg/unzip ./internal/bindelta ./internal/tofufiles ./pkg/build/pybuild ./pkg/serve ./pkg/stdiohost ./pkg/artifact ./pkg/oci ./cmd/oprov ./pkg/sandbox ./loader/config ./internal/doccheck; do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
     echo "-- $pkg $target"
     fuzz "$pkg" "$target" || { echo "fuzz target $target failed"; exit 1; }

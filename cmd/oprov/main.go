@@ -194,9 +194,16 @@ publishes natively through an oci_mirror block.`,
 		newSandboxCmd(io),
 		newVersionCmd(io),
 	)
+	for _, extra := range extraCommands {
+		root.AddCommand(extra(io))
+	}
 	addBuiltinExamples(root)
 	return root
 }
+
+// extraCommands are commands only some builds have: the hidden __gendocs of a build with the
+// gendocs tag (gendocs.go), which keeps cobra/doc out of the oprov everyone runs.
+var extraCommands []func(*IOStreams) *cobra.Command
 
 // unknownCommand is the usage error for a word that names no command, with the nearest names.
 func unknownCommand(c *cobra.Command, word string) error {

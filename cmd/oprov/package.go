@@ -71,15 +71,15 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c.Context(), o) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module")
-	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/")
+	f.StringVar(&o.GoDir, "go", "", "directory of the provider's Go module, cross-compiled per platform with CGO_ENABLED=0 -trimpath and -X main.version=VERSION")
+	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/ (the file named terraform-provider-* in each, or its only file; other files go beside it in the zip)")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
 	f.StringVar(&o.StdioDir, "stdio", "", "directory of a stdio provider (oprov-provider.json)")
 	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default: those of "+strings.Join(pybuild.PythonVersions, ",")+" that requires-python admits and every dependency has wheels for)")
 	f.StringVar(&o.PyPins, "python-pins", "", "with --python: the author's pins file, a PEP 751 pylock.toml or pylock.NAME.toml, or a requirements or constraints file (default: the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.txt beside pyproject.toml)")
-	f.StringVar(&o.Version, "version", "", "the release's version, such as 1.2.0 (required)")
-	f.StringVar(&o.Name, "name", "", "provider type (default: from terraform-provider-TYPE)")
-	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH (repeatable)")
+	f.StringVar(&o.Version, "version", "", "the release's version, semver without a leading v, such as 1.2.0 (required)")
+	f.StringVar(&o.Name, "name", "", "provider type (default: from the directory or module name terraform-provider-TYPE)")
+	f.StringSliceVar(&o.Platforms, "platform", nil, "platforms to build, OS_ARCH or OS/ARCH, repeatable or comma-separated (default for --go: darwin, linux and windows on amd64 and arm64; for --python: linux and darwin on amd64 and arm64)")
 	f.StringVar(&o.OutDir, "out-dir", "dist", "directory to write the release into")
 	o.output.register(c)
 	o.output.pathHint = "--out-dir"

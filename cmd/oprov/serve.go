@@ -82,7 +82,7 @@ exactly or a client has asked for it.`,
 	f.StringVar(&o.Address, "address", "", "the provider a template without variables (one repository or layout) holds")
 	f.StringSliceVar(&o.Include, "include", nil, "serve only providers matching these patterns (HOST/NAMESPACE/TYPE, * allowed); required, naming those parts, when the template's registry host holds ${hostname}, ${namespace} or ${type}")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8443", "address to listen on (port 0 picks a free one)")
-	f.StringVar(&o.URL, "url", "", "the base URL clients use, for the printed CLI configuration (default from --listen)")
+	f.StringVar(&o.URL, "url", "", "the base URL clients use, for the printed CLI configuration and the local certificate's name; set it behind a load balancer (default from --listen)")
 	f.StringVar(&o.TLSCert, "tls-cert", "", "server certificate (PEM); without it, a local CA and certificate are made")
 	f.StringVar(&o.TLSKey, "tls-key", "", "the certificate's private key (PEM)")
 	f.StringVar(&o.StateDir, "state-dir", "", "where the local CA and certificate are kept (default $XDG_STATE_HOME/oprov/serve)")
