@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
 // sandboxEnv are the variables every sandboxed provider keeps: the locale, where programs and its
@@ -78,6 +80,7 @@ func sandboxSpec(l Launchable, b *config.Sandbox) (sandbox.Spec, error) {
 			*d.to = append(*d.to, p)
 		}
 	}
+	s.Exec = append(s.Exec, stdioNeeds(l.Executable)...)
 	if py, err := pythonNeeds(l.Executable, s.Env); err != nil {
 		return s, err
 	} else if py != nil {
@@ -85,6 +88,44 @@ func sandboxSpec(l Launchable, b *config.Sandbox) (sandbox.Spec, error) {
 		s.Write = append(s.Write, py.write...)
 	}
 	return s, nil
+}
+
+// stdioQuoted is the last single-quoted word of the stdio launcher's exec line (shell-quoted as
+// pkg/source writes it).
+var stdioQuoted = regexp.MustCompile(`'((?:[^']|'\\'')*)'\s*$`)
+
+// stdioNeeds recognises oprov's stdio launchers (kept as source: an exec of this oprov with the
+// provider's directory; packaged: an exec of the oprov on PATH with the script's own directory)
+// and gives what they run: the shell and its tools, the oprov that hosts the program, the
+// provider's directory, and the interpreter its manifest names with its tree. nil otherwise.
+func stdioNeeds(exe string) []string {
+	data, err := os.ReadFile(exe)
+	if err != nil || len(data) > 64<<10 || !bytes.HasPrefix(data, []byte("#!/bin/sh\n")) || !bytes.Contains(data, []byte(" __stdio-host ")) {
+		return nil
+	}
+	dir := filepath.Dir(exe)
+	if m := stdioQuoted.FindSubmatch(bytes.TrimSpace(data)); m != nil {
+		dir = strings.ReplaceAll(string(m[1]), `'\''`, "'")
+	}
+	out := []string{dir}
+	for _, t := range append(slices.Clip(launcherTools), "dirname", "oprov") {
+		if p, err := exec.LookPath(t); err == nil {
+			out = append(out, resolved(p)...)
+		}
+	}
+	if self, err := os.Executable(); err == nil {
+		out = append(out, resolved(self)...)
+	}
+	if m, err := stdiohost.ReadManifest(dir); err == nil && len(m.Command) > 0 {
+		cmd := m.Command[0]
+		if !filepath.IsAbs(cmd) && strings.ContainsRune(cmd, '/') {
+			cmd = filepath.Join(dir, cmd)
+		}
+		if p, err := exec.LookPath(cmd); err == nil {
+			out = append(out, interpreterTree(p)...)
+		}
+	}
+	return out
 }
 
 // pyNeeds are the paths a Python provider needs beyond its package.

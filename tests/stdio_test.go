@@ -200,3 +200,23 @@ func TestStdioSchemaMatchesTofu(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioUnderSandbox: a stdio provider kept as source runs under a sandbox block like any
+// provider: its host, interpreter and directory allowed by default, the database's directory
+// only when the block names it (so the sandbox is really there).
+func TestStdioUnderSandbox(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	data := t.TempDir()
+	db := filepath.Join(data, "kv.json")
+	writeFile(t, db, `{"seed": {"value": "planted", "revision": 7}}`)
+	cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, ""))
+	hcl := mustRead(t, filepath.Join(cfg, "oprov.hcl"))
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), hcl+"sandbox \"*\" {}\n")
+	r := oprov(t, env, "run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if r.Code == 0 || !strings.Contains(r.Stderr, `under sandbox "*" at `) {
+		t.Fatalf("a database outside the sandbox was written: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), hcl+fmt.Sprintf("sandbox \"*\" {\n  write = [%q]\n}\n", data))
+	out := boundedOprov(t, 3*time.Minute, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false").Stdout
+	expectIn(t, "apply under the sandbox", out, "Resources: 1 imported, 2 added, 0 changed, 0 destroyed.")
+}
