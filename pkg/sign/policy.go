@@ -153,50 +153,61 @@ func parsePolicy(file string, src []byte, defaultRoot *TrustedRoot) (*Policy, er
 			return nil, fmt.Errorf("%s: trust %q is declared twice", at, tf.Name)
 		}
 		seen[tf.Name] = true
-		r := &Rule{Name: tf.Name, Providers: tf.Providers, Repositories: tf.Repositories}
-		if r.Mode, err = readMode(tf.Mode, p.Mode, fmt.Sprintf("trust %q: ", tf.Name)); err != nil {
+		r, err := parseRule(file, at, tf, p.Mode, defaultRoot, loadRoot)
+		if err != nil {
 			return nil, err
-		}
-		if len(r.Providers)+len(r.Repositories) == 0 {
-			return nil, fmt.Errorf("%s: trust %q matches nothing: give providers or repositories", at, tf.Name)
-		}
-		for _, pat := range append(append([]string{}, r.Providers...), r.Repositories...) {
-			if _, err := path.Match(strings.TrimSuffix(pat, "/**"), ""); err != nil {
-				return nil, fmt.Errorf("%s: trust %q: bad pattern %q", at, tf.Name, pat)
-			}
-		}
-		if len(tf.Keys) == 0 && len(tf.Identities) == 0 && len(tf.OriginKeys) == 0 {
-			return nil, fmt.Errorf("%s: trust %q lists no keys and no identity (and no origin_keys)", at, tf.Name)
-		}
-		if r.OriginKeys, err = originFingerprints(tf.OriginKeys); err != nil {
-			return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
-		}
-		for _, idf := range tf.Identities {
-			id, err := idf.Identity()
-			if err != nil {
-				return nil, fmt.Errorf("%s: trust %q: %w", hcldiag.At(idf.DeclRange), tf.Name, err)
-			}
-			r.Identities = append(r.Identities, id)
-		}
-		r.TrustedRoot = defaultRoot
-		if tf.TrustedRoot != nil {
-			if r.TrustedRoot, err = loadRoot(*tf.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
-			}
-		}
-		if len(r.Identities) > 0 && r.TrustedRoot == nil {
-			return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it) in the rule or at the top of the policy", at, tf.Name)
-		}
-		for i, k := range tf.Keys {
-			pk, err := LoadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
-			if err != nil {
-				return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
-			}
-			r.Keys = append(r.Keys, pk)
 		}
 		p.Rules = append(p.Rules, r)
 	}
 	return p, nil
+}
+
+// parseRule reads one trust block (at names it in messages): its patterns, mode, keys,
+// identities with their trusted root (the block's own, or dflt), and origin keys.
+func parseRule(file, at string, tf trustFile, mode string, dflt *TrustedRoot, loadRoot func(string) (*TrustedRoot, error)) (*Rule, error) {
+	r := &Rule{Name: tf.Name, Providers: tf.Providers, Repositories: tf.Repositories}
+	var err error
+	if r.Mode, err = readMode(tf.Mode, mode, fmt.Sprintf("trust %q: ", tf.Name)); err != nil {
+		return nil, err
+	}
+	if len(r.Providers)+len(r.Repositories) == 0 {
+		return nil, fmt.Errorf("%s: trust %q matches nothing: give providers or repositories", at, tf.Name)
+	}
+	for _, pat := range append(append([]string{}, r.Providers...), r.Repositories...) {
+		if _, err := path.Match(strings.TrimSuffix(pat, "/**"), ""); err != nil {
+			return nil, fmt.Errorf("%s: trust %q: bad pattern %q", at, tf.Name, pat)
+		}
+	}
+	if len(tf.Keys) == 0 && len(tf.Identities) == 0 && len(tf.OriginKeys) == 0 {
+		return nil, fmt.Errorf("%s: trust %q lists no keys and no identity (and no origin_keys)", at, tf.Name)
+	}
+	if r.OriginKeys, err = originFingerprints(tf.OriginKeys); err != nil {
+		return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+	}
+	for _, idf := range tf.Identities {
+		id, err := idf.Identity()
+		if err != nil {
+			return nil, fmt.Errorf("%s: trust %q: %w", hcldiag.At(idf.DeclRange), tf.Name, err)
+		}
+		r.Identities = append(r.Identities, id)
+	}
+	r.TrustedRoot = dflt
+	if tf.TrustedRoot != nil {
+		if r.TrustedRoot, err = loadRoot(*tf.TrustedRoot); err != nil {
+			return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+		}
+	}
+	if len(r.Identities) > 0 && r.TrustedRoot == nil {
+		return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it) in the rule or at the top of the policy", at, tf.Name)
+	}
+	for i, k := range tf.Keys {
+		pk, err := LoadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
+		if err != nil {
+			return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
+		}
+		r.Keys = append(r.Keys, pk)
+	}
+	return r, nil
 }
 
 // originFingerprints checks and normalizes origin_keys: full OpenPGP v4 fingerprints only (a
