@@ -26,7 +26,7 @@ func FuzzCLIConfig(f *testing.F) {
 		c.Installation.Methods[0].Overrides[1].Provider = addr
 		c.Installation.Methods[2].URL = url
 		c.Settings[1] = block([]string{"credentials", "app.terraform.io"}, attr("token", str(addr)))
-		if !utf8.ValidString(path + addr + url) {
+		if !validUTF8(path, addr, url) {
 			if _, err := c.Bytes(); err == nil {
 				t.Fatal("a string that is not UTF-8 was written")
 			}
