@@ -293,11 +293,7 @@ func (b *build) installRound(ctx context.Context, res *resolution, extra, versio
 	var mu sync.Mutex
 	var first error
 	var missing []*missingWheel
-	type why struct {
-		err error
-		p   manifest.Platform
-	}
-	dropped := map[string]why{} // version -> why a platform could not have it
+	dropped := map[string]dropReason{} // version -> why a platform could not have it
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func() {
@@ -324,7 +320,7 @@ func (b *build) installRound(ctx context.Context, res *resolution, extra, versio
 					missing = append(missing, mw)
 				case drop && ctx.Err() == nil && noWheels(err):
 					if dropped[j.v].err == nil {
-						dropped[j.v] = why{err, j.p}
+						dropped[j.v] = dropReason{err, j.p}
 					}
 				case first == nil:
 					first = err
@@ -349,6 +345,23 @@ feed:
 	if first != nil {
 		return nil, nil, first
 	}
+	kept, err := b.keptVersions(versions, dropped)
+	if err != nil {
+		return nil, nil, err
+	}
+	sortMissing(missing)
+	return kept, missing, nil
+}
+
+// dropReason is why a CPython version is left out: a platform could not have it.
+type dropReason struct {
+	err error
+	p   manifest.Platform
+}
+
+// keptVersions is versions without those dropped (each said once); when none is left, the first
+// one's reason is the error.
+func (b *build) keptVersions(versions []string, dropped map[string]dropReason) ([]string, error) {
 	var kept []string
 	for _, v := range versions {
 		if d := dropped[v]; d.err != nil {
@@ -358,9 +371,14 @@ feed:
 		kept = append(kept, v)
 	}
 	if len(kept) == 0 {
-		return nil, nil, dropped[versions[0]].err
+		return nil, dropped[versions[0]].err
 	}
-	// The failures in the order of the targets, so that what is said is the same every run.
+	return kept, nil
+}
+
+// sortMissing puts the failures in the order of the targets, so that what is said is the same
+// every run.
+func sortMissing(missing []*missingWheel) {
 	sort.Slice(missing, func(i, j int) bool {
 		a, c := missing[i], missing[j]
 		if a.PyVersion != c.PyVersion {
@@ -368,7 +386,6 @@ feed:
 		}
 		return a.Platform.String() < c.Platform.String()
 	})
-	return kept, missing, nil
 }
 
 // commonVersion finds the newest version of m's distribution, no newer than the one the
