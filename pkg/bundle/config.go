@@ -144,26 +144,10 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 		return nil, err
 	}
 	defer work.Release()
-	listing := &Listing{Format: ListingFormat}
-	// Origin providers are downloaded and packaged side by side, each into a layout of its own;
-	// then every provider streams into the tarball, one at a time.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(ociref.DefaultConcurrency)
-	for i, p := range plan {
-		if p.oci != nil {
-			continue
-		}
-		p.scratch = filepath.Join(work.Path, fmt.Sprintf("origin-%d", i))
-		g.Go(func() error {
-			if err := mirrorPlanned(gctx, p, opts); err != nil {
-				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := mirrorOrigins(ctx, plan, opts, work.Path); err != nil {
 		return nil, err
 	}
+	listing := &Listing{Format: ListingFormat}
 	base := map[digest.Digest]bool{}
 	if opts.Base != nil {
 		listing.Base, listing.Omitted = opts.Base.Format, opts.Base.Blobs
@@ -171,6 +155,47 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 			base[digest.Digest(b)] = true
 		}
 	}
+	srcs, err := openAll(ctx, plan, opts, base, listing)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	err = work.WriteFile(out, func(w io.Writer) error {
+		data, err = writeConfigTar(ctx, w, plan, srcs, base, opts, listing)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(out+".listing.json", data, 0o644); err != nil {
+		return nil, err
+	}
+	return listing, nil
+}
+
+// mirrorOrigins downloads and packages the origin providers of plan side by side, each into a
+// layout of its own under work.
+func mirrorOrigins(ctx context.Context, plan []*planned, opts ConfigOptions, work string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ociref.DefaultConcurrency)
+	for i, p := range plan {
+		if p.oci != nil {
+			continue
+		}
+		p.scratch = filepath.Join(work, fmt.Sprintf("origin-%d", i))
+		g.Go(func() error {
+			if err := mirrorPlanned(gctx, p, opts); err != nil {
+				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// openAll opens every planned provider's source and resolves its tag, listing each; a version the
+// base holds as it is stays out of the bundle, tags and all. It fails when nothing changed.
+func openAll(ctx context.Context, plan []*planned, opts ConfigOptions, base map[digest.Digest]bool, listing *Listing) ([]ociref.ReadOnly, error) {
 	srcs := make([]ociref.ReadOnly, len(plan))
 	changed := 0
 	for i, p := range plan {
@@ -182,7 +207,6 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
 		}
-		// A version the base holds as it is stays out, tags and all.
 		p.listed.Index, p.listed.InBundle = d.Digest.String(), !base[d.Digest]
 		if p.listed.InBundle {
 			changed++
@@ -193,54 +217,50 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	if opts.Base != nil && changed == 0 {
 		return nil, errors.New("nothing changed since the base bundle: no bundle written")
 	}
-	var data []byte
-	err = work.WriteFile(out, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		tl, err := newTarLayout(ctx, bw)
-		if err != nil {
-			return err
-		}
-		tl.skip = base
-		for i, p := range plan {
-			if !p.listed.InBundle {
-				continue
-			}
-			if err := copyPlanned(ctx, p, srcs[i], tl, opts); err != nil {
-				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
-			}
-		}
-		// Every blob a registry holds once this bundle is loaded (on its base): the next
-		// delta's base.
-		all := map[string]bool{}
-		for _, b := range opts.baseBlobs() {
-			all[b] = true
-		}
-		for _, d := range tl.pushed() {
-			all[d.String()] = true
-		}
-		for b := range all {
-			listing.Blobs = append(listing.Blobs, b)
-		}
-		sort.Strings(listing.Blobs)
-		if data, err = json.MarshalIndent(listing, "", "  "); err != nil {
-			return err
-		}
-		data = append(data, '\n')
-		if err := tl.addFile(ListingName, data); err != nil {
-			return err
-		}
-		if err := tl.Close(); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
+	return srcs, nil
+}
+
+// writeConfigTar streams every planned provider the bundle holds into the tarball w, then the
+// listing (with every blob a registry holds once this bundle is loaded on its base: the next
+// delta's base), and gives the listing's bytes.
+func writeConfigTar(ctx context.Context, w io.Writer, plan []*planned, srcs []ociref.ReadOnly, base map[digest.Digest]bool, opts ConfigOptions, listing *Listing) ([]byte, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tl, err := newTarLayout(ctx, bw)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(out+".listing.json", data, 0o644); err != nil {
+	tl.skip = base
+	for i, p := range plan {
+		if !p.listed.InBundle {
+			continue
+		}
+		if err := copyPlanned(ctx, p, srcs[i], tl, opts); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+	}
+	all := map[string]bool{}
+	for _, b := range opts.baseBlobs() {
+		all[b] = true
+	}
+	for _, d := range tl.pushed() {
+		all[d.String()] = true
+	}
+	for b := range all {
+		listing.Blobs = append(listing.Blobs, b)
+	}
+	sort.Strings(listing.Blobs)
+	data, err := json.MarshalIndent(listing, "", "  ")
+	if err != nil {
 		return nil, err
 	}
-	return listing, nil
+	data = append(data, '\n')
+	if err := tl.addFile(ListingName, data); err != nil {
+		return nil, err
+	}
+	if err := tl.Close(); err != nil {
+		return nil, err
+	}
+	return data, bw.Flush()
 }
 
 // planConfig resolves every required provider: its source, version, platforms and each
