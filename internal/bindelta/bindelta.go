@@ -34,15 +34,7 @@ func Encode(base, target []byte) ([]byte, error) {
 	if len(base) >= 1<<31 || len(target) >= 1<<31 {
 		return nil, errors.New("bindelta: files of 2 GiB or more are not encoded")
 	}
-	table := make([]int32, 1<<tableBits)
-	for i := range table {
-		table[i] = -1
-	}
-	for p := 0; p+keyLen <= len(base); p++ {
-		if h := hash(base[p:]); table[h] < 0 {
-			table[h] = int32(p)
-		}
-	}
+	table := indexBase(base)
 	var ops, lits, diff bytes.Buffer
 	var op [opSize]byte
 	emit := func(insert, copyLen, offset int) {
@@ -78,21 +70,7 @@ func Encode(base, target []byte) ([]byte, error) {
 		// Past the exact run, go on while more bytes match than not (bsdiff's rule): the bytes
 		// that differ (an address, an offset) cost only their difference, mostly zeros, and
 		// the same few values where code moved by the same distance.
-		score, bestScore, extra := 0, 0, 0
-		for k := 0; bestPos+best+k < len(base) && i+best+k < len(target); k++ {
-			if base[bestPos+best+k] == target[i+best+k] {
-				score++
-			} else {
-				score--
-			}
-			if score > bestScore {
-				bestScore, extra = score, k+1
-			}
-			if score < bestScore-64 {
-				break
-			}
-		}
-		best += extra
+		best += extendMatch(base[bestPos+best:], target[i+best:])
 		lits.Write(target[litStart:i])
 		for k := 0; k < best; k++ {
 			diff.WriteByte(target[i+k] - base[bestPos+k])
@@ -105,19 +83,59 @@ func Encode(base, target []byte) ([]byte, error) {
 	lits.Write(target[litStart:])
 	emit(len(target)-litStart, 0, 0)
 
+	return pack(ops.Bytes(), lits.Bytes(), diff.Bytes())
+}
+
+// indexBase maps the hash of every keyLen bytes of base to where they first occur (-1: nowhere).
+func indexBase(base []byte) []int32 {
+	table := make([]int32, 1<<tableBits)
+	for i := range table {
+		table[i] = -1
+	}
+	for p := 0; p+keyLen <= len(base); p++ {
+		if h := hash(base[p:]); table[h] < 0 {
+			table[h] = int32(p)
+		}
+	}
+	return table
+}
+
+// extendMatch is how far a match goes on past its exact run, where base and target continue:
+// while more bytes match than not (bsdiff's rule).
+func extendMatch(base, target []byte) int {
+	score, bestScore, extra := 0, 0, 0
+	for k := 0; k < len(base) && k < len(target); k++ {
+		if base[k] == target[k] {
+			score++
+		} else {
+			score--
+		}
+		if score > bestScore {
+			bestScore, extra = score, k+1
+		}
+		if score < bestScore-64 {
+			break
+		}
+	}
+	return extra
+}
+
+// pack writes the delta: the magic, then the operations and the literals (each compressed and
+// preceded by its length), then the compressed difference stream.
+func pack(ops, lits, diff []byte) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(Magic)
-	zops, err := deflate(ops.Bytes(), zlib.BestCompression)
+	zops, err := deflate(ops, zlib.BestCompression)
 	if err != nil {
 		return nil, err
 	}
-	zlits, err := deflate(lits.Bytes(), zlib.BestCompression)
+	zlits, err := deflate(lits, zlib.BestCompression)
 	if err != nil {
 		return nil, err
 	}
 	// The difference stream is long and mostly zeros: the best level takes seconds and saves
 	// little.
-	zdiff, err := deflate(diff.Bytes(), zlib.DefaultCompression)
+	zdiff, err := deflate(diff, zlib.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
