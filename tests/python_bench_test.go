@@ -88,8 +88,14 @@ func installProviderDevMode(b *testing.B, env []string) string {
 			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
 		}
 	}
+	// pip builds in the tree it is given (build/, *.egg-info): give it a copy, so the example is
+	// left as it is for the tests that check that building leaves nothing in a project.
+	src := filepath.Join(work, "pyhello")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join(repoRoot, "examples", "pyhello"))); err != nil {
+		b.Fatal(err)
+	}
 	run("python3", "-m", "venv", venv)
-	run(filepath.Join(venv, "bin", "python"), "-m", "pip", "install", "-q", filepath.Join(repoRoot, "examples", "pyhello"))
+	run(filepath.Join(venv, "bin", "python"), "-m", "pip", "install", "-q", src)
 	run(filepath.Join(venv, "bin", "python"), "-c", `import sys; from pathlib import Path; from tf.runner import install_provider
 install_provider("example.com", "acme", "pyhello", "1.0.0", Path(sys.argv[1]), Path(sys.argv[2]))`, plugins, filepath.Join(venv, "bin", "terraform-provider-pyhello"))
 	return plugins
