@@ -96,11 +96,23 @@ func (c *Cache) writeRecord(p string, v any) error {
 }
 
 func readRecord(p string, v any) bool {
-	data, err := os.ReadFile(p)
-	if err != nil || len(data) > maxEvidenceBlob {
-		return false
+	data, err := readSmall(p)
+	return err == nil && json.Unmarshal(data, v) == nil
+}
+
+// readSmall reads a file of the cache that is never larger than one piece of evidence, reading no
+// more than that however large the file on disk is.
+func readSmall(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
 	}
-	return json.Unmarshal(data, v) == nil
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxEvidenceBlob+1))
+	if err == nil && len(data) > maxEvidenceBlob {
+		return nil, fmt.Errorf("%s is over %d bytes", p, maxEvidenceBlob)
+	}
+	return data, err
 }
 
 // Evidence is repo as this cache saw it: a read-only target that answers, offline, from the
@@ -131,7 +143,7 @@ func (e *evidenceStore) Exists(_ context.Context, desc ocispec.Descriptor) (bool
 // Resolve answers a tag from the record of what it named when last seen; a digest from the blob.
 func (e *evidenceStore) Resolve(_ context.Context, reference string) (ocispec.Descriptor, error) {
 	if d, err := digest.Parse(reference); err == nil {
-		if data, err := os.ReadFile(e.c.evidenceBlobPath(d)); err == nil && len(data) <= maxEvidenceBlob && digest.FromBytes(data) == d {
+		if data, err := readSmall(e.c.evidenceBlobPath(d)); err == nil && digest.FromBytes(data) == d {
 			return ocispec.Descriptor{MediaType: sniffMediaType(data, ocispec.MediaTypeImageManifest), Digest: d, Size: int64(len(data))}, nil
 		}
 		return ocispec.Descriptor{}, fmt.Errorf("%s: %w", reference, errdef.ErrNotFound)

@@ -119,7 +119,7 @@ func readOwnKey(p string) []byte {
 	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
 		return nil
 	}
-	data, err := os.ReadFile(p)
+	data, err := readSmall(p)
 	if err != nil {
 		return nil
 	}
