@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testfix"
+	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/cache"

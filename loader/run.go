@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Streams are the standard streams a child program (tofu, terraform) gets.

@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"

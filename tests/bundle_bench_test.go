@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	origin "github.com/oprov/oprov/internal/testorigin"
+	origin "github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )

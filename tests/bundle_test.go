@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	origin "github.com/oprov/oprov/internal/testorigin"
+	origin "github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/tests/internal/hostile"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 )
 

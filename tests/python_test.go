@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/pkg/unzip"
+	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )

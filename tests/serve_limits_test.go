@@ -22,7 +22,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/throttle"

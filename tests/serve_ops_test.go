@@ -222,7 +222,7 @@ func slowRegistryServer(t *testing.T) (*served, *throttle.Proxy, string, []strin
 func waitForPartialBlob(t *testing.T, cache string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		// Writers keep their temporary files in an owned directory under tmp/ (pkg/scratch).
+		// Writers keep their temporary files in an owned directory under tmp/ (internal/scratch).
 		tmps, _ := filepath.Glob(filepath.Join(cache, "tmp", "*", "blob-*"))
 		blobs, _ := filepath.Glob(filepath.Join(cache, "blobs", "sha256", "*")) // where a careless fetch would write
 		for _, p := range append(tmps, blobs...) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 )
 

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // filledCache fetches hello 1.0.0 from a layout into a new cache, as 'oprov schema' does, and

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/ocicopy"
 )
 
 type copyOptions struct {

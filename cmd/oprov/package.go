@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/build/gobuild"
+	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/internal/progress"
-	"github.com/oprov/oprov/pkg/build/gobuild"
-	"github.com/oprov/oprov/pkg/build/pybuild"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )

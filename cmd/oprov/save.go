@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/bundle"
-	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/origin"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
+	"github.com/oprov/oprov/internal/testing/tfcredstest"
 )
 
 func write(t *testing.T, path, content string) {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/oprov/oprov/internal/hcldiag"
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/tofufiles"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // LockFileName is the dependency lock file OpenTofu and Terraform keep beside the configuration.

@@ -19,10 +19,10 @@ import (
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Version is a resolved provider version: its tag, its index (digest checked), and the index

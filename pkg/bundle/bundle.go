@@ -17,9 +17,9 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/internal/ocicopy"
+	"github.com/oprov/oprov/internal/scratch"
 	ociref "github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/ocicopy"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // SaveItem is one repository's versions to save.
@@ -49,7 +49,7 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (Save
 // registry host), so Load can recreate the repositories under another registry. The layout is
 // written straight into the tarball as the blobs stream in, each checked against its digest on
 // the way (one pass: nothing is written twice), in an owned temporary directory beside out (see
-// pkg/scratch), and the tarball renamed when complete: a killed save leaves nothing that the next
+// internal/scratch), and the tarball renamed when complete: a killed save leaves nothing that the next
 // one there does not remove.
 func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Options) (*ocicopy.Result, error) {
 	work, err := scratch.Beside(filepath.Dir(out))

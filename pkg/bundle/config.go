@@ -20,15 +20,15 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/internal/ocicopy"
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/mirror"
 	ociref "github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )

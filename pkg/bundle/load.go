@@ -11,10 +11,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	ociref "github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/ocicopy"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/sign"
 )

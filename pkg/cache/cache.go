@@ -21,8 +21,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/internal/iox"
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // Cache is a content-addressed store shared by every project on the machine:
@@ -37,7 +37,7 @@ import (
 //
 // An entry appears only once complete (temporary name, then rename), so a process killed at any
 // point leaves no partial entry; locks keep concurrent processes from doing the same work twice.
-// Work in progress lives in this Cache's own directory under tmp/ (see pkg/scratch), locked from
+// Work in progress lives in this Cache's own directory under tmp/ (see internal/scratch), locked from
 // its first write until Close: whatever a killed process left there is removed by the next Open,
 // and a live process's never is.
 type Cache struct {

@@ -13,11 +13,11 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // mustTmp gives c's own temporary directory.

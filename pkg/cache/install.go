@@ -14,10 +14,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/mod/sumdb/dirhash"
 
+	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/unzip"
 )
 
 // Package is one platform's provider package as the cache takes it in: what it is, the zip's

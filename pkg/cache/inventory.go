@@ -13,8 +13,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // The kinds of cache entries.

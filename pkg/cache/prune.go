@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oprov/oprov/pkg/scratch"
+	"github.com/oprov/oprov/internal/scratch"
 )
 
 // PruneOptions say which entries Prune removes. With none set, Prune only clears stale

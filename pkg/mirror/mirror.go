@@ -18,13 +18,13 @@ import (
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/oprov/oprov/internal/referrers"
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/publish"
-	"github.com/oprov/oprov/pkg/referrers"
-	"github.com/oprov/oprov/pkg/scratch"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -43,7 +43,7 @@ type Options struct {
 	// its plugin protocols.
 	Warn func(msg string)
 	// TempDir holds downloads while they are checked (default: the system's), in a directory
-	// owned by this process (see pkg/scratch): a killed run's downloads go at the next run.
+	// owned by this process (see internal/scratch): a killed run's downloads go at the next run.
 	TempDir string
 }
 

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testca"
-	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/testing/testca"
+	"github.com/oprov/oprov/internal/testing/testorigin"
+	"github.com/oprov/oprov/internal/testing/tfcredstest"
 	"github.com/oprov/oprov/internal/tfcreds"
-	"github.com/oprov/oprov/internal/tfcreds/tfcredstest"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )

@@ -13,14 +13,14 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
-	"github.com/oprov/oprov/internal/testca"
-	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/referrers"
+	"github.com/oprov/oprov/internal/testing/testca"
+	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
-	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/source"
 )

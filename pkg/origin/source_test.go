@@ -5,8 +5,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testca"
-	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/testing/testca"
+	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )

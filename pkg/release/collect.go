@@ -18,9 +18,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/internal/iox"
+	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/unzip"
 )
 
 // Artifact is one checked release package on disk.

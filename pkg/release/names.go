@@ -1,7 +1,7 @@
 // Package release is the provider release format: the terraform-provider-TYPE_VERSION_OS_ARCH.zip
 // naming convention, SHA256SUMS files, deterministic zips, writing a release from executables,
 // and checking a set of release files before anything is published. Building executables from
-// source is pkg/build's; lock-file hashes are pkg/pkghash's; unpacking is pkg/unzip's.
+// source is internal/build's; lock-file hashes are pkg/pkghash's; unpacking is internal/unzip's.
 package release
 
 import (

@@ -16,9 +16,9 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/internal/iox"
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // PackageOptions says what to package and where.

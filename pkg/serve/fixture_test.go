@@ -14,7 +14,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/testfix"
+	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"

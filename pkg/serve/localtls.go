@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oprov/oprov/pkg/scratch"
+	"github.com/oprov/oprov/internal/scratch"
 )
 
 // LocalTLS is a certificate authority of this machine's own and a server certificate it issued,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
-	"github.com/oprov/oprov/pkg/build/gobuild"
+	"github.com/oprov/oprov/internal/build/gobuild"
 	"github.com/oprov/oprov/pkg/cache"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testfix"
+	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/source"
 )

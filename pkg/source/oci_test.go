@@ -14,7 +14,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/testfix"
+	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"

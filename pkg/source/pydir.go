@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/oprov/oprov/pkg/build/pybuild"
+	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/pkg/cache"
 )
 

@@ -17,10 +17,10 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/referrers"
 )
 
 // Source is where providers come from, as in OpenTofu's provider installer: it lists the versions

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )

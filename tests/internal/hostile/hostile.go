@@ -19,7 +19,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 )
 
 // Case is one way of misbehaving.

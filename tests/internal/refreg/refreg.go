@@ -24,7 +24,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 )
 
 // Registry is a running registry.

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/tests/internal/peers"
 )
 
@@ -167,7 +167,7 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// CA is a certificate authority made for one test (see internal/testca).
+// CA is a certificate authority made for one test (see internal/testing/testca).
 type CA = testca.CA
 
 // NewCA makes a CA and writes its certificate to dir/ca.pem.

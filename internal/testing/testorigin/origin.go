@@ -24,7 +24,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
-	"github.com/oprov/oprov/internal/testca"
+	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/release"
 )

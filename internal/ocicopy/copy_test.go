@@ -14,12 +14,12 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
-	"github.com/oprov/oprov/internal/progresstest"
-	"github.com/oprov/oprov/internal/testorigin"
+	"github.com/oprov/oprov/internal/referrers"
+	"github.com/oprov/oprov/internal/testing/progresstest"
+	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/referrers"
 	"github.com/oprov/oprov/pkg/release"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/mod/modfile"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/scratch"
 )
 
 // DefaultPlatforms are the platforms `oprov package --go` builds when none are named.
