@@ -26,6 +26,9 @@ const (
 	ArtifactTypeProvider       = "application/vnd.opentofu.provider"
 	ArtifactTypeProviderTarget = "application/vnd.opentofu.provider-target"
 	MediaTypeZip               = "archive/zip"
+	// ArtifactTypeModule marks OpenTofu's module package: one image manifest (not an index)
+	// with exactly one archive/zip layer whose root is the module's root.
+	ArtifactTypeModule = "application/vnd.opentofu.modulepkg"
 
 	// AnnotationTitle names the zip file on its layer descriptor.
 	AnnotationTitle = ocispec.AnnotationTitle
