@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // hcl1Literal is s escaped for the inside of a quoted string that HCL 1 reads back as s. An
@@ -123,4 +124,20 @@ func hcl2Template(src string) hclwrite.Tokens {
 		{Type: hclsyntax.TokenQuotedLit, Bytes: []byte(b.String())},
 		{Type: hclsyntax.TokenCQuote, Bytes: []byte(`"`)},
 	}
+}
+
+// HCLString renders s as a quoted HCL 2 string, as hclwrite writes one ("${" and "%{" doubled):
+// for advice that quotes a line of oprov.hcl.
+func HCLString(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+}
+
+// CLIString renders s as a quoted string of a CLI configuration (HCL 1), or reports why it
+// cannot be one: for advice that quotes a line of the user's CLI configuration.
+func CLIString(s string) (string, error) {
+	toks, err := hcl1String(s)
+	if err != nil {
+		return "", err
+	}
+	return string(toks.Bytes()), nil
 }

@@ -25,6 +25,3 @@ func (c *Config) MirrorInstallation() *tofufiles.CLIConfig {
 	in.Methods = append(in.Methods, tofufiles.Method{Kind: tofufiles.Direct, Exclude: includes})
 	return &tofufiles.CLIConfig{Installation: in}
 }
-
-// MirrorCLIConfig renders MirrorInstallation.
-func (c *Config) MirrorCLIConfig() string { return c.MirrorInstallation().String() }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 )
 
@@ -188,7 +189,7 @@ provider "example.com/acme/internal" {
   }
 }
 `
-	if got := cfg.MirrorCLIConfig(); got != want {
+	if got := cfg.MirrorInstallation().String(); got != want {
 		t.Errorf("MirrorCLIConfig:\n%s\nwant:\n%s", got, want)
 	}
 	if _, err := LoadConfig(t.TempDir()); err == nil || !strings.Contains(err.Error(), FileName) {
@@ -217,7 +218,7 @@ func TestNormalizeConstraints(t *testing.T) {
 		"!= 1.1-rc1":    "!= 1.1.0-rc1",
 		">= 1.0.0,<=3":  ">= 1.0.0, <= 3.0.0",
 	} {
-		if got := NormalizeConstraints(in); got != want {
+		if got := tofufiles.NormalizeConstraints(in); got != want {
 			t.Errorf("NormalizeConstraints(%q) = %q, want %q", in, got, want)
 		}
 	}

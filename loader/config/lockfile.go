@@ -48,7 +48,3 @@ func (l *Lock) Write() error {
 	}
 	return scratch.WriteFileAtomic(l.Path, func(w io.Writer) error { _, err := w.Write(l.Bytes()); return err })
 }
-
-// NormalizeConstraints writes version constraints as a lock file holds them
-// (tofufiles.NormalizeConstraints).
-func NormalizeConstraints(s string) string { return tofufiles.NormalizeConstraints(s) }

@@ -41,8 +41,3 @@ func MirrorInstallation(ref oci.Ref, addr manifest.ProviderAddress) *tofufiles.C
 		{Kind: tofufiles.Direct, Exclude: []string{addr.String()}},
 	}}}
 }
-
-// MirrorConfig renders MirrorInstallation.
-func MirrorConfig(ref oci.Ref, addr manifest.ProviderAddress) string {
-	return MirrorInstallation(ref, addr).String()
-}

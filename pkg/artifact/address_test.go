@@ -26,7 +26,7 @@ func TestMirrorConfig(t *testing.T) {
 	if _, err := manifest.ParseProviderAddress("a/b/c/d"); err == nil {
 		t.Error("four-part address accepted")
 	}
-	cfg := MirrorConfig(oci.Ref{Registry: "reg.io", Repository: "providers/acme/hello"}, addr)
+	cfg := MirrorInstallation(oci.Ref{Registry: "reg.io", Repository: "providers/acme/hello"}, addr).String()
 	if !strings.Contains(cfg, `include             = ["example.com/acme/hello"]`) || !strings.Contains(cfg, "direct {") {
 		t.Errorf("config:\n%s", cfg)
 	}

@@ -85,7 +85,8 @@ func checkEntry(ctx context.Context, h *tar.Header) error {
 	switch h.Typeflag {
 	case tar.TypeDir:
 		return nil
-	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // TypeRegA: old writers' regular files
+	//lint:ignore SA1019 TypeRegA is how old writers mark a regular file
+	case tar.TypeReg, tar.TypeRegA:
 	case tar.TypeGNUSparse:
 		return fmt.Errorf("a sparse file (GNU sparse, %d bytes once expanded): a bundle holds only regular files and directories", h.Size)
 	case tar.TypeSymlink, tar.TypeLink:

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/sandbox/hint"
 )
 
 // WithHints wraps the middleware of a sandboxed provider (next; nil for none): to a response
 // whose diagnostics report a permission error, it adds a warning that says which line of the
-// sandbox block would allow what was refused (sandbox.Suggest), so that tofu shows it beside the
+// sandbox block would allow what was refused (hint.Suggest), so that tofu shows it beside the
 // error. Responses without such words pass as they are, undecoded.
 func WithHints(next plugin.Middleware) plugin.Middleware { return hints{next} }
 
@@ -36,7 +36,7 @@ func (h hints) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) (
 	said := map[string]bool{}
 	for _, d := range fields(resp, info.diagField) {
 		text := string(field(d, diagSummary)) + "\n" + string(field(d, diagDetail))
-		if s, ok := sandbox.Suggest(text); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
+		if s, ok := hint.Suggest(text); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
 			said[s] = true
 			resp = appendDiagnostic(resp, info.diagField, severityWarning, "oprov: the provider's sandbox may have refused this", s+".")
 		}

@@ -85,15 +85,6 @@ func TofuCredentials(files []string) []tofufiles.Item {
 	return []tofufiles.Item{tofufiles.OCIDefaultCredentials(slashed)}
 }
 
-// TofuCredentialsBlock renders TofuCredentials, or "" for no files.
-func TofuCredentialsBlock(files []string) string {
-	items := TofuCredentials(files)
-	if items == nil {
-		return ""
-	}
-	return (&tofufiles.CLIConfig{Settings: items}).String()
-}
-
 // IsPlainHTTP reports whether a target talks plain HTTP (asked for, or a loopback registry that
 // answered HTTPS with HTTP). OpenTofu's OCI client speaks only HTTPS.
 func IsPlainHTTP(t Target) bool {

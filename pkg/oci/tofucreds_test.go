@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/internal/tofufiles"
 )
 
 // TestTofuCredentialFiles: a credentials file OpenTofu would not find (DOCKER_CONFIG,
@@ -39,7 +41,7 @@ func TestTofuCredentialFiles(t *testing.T) {
 	if got, want := TofuCredentialFiles(other), []string{other, docker}; !reflect.DeepEqual(got, want) {
 		t.Errorf("--registry-config: %v, want %v", got, want)
 	}
-	block := TofuCredentialsBlock([]string{other})
+	block := (&tofufiles.CLIConfig{Settings: TofuCredentials([]string{other})}).String()
 	if !strings.HasPrefix(block, "oci_default_credentials {") || !strings.Contains(block, `docker_style_config_files = ["`+filepath.ToSlash(other)+`"]`) {
 		t.Errorf("block:\n%s", block)
 	}

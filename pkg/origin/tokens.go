@@ -1,6 +1,8 @@
 package origin
 
 import (
+	"github.com/oprov/oprov/internal/tofufiles"
+
 	"fmt"
 	"net/http"
 
@@ -20,7 +22,11 @@ func (o *Client) authError(err error, host string) error {
 	if files := tfcreds.ConfigFiles(); len(files) > 0 {
 		file = files[0]
 	}
-	how := fmt.Sprintf("add credentials %q { token = \"...\" } to your CLI configuration (%s)", o.Host, file)
+	label, qerr := tofufiles.CLIString(o.Host)
+	if qerr != nil {
+		label = "\"" + o.Host + "\""
+	}
+	how := fmt.Sprintf("add credentials %s { token = \"...\" } to your CLI configuration (%s)", label, file)
 	if env := tfcreds.EnvName(o.Host); env != "" {
 		how = "set " + env + ", or " + how
 	}

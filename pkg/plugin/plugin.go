@@ -29,6 +29,7 @@ import (
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
 	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
 	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/sandbox/hint"
 )
 
 // Handshake is OpenTofu's and Terraform's go-plugin handshake for providers (format.md §3).
@@ -69,7 +70,7 @@ type Options struct {
 	Sandbox     *sandbox.Spec
 	SandboxExec string
 	// Hint, when set, hears a suggestion for the sandbox block whenever the sandboxed provider's
-	// stderr reports a permission error (see sandbox.Suggest).
+	// stderr reports a permission error (see hint.Suggest).
 	Hint func(string)
 }
 
@@ -243,7 +244,7 @@ func (p *Provider) explainStart(err error) error {
 	withTail := func(s string) error {
 		if tail != "" {
 			s += "\nits stderr ended with:\n" + indent(tail)
-			if hint, ok := sandbox.Suggest(tail); ok && p.sandboxed {
+			if hint, ok := hint.Suggest(tail); ok && p.sandboxed {
 				s += "\n" + hint
 			}
 		}
@@ -377,7 +378,7 @@ func (p *Provider) stderrSink(opts Options) io.Writer {
 	if opts.Sandbox == nil || opts.Hint == nil {
 		return p.stderr
 	}
-	return io.MultiWriter(p.stderr, &sandbox.LineHinter{Hint: opts.Hint})
+	return io.MultiWriter(p.stderr, &hint.LineHinter{Hint: opts.Hint})
 }
 
 // syncStderr is where what a go-plugin provider writes to os.Stderr once serving goes (go-plugin
@@ -387,5 +388,5 @@ func syncStderr(opts Options) io.Writer {
 	if opts.Sandbox == nil || opts.Hint == nil {
 		return io.Discard
 	}
-	return &sandbox.LineHinter{Hint: opts.Hint}
+	return &hint.LineHinter{Hint: opts.Hint}
 }

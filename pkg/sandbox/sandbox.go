@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -208,11 +207,4 @@ func Main(args []string) int {
 	fmt.Fprintln(os.Stderr, msg)
 	fmt.Fprintln(os.Stdout, msg)
 	return 1
-}
-
-// sortedUnique sorts and deduplicates paths.
-func sortedUnique(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return slices.Compact(s)
 }

@@ -117,12 +117,3 @@ func diags(err error, context string) []*tfprotov6.Diagnostic {
 	}
 	return []*tfprotov6.Diagnostic{d}
 }
-
-func hasError(ds []*tfprotov6.Diagnostic) bool {
-	for _, d := range ds {
-		if d.Severity == tfprotov6.DiagnosticSeverityError {
-			return true
-		}
-	}
-	return false
-}

@@ -18,9 +18,6 @@ import (
 // maxLine bounds one message from the program.
 const maxLine = 64 << 20
 
-// codeMethodNotFound is JSON-RPC's "method not found".
-const codeMethodNotFound = -32601
-
 // process is the provider program and the JSON-RPC client over its stdin and stdout.
 type process struct {
 	name       string // for messages: `stdio provider "TYPE"`

@@ -171,7 +171,8 @@ func parseType(raw json.RawMessage) (cty.Type, tftypes.Type, error) {
 	if err != nil {
 		return cty.NilType, nil, fmt.Errorf("type %s: %v (want \"string\", \"number\", \"bool\", [\"list\", T], [\"set\", T], [\"map\", T] or [\"object\", {NAME: T}])", clip(raw, 80), err)
 	}
-	tft, err := tftypes.ParseJSONType(raw) //nolint:staticcheck // the one reader of this notation
+	//lint:ignore SA1019 cty's JSON type notation has no other reader in terraform-plugin-go
+	tft, err := tftypes.ParseJSONType(raw)
 	if err != nil {
 		return cty.NilType, nil, fmt.Errorf("type %s: %v", clip(raw, 80), err)
 	}

@@ -1,6 +1,11 @@
-package sandbox
+// Package hint reads a confined provider's messages for the kernel's refusals and says which line
+// of a sandbox block would allow what was refused. It is apart from pkg/sandbox so that the
+// sandbox step itself (cmd/oprov-sandbox) links no HCL.
+package hint
 
 import (
+	"github.com/oprov/oprov/internal/tofufiles"
+
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -26,12 +31,12 @@ func Suggest(msg string) (string, bool) {
 		return fmt.Sprintf("the sandbox refused a TCP connection to port %s: to allow it, add connect = [%s] to the provider's sandbox block in oprov.hcl", m[1], m[1]), true
 	}
 	if m := execDenied.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("the sandbox refused to run %s: to allow it, add execute = [%q] to the provider's sandbox block in oprov.hcl", m[1], m[1]), true
+		return fmt.Sprintf("the sandbox refused to run %s: to allow it, add execute = [%s] to the provider's sandbox block in oprov.hcl", m[1], tofufiles.HCLString(m[1])), true
 	}
 	for _, re := range pathDenied {
 		if m := re.FindStringSubmatch(msg); m != nil {
 			p := m[1]
-			return fmt.Sprintf("the sandbox may have refused %s: to allow it, add read = [%q] to the provider's sandbox block in oprov.hcl (write = [%q] if it writes there)", p, p, filepath.Dir(p)), true
+			return fmt.Sprintf("the sandbox may have refused %s: to allow it, add read = [%s] to the provider's sandbox block in oprov.hcl (write = [%s] if it writes there)", p, tofufiles.HCLString(p), tofufiles.HCLString(filepath.Dir(p))), true
 		}
 	}
 	if strings.Contains(msg, "operation not permitted") && strings.Contains(msg, "ptrace") {
