@@ -11,6 +11,7 @@ import (
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // world is an in-process registry holding example.com/acme/hello 1.0.0, 1.1.0 and 2.0.0 and
@@ -50,7 +51,7 @@ func (w *world) push(t *testing.T, rel *testfix.Release) {
 
 // opts are a command's options over the world's registry and cache.
 func (w *world) opts() loader.Options {
-	return loader.Options{Cache: w.cache, Registry: w.reg.Options}
+	return loader.Options{Cache: w.cache, Registry: oci.NewClient(w.reg.Options)}
 }
 
 // project writes a configuration directory: oprov.hcl with one oci_mirror block for

@@ -18,8 +18,9 @@ import (
 
 // Options tune locking and installing.
 type Options struct {
-	Cache    *cache.Cache
-	Registry oci.Options
+	Cache *cache.Cache
+	// Registry is the one registry client (nil: the defaults).
+	Registry *oci.Client
 	// Platforms lists the platforms to lock; empty means every platform a version publishes.
 	Platforms []manifest.Platform
 	// Upgrade re-resolves constraints even where the lock pins a version that meets them.
@@ -109,6 +110,9 @@ type session struct {
 }
 
 func newSession(opts *Options) *session {
+	if opts.Registry == nil {
+		opts.Registry = oci.NewClient(oci.Options{})
+	}
 	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
 	return &session{opts: opts, env: env, mirrors: map[*config.Mirror]*source.OCI{}}
 }

@@ -71,20 +71,20 @@ func runCopy(ctx context.Context, o *copyOptions) error {
 	if dst.Reference != "" {
 		return usageErrorf("copy: the destination is a repository; the versions keep their tags")
 	}
-	st, err := o.io.Deps.openTarget(ctx, src.WithReference(""), o.registry.options(), false)
+	st, err := o.io.Deps.registry(o.registry).Open(ctx, src.WithReference(""), false)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
-	dt, err := o.io.Deps.openTarget(ctx, dst, o.registry.options(), true)
+	dt, err := o.io.Deps.registry(o.registry).Open(ctx, dst, true)
 	if err != nil {
 		return oci.Explain("copy", dst, err)
 	}
-	tags, err := ocicopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions)
+	tags, err := ocicopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions, o.io.Deps.Limits)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
 	bar := newProgress(o.io, "copying")
-	res, err := ocicopy.Copy(ctx, st, dt, tags, ocicopy.Options{Concurrency: o.Concurrency, Progress: bar})
+	res, err := ocicopy.Copy(ctx, st, dt, tags, ocicopy.Options{Concurrency: o.Concurrency, Progress: bar, Limits: o.io.Deps.Limits})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("copy", src, err)

@@ -23,7 +23,7 @@ func TestFactorySwapsTheRegistry(t *testing.T) {
 			t.Errorf("push opened %s without create", ref)
 		}
 		opened = append(opened, ref)
-		return oci.Open(ctx, oci.Ref{Layout: layout, Reference: ref.Reference}, oci.Options{}, create)
+		return oci.NewClient(oci.Options{}).Open(ctx, oci.Ref{Layout: layout, Reference: ref.Reference}, create)
 	}
 	o := &pushOptions{io: ios, Sources: []string{dist}, Repo: "registry.example.com/providers/acme/hello", output: textOut}
 	if err := runPush(ctx, o); err != nil {

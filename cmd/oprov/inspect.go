@@ -48,18 +48,18 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
 	if ref.Reference == "" {
-		versions, err := artifact.ListVersions(ctx, target)
+		versions, err := artifact.ListVersions(ctx, target, o.io.Deps.Limits)
 		if err != nil {
 			return oci.Explain("inspect", ref, err)
 		}
 		return printVersions(o, ref, versions)
 	}
-	v, err := artifact.ResolveVersion(ctx, target, ref)
+	v, err := artifact.ResolveVersion(ctx, target, ref, o.io.Deps.Limits)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}

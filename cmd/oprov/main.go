@@ -15,7 +15,6 @@ import (
 
 	"github.com/oprov/oprov/internal/protoconflict"
 	"github.com/oprov/oprov/internal/signals"
-	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
 
@@ -78,7 +77,6 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	if printedVersion(io.Out, args) {
 		return exitOK
 	}
-	oci.UserAgent = "oprov/" + currentVersion().Version
 	root := newRootCmd(io)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -97,6 +95,9 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 		return ce.code
 	}
 	fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
+	if advice := limitAdvice(err); advice != "" {
+		fmt.Fprintf(io.ErrOut, "oprov: %s\n", advice)
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -165,7 +166,7 @@ publishes natively through an oci_mirror block.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
-	registerLimits(root)
+	registerLimits(root, &io.Deps)
 	root.AddCommand(
 		newPackageCmd(io),
 		newPushCmd(io),

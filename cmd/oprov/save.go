@@ -94,14 +94,14 @@ func runSave(ctx context.Context, o *saveOptions) error {
 		if err != nil {
 			return err
 		}
-		it, err := bundle.SaveItemFor(ctx, ref, o.registry.options())
+		it, err := bundle.SaveItemFor(ctx, ref, o.io.Deps.registry(o.registry))
 		if err != nil {
 			return err
 		}
 		items = append(items, it)
 	}
 	bar := newProgress(o.io, "saving")
-	res, err := bundle.Save(ctx, items, o.Out, ocicopy.Options{Progress: bar})
+	res, err := bundle.Save(ctx, items, o.Out, ocicopy.Options{Progress: bar, Limits: o.io.Deps.Limits})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
@@ -131,7 +131,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	}
 	var base *bundle.Listing
 	if o.Since != "" {
-		if base, err = bundle.ReadListing(ctx, o.Since); err != nil {
+		if base, err = bundle.ReadListing(ctx, o.Since, o.io.Deps.Limits); err != nil {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
@@ -145,7 +145,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	}
 	bar := newProgress(o.io, "saving")
 	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
-		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.registry.options(), TrustedKeys: pinned,
+		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.io.Deps.registry(o.registry), TrustedKeys: pinned,
 		Base: base, Progress: bar, Log: o.io.ErrOut,
 	}, o.Out)
 	bar.Finish()

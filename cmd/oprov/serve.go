@@ -185,7 +185,7 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 		return serve.Config{}, nil, err
 	}
 	cfg := serve.Config{
-		Template: tmpl, Policy: policy, Registry: o.registry.options(), Refresh: o.Refresh,
+		Template: tmpl, Policy: policy, Registry: o.io.Deps.registry(o.registry), Refresh: o.Refresh,
 		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
 		Clients: o.Clients, CatalogRefresh: o.Catalog,
 	}

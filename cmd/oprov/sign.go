@@ -107,11 +107,11 @@ func runSign(ctx context.Context, o *signOptions) error {
 	} else if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
-	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	v, err := artifact.ResolveVersion(ctx, target, ref)
+	v, err := artifact.ResolveVersion(ctx, target, ref, o.io.Deps.Limits)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}

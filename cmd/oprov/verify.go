@@ -92,7 +92,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.NoZips && (o.AllZips || len(platforms) > 0) {
 		return usageErrorf("verify: --no-zips fetches no zip: drop --platform and --all-platforms, or --no-zips")
 	}
-	opts := sign.VerifyOptions{Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips && !o.NoZips}
+	opts := sign.VerifyOptions{Limits: o.io.Deps.Limits, Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips && !o.NoZips}
 	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 		addr = a.String()
 	}
-	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
+	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("verify", ref, err)
 	}

@@ -24,6 +24,7 @@ import (
 // Options tune a copy.
 type Options struct {
 	Concurrency int
+	Limits      oci.Limits // what the source may serve
 	Progress    oci.Progress
 	// DstTag maps a source tag to the destination's tag name (default: the same).
 	DstTag func(tag string) string
@@ -44,11 +45,11 @@ type Result struct {
 }
 
 // SelectTags picks a source's version tags: the one named, those meeting a constraint, or all.
-func SelectTags(ctx context.Context, src oci.ReadOnly, version, constraint string, all bool) ([]string, error) {
+func SelectTags(ctx context.Context, src oci.ReadOnly, version, constraint string, all bool, l oci.Limits) ([]string, error) {
 	if version != "" {
 		return []string{version}, nil
 	}
-	vs, err := artifact.ListVersions(ctx, src)
+	vs, err := artifact.ListVersions(ctx, src, l)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func CopyContent(ctx context.Context, src oci.ReadOnly, dst oras.GraphTarget, ta
 	gopts := oras.ExtendedCopyGraphOptions{CopyGraphOptions: oras.CopyGraphOptions{
 		Concurrency: opts.Concurrency,
 		PreCopy: func(ctx context.Context, d ocispec.Descriptor) error {
-			if err := checkBlobSize(ctx, d); err != nil {
+			if err := checkBlobSize(opts.Limits, d); err != nil {
 				return err
 			}
 			if opts.Progress != nil {
@@ -235,7 +236,7 @@ func (d progressDestination) Push(ctx context.Context, desc ocispec.Descriptor, 
 // VerifyAll reads every blob reachable from the given tags, their referrers and their cosign
 // .sig tags (everything Copy would copy), checking each against its descriptor, without writing
 // anything.
-func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error) {
+func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string, l oci.Limits) (int, error) {
 	seen := map[string]bool{}
 	from := oci.SenderOf(src)
 	var walk func(d ocispec.Descriptor) error
@@ -244,7 +245,7 @@ func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error
 			return nil
 		}
 		seen[d.Digest.String()] = true
-		if err := checkBlobSize(ctx, d); err != nil {
+		if err := checkBlobSize(l, d); err != nil {
 			return err
 		}
 		rc, err := src.Fetch(ctx, d)
@@ -296,6 +297,6 @@ func VerifyAll(ctx context.Context, src oci.ReadOnly, tags []string) (int, error
 
 // checkBlobSize refuses, before it is fetched, a blob whose descriptor is over the maximum
 // package size (manifests have their own, smaller limit in oras-go).
-func checkBlobSize(ctx context.Context, d ocispec.Descriptor) error {
-	return oci.LimitsFrom(ctx).CheckBlobSize(fmt.Sprintf("blob %s (%s)", d.Digest, d.MediaType), d.Size)
+func checkBlobSize(l oci.Limits, d ocispec.Descriptor) error {
+	return l.WithDefaults().CheckBlobSize(fmt.Sprintf("blob %s (%s)", d.Digest, d.MediaType), d.Size)
 }

@@ -26,7 +26,7 @@ import (
 // layout opens a fresh OCI layout.
 func layout(t *testing.T) oci.Target {
 	t.Helper()
-	target, err := oci.Open(context.Background(), oci.Ref{Layout: filepath.Join(t.TempDir(), "layout")}, oci.Options{}, true)
+	target, err := oci.NewClient(oci.Options{}).Open(context.Background(), oci.Ref{Layout: filepath.Join(t.TempDir(), "layout")}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestCopyTagsOnlyAfterEverything(t *testing.T) {
 	src := versionLayout(t, "1.0.0")
 	cfg := withSig(t, src, "1.0.0")
 	bad := tampering{src, cfg.Digest}
-	if _, err := VerifyAll(ctx, bad, []string{"1.0.0"}); err == nil || !strings.Contains(err.Error(), cfg.Digest.String()) || !strings.Contains(err.Error(), ".sig") {
+	if _, err := VerifyAll(ctx, bad, []string{"1.0.0"}, oci.Limits{}); err == nil || !strings.Contains(err.Error(), cfg.Digest.String()) || !strings.Contains(err.Error(), ".sig") {
 		t.Errorf("VerifyAll passed a corrupt .sig config: %v", err)
 	}
 	dst := &tagLog{Target: layout(t)}

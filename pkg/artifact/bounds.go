@@ -9,15 +9,15 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 )
 
-// parseIndex parses an index with at most the context's limit of platform entries.
-func parseIndex(ctx context.Context, data []byte) (*manifest.Index, error) {
-	ix, err := manifest.ParseIndexLimit(data, oci.LimitsFrom(ctx).MaxPlatforms)
+// parseIndex parses an index with at most the limit of platform entries.
+func parseIndex(l oci.Limits, data []byte) (*manifest.Index, error) {
+	ix, err := manifest.ParseIndexLimit(data, l.WithDefaults().MaxPlatforms)
 	var tooMany *manifest.TooManyEntriesError
 	if errors.As(err, &tooMany) {
 		return nil, &oci.LimitError{
-			What:  fmt.Sprintf("the index lists %d platform entries", tooMany.N),
-			Limit: fmt.Sprintf("the limit of %d", tooMany.Max),
-			Knob:  oci.EnvMaxPlatforms,
+			What:    fmt.Sprintf("the index lists %d platform entries", tooMany.N),
+			Limit:   fmt.Sprintf("the limit of %d", tooMany.Max),
+			Setting: oci.SettingMaxPlatforms,
 		}
 	}
 	return ix, err
@@ -26,11 +26,11 @@ func parseIndex(ctx context.Context, data []byte) (*manifest.Index, error) {
 // ErrTagLoop marks a tag listing that repeats itself.
 var ErrTagLoop = errors.New("the registry's tag list repeats itself")
 
-// ListTags lists a repository's tags, page by page, within the context's limits: at most
-// MaxTagPages pages and MaxTags tags, and it stops when the registry pages in a loop (a page that
-// brings no tag not seen before, followed by yet another page: a repeated `last` or Link).
-func ListTags(ctx context.Context, t oci.ReadOnly) ([]string, error) {
-	l := oci.LimitsFrom(ctx)
+// ListTags lists a repository's tags, page by page, within the limits: at most MaxTagPages pages
+// and MaxTags tags, and it stops when the registry pages in a loop (a page that brings no tag not
+// seen before, followed by yet another page: a repeated `last` or Link).
+func ListTags(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]string, error) {
+	l = l.WithDefaults()
 	seen := map[string]bool{}
 	var out []string
 	pages, stale := 0, false
@@ -40,7 +40,7 @@ func ListTags(ctx context.Context, t oci.ReadOnly) ([]string, error) {
 			return fmt.Errorf("%w: page %d came after a page that brought no new tag (a repeated `last` or Link), so the listing was stopped", ErrTagLoop, pages)
 		}
 		if pages > l.MaxTagPages {
-			return &oci.LimitError{What: fmt.Sprintf("the tag list goes on past %d pages", l.MaxTagPages), Limit: "the limit of tag pages", Knob: oci.EnvMaxTagPages}
+			return &oci.LimitError{What: fmt.Sprintf("the tag list goes on past %d pages", l.MaxTagPages), Limit: "the limit of tag pages", Setting: oci.SettingMaxTagPages}
 		}
 		fresh := 0
 		for _, tag := range tags {
@@ -51,7 +51,7 @@ func ListTags(ctx context.Context, t oci.ReadOnly) ([]string, error) {
 			}
 		}
 		if len(out) > l.MaxTags {
-			return &oci.LimitError{What: fmt.Sprintf("the repository lists more than %d tags", l.MaxTags), Limit: "the limit of tags", Knob: oci.EnvMaxTags}
+			return &oci.LimitError{What: fmt.Sprintf("the repository lists more than %d tags", l.MaxTags), Limit: "the limit of tags", Setting: oci.SettingMaxTags}
 		}
 		stale = fresh == 0
 		return nil

@@ -45,7 +45,7 @@ type Platform struct {
 
 // ResolveVersion resolves a version tag (or a digest) to its index, fetches the index with its
 // digest checked, and parses it strictly.
-func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*Version, error) {
+func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*Version, error) {
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
@@ -64,7 +64,7 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*Version,
 	if desc.MediaType == ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("%s points at an image manifest, not an index: OpenTofu would reject it (publish it with 'oprov push')", ref)
 	}
-	ix, err := parseIndex(ctx, data)
+	ix, err := parseIndex(l, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
 	}
@@ -166,8 +166,8 @@ func (v *Version) Select(want []manifest.Platform) ([]manifest.Entry, error) {
 // FetchZip streams a platform's zip into w, checking its digest and size on the way. A zip whose
 // descriptor is over the maximum package size is refused before any byte is fetched, and no more
 // bytes are read than the descriptor says (and one, to see that the registry stopped there).
-func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, progress oci.Progress) error {
-	if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+p.Filename+" package", p.Zip.Size); err != nil {
+func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, progress oci.Progress, l oci.Limits) error {
+	if err := l.WithDefaults().CheckBlobSize("the "+p.Filename+" package", p.Zip.Size); err != nil {
 		return err
 	}
 	rc, err := t.Fetch(ctx, p.Zip)
@@ -192,6 +192,7 @@ func FetchZip(ctx context.Context, t oci.ReadOnly, p *Platform, w io.Writer, pro
 
 // PullOptions tunes a pull.
 type PullOptions struct {
+	Limits    oci.Limits // what the registry may serve
 	Platforms []manifest.Platform
 	OutDir    string
 	Progress  oci.Progress
@@ -217,7 +218,7 @@ type PulledFile struct {
 // Pull downloads a version's zips under their release names, each written under a temporary name
 // and renamed once its digest checks out.
 func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*PullResult, error) {
-	v, err := ResolveVersion(ctx, t, ref)
+	v, err := ResolveVersion(ctx, t, ref, opts.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 	sums := release.Sums{}
 	for _, p := range platforms {
 		dest := filepath.Join(opts.OutDir, p.Filename)
-		err = scratch.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress) })
+		err = scratch.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress, opts.Limits) })
 		if err != nil {
 			return nil, err
 		}
@@ -255,8 +256,8 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 
 // ListVersions lists the tags of a repository that name versions, highest first. The listing is
 // bounded (see ListTags).
-func ListVersions(ctx context.Context, t oci.ReadOnly) ([]manifest.TaggedVersion, error) {
-	tags, err := ListTags(ctx, t)
+func ListVersions(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]manifest.TaggedVersion, error) {
+	tags, err := ListTags(ctx, t, l)
 	if err != nil {
 		return nil, err
 	}

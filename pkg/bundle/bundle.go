@@ -32,12 +32,12 @@ type SaveItem struct {
 // SaveItemFor opens a reference's repository and picks what Save is to write of it: the version
 // its tag names, or every version when it names none. Errors are explained for the "save"
 // operation.
-func SaveItemFor(ctx context.Context, ref ociref.Ref, opts ociref.Options) (SaveItem, error) {
-	t, err := ociref.Open(ctx, ref.WithReference(""), opts, false)
+func SaveItemFor(ctx context.Context, ref ociref.Ref, reg *ociref.Client) (SaveItem, error) {
+	t, err := reg.Open(ctx, ref.WithReference(""), false)
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
-	tags, err := ocicopy.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "")
+	tags, err := ocicopy.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "", reg.Bounds())
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
@@ -134,8 +134,8 @@ type Bundle struct {
 
 // Open opens a tarball written by Save (or any OCI-layout tarball whose tags are named
 // REPOSITORY:TAG), reading it in place.
-func Open(ctx context.Context, path string) (*Bundle, error) {
-	if err := checkTarball(ctx, path); err != nil {
+func Open(ctx context.Context, path string, limits ociref.Limits) (*Bundle, error) {
+	if err := checkTarball(ctx, path, limits.MaxPackageSize); err != nil {
 		return nil, err
 	}
 	st, err := oci.NewFromTar(ctx, path)

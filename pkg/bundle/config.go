@@ -102,7 +102,7 @@ type ConfigOptions struct {
 	Dir       string              // the configuration directory, for messages
 	Wants     []Want              // what it requires, sorted by address
 	Platforms []manifest.Platform // empty: those the lock file records
-	Registry  ociref.Options
+	Registry  *ociref.Client
 	// TrustedKeys, when set, pins the OpenPGP keys allowed to sign origins' SHA256SUMS.
 	TrustedKeys openpgp.EntityList
 	Base        *Listing // when set, blobs it lists are left out
@@ -131,6 +131,9 @@ type planned struct {
 // authenticated before anything is downloaded: a provider no source can supply, a platform a
 // provider lacks, or a signature that fails stops the save before anything is written.
 func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, error) {
+	if opts.Registry == nil {
+		opts.Registry = ociref.NewClient(ociref.Options{})
+	}
 	if len(opts.Wants) == 0 {
 		return nil, fmt.Errorf("%s requires no provider (no required_providers in it or its local modules)", opts.Dir)
 	}
@@ -393,7 +396,7 @@ func platformNames(ps []manifest.Platform) []string {
 // SHA256SUMS) and packages them, the SHA256SUMS evidence attached, into a layout of its own.
 func mirrorPlanned(ctx context.Context, p *planned, opts ConfigOptions) error {
 	to := ociref.Ref{Layout: p.scratch}
-	t, err := ociref.Open(ctx, to, opts.Registry, true)
+	t, err := opts.Registry.Open(ctx, to, true)
 	if err != nil {
 		return err
 	}
@@ -414,7 +417,7 @@ func openPlanned(ctx context.Context, p *planned, opts ConfigOptions) (ociref.Re
 			return nil, err
 		}
 	}
-	src, err := ociref.Open(ctx, ref, opts.Registry, false)
+	src, err := opts.Registry.Open(ctx, ref, false)
 	if err != nil {
 		return nil, ociref.Explain("save", ref, err)
 	}
@@ -451,9 +454,9 @@ var errNoListing = errors.New("not a configuration bundle")
 // ReadListing reads a bundle's listing: from a listing file (.json), or from inside a bundle's
 // tarball, whose every entry is checked first (checkTarball). Either is read only up to the
 // listing's bound.
-func ReadListing(ctx context.Context, path string) (*Listing, error) {
+func ReadListing(ctx context.Context, path string, limits ociref.Limits) (*Listing, error) {
 	if !strings.HasSuffix(path, ".json") {
-		if err := checkTarball(ctx, path); err != nil {
+		if err := checkTarball(ctx, path, limits.MaxPackageSize); err != nil {
 			return nil, err
 		}
 		return readListingTar(path)

@@ -8,7 +8,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oprov/oprov/manifest"
-	ociref "github.com/oprov/oprov/pkg/oci"
 )
 
 // checkListing checks a configuration bundle's listing against what the bundle holds, before
@@ -87,7 +86,7 @@ func (l *load) checkBase(ctx context.Context, report *LoadReport) (map[string]bo
 			return nil, err
 		}
 		ref.Reference = p.Tag
-		dst, err := ociref.Open(ctx, ref.WithReference(""), l.opts.Registry, false)
+		dst, err := l.opts.Registry.Open(ctx, ref.WithReference(""), false)
 		var d ocispec.Descriptor
 		if err == nil {
 			d, err = dst.Resolve(ctx, p.Tag)
@@ -97,7 +96,7 @@ func (l *load) checkBase(ctx context.Context, report *LoadReport) (map[string]bo
 			continue
 		}
 		if l.opts.Policy != nil {
-			warn, err := verifyVersion(ctx, l.opts.Policy, dst, ref, p.Address)
+			warn, err := verifyVersion(ctx, l.opts.Policy, dst, ref, p.Address, l.opts.Registry.Bounds())
 			if err != nil || warn != nil {
 				report.Left = append(report.Left, fmt.Sprintf("%s %s (left to the base): its signature in %s was not verified: %v", p.Address, p.Version, ref, firstErr(err, warn)))
 				continue

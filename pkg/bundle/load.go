@@ -22,7 +22,7 @@ import (
 // LoadOptions say where a bundle goes and what must hold first.
 type LoadOptions struct {
 	To       string // HOST[:PORT][/PREFIX]: each repository is recreated below it
-	Registry ociref.Options
+	Registry *ociref.Client
 	Policy   *sign.Policy // when set, every version's signature must satisfy it
 	Copy     ocicopy.Options
 	Log      io.Writer
@@ -64,6 +64,9 @@ type load struct {
 // origin_keys). Then all content is pushed, and only then are tags written, each .sig tag before
 // its version's.
 func Load(ctx context.Context, b *Bundle, opts LoadOptions) (*LoadReport, error) {
+	if opts.Registry == nil {
+		opts.Registry = ociref.NewClient(ociref.Options{})
+	}
 	l := &load{b: b, opts: opts, views: map[string]ociref.ReadOnly{}, versions: map[string][]string{}}
 	for r := range b.Repos {
 		l.repos = append(l.repos, r)
@@ -116,7 +119,7 @@ func (l *load) openViews(ctx context.Context) error {
 		}
 		v := l.b.Repo(repo)
 		if len(omitted) > 0 {
-			dst, err := ociref.Open(ctx, ref, l.opts.Registry, false)
+			dst, err := l.opts.Registry.Open(ctx, ref, false)
 			if err != nil {
 				return ociref.Explain("load", ref, err)
 			}
@@ -131,7 +134,7 @@ func (l *load) openViews(ctx context.Context) error {
 		if len(l.versions[repo]) == 0 {
 			continue
 		}
-		if _, err := ocicopy.VerifyAll(ctx, v, l.versions[repo]); err != nil {
+		if _, err := ocicopy.VerifyAll(ctx, v, l.versions[repo], l.opts.Registry.Bounds()); err != nil {
 			return fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
 		}
 	}
@@ -152,7 +155,7 @@ func (l *load) verify(ctx context.Context) (map[string]bool, map[string]error, e
 				return nil, nil, err
 			}
 			ref.Reference = t
-			warn, err := verifyVersion(ctx, l.opts.Policy, l.views[repo], ref, l.addrs[repo])
+			warn, err := verifyVersion(ctx, l.opts.Policy, l.views[repo], ref, l.addrs[repo], l.opts.Registry.Bounds())
 			if err != nil {
 				return nil, nil, err
 			}
@@ -173,8 +176,8 @@ func (l *load) verify(ctx context.Context) (map[string]bool, map[string]error, e
 // matching rule names origin_keys and the version carries that evidence, else (or when that
 // fails and the rule has keys or identities) by its cosign signatures. A warn-mode failure is
 // returned as the warning.
-func verifyVersion(ctx context.Context, p *sign.Policy, t ociref.ReadOnly, ref ociref.Ref, provider string) (warning, err error) {
-	v, err := artifact.ResolveVersion(ctx, t, ref)
+func verifyVersion(ctx context.Context, p *sign.Policy, t ociref.ReadOnly, ref ociref.Ref, provider string, limits ociref.Limits) (warning, err error) {
+	v, err := artifact.ResolveVersion(ctx, t, ref, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +199,7 @@ func verifyVersion(ctx context.Context, p *sign.Policy, t ociref.ReadOnly, ref o
 			return nil, err
 		}
 	}
-	d, err := p.Check(ctx, t, ref, v, provider, sign.VerifyOptions{})
+	d, err := p.Check(ctx, t, ref, v, provider, sign.VerifyOptions{Limits: limits})
 	if err != nil {
 		if hasOriginEvidence(ctx, t, v) {
 			return nil, fmt.Errorf("%w (it carries its origin's OpenPGP-signed SHA256SUMS: a --policy trust rule matching it with origin_keys = [the signing key's fingerprint] accepts that)", err)
@@ -229,7 +232,7 @@ func (l *load) push(ctx context.Context) ([]Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		dst, err := ociref.Open(ctx, ref, l.opts.Registry, true)
+		dst, err := l.opts.Registry.Open(ctx, ref, true)
 		if err != nil {
 			return nil, ociref.Explain("load", ref, err)
 		}

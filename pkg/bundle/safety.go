@@ -23,7 +23,7 @@ const (
 )
 
 // entryLimits gives the largest size a bundle's entry may declare, and what it is, for messages.
-func entryLimits(ctx context.Context, name string) (int64, string) {
+func entryLimits(name string, maxBlob int64) (int64, string) {
 	switch name {
 	case ListingName:
 		return maxListingSize, "the listing"
@@ -32,24 +32,27 @@ func entryLimits(ctx context.Context, name string) (int64, string) {
 	case "oci-layout":
 		return maxLayoutSize, "the layout marker"
 	}
-	return ociref.LimitsFrom(ctx).MaxPackageSize, "a blob (the maximum package size: " + ociref.FlagMaxPackageSize + " or " + ociref.EnvMaxPackageSize + " raises it)"
+	if maxBlob <= 0 {
+		maxBlob = ociref.DefaultLimits().MaxPackageSize
+	}
+	return maxBlob, "a blob (raise the " + string(ociref.SettingMaxPackageSize) + " if that is expected)"
 }
 
 // checkTarball reads every header of a bundle's tarball (skipping the data, which it does not
 // read) and refuses, before anything else reads it, a tarball that holds anything but regular
 // files and directories (sparse files, links, devices, FIFOs), an entry twice, or an entry over
 // its bound: a 30 KiB tarball must not make a reader expand a 64 GiB sparse file.
-func checkTarball(ctx context.Context, path string) error {
+func checkTarball(ctx context.Context, path string, maxBlob int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return checkTarStream(ctx, f, path)
+	return checkTarStream(ctx, f, path, maxBlob)
 }
 
 // checkTarStream is checkTarball on a stream (a file skips the data by seeking).
-func checkTarStream(ctx context.Context, r io.Reader, path string) error {
+func checkTarStream(ctx context.Context, r io.Reader, path string, maxBlob int64) error {
 	tr := tar.NewReader(r)
 	seen := map[string]bool{}
 	for {
@@ -63,7 +66,7 @@ func checkTarStream(ctx context.Context, r io.Reader, path string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := checkEntry(ctx, h); err != nil {
+		if err := checkEntry(h, maxBlob); err != nil {
 			return fmt.Errorf("%s: entry %q: %w; a bundle is refused whole, so nothing was written", path, h.Name, err)
 		}
 		name := strings.TrimPrefix(h.Name, "./")
@@ -76,7 +79,7 @@ func checkTarStream(ctx context.Context, r io.Reader, path string) error {
 
 // checkEntry refuses one tar entry that a bundle never holds, or that is larger than its kind
 // may be.
-func checkEntry(ctx context.Context, h *tar.Header) error {
+func checkEntry(h *tar.Header, maxBlob int64) error {
 	for k := range h.PAXRecords {
 		if strings.HasPrefix(k, "GNU.sparse.") {
 			return fmt.Errorf("a sparse file (GNU sparse PAX record %s, %d bytes once expanded): a bundle holds only regular files and directories", k, h.Size)
@@ -94,7 +97,7 @@ func checkEntry(ctx context.Context, h *tar.Header) error {
 	default:
 		return fmt.Errorf("of type %q (a device, FIFO or other special file): a bundle holds only regular files and directories", string(h.Typeflag))
 	}
-	limit, what := entryLimits(ctx, strings.TrimPrefix(h.Name, "./"))
+	limit, what := entryLimits(strings.TrimPrefix(h.Name, "./"), maxBlob)
 	if h.Size < 0 || h.Size > limit {
 		return fmt.Errorf("declares %d bytes, over the %d bytes %s may hold", h.Size, limit, what)
 	}

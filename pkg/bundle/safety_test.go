@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -87,8 +88,11 @@ func TestCheckTarballRefuses(t *testing.T) {
 	}
 }
 
-func open(ctx context.Context, p string) error        { _, err := Open(ctx, p); return err }
-func readListing(ctx context.Context, p string) error { _, err := ReadListing(ctx, p); return err }
+func open(ctx context.Context, p string) error { _, err := Open(ctx, p, ociref.Limits{}); return err }
+func readListing(ctx context.Context, p string) error {
+	_, err := ReadListing(ctx, p, ociref.Limits{})
+	return err
+}
 
 // TestReadListingBounded: a listing file over its bound is refused without being read whole.
 func TestReadListingBounded(t *testing.T) {
@@ -99,7 +103,7 @@ func TestReadListingBounded(t *testing.T) {
 	}
 	f.Truncate(maxListingSize + 1)
 	f.Close()
-	if _, err := ReadListing(context.Background(), p); err == nil || !strings.Contains(err.Error(), "is over") {
+	if _, err := ReadListing(context.Background(), p, ociref.DefaultLimits()); err == nil || !strings.Contains(err.Error(), "is over") {
 		t.Errorf("an oversized listing file: %v", err)
 	}
 }
@@ -115,7 +119,7 @@ func FuzzCheckTarball(f *testing.F) {
 	tw.Close()
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if checkTarStream(context.Background(), bytes.NewReader(data), "f.tar") != nil {
+		if checkTarStream(context.Background(), bytes.NewReader(data), "f.tar", 0) != nil {
 			return
 		}
 		tr := tar.NewReader(bytes.NewReader(data))
@@ -124,7 +128,7 @@ func FuzzCheckTarball(f *testing.F) {
 			if err != nil {
 				return
 			}
-			if limit, _ := entryLimits(context.Background(), h.Name); h.Size > limit {
+			if limit, _ := entryLimits(h.Name, 0); h.Size > limit {
 				t.Fatalf("entry %q of %d bytes passed, over its bound %d", h.Name, h.Size, limit)
 			}
 			if h.Name == ListingName {

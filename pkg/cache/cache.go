@@ -200,7 +200,7 @@ func (c *Cache) HasZip(d digest.Digest) bool {
 
 // putBlob stores a zip, written by fetch and checked against d and size (unless size is -1, for
 // unknown), unless the cache has it.
-func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size int64, fetch func(io.Writer) error) error {
+func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size, maxSize int64, fetch func(io.Writer) error) error {
 	if err := d.Validate(); err != nil || d.Algorithm() != digest.SHA256 {
 		return fmt.Errorf("cache: unsupported digest %q", d)
 	}
@@ -226,7 +226,7 @@ func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size int64, fetch 
 	cw := &iox.CountingWriter{W: io.MultiWriter(f, h)}
 	max := size
 	if max < 0 {
-		max = oci.LimitsFrom(ctx).MaxPackageSize
+		max = maxSize
 	}
 	err = fetch(&capWriter{w: cw, left: max, max: max})
 	if err == nil {

@@ -29,6 +29,8 @@ type Package struct {
 	Filename string
 	Zip      digest.Digest
 	Size     int64 // -1 when unknown
+	// MaxSize bounds the zip (the registry client's maximum package size); 0 is the default.
+	MaxSize int64
 	// H1 is the unpacked package's h1: hash as the source states it (an index's annotation), or
 	// "": the cache refuses a package that does not hash to it.
 	H1 string
@@ -263,10 +265,11 @@ func (c *Cache) putZip(ctx context.Context, pkg *Package) (*Zip, error) {
 		z.Repaired = true
 	}
 	// Refused before the cache is touched: a package over the limit is never fetched.
-	if err := oci.LimitsFrom(ctx).CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
+	limits := oci.Limits{MaxPackageSize: pkg.MaxSize}.WithDefaults()
+	if err := limits.CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 	}
-	if err := c.putBlob(ctx, pkg.Zip, pkg.Size, func(w io.Writer) error { return pkg.Fetch(ctx, w) }); err != nil {
+	if err := c.putBlob(ctx, pkg.Zip, pkg.Size, limits.MaxPackageSize, func(w io.Writer) error { return pkg.Fetch(ctx, w) }); err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 	}
 	c.checked.Store(pkg.Zip, true) // checked on its way in

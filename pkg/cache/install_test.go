@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 )
 
@@ -156,8 +155,9 @@ func TestPutZipChecksWhatItStoresAndHolds(t *testing.T) {
 		t.Fatalf("wrong bytes: %v (kept: %v)", err, f.c.HasZip(f.pkg.Zip))
 	}
 	// Over the maximum package size: refused before any fetch.
-	small := oci.WithLimits(ctx, oci.Limits{MaxPackageSize: 10})
-	if _, err := f.c.PutZip(small, f.pkg, false); err == nil || f.fetches.Load() != 0 {
+	small := *f.pkg
+	small.MaxSize = 10
+	if _, err := f.c.PutZip(ctx, &small, false); err == nil || f.fetches.Load() != 0 {
 		t.Fatalf("over the size limit: %v, %d fetches", err, f.fetches.Load())
 	}
 

@@ -34,7 +34,7 @@ type Options struct {
 	Constraint string                   // versions to mirror ("" for all)
 	Platforms  []manifest.Platform      // empty for every platform the origin offers
 	To         oci.Ref
-	Registry   oci.Options // TLS policy for the origin and the destination
+	Registry   *oci.Client // TLS policy and limits for the origin and the destination
 	// TrustedKeys, when set, pins the OpenPGP keys allowed to sign SHA256SUMS; otherwise the keys
 	// the origin lists for each download are used.
 	TrustedKeys openpgp.EntityList
@@ -64,6 +64,9 @@ type Mirrored struct {
 // already mirrored with identical digests are skipped, and a run cut short resumes where it
 // stopped (content already pushed is not sent again).
 func Mirror(ctx context.Context, t oci.Target, opts Options) ([]Mirrored, error) {
+	if opts.Registry == nil {
+		opts.Registry = oci.NewClient(oci.Options{})
+	}
 	return MirrorFrom(ctx, t, origin.NewSource(opts.Registry, opts.TrustedKeys), opts)
 }
 
@@ -143,7 +146,7 @@ func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versi
 		res.KeyID = a.Keys[0]
 	}
 	ref := opts.To.WithReference(tag)
-	if ok, digest, err := alreadyMirrored(ctx, t, ref, pkgs); err != nil {
+	if ok, digest, err := alreadyMirrored(ctx, t, ref, pkgs, opts.Registry.Bounds()); err != nil {
 		return nil, err
 	} else if ok {
 		res.Skipped, res.IndexDigest = true, digest
@@ -219,8 +222,8 @@ func selectPlatforms(ctx context.Context, src source.Source, addr manifest.Provi
 }
 
 // alreadyMirrored reports whether ref already holds exactly these zips.
-func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*source.Package) (bool, string, error) {
-	v, err := artifact.ResolveVersion(ctx, t, ref)
+func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*source.Package, limits oci.Limits) (bool, string, error) {
+	v, err := artifact.ResolveVersion(ctx, t, ref, limits)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return false, "", nil
 	}

@@ -35,7 +35,7 @@ func testOrigin(t *testing.T) (*testorigin.Origin, *testca.CA) {
 func layout(t *testing.T) (oci.Target, oci.Ref) {
 	t.Helper()
 	ref := oci.Ref{Layout: filepath.Join(t.TempDir(), "layout")}
-	target, err := oci.Open(context.Background(), ref, oci.Options{}, true)
+	target, err := oci.NewClient(oci.Options{}).Open(context.Background(), ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func mirrorOptions(org *testorigin.Origin, ca *testca.CA, to oci.Ref) Options {
 	if err != nil {
 		panic(err)
 	}
-	return Options{Address: addr, To: to, Registry: oci.Options{CAFile: ca.File}}
+	return Options{Address: addr, To: to, Registry: oci.NewClient(oci.Options{CAFile: ca.File})}
 }
 
 // TestMirrorIntoLayout: a version goes from the origin into an OCI layout with every platform,
@@ -63,7 +63,7 @@ func TestMirrorIntoLayout(t *testing.T) {
 	if len(res) != 1 || res[0].Version != "1.0.0" || res[0].Skipped || res[0].Uploaded == 0 || res[0].Platforms != 2 || res[0].KeyID != testorigin.KeyID(org.Key) {
 		t.Fatalf("mirror: %+v", res)
 	}
-	v, err := artifact.ResolveVersion(ctx, target, to.WithReference("1.0.0"))
+	v, err := artifact.ResolveVersion(ctx, target, to.WithReference("1.0.0"), oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestMirrorRefuses(t *testing.T) {
 // assertEmpty fails unless the layout holds no tag and no blob.
 func assertEmpty(t *testing.T, target oci.Target, to oci.Ref) {
 	t.Helper()
-	tags, err := artifact.ListVersions(context.Background(), target)
+	tags, err := artifact.ListVersions(context.Background(), target, oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

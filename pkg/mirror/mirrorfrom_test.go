@@ -41,7 +41,7 @@ func TestMirrorFromAnOCISource(t *testing.T) {
 	if len(res) != 1 || res[0].Version != "1.2.0" || res[0].Platforms != 2 || res[0].Skipped {
 		t.Fatalf("mirrored %+v", res)
 	}
-	copied, err := artifact.ResolveVersion(ctx, to, toRef.WithReference("1.2.0"))
+	copied, err := artifact.ResolveVersion(ctx, to, toRef.WithReference("1.2.0"), oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package oci
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,18 +29,6 @@ type Limits struct {
 // trickles a byte every few seconds has stopped answering as surely as a silent one.
 const MinProgress = 1024
 
-// The knobs: each limit's environment variable (and flag, where there is one).
-const (
-	EnvStallTimeout   = "OPROV_STALL_TIMEOUT"
-	EnvMaxPackageSize = "OPROV_MAX_PACKAGE_SIZE"
-	EnvMaxPlatforms   = "OPROV_MAX_PLATFORMS"
-	EnvMaxTags        = "OPROV_MAX_TAGS"
-	EnvMaxTagPages    = "OPROV_MAX_TAG_PAGES"
-
-	FlagStallTimeout   = "--stall-timeout"
-	FlagMaxPackageSize = "--max-package-size"
-)
-
 // DefaultLimits are far above what any real registry and provider need.
 func DefaultLimits() Limits {
 	return Limits{
@@ -54,36 +40,25 @@ func DefaultLimits() Limits {
 	}
 }
 
-// LimitsFromEnv gives the default limits with the environment's overrides applied.
-func LimitsFromEnv() (Limits, error) {
-	l := DefaultLimits()
-	if v := os.Getenv(EnvStallTimeout); v != "" {
-		d, err := ParseDuration(v)
-		if err != nil {
-			return l, fmt.Errorf("%s=%s: %w", EnvStallTimeout, v, err)
-		}
-		l.StallTimeout = d
+// WithDefaults gives l with the default in place of every limit left at zero.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.StallTimeout <= 0 {
+		l.StallTimeout = d.StallTimeout
 	}
-	if v := os.Getenv(EnvMaxPackageSize); v != "" {
-		n, err := ParseSize(v)
-		if err != nil {
-			return l, fmt.Errorf("%s=%s: %w", EnvMaxPackageSize, v, err)
-		}
-		l.MaxPackageSize = n
+	if l.MaxPackageSize <= 0 {
+		l.MaxPackageSize = d.MaxPackageSize
 	}
-	for _, e := range []struct {
-		name string
-		into *int
-	}{{EnvMaxPlatforms, &l.MaxPlatforms}, {EnvMaxTags, &l.MaxTags}, {EnvMaxTagPages, &l.MaxTagPages}} {
-		if v := os.Getenv(e.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return l, fmt.Errorf("%s=%s: want a positive whole number", e.name, v)
-			}
-			*e.into = n
-		}
+	if l.MaxPlatforms <= 0 {
+		l.MaxPlatforms = d.MaxPlatforms
 	}
-	return l, nil
+	if l.MaxTags <= 0 {
+		l.MaxTags = d.MaxTags
+	}
+	if l.MaxTagPages <= 0 {
+		l.MaxTagPages = d.MaxTagPages
+	}
+	return l
 }
 
 // ParseDuration parses a positive duration: Go's form (30s, 2m, 1m30s) or whole seconds.
@@ -132,35 +107,27 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
-type limitsKey struct{}
+// Setting names one of the limits, so that the program that set it can say how to raise it.
+type Setting string
 
-// WithLimits gives a context that carries limits to everything oprov does with it.
-func WithLimits(ctx context.Context, l Limits) context.Context {
-	return context.WithValue(ctx, limitsKey{}, l)
-}
-
-// LimitsFrom gives the limits a context carries, or else the defaults with the environment's
-// (well-formed) overrides.
-func LimitsFrom(ctx context.Context) Limits {
-	if l, ok := ctx.Value(limitsKey{}).(Limits); ok {
-		return l
-	}
-	l, err := LimitsFromEnv()
-	if err != nil {
-		return DefaultLimits()
-	}
-	return l
-}
+// The limits, one a field of Limits.
+const (
+	SettingStallTimeout   Setting = "stall timeout"
+	SettingMaxPackageSize Setting = "maximum package size"
+	SettingMaxPlatforms   Setting = "maximum platforms"
+	SettingMaxTags        Setting = "maximum tags"
+	SettingMaxTagPages    Setting = "maximum tag pages"
+)
 
 // LimitError is a registry's answer refused for going over one of the limits.
 type LimitError struct {
-	What  string // what went over, such as "the linux_amd64 package is 1 TiB"
-	Limit string // the limit, such as "the maximum package size of 2 GiB"
-	Knob  string // how to raise it
+	What    string  // what went over, such as "the linux_amd64 package is 1 TiB"
+	Limit   string  // the limit, such as "the maximum package size of 2 GiB"
+	Setting Setting // which limit, to raise
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s, over %s (raise it with %s if that is expected)", e.What, e.Limit, e.Knob)
+	return fmt.Sprintf("%s, over %s (raise the %s if that is expected)", e.What, e.Limit, e.Setting)
 }
 
 // CheckBlobSize refuses a blob whose descriptor says it is larger than the maximum package size,
@@ -168,9 +135,9 @@ func (e *LimitError) Error() string {
 func (l Limits) CheckBlobSize(name string, size int64) error {
 	if size > l.MaxPackageSize {
 		return &LimitError{
-			What:  fmt.Sprintf("%s is %s", name, FormatSize(size)),
-			Limit: "the maximum package size of " + FormatSize(l.MaxPackageSize),
-			Knob:  FlagMaxPackageSize + " or " + EnvMaxPackageSize,
+			What:    fmt.Sprintf("%s is %s", name, FormatSize(size)),
+			Limit:   "the maximum package size of " + FormatSize(l.MaxPackageSize),
+			Setting: SettingMaxPackageSize,
 		}
 	}
 	return nil

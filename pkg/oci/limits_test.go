@@ -1,7 +1,8 @@
 package oci
 
 import (
-	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -33,26 +34,20 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// TestLimitsFromEnvAndContext: the environment overrides the defaults, a malformed value is an
-// error that names the variable, and a context's limits win over both.
-func TestLimitsFromEnvAndContext(t *testing.T) {
-	t.Setenv(EnvStallTimeout, "5s")
-	t.Setenv(EnvMaxTags, "10")
-	l, err := LimitsFromEnv()
-	if err != nil || l.StallTimeout != 5*time.Second || l.MaxTags != 10 || l.MaxPackageSize != DefaultLimits().MaxPackageSize {
-		t.Fatalf("LimitsFromEnv = %+v, %v", l, err)
+// TestLimitsDefaultsAndSetting: a limit left at zero is the default, and a refusal names the
+// setting that raises it (the CLI says which flag and variable that is).
+func TestLimitsDefaultsAndSetting(t *testing.T) {
+	l := Limits{MaxPackageSize: 7}.WithDefaults()
+	if l.MaxPackageSize != 7 || l.StallTimeout != DefaultLimits().StallTimeout || l.MaxTags != DefaultLimits().MaxTags {
+		t.Fatalf("WithDefaults = %+v", l)
 	}
-	t.Setenv(EnvMaxPlatforms, "many")
-	if _, err := LimitsFromEnv(); err == nil || !strings.Contains(err.Error(), EnvMaxPlatforms) {
-		t.Errorf("a malformed %s gave %v", EnvMaxPlatforms, err)
-	}
-	ctx := WithLimits(context.Background(), Limits{MaxPackageSize: 7})
-	if got := LimitsFrom(ctx).MaxPackageSize; got != 7 {
-		t.Errorf("the context's limit was not used: %d", got)
-	}
-	err = LimitsFrom(ctx).CheckBlobSize("the zip", 8)
-	if err == nil || !strings.Contains(err.Error(), FlagMaxPackageSize) || !strings.Contains(err.Error(), EnvMaxPackageSize) {
+	err := l.CheckBlobSize("the zip", 8)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Setting != SettingMaxPackageSize || !strings.Contains(err.Error(), "the zip is 8 bytes, over the maximum package size of 7 bytes") {
 		t.Errorf("CheckBlobSize over the limit: %v", err)
+	}
+	if err := l.CheckBlobSize("the zip", 7); err != nil {
+		t.Errorf("CheckBlobSize at the limit: %v", err)
 	}
 }
 
@@ -66,4 +61,24 @@ func FuzzParseSize(f *testing.F) {
 			t.Errorf("ParseSize(%q) = %d without an error", s, n)
 		}
 	})
+}
+
+// TestNilClientHasDefaults: a service given no client uses the default policy and limits.
+func TestNilClientHasDefaults(t *testing.T) {
+	var c *Client
+	if c.Bounds() != DefaultLimits() {
+		t.Errorf("nil client bounds: %+v", c.Bounds())
+	}
+	if _, err := c.Transport(); err != nil {
+		t.Errorf("nil client transport: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	c.SetUserAgent(req)
+	if req.Header.Get("User-Agent") != "oprov" {
+		t.Errorf("user agent %q", req.Header.Get("User-Agent"))
+	}
+	(&Client{UserAgent: "oprov/9"}).SetUserAgent(req)
+	if req.Header.Get("User-Agent") != "oprov/9" {
+		t.Errorf("user agent %q", req.Header.Get("User-Agent"))
+	}
 }

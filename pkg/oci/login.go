@@ -11,14 +11,14 @@ import (
 )
 
 // Login checks a user name and password against a registry and, when the registry accepts them,
-// stores them in the credential store that CredentialStore(opts.RegistryConfig) opens, where
-// docker and other OCI tools read them.
-func Login(ctx context.Context, host, username, password string, opts Options) error {
-	reg, err := NewRegistry(ctx, host, opts)
+// stores them in the credential store that CredentialStore(c.RegistryConfig) opens, where docker
+// and other OCI tools read them.
+func (c *Client) Login(ctx context.Context, host, username, password string) error {
+	reg, err := c.registry(ctx, host)
 	if err != nil {
 		return err
 	}
-	store, err := CredentialStore(opts.RegistryConfig)
+	store, err := CredentialStore(c.RegistryConfig)
 	if err != nil {
 		return err
 	}

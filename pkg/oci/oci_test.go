@@ -57,7 +57,7 @@ func TestRetriesOn503(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
 	ref, _ := ParseRef(strings.TrimPrefix(srv.URL, "https://") + "/acme/hello")
-	target, err := Open(context.Background(), ref, Options{CAFile: ca, RegistryConfig: filepath.Join(t.TempDir(), "c.json")}, false)
+	target, err := NewClient(Options{CAFile: ca, RegistryConfig: filepath.Join(t.TempDir(), "c.json")}).Open(context.Background(), ref, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ func (e *StallError) Error() string {
 	if e.Bytes > 0 {
 		got = fmt.Sprintf("only %d byte(s) in %s", e.Bytes, e.Timeout)
 	}
-	return fmt.Sprintf("the registry %s stopped answering: %s during %s (raise the limit with %s or %s if it is only slow)",
-		e.Host, got, e.Phase, FlagStallTimeout, EnvStallTimeout)
+	return fmt.Sprintf("the registry %s stopped answering: %s during %s (raise the %s if it is only slow)",
+		e.Host, got, e.Phase, SettingStallTimeout)
 }
 
 // stallTransport turns a transport's timeouts into StallErrors (which are not retried: a registry
@@ -41,11 +41,10 @@ type stallTransport struct {
 	timeout time.Duration
 }
 
-// NewTransport is the HTTP transport oprov talks to registries through: TLS per tlsConfig; the
-// connect, the TLS handshake and the wait for response headers each bounded by the context's
-// stall timeout; request and response bodies watched for progress (see StallError).
-func NewTransport(ctx context.Context, tlsConfig *tls.Config) http.RoundTripper {
-	timeout := LimitsFrom(ctx).StallTimeout
+// newTransport is the HTTP transport oprov talks to registries through: TLS per tlsConfig; the
+// connect, the TLS handshake and the wait for response headers each bounded by the stall
+// timeout; request and response bodies watched for progress (see StallError).
+func newTransport(timeout time.Duration, tlsConfig *tls.Config) http.RoundTripper {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.TLSClientConfig = tlsConfig
 	base.MaxIdleConnsPerHost = 16

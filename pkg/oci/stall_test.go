@@ -2,7 +2,6 @@ package oci
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -29,8 +28,11 @@ func paced(size, n int, every time.Duration) *httptest.Server {
 
 func readAll(t *testing.T, window time.Duration, url string) (int, error) {
 	t.Helper()
-	ctx := WithLimits(context.Background(), Limits{StallTimeout: window})
-	c := &http.Client{Transport: NewTransport(ctx, nil)}
+	rt, err := (&Client{Limits: Limits{StallTimeout: window}}).Transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt}
 	resp, err := c.Get(url)
 	if err != nil {
 		return 0, err

@@ -22,9 +22,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
-// UserAgent is sent with every registry request.
-var UserAgent = "oprov"
-
 // Target is what every place oprov reads or writes provides: oras-go's graph target (so oras.Copy
 // works between any two) plus tag listing.
 type Target interface {
@@ -53,19 +50,6 @@ type Options struct {
 	Credential *auth.Credential
 }
 
-// Open opens the repository a reference names. For a layout, the directory is created when
-// create is true and must exist otherwise.
-func Open(ctx context.Context, ref Ref, opts Options, create bool) (Target, error) {
-	if ref.IsLayout() {
-		return openLayout(ctx, ref.Layout, create)
-	}
-	repo, err := NewRepository(ctx, ref, opts)
-	if err != nil {
-		return nil, err
-	}
-	return repo, nil
-}
-
 func openLayout(ctx context.Context, dir string, create bool) (Target, error) {
 	if !create {
 		if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
@@ -79,19 +63,19 @@ func openLayout(ctx context.Context, dir string, create bool) (Target, error) {
 	return s, nil
 }
 
-// NewRepository opens a remote repository with oprov's network and credential policy.
-func NewRepository(ctx context.Context, ref Ref, opts Options) (*remote.Repository, error) {
+// repository opens a remote repository with the client's network and credential policy.
+func (c *Client) repository(ctx context.Context, ref Ref) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
 		return nil, fmt.Errorf("reference %s: %w", ref, err)
 	}
-	client, err := newClient(ctx, opts)
+	client, err := c.authClient()
 	if err != nil {
 		return nil, err
 	}
 	repo.Client = client
-	repo.PlainHTTP = opts.PlainHTTP
-	if !opts.PlainHTTP && ref.IsLoopback() {
+	repo.PlainHTTP = c.PlainHTTP
+	if !c.PlainHTTP && ref.IsLoopback() {
 		if repo.PlainHTTP, err = speaksPlainHTTP(ctx, client, ref.Registry); err != nil {
 			return nil, err
 		}
@@ -99,19 +83,19 @@ func NewRepository(ctx context.Context, ref Ref, opts Options) (*remote.Reposito
 	return repo, nil
 }
 
-// NewRegistry opens a registry (for login) with the same policy as NewRepository.
-func NewRegistry(ctx context.Context, host string, opts Options) (*remote.Registry, error) {
+// registry opens a registry (for login) with the same policy as repository.
+func (c *Client) registry(ctx context.Context, host string) (*remote.Registry, error) {
 	reg, err := remote.NewRegistry(host)
 	if err != nil {
 		return nil, fmt.Errorf("registry %q: %w", host, err)
 	}
-	client, err := newClient(ctx, opts)
+	client, err := c.authClient()
 	if err != nil {
 		return nil, err
 	}
 	reg.Client = client
-	reg.PlainHTTP = opts.PlainHTTP
-	if !opts.PlainHTTP && (Ref{Registry: host}).IsLoopback() {
+	reg.PlainHTTP = c.PlainHTTP
+	if !c.PlainHTTP && (Ref{Registry: host}).IsLoopback() {
 		if reg.PlainHTTP, err = speaksPlainHTTP(ctx, client, host); err != nil {
 			return nil, err
 		}
@@ -142,19 +126,16 @@ func speaksPlainHTTP(ctx context.Context, client *auth.Client, host string) (boo
 	return errors.Is(err, http.ErrSchemeMismatch), nil
 }
 
-// newClient builds the HTTP client for a registry: TLS per opts, connect, handshake and header
-// waits bounded and bodies watched for progress (the context's Limits), retries, credentials.
-func newClient(ctx context.Context, opts Options) (*auth.Client, error) {
-	tlsConfig, err := TLSConfig(opts.CAFile)
+// authClient builds the HTTP client for a registry: the client's transport (TLS, bounded waits,
+// bodies watched for progress), retries, its user agent and credentials.
+func (cl *Client) authClient() (*auth.Client, error) {
+	rt, err := cl.Transport()
 	if err != nil {
 		return nil, err
 	}
 	header := http.Header{}
-	header.Set("User-Agent", UserAgent)
-	rt := NewTransport(ctx, tlsConfig)
-	if os.Getenv("OPROV_DEBUG_HTTP") != "" {
-		rt = &traceTransport{next: rt, start: time.Now()}
-	}
+	header.Set("User-Agent", cl.userAgent())
+	opts := cl.Options
 	c := &auth.Client{
 		Client: &http.Client{Transport: retry.NewTransport(rt)},
 		Header: header,
@@ -182,14 +163,14 @@ func TLSConfig(caFile string) (*tls.Config, error) {
 	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("--ca-file: %w", err)
+		return nil, fmt.Errorf("CA file: %w", err)
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--ca-file %s holds no PEM certificates", caFile)
+		return nil, fmt.Errorf("CA file %s holds no PEM certificates", caFile)
 	}
 	cfg.RootCAs = pool
 	return cfg, nil

@@ -29,7 +29,8 @@ import (
 // Client speaks one origin registry's Provider Registry Protocol v1 (format.md §4).
 type Client struct {
 	Host     string
-	base     *url.URL // the providers.v1 base
+	reg      *oci.Client // TLS policy, user agent and limits
+	base     *url.URL    // the providers.v1 base
 	client   *http.Client
 	retry    retryPolicy
 	answered sync.Map // hosts that answered in this run: a refusal from them may pass
@@ -74,19 +75,19 @@ func (d *Download) Resolve(ref string) (string, error) {
 }
 
 // NewClient discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
-// TLS follows oci.Options' policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
+// TLS follows the registry client's policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
 // if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
 // blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
 // Every GET is retried on failures that may pass (see get).
-func NewClient(ctx context.Context, host string, opts oci.Options) (*Client, error) {
-	tlsConfig, err := oci.TLSConfig(opts.CAFile)
+func NewClient(ctx context.Context, host string, reg *oci.Client) (*Client, error) {
+	tlsConfig, err := oci.TLSConfig(reg.CAFile)
 	if err != nil {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
 	tr.ResponseHeaderTimeout = responseHeaderTimeout
-	o := &Client{Host: host, retry: defaultRetry}
+	o := &Client{Host: host, reg: reg, retry: defaultRetry}
 	o.authHost, _ = tfcreds.Normalize(host)
 	o.token, o.credsErr = tfcreds.Lookup(host)
 	var rt http.RoundTripper = tr
@@ -147,7 +148,7 @@ func (o *Client) get(ctx context.Context, u *url.URL, read func(body io.Reader, 
 		if err != nil {
 			return err
 		}
-		req.Header.Set("User-Agent", oci.UserAgent)
+		o.reg.SetUserAgent(req)
 		resp, err := o.client.Do(req)
 		if err != nil {
 			_, before := o.answered.Load(u.Host)

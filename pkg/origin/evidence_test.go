@@ -35,15 +35,15 @@ func mirrored(t *testing.T) (oci.Target, *artifact.Version, *testorigin.Origin) 
 		t.Fatal(err)
 	}
 	ref := oci.Ref{Layout: filepath.Join(t.TempDir(), "hello")}
-	to, err := oci.Open(ctx, ref, oci.Options{}, true)
+	to, err := oci.NewClient(oci.Options{}).Open(ctx, ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := origin.NewSource(oci.Options{CAFile: ca.File}, nil)
-	if _, err := mirror.MirrorFrom(ctx, to, src, mirror.Options{Address: addr, Constraint: "= 1.0.0", To: ref, Registry: oci.Options{CAFile: ca.File}}); err != nil {
+	src := origin.NewSource(oci.NewClient(oci.Options{CAFile: ca.File}), nil)
+	if _, err := mirror.MirrorFrom(ctx, to, src, mirror.Options{Address: addr, Constraint: "= 1.0.0", To: ref, Registry: oci.NewClient(oci.Options{CAFile: ca.File})}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := artifact.ResolveVersion(ctx, to, ref.WithReference("1.0.0"))
+	v, err := artifact.ResolveVersion(ctx, to, ref.WithReference("1.0.0"), oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestVerifyEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := artifact.ResolveVersion(ctx, to, oci.Ref{Layout: "hello", Reference: pushed.Index.Digest.String()})
+	w, err := artifact.ResolveVersion(ctx, to, oci.Ref{Layout: "hello", Reference: pushed.Index.Digest.String()}, oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

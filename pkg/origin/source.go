@@ -25,7 +25,7 @@ import (
 // once per version with the keys the origin lists (or the pinned ones); each zip is checked
 // against SHA256SUMS as it streams in.
 type Source struct {
-	registry oci.Options
+	registry *oci.Client
 	trusted  openpgp.EntityList
 
 	mu       sync.Mutex
@@ -46,7 +46,7 @@ type originRelease struct {
 // NewSource gives the source for origin registries, with registry's TLS policy. Trusted, when
 // set, pins the OpenPGP keys allowed to sign SHA256SUMS; otherwise the keys the origin lists for
 // each download are used.
-func NewSource(registry oci.Options, trusted openpgp.EntityList) *Source {
+func NewSource(registry *oci.Client, trusted openpgp.EntityList) *Source {
 	return &Source{registry: registry, trusted: trusted, origins: map[string]*Client{}, offered: map[string][]Version{}, releases: map[string]*originRelease{}}
 }
 
@@ -204,7 +204,7 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 	want := strings.ToLower(r.signed.sums[d.Filename])
 	return &source.Package{
 		Addr: addr, Version: version.String(), Platform: platform, Filename: d.Filename,
-		Zip: digest.NewDigestFromEncoded(digest.SHA256, want), Size: -1,
+		Zip: digest.NewDigestFromEncoded(digest.SHA256, want), Size: -1, MaxSize: r.origin.reg.Bounds().MaxPackageSize,
 		Auth: source.Authentication{Method: "gpg", Keys: []string{r.signed.keyID}, Evidence: r.signed.evidence(addr, version.String())},
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
 			h := sha256.New()
@@ -212,9 +212,9 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 			if progress != nil {
 				dst = &progressWriter{w: dst, p: progress}
 			}
-			limits := oci.LimitsFrom(ctx)
+			limits := r.origin.reg.Bounds()
 			if n, err := r.origin.Fetch(ctx, u, dst, limits.MaxPackageSize); n > limits.MaxPackageSize {
-				return &oci.LimitError{What: "the origin's " + d.Filename + " package goes on", Limit: "the maximum package size of " + oci.FormatSize(limits.MaxPackageSize), Knob: oci.FlagMaxPackageSize + " or " + oci.EnvMaxPackageSize}
+				return &oci.LimitError{What: "the origin's " + d.Filename + " package goes on", Limit: "the maximum package size of " + oci.FormatSize(limits.MaxPackageSize), Setting: oci.SettingMaxPackageSize}
 			} else if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ func readAll(org *testorigin.Origin, ca *testca.CA) error {
 	if err != nil {
 		return err
 	}
-	src := NewSource(oci.Options{CAFile: ca.File}, nil)
+	src := NewSource(oci.NewClient(oci.Options{CAFile: ca.File}), nil)
 	list, err := src.AvailableVersions(ctx, addr)
 	if err != nil {
 		return err

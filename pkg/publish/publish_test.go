@@ -60,7 +60,7 @@ func TestFiles(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	signer, pub := testSigner(t)
 	ref := oci.Ref{Layout: t.TempDir(), Reference: "1.0.0"}
-	target, err := oci.Open(ctx, ref, oci.Options{}, true)
+	target, err := oci.NewClient(oci.Options{}).Open(ctx, ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestFiles(t *testing.T) {
 	if _, err := sign.Verify(ctx, target, ref, sign.VerifyOptions{Keys: []sign.PublicKey{pub}}); err != nil {
 		t.Errorf("the published version does not verify: %v", err)
 	}
-	v, err := artifact.ResolveVersion(ctx, target, ref)
+	v, err := artifact.ResolveVersion(ctx, target, ref, oci.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestReleaseSignFails(t *testing.T) {
 	ctx := context.Background()
 	signer, _ := testSigner(t)
 	ref := oci.Ref{Layout: t.TempDir(), Reference: "1.0.0"}
-	target, err := oci.Open(ctx, ref, oci.Options{}, true)
+	target, err := oci.NewClient(oci.Options{}).Open(ctx, ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestReleaseSignFails(t *testing.T) {
 	if !errors.As(err, &se) || res == nil || se.Index != res.Index.Digest.String() {
 		t.Fatalf("Release = %+v, %v; want a SignError naming the pushed index", res, err)
 	}
-	if _, err := artifact.ResolveVersion(ctx, target, ref); err != nil {
+	if _, err := artifact.ResolveVersion(ctx, target, ref, oci.Limits{}); err != nil {
 		t.Errorf("the version is not there after a failed signature: %v", err)
 	}
 }

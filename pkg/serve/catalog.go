@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -183,9 +182,6 @@ func (s *Server) refreshCatalog(ctx context.Context) *Catalog {
 		// only bounded in time; a round still stops between providers when ctx ends.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryTimeout)
 		pctx = source.WithoutCache(pctx)
-		if s.cfg.Limits != nil {
-			pctx = oci.WithLimits(pctx, *s.cfg.Limits)
-		}
 		out.Providers = append(out.Providers, s.catalogProvider(pctx, g, a))
 		cancel()
 	}

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -257,7 +256,7 @@ func (s *Server) serveArchive(ctx context.Context, w http.ResponseWriter, r *htt
 		return err
 	}
 	note(ctx, zipDigestKey(pkg.Zip))
-	limits := oci.LimitsFrom(ctx)
+	limits := s.cfg.Registry.Bounds()
 	if err := limits.CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
 		return err
 	}

@@ -38,9 +38,11 @@ type Config struct {
 	// Include, when set, limits the providers served (the template's others get 404).
 	Include func(manifest.ProviderAddress) bool
 	// Policy, when set, is the trust policy: only versions that pass it are listed and served.
-	Policy   *sign.Policy
-	Cache    *cache.Cache
-	Registry oci.Options
+	Policy *sign.Policy
+	Cache  *cache.Cache
+	// Registry is the one registry client: its policy and the limits on what the registry can
+	// make every request do.
+	Registry *oci.Client
 	// Refresh is how long a tag resolved to an index stands before it is resolved again (0: every
 	// request resolves afresh).
 	Refresh time.Duration
@@ -50,9 +52,6 @@ type Config struct {
 	Log *slog.Logger
 	// Clients bounds what clients can make the server hold (zero fields: the defaults).
 	Clients ClientLimits
-	// Limits, when set, bound what the registry can make every request do (--stall-timeout,
-	// --max-package-size); else each request carries the limits of the context Run was given.
-	Limits *oci.Limits
 	// CatalogRefresh is how often Run reads the catalog (GET /) again; 0 turns the catalog off.
 	CatalogRefresh time.Duration
 	// Providers are listed in the catalog from the start (others once a client asks for them).
@@ -93,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Cache.Repair = true // a long-running server fetches a damaged zip again, and logs it
 	if cfg.RegistryConcurrency < 1 {
 		cfg.RegistryConcurrency = 1
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = oci.NewClient(oci.Options{})
 	}
 	log := cfg.Log
 	if log == nil {
@@ -182,9 +184,6 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		sw := &stallWriter{rc: http.NewResponseController(w), window: s.limits.StallTimeout}
 		rw := &recorder{ResponseWriter: w, status: http.StatusOK, stall: sw}
 		ctx := context.WithValue(r.Context(), entryKey{}, e)
-		if s.cfg.Limits != nil {
-			ctx = oci.WithLimits(ctx, *s.cfg.Limits)
-		}
 		next.ServeHTTP(rw, r.WithContext(ctx))
 		sw.rearm() // for what the server still flushes once the handler returns
 		d := time.Since(start)

@@ -326,7 +326,7 @@ func Decide(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy, provide
 
 // VerifyWithPolicy resolves ref once and checks what it resolved to (Check).
 func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.Ref, provider string, opts VerifyOptions) (*Decision, error) {
-	v, err := artifact.ResolveVersion(ctx, t, ref)
+	v, err := artifact.ResolveVersion(ctx, t, ref, opts.Limits)
 	if err != nil {
 		return nil, err
 	}

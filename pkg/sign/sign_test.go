@@ -17,7 +17,7 @@ import (
 func layoutWithVersion(t *testing.T, dir, version, content string) (oci.Target, oci.Ref) {
 	t.Helper()
 	ref := oci.Ref{Layout: dir, Reference: version}
-	target, err := oci.Open(context.Background(), ref, oci.Options{}, true)
+	target, err := oci.NewClient(oci.Options{}).Open(context.Background(), ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSignAndVerifyBothForms(t *testing.T) {
 		if _, err := Verify(ctx, target, ref, VerifyOptions{Keys: []PublicKey{pub}}); err == nil || !strings.Contains(err.Error(), "not signed") {
 			t.Fatalf("unsigned version: err = %v", err)
 		}
-		v, _ := artifact.ResolveVersion(ctx, target, ref)
+		v, _ := artifact.ResolveVersion(ctx, target, ref, oci.Limits{})
 		res, err := Sign(ctx, target, ref, v.Index, signer, SignOptions{Legacy: legacy})
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +87,7 @@ func TestSignAndVerifyBothForms(t *testing.T) {
 			t.Errorf("legacy=%v: untrusted key: err = %v", legacy, err)
 		}
 		// The layout keeps the signature across reopening (referrers must persist on disk).
-		reopened, _ := oci.Open(ctx, ref, oci.Options{}, false)
+		reopened, _ := oci.NewClient(oci.Options{}).Open(ctx, ref, false)
 		if _, err := Verify(ctx, reopened, ref, VerifyOptions{Keys: []PublicKey{pub}}); err != nil {
 			t.Errorf("legacy=%v: after reopening the layout: %v", legacy, err)
 		}
@@ -101,8 +101,8 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	dir := t.TempDir()
 	target, ref1 := layoutWithVersion(t, dir, "1.0.0", "v1")
 	ref2 := pushVersion(t, target, dir, "2.0.0", "v2")
-	v1, _ := artifact.ResolveVersion(ctx, target, ref1)
-	v2, _ := artifact.ResolveVersion(ctx, target, ref2)
+	v1, _ := artifact.ResolveVersion(ctx, target, ref1, oci.Limits{})
+	v2, _ := artifact.ResolveVersion(ctx, target, ref2, oci.Limits{})
 	res, err := Sign(ctx, target, ref1, v1.Index, signer, SignOptions{Legacy: true})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestVerifyRefusesMovedTag(t *testing.T) {
 	dir := t.TempDir()
 	target, ref1 := layoutWithVersion(t, dir, "1.0.0", "v1")
 	ref2 := pushVersion(t, target, dir, "2.0.0", "v2")
-	v1, _ := artifact.ResolveVersion(ctx, target, ref1)
+	v1, _ := artifact.ResolveVersion(ctx, target, ref1, oci.Limits{})
 	if _, err := Sign(ctx, target, ref1, v1.Index, signer, SignOptions{}); err != nil {
 		t.Fatal(err)
 	}

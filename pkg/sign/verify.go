@@ -25,7 +25,9 @@ const noTrust = "no trusted keys or identities given (pass --key, --certificate-
 
 // VerifyOptions says what to trust and what to check.
 type VerifyOptions struct {
-	Keys []PublicKey
+	// Limits bound what the registry may serve.
+	Limits oci.Limits
+	Keys   []PublicKey
 	// Identities are the keyless signers trusted, checked against TrustedRoot, offline.
 	Identities  []Identity
 	TrustedRoot *TrustedRoot
@@ -103,7 +105,7 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
 		return nil, &Error{Ref: ref, Reason: noTrust}
 	}
-	v, err := artifact.ResolveVersion(ctx, t, ref)
+	v, err := artifact.ResolveVersion(ctx, t, ref, opts.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +278,7 @@ func checkZips(ctx context.Context, t oci.ReadOnly, v *artifact.Version, platfor
 			continue
 		}
 		g.Go(func() error {
-			if err := artifact.FetchZip(gctx, t, p, io.Discard, opts.Progress); err != nil {
+			if err := artifact.FetchZip(gctx, t, p, io.Discard, opts.Progress, opts.Limits); err != nil {
 				return &Error{Reason: err.Error()}
 			}
 			out[i].Fetched = true

@@ -49,7 +49,7 @@ func (s *OCI) target(ctx context.Context, ref oci.Ref) (oci.Target, error) {
 	if t, ok := s.targets[ref.Repo()]; ok {
 		return t, nil
 	}
-	t, err := oci.Open(ctx, ref, s.env.Registry, false)
+	t, err := s.env.registry().Open(ctx, ref, false)
 	if err != nil {
 		return nil, oci.Explain("open", ref, err)
 	}
@@ -67,7 +67,7 @@ func (s *OCI) AvailableVersions(ctx context.Context, addr manifest.ProviderAddre
 	if err != nil {
 		return nil, err
 	}
-	tagged, err := artifact.ListVersions(ctx, t)
+	tagged, err := artifact.ListVersions(ctx, t, s.env.limits())
 	if err != nil {
 		return nil, oci.Explain("list versions of "+addr.String(), repo, err)
 	}
@@ -193,7 +193,7 @@ func (rv *Resolved) load(ctx context.Context, addr manifest.ProviderAddress) err
 		}
 		rv.t = s.env.Cache.Recording(t, rv.ref)
 	}
-	v, err := artifact.ResolveVersion(ctx, rv.t, rv.ref)
+	v, err := artifact.ResolveVersion(ctx, rv.t, rv.ref, rv.src.env.limits())
 	if err != nil {
 		return oci.Explain("resolve "+addr.String(), rv.ref, err)
 	}
@@ -223,7 +223,7 @@ func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddr
 		rv.auth = a
 		return nil
 	}
-	d, err := s.policy.Check(ctx, rv.t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true})
+	d, err := s.policy.Check(ctx, rv.t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true, Limits: s.env.limits()})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", addr, v.Version, err)
 	}
@@ -293,7 +293,7 @@ func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddres
 			if err != nil {
 				return err
 			}
-			return artifact.FetchZip(ctx, t, p, w, progress)
+			return artifact.FetchZip(ctx, t, p, w, progress, rv.src.env.limits())
 		},
 	}
 	return pkg, nil

@@ -50,7 +50,7 @@ func newRepoFixture(t *testing.T) *repoFixture {
 
 // env is a fresh command's environment over the fixture's cache, logging into log.
 func (f *repoFixture) env(log *bytes.Buffer) *source.Env {
-	e := &source.Env{Cache: f.cache, Registry: f.reg.Options}
+	e := &source.Env{Cache: f.cache, Registry: oci.NewClient(f.reg.Options)}
 	if log != nil {
 		e.Log = log
 	}

@@ -60,6 +60,8 @@ type Package struct {
 	// source does not know it.
 	Zip  digest.Digest
 	Size int64
+	// MaxSize bounds a zip of unknown Size (the registry client's maximum package size).
+	MaxSize int64
 	// H1 is the unpacked package's h1: hash when the source knows it without the zip.
 	H1 string
 	// Fetch streams the zip into w, checked against Zip and Size.
@@ -78,7 +80,7 @@ type Package struct {
 func (p *Package) ForCache(progress oci.Progress) *cache.Package {
 	return &cache.Package{
 		Addr: p.Addr, Version: p.Version, Platform: p.Platform, Filename: p.Filename,
-		Zip: p.Zip, Size: p.Size, H1: p.H1,
+		Zip: p.Zip, Size: p.Size, MaxSize: p.MaxSize, H1: p.H1,
 		Fetch: func(ctx context.Context, w io.Writer) error { return p.Fetch(ctx, w, progress) },
 	}
 }
@@ -139,12 +141,24 @@ func cacheAllowed(ctx context.Context) bool { return ctx.Value(noCacheKey{}) == 
 // Env is what a command's sources share: the cache, the registry policy, where warnings go, and
 // a flag set once any source opened a registry.
 type Env struct {
-	Cache    *cache.Cache
-	Registry oci.Options
+	Cache *cache.Cache
+	// Registry is the one registry client (nil: oci.NewClient's defaults).
+	Registry *oci.Client
 	Log      io.Writer
 	Network  atomic.Bool
 	warned   sync.Map // versions warned about, "ADDR VERSION"
 }
+
+// registry gives the registry client.
+func (e *Env) registry() *oci.Client {
+	if e.Registry == nil {
+		return oci.NewClient(oci.Options{})
+	}
+	return e.Registry
+}
+
+// limits gives what a registry may serve.
+func (e *Env) limits() oci.Limits { return e.Registry.Bounds() }
 
 // warn says once per Env (a command, or one generation of a server) that a warn-mode policy let
 // a version through unverified, and why.

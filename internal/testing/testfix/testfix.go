@@ -263,7 +263,7 @@ type Repo struct {
 func Layout(t testing.TB, dir string) *Repo {
 	t.Helper()
 	ref := oci.Ref{Layout: dir}
-	tg, err := oci.Open(context.Background(), ref, oci.Options{}, true)
+	tg, err := oci.NewClient(oci.Options{}).Open(context.Background(), ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func (g *Registry) SetDown(down bool) { g.down.Store(down) }
 func (g *Registry) Repo(t testing.TB, path string) *Repo {
 	t.Helper()
 	ref := oci.Ref{Registry: g.Host, Repository: path}
-	tg, err := oci.Open(context.Background(), ref, g.Options, true)
+	tg, err := oci.NewClient(g.Options).Open(context.Background(), ref, true)
 	if err != nil {
 		t.Fatal(err)
 	}
