@@ -94,9 +94,10 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 		}
 		return ce.code
 	}
-	fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
-	if advice := limitAdvice(err); advice != "" {
-		fmt.Fprintf(io.ErrOut, "oprov: %s\n", advice)
+	if a := advice(err); a != "" {
+		fmt.Fprintf(io.ErrOut, "oprov: %v (%s)\n", err, a)
+	} else {
+		fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

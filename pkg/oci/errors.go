@@ -33,24 +33,24 @@ func Explain(op string, ref Ref, err error) error {
 		hostErr   x509.HostnameError
 		dnsErr    *net.DNSError
 	)
-	msg := ""
+	msg, remedy := "", Remedy("")
 	switch {
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
-		msg = fmt.Sprintf("401 from %s: not logged in (run 'oprov login %s' or set up a docker credential helper)", host, host)
+		msg, remedy = fmt.Sprintf("401 from %s: not logged in", host), RemedyLogin
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusUnauthorized:
-		msg = fmt.Sprintf("401 from %s: not logged in, or the credentials were refused (run 'oprov login %s' or set up a docker credential helper)", host, host)
+		msg, remedy = fmt.Sprintf("401 from %s: not logged in, or the credentials were refused", host), RemedyLogin
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusForbidden:
-		msg = fmt.Sprintf("403 from %s: the credentials have no %s permission on %s (ask the registry's owner, or log in as another user with 'oprov login %s')", host, op, ref.Repository, host)
+		msg, remedy = fmt.Sprintf("403 from %s: the credentials have no %s permission on %s", host, op, ref.Repository), RemedyPermission
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusTooManyRequests:
 		msg = fmt.Sprintf("429 from %s: rate limited even after retries (wait and try again)", host)
 	case errors.As(err, &resp) && resp.StatusCode >= 500:
 		msg = fmt.Sprintf("%d from %s after retries: the registry is failing (%s)", resp.StatusCode, host, strings.TrimSpace(resp.Error()))
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound && hasCode(resp, errcode.ErrorCodeNameUnknown):
-		msg = fmt.Sprintf("no repository %s on %s (check the path; 'oprov push' creates a repository)", ref.Repository, host)
+		msg, remedy = fmt.Sprintf("no repository %s on %s (check the path)", ref.Repository, host), RemedyCreateRepository
 	case errors.Is(err, http.ErrSchemeMismatch):
-		msg = fmt.Sprintf("%s speaks plain HTTP, not HTTPS (pass --plain-http if that is intended)", host)
+		msg, remedy = fmt.Sprintf("%s speaks plain HTTP, not HTTPS", host), RemedyPlainHTTP
 	case errors.As(err, &unknownCA):
-		msg = fmt.Sprintf("the TLS certificate of %s is signed by an unknown authority (pass --ca-file CA.pem or set SSL_CERT_FILE; --plain-http for a registry without TLS)", host)
+		msg, remedy = fmt.Sprintf("the TLS certificate of %s is signed by an unknown authority", host), RemedyTrustCA
 	case errors.As(err, &hostErr):
 		msg = fmt.Sprintf("the TLS certificate of %s is not valid for that name: %v", host, hostErr)
 	case errors.As(err, &dnsErr):
@@ -60,14 +60,43 @@ func Explain(op string, ref Ref, err error) error {
 	case isTimeout(err):
 		msg = fmt.Sprintf("cannot reach %s: timed out (check the address and the network)", host)
 	case errors.Is(err, errdef.ErrNotFound) && ref.Reference != "":
-		msg = fmt.Sprintf("%s not found in %s ('oprov inspect %s' lists the versions)", ref.Reference, ref.Repo(), ref.Repo())
+		msg, remedy = fmt.Sprintf("%s not found in %s", ref.Reference, ref.Repo()), RemedyListVersions
 	case errors.Is(err, errdef.ErrNotFound):
-		msg = "repository not found (check the name; 'oprov push' creates it)"
+		msg, remedy = "repository not found (check the name)", RemedyCreateRepository
 	}
 	if msg == "" {
 		return fmt.Errorf("%s %s: %w", op, ref, err)
 	}
-	return &explainedError{msg: fmt.Sprintf("%s %s: %s", op, ref, msg), err: err}
+	return &explainedError{msg: fmt.Sprintf("%s %s: %s", op, ref, msg), err: err, remedy: remedy, ref: ref, op: op}
+}
+
+// Remedy names what a user can do about a registry's refusal; the program that reports the error
+// words it (the CLI names its own commands and flags).
+type Remedy string
+
+// The remedies Explain finds.
+const (
+	RemedyLogin            Remedy = "log in"
+	RemedyPermission       Remedy = "get permission"
+	RemedyCreateRepository Remedy = "create the repository"
+	RemedyListVersions     Remedy = "list the versions"
+	RemedyPlainHTTP        Remedy = "use plain HTTP"
+	RemedyTrustCA          Remedy = "trust the CA"
+)
+
+// RemedyOf gives the remedy an explained error calls for, with the operation and reference it
+// concerns, or "".
+func RemedyOf(err error) (Remedy, string, Ref) {
+	var e *explainedError
+	if errors.As(err, &e) {
+		return e.remedy, e.op, e.ref
+	}
+	return "", "", Ref{}
+}
+
+// WithRemedy marks err, from talking to host, as calling for remedy.
+func WithRemedy(err error, remedy Remedy, host string) error {
+	return &explainedError{msg: err.Error(), err: err, remedy: remedy, ref: Ref{Registry: host}}
 }
 
 // hasCode reports whether a registry's error answer carries the OCI error code.
@@ -81,8 +110,11 @@ func hasCode(resp *errcode.ErrorResponse, code string) bool {
 }
 
 type explainedError struct {
-	msg string
-	err error
+	msg    string
+	err    error
+	remedy Remedy
+	op     string
+	ref    Ref
 }
 
 func (e *explainedError) Error() string { return e.msg }

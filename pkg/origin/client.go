@@ -193,7 +193,7 @@ func explainHTTP(u *url.URL, err error) error {
 	)
 	switch {
 	case strings.Contains(err.Error(), "certificate"):
-		return fmt.Errorf("GET %s: %v (trust the registry's CA with --ca-file or SSL_CERT_FILE)", u, err)
+		return oci.WithRemedy(fmt.Errorf("GET %s: %w", u, err), oci.RemedyTrustCA, u.Host)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		why = fmt.Sprintf("cannot reach the origin %s: connection refused", u.Host)
 	case errors.As(err, &dnsErr):
