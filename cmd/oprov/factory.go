@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
@@ -27,6 +28,9 @@ type Factory struct {
 // registry builds the command's registry client from its flags, the limits and the user agent.
 func (f *Factory) registry(flags registryFlags) *oci.Client {
 	c := &oci.Client{Options: flags.options(), Limits: f.Limits.WithDefaults(), UserAgent: "oprov/" + currentVersion().Version}
+	if os.Getenv("OPROV_DEBUG_HTTP") != "" {
+		c.Trace = os.Stderr
+	}
 	if f.OpenTarget != nil {
 		opts, open := c.Options, f.OpenTarget
 		c.Dial = func(ctx context.Context, ref oci.Ref, create bool) (oci.Target, error) {

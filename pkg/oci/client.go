@@ -2,8 +2,8 @@ package oci
 
 import (
 	"context"
+	"io"
 	"net/http"
-	"os"
 	"time"
 )
 
@@ -14,6 +14,9 @@ type Client struct {
 	Options
 	Limits    Limits
 	UserAgent string // sent with every request; "oprov" when empty
+	// Trace, when set, hears of every request: method, URL (credentials redacted), status, timing
+	// and the bytes of the body read. Headers are never written.
+	Trace io.Writer
 	// Dial, when set, opens every reference instead of the network or the disk: how a test gives
 	// a command a registry of its own.
 	Dial func(ctx context.Context, ref Ref, create bool) (Target, error)
@@ -55,8 +58,8 @@ func (c *Client) Transport() (http.RoundTripper, error) {
 		return nil, err
 	}
 	rt := newTransport(c.limits().StallTimeout, tlsConfig)
-	if os.Getenv("OPROV_DEBUG_HTTP") != "" {
-		rt = &traceTransport{next: rt, start: time.Now()}
+	if c.Trace != nil {
+		rt = &traceTransport{next: rt, start: time.Now(), w: c.Trace}
 	}
 	return rt, nil
 }

@@ -217,12 +217,13 @@ func containersAuthFiles() []string {
 	return out
 }
 
-// traceTransport logs every request with its status and timing to stderr (OPROV_DEBUG_HTTP=1),
+// traceTransport logs every request with its status and timing (Client.Trace),
 // and, once a response body is closed, how many bytes of it were read ("http-body:" lines).
 // Headers, and so credentials, are never printed.
 type traceTransport struct {
 	next  http.RoundTripper
 	start time.Time
+	w     io.Writer
 }
 
 func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -233,9 +234,9 @@ func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		status += err.Error()
 	} else {
 		status = resp.Status
-		resp.Body = &countedBody{ReadCloser: resp.Body, label: req.Method + " " + req.URL.Redacted()}
+		resp.Body = &countedBody{ReadCloser: resp.Body, label: req.Method + " " + req.URL.Redacted(), w: t.w}
 	}
-	fmt.Fprintf(os.Stderr, "http: +%6.1fms %4.1fms %s %s %s\n", float64(began.Sub(t.start).Microseconds())/1000,
+	fmt.Fprintf(t.w, "http: +%6.1fms %4.1fms %s %s %s\n", float64(began.Sub(t.start).Microseconds())/1000,
 		float64(time.Since(began).Microseconds())/1000, req.Method, req.URL.Redacted(), status)
 	return resp, err
 }
@@ -243,6 +244,7 @@ func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type countedBody struct {
 	io.ReadCloser
 	label string
+	w     io.Writer
 	n     int64
 	once  sync.Once
 }
@@ -254,6 +256,6 @@ func (b *countedBody) Read(p []byte) (int, error) {
 }
 
 func (b *countedBody) Close() error {
-	b.once.Do(func() { fmt.Fprintf(os.Stderr, "http-body: %d bytes %s\n", b.n, b.label) })
+	b.once.Do(func() { fmt.Fprintf(b.w, "http-body: %d bytes %s\n", b.n, b.label) })
 	return b.ReadCloser.Close()
 }

@@ -132,7 +132,7 @@ func signingKeys(downloads []*Download, pinned openpgp.EntityList) (openpgp.Enti
 
 func keyringName(pinned openpgp.EntityList) string {
 	if pinned != nil {
-		return "pinned signing keys (--gpg-key)"
+		return "pinned signing keys"
 	}
 	return "origin's signing keys"
 }
