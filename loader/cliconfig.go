@@ -26,9 +26,9 @@ func UserCLIFiles(program, own string) []string {
 	return files
 }
 
-// ReadUserCLIConfig reads and merges files as OpenTofu does. One that cannot be read stops oprov:
+// readUserCLIConfig reads and merges files as OpenTofu does. One that cannot be read stops oprov:
 // a configuration written without it would drop the user's settings (credentials among them).
-func ReadUserCLIConfig(files []string) (*tofufiles.CLIConfig, error) {
+func readUserCLIConfig(files []string) (*tofufiles.CLIConfig, error) {
 	cfg, err := tofufiles.ReadCLIConfigs(files)
 	if err != nil {
 		return nil, fmt.Errorf("reading your CLI configuration: %w (oprov writes OpenTofu's configuration with yours in it, so fix that file, or point TF_CLI_CONFIG_FILE at one that reads)", err)
@@ -36,12 +36,12 @@ func ReadUserCLIConfig(files []string) (*tofufiles.CLIConfig, error) {
 	return cfg, nil
 }
 
-// CLIConfig builds the CLI configuration that installs the given providers from the cache's
+// cliConfig builds the CLI configuration that installs the given providers from the cache's
 // filesystem mirror and everything else the way the user's own configuration says (directly
 // from the registries when it says nothing). The user's other settings are kept, their
 // dev_overrides come first (OpenTofu requires it), and their installation methods get the
 // managed providers excluded. Notes say what the user should know.
-func CLIConfig(installed []Installed, user *tofufiles.CLIConfig) (*tofufiles.CLIConfig, []string) {
+func cliConfig(installed []Installed, user *tofufiles.CLIConfig) (*tofufiles.CLIConfig, []string) {
 	var managed []string
 	var ours []tofufiles.Method
 	for _, in := range installed {

@@ -23,11 +23,11 @@ func TestCLIConfigKeepsUserForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTestFile(t, filepath.Join(home, ".terraform.d", "credentials.tfrc.json"), `{"credentials": {"app.terraform.io": {"token": "tok"}}}`)
-	user, err := ReadUserCLIConfig(UserCLIFiles("tofu", ""))
+	user, err := readUserCLIConfig(UserCLIFiles("tofu", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := CLIConfig([]Installed{{Addr: "example.com/acme/hello", MirrorRoot: "/cache/${HOME}/m"}}, user)
+	cfg, _ := cliConfig([]Installed{{Addr: "example.com/acme/hello", MirrorRoot: "/cache/${HOME}/m"}}, user)
 	text, err := cfg.Bytes()
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ type Prepared struct {
 func (p *Project) Prepare(ctx context.Context, opts Options, program string) (*Prepared, error) {
 	// The user's CLI configuration is read before anything is fetched: one that cannot be read
 	// stops here, as WriteCLIConfig would stop later.
-	if _, err := ReadUserCLIConfig(UserCLIFiles(program, filepath.Join(p.Dir, CLIConfigPath))); err != nil {
+	if _, err := readUserCLIConfig(UserCLIFiles(program, filepath.Join(p.Dir, cliConfigPath))); err != nil {
 		return nil, err
 	}
 	res, err := p.Install(ctx, opts)

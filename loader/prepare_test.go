@@ -39,7 +39,7 @@ func TestPrepare(t *testing.T) {
 	if _, err := p.Prepare(context.Background(), Options{Cache: c}, "tofu"); err == nil || !strings.Contains(err.Error(), unreadable) {
 		t.Fatalf("a broken user configuration: %v, want an error naming %s", err, unreadable)
 	}
-	if _, err := os.Stat(filepath.Join(dir, CLIConfigPath)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, cliConfigPath)); !os.IsNotExist(err) {
 		t.Fatalf("a CLI configuration was written without the user's: %v", err)
 	}
 	// OpenTofu's documented dev_overrides form (quoted keys) reads, and is kept.
@@ -48,7 +48,7 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, CLIConfigPath); got.CLIConfig != want {
+	if want := filepath.Join(dir, cliConfigPath); got.CLIConfig != want {
 		t.Errorf("CLI configuration at %s, want %s", got.CLIConfig, want)
 	}
 	text, err := os.ReadFile(got.CLIConfig)

@@ -73,20 +73,20 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	return code, nil
 }
 
-// CLIConfigPath is where install writes the CLI configuration, relative to the configuration.
-var CLIConfigPath = filepath.Join(".terraform", "oprov", "cli.tfrc")
+// cliConfigPath is where install writes the CLI configuration, relative to the configuration.
+var cliConfigPath = filepath.Join(".terraform", "oprov", "cli.tfrc")
 
 // WriteCLIConfig writes the CLI configuration that installs res's providers from the cache and
 // everything else as the user's own configuration for program says. It returns the file's path
 // and notes for the user; a user configuration that cannot be read is an error, not a file
 // written without it.
 func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []string, error) {
-	cfgPath := filepath.Join(p.Dir, CLIConfigPath)
-	user, err := ReadUserCLIConfig(UserCLIFiles(program, cfgPath))
+	cfgPath := filepath.Join(p.Dir, cliConfigPath)
+	user, err := readUserCLIConfig(UserCLIFiles(program, cfgPath))
 	if err != nil {
 		return "", nil, err
 	}
-	cfg, notes := CLIConfig(res.Installed, user)
+	cfg, notes := cliConfig(res.Installed, user)
 	notes = append(notes, withCredentials(cfg, res.CredentialFiles)...)
 	data, err := cfg.Bytes()
 	if err != nil {

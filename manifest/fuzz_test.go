@@ -13,7 +13,7 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.opentofu.provider","manifests":[]}`))
 	f.Add([]byte("null"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := ParseIndexLimit(data, DefaultMaxEntries)
+		ix, err := ParseIndexLimit(data, defaultMaxEntries)
 		if err != nil {
 			return
 		}
@@ -39,7 +39,7 @@ func FuzzParseIndex(f *testing.F) {
 // FuzzParsePlatformManifest: any bytes give a manifest or an error; an accepted one has exactly one
 // zip layer with a valid digest and a title that is a plain file name.
 func FuzzParsePlatformManifest(f *testing.F) {
-	b, _ := BuildPlatformManifest(pkg("linux", "amd64", "a"))
+	b, _ := buildPlatformManifest(pkg("linux", "amd64", "a"))
 	f.Add(b.Data)
 	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","layers":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

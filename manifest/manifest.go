@@ -23,8 +23,8 @@ import (
 
 // Media and artifact types of the format (format.md §1).
 const (
-	ArtifactTypeProvider       = "application/vnd.opentofu.provider"
-	ArtifactTypeProviderTarget = "application/vnd.opentofu.provider-target"
+	artifactTypeProvider       = "application/vnd.opentofu.provider"
+	artifactTypeProviderTarget = "application/vnd.opentofu.provider-target"
 	MediaTypeZip               = "archive/zip"
 	// ArtifactTypeModule marks OpenTofu's module package: one image manifest (not an index)
 	// with exactly one archive/zip layer whose root is the module's root.
@@ -32,8 +32,8 @@ const (
 
 	// AnnotationTitle names the zip file on its layer descriptor.
 	AnnotationTitle = ocispec.AnnotationTitle
-	// AnnotationCreated is set on the index only when SOURCE_DATE_EPOCH gives a fixed time.
-	AnnotationCreated = ocispec.AnnotationCreated
+	// annotationCreated is set on the index only when SOURCE_DATE_EPOCH gives a fixed time.
+	annotationCreated = ocispec.AnnotationCreated
 
 	// AnnotationH1 records, on each platform's descriptor in the index, the h1: lock-file hash
 	// of that platform's package (format.md §2), so a lock can list every platform's h1: from the
@@ -138,15 +138,15 @@ func newBlob(mediaType string, v any) (Blob, error) {
 	}, nil
 }
 
-// BuildPlatformManifest builds the image manifest for one platform's zip.
-func BuildPlatformManifest(p Package) (Blob, error) {
+// buildPlatformManifest builds the image manifest for one platform's zip.
+func buildPlatformManifest(p Package) (Blob, error) {
 	if err := p.validate(); err != nil {
 		return Blob{}, err
 	}
 	m := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: ArtifactTypeProviderTarget,
+		ArtifactType: artifactTypeProviderTarget,
 		Config:       EmptyConfig,
 		Layers:       []ocispec.Descriptor{p.LayerDescriptor()},
 	}
@@ -195,22 +195,22 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 	idx := ocispec.Index{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageIndex,
-		ArtifactType: ArtifactTypeProvider,
+		ArtifactType: artifactTypeProvider,
 	}
 	for i, p := range sorted {
 		if i > 0 && sorted[i-1].Platform == p.Platform {
 			return nil, fmt.Errorf("two packages for platform %s: %s and %s (keep one)", p.Platform, sorted[i-1].Filename, p.Filename)
 		}
-		m, err := BuildPlatformManifest(p)
+		m, err := buildPlatformManifest(p)
 		if err != nil {
 			return nil, err
 		}
 		b.Manifests = append(b.Manifests, m)
 		d := m.Descriptor
-		d.ArtifactType = ArtifactTypeProviderTarget
+		d.ArtifactType = artifactTypeProviderTarget
 		d.Platform = &ocispec.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}
 		if p.H1 != "" {
-			if !ValidH1(p.H1) {
+			if !validH1(p.H1) {
 				return nil, fmt.Errorf("package %q: %q is not an h1: hash", p.Filename, p.H1)
 			}
 			d.Annotations = map[string]string{AnnotationH1: p.H1}
@@ -223,14 +223,14 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 			idx.Annotations[k] = v
 		}
 		if opts.Created != "" {
-			idx.Annotations[AnnotationCreated] = opts.Created
+			idx.Annotations[annotationCreated] = opts.Created
 		}
 	}
 	ib, err := newBlob(ocispec.MediaTypeImageIndex, idx)
 	if err != nil {
 		return nil, err
 	}
-	ib.Descriptor.ArtifactType = ArtifactTypeProvider
+	ib.Descriptor.ArtifactType = artifactTypeProvider
 	b.Index = ib
 	return b, nil
 }
@@ -245,8 +245,8 @@ type Entry struct {
 	H1 string
 }
 
-// ValidH1 reports whether s has the form of an h1: hash: "h1:" and a base64 sha256.
-func ValidH1(s string) bool {
+// validH1 reports whether s has the form of an h1: hash: "h1:" and a base64 sha256.
+func validH1(s string) bool {
 	b64, ok := strings.CutPrefix(s, "h1:")
 	if !ok {
 		return false
@@ -293,8 +293,8 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// DefaultMaxEntries caps the entries of an index: far above any real provider's platforms.
-const DefaultMaxEntries = 1000
+// defaultMaxEntries caps the entries of an index: far above any real provider's platforms.
+const defaultMaxEntries = 1000
 
 // TooManyEntriesError is an index with more entries than the caller allows.
 type TooManyEntriesError struct{ N, Max int }
@@ -306,7 +306,7 @@ func (e *TooManyEntriesError) Error() string {
 // ParseIndexLimit parses and validates a provider index the way OpenTofu reads it, and more
 // strictly: the media type and artifact type must be the provider's, every provider-target entry
 // must be an image manifest with a platform and a valid digest, and no two entries may share a
-// platform. It allows at most maxEntries entries (of any kind; DefaultMaxEntries is oprov's): more is a
+// platform. It allows at most maxEntries entries (of any kind; defaultMaxEntries is oprov's): more is a
 // *TooManyEntriesError, found before any entry is looked at.
 func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 	if len(data) > MaxManifestSize {
@@ -325,8 +325,8 @@ func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 		}
 		return nil, fmt.Errorf("index has mediaType %q, want %q", raw.MediaType, ocispec.MediaTypeImageIndex)
 	}
-	if raw.ArtifactType != ArtifactTypeProvider {
-		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, ArtifactTypeProvider)
+	if raw.ArtifactType != artifactTypeProvider {
+		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, artifactTypeProvider)
 	}
 	if len(raw.Manifests) > maxEntries {
 		return nil, &TooManyEntriesError{N: len(raw.Manifests), Max: maxEntries}
@@ -340,7 +340,7 @@ func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 		if d.Size < 0 {
 			return nil, fmt.Errorf("index entry %d: negative size", i)
 		}
-		if d.ArtifactType != ArtifactTypeProviderTarget {
+		if d.ArtifactType != artifactTypeProviderTarget {
 			ix.Others = append(ix.Others, d)
 			continue
 		}
@@ -362,13 +362,13 @@ func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 		}
 		seen[p] = true
 		e := Entry{Platform: p, Descriptor: d}
-		if h1 := d.Annotations[AnnotationH1]; ValidH1(h1) {
+		if h1 := d.Annotations[AnnotationH1]; validH1(h1) {
 			e.H1 = h1
 		}
 		ix.Entries = append(ix.Entries, e)
 	}
 	if len(ix.Entries) == 0 {
-		return nil, fmt.Errorf("index lists no %s entries: no platform can install it", ArtifactTypeProviderTarget)
+		return nil, fmt.Errorf("index lists no %s entries: no platform can install it", artifactTypeProviderTarget)
 	}
 	sort.SliceStable(ix.Entries, func(i, j int) bool { return ix.Entries[i].Platform.Less(ix.Entries[j].Platform) })
 	return ix, nil
@@ -398,8 +398,8 @@ func ParsePlatformManifest(data []byte) (*PlatformManifest, error) {
 	if raw.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("platform manifest has mediaType %q, want %q", raw.MediaType, ocispec.MediaTypeImageManifest)
 	}
-	if raw.ArtifactType != ArtifactTypeProviderTarget {
-		return nil, fmt.Errorf("platform manifest has artifactType %q, want %q", raw.ArtifactType, ArtifactTypeProviderTarget)
+	if raw.ArtifactType != artifactTypeProviderTarget {
+		return nil, fmt.Errorf("platform manifest has artifactType %q, want %q", raw.ArtifactType, artifactTypeProviderTarget)
 	}
 	if err := raw.Config.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("platform manifest config: digest %q: %v", raw.Config.Digest, err)

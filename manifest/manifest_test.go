@@ -33,7 +33,7 @@ func TestBuildIsDeterministicAndSorted(t *testing.T) {
 	if ba.Index.Descriptor.Digest != bb.Index.Descriptor.Digest {
 		t.Fatalf("input order changed the index digest: %s vs %s", ba.Index.Descriptor.Digest, bb.Index.Descriptor.Digest)
 	}
-	ix, err := ParseIndexLimit(ba.Index.Data, DefaultMaxEntries)
+	ix, err := ParseIndexLimit(ba.Index.Data, defaultMaxEntries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func TestBuiltManifestsFollowTheFormat(t *testing.T) {
 	}
 	var idx map[string]any
 	json.Unmarshal(b.Index.Data, &idx)
-	if idx["mediaType"] != ocispec.MediaTypeImageIndex || idx["artifactType"] != ArtifactTypeProvider {
+	if idx["mediaType"] != ocispec.MediaTypeImageIndex || idx["artifactType"] != artifactTypeProvider {
 		t.Errorf("index: %s", b.Index.Data)
 	}
 	entry := idx["manifests"].([]any)[0].(map[string]any)
-	if entry["artifactType"] != ArtifactTypeProviderTarget || entry["mediaType"] != ocispec.MediaTypeImageManifest {
+	if entry["artifactType"] != artifactTypeProviderTarget || entry["mediaType"] != ocispec.MediaTypeImageManifest {
 		t.Errorf("index entry: %v", entry)
 	}
 	if p := entry["platform"].(map[string]any); p["os"] != "linux" || p["architecture"] != "amd64" {
@@ -123,7 +123,7 @@ func TestParseIndexRefuses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseIndexLimit(tc.data, DefaultMaxEntries)
+			_, err := ParseIndexLimit(tc.data, defaultMaxEntries)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -136,14 +136,14 @@ func TestParseIndexRefuses(t *testing.T) {
 			"digest": digest.FromString("sbom").String(), "size": 4,
 		})
 	})
-	ix, err := ParseIndexLimit(withSBOM, DefaultMaxEntries)
+	ix, err := ParseIndexLimit(withSBOM, defaultMaxEntries)
 	if err != nil || len(ix.Others) != 1 || len(ix.Entries) != 2 {
 		t.Fatalf("index with an SBOM entry: %v %+v", err, ix)
 	}
 }
 
 func TestParsePlatformManifestRefuses(t *testing.T) {
-	good, _ := BuildPlatformManifest(pkg("linux", "amd64", "a"))
+	good, _ := buildPlatformManifest(pkg("linux", "amd64", "a"))
 	mutate := func(f func(m map[string]any)) []byte {
 		var m map[string]any
 		json.Unmarshal(good.Data, &m)
@@ -239,7 +239,7 @@ func TestIndexRecordsH1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := ParseIndexLimit(built.Index.Data, DefaultMaxEntries)
+	ix, err := ParseIndexLimit(built.Index.Data, defaultMaxEntries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestIndexRecordsH1(t *testing.T) {
 		t.Errorf("darwin_arm64 has no h1 but parsed %q", e.H1)
 	}
 	bad := strings.Replace(string(built.Index.Data), a.H1, "h1:not-a-hash", 1)
-	if ix, err = ParseIndexLimit([]byte(bad), DefaultMaxEntries); err != nil {
+	if ix, err = ParseIndexLimit([]byte(bad), defaultMaxEntries); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := ix.Lookup(a.Platform); e.H1 != "" {

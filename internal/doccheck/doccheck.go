@@ -78,7 +78,7 @@ func Parse(text string) *Doc {
 		}
 		if h := headingRE.FindStringSubmatch(line); h != nil {
 			flush()
-			d.Anchors[uniqueSlug(slugs, Slug(h[2]))] = true
+			d.Anchors[uniqueSlug(slugs, slug(h[2]))] = true
 		}
 		outside := codeRE.ReplaceAllString(line, "")
 		for _, m := range linkRE.FindAllStringSubmatch(outside, -1) {
@@ -130,10 +130,10 @@ func uniqueSlug(seen map[string]int, s string) string {
 	return fmt.Sprintf("%s-%d", s, n)
 }
 
-// Slug is the anchor GitHub gives a heading: its text without Markdown (code spans keep their
+// slug is the anchor GitHub gives a heading: its text without Markdown (code spans keep their
 // content, links their text), lowercased, every character but letters, digits, spaces, hyphens
 // and underscores dropped, and spaces turned into hyphens.
-func Slug(heading string) string {
+func slug(heading string) string {
 	heading = linkRE.ReplaceAllStringFunc(heading, func(l string) string {
 		return l[strings.Index(l, "[")+1 : strings.LastIndex(l, "](")]
 	})

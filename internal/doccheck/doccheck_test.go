@@ -14,8 +14,8 @@ func TestSlug(t *testing.T) {
 		"A [link](x.md) and *emphasis*":                  "a-link-and-emphasis",
 		"oprov_push":                                     "oprov_push",
 	} {
-		if got := Slug(in); got != want {
-			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		if got := slug(in); got != want {
+			t.Errorf("slug(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

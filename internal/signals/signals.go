@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Stop are the signals that ask oprov to stop.
-var Stop = []os.Signal{os.Interrupt, syscall.SIGTERM}
+// stopSignals are the signals that ask oprov to stop.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
 // KillAfter is how long a child that ignores a passed-on signal has before it is killed.
 const KillAfter = 30 * time.Second
@@ -28,7 +28,7 @@ func Context(parent context.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	again, done := make(chan struct{}), make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, Stop...)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		for n := 0; ; {
 			select {
@@ -64,7 +64,7 @@ func Again(ctx context.Context) <-chan struct{} {
 // child decides what a signal means, as it would in a shell; it is never killed for a context.
 func Run(cmd *exec.Cmd, killAfter time.Duration) (int, error) {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, Stop...)
+	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		return 0, err
@@ -82,14 +82,14 @@ func Run(cmd *exec.Cmd, killAfter time.Duration) (int, error) {
 		case <-killTimer:
 			cmd.Process.Kill()
 		case err := <-done:
-			return ExitCode(err)
+			return exitCodeFor(err)
 		}
 	}
 }
 
-// ExitCode turns a finished command's error into its exit code (128+N when a signal N ended it);
+// exitCodeFor turns a finished command's error into its exit code (128+N when a signal N ended it);
 // an error that is not an exit status is returned.
-func ExitCode(err error) (int, error) {
+func exitCodeFor(err error) (int, error) {
 	if err == nil {
 		return 0, nil
 	}

@@ -109,6 +109,6 @@ func waitFor(t *testing.T, path string) {
 // TestMain keeps a signal that reaches the test before Run or Context listen from ending it.
 func TestMain(m *testing.M) {
 	keep := make(chan os.Signal, 8)
-	signal.Notify(keep, Stop...)
+	signal.Notify(keep, stopSignals...)
 	os.Exit(m.Run())
 }

@@ -71,10 +71,10 @@ type Item struct {
 // Kinds of Value.
 const (
 	String Kind = iota
-	Number
-	Bool
-	List
-	Object
+	kindNumber
+	kindBool
+	kindList
+	kindObject
 )
 
 // Kind is a Value's kind.
@@ -94,7 +94,7 @@ func str(s string) Value { return Value{Kind: String, Text: s} }
 
 // block is a block item.
 func block(keys []string, body ...Item) Item {
-	return Item{Keys: keys, Value: Value{Kind: Object, Object: body}}
+	return Item{Keys: keys, Value: Value{Kind: kindObject, Object: body}}
 }
 
 // attr is an attribute item.
@@ -102,7 +102,7 @@ func attr(name string, v Value) Item { return Item{Keys: []string{name}, Value: 
 
 // strList is a list of strings.
 func strList(items []string) Value {
-	v := Value{Kind: List}
+	v := Value{Kind: kindList}
 	for _, s := range items {
 		v.List = append(v.List, str(s))
 	}
@@ -111,7 +111,7 @@ func strList(items []string) Value {
 
 // Strings gives a list value's strings, and whether it is a list of strings.
 func (v Value) Strings() ([]string, bool) {
-	if v.Kind != List {
+	if v.Kind != kindList {
 		return nil, false
 	}
 	out := make([]string, 0, len(v.List))
@@ -133,7 +133,7 @@ func (it Item) Name() string {
 }
 
 // IsBlock reports whether the item is a block.
-func (it Item) IsBlock() bool { return it.Value.Kind == Object }
+func (it Item) IsBlock() bool { return it.Value.Kind == kindObject }
 
 // OCIDefaultCredentials is the oci_default_credentials block that points OpenTofu at Docker-style
 // credential files.
@@ -310,11 +310,11 @@ func valueTokens(v Value) (hclwrite.Tokens, error) {
 	switch v.Kind {
 	case String:
 		return hcl1String(v.Text)
-	case Number:
+	case kindNumber:
 		return hclwrite.Tokens{{Type: hclsyntax.TokenNumberLit, Bytes: []byte(v.Text)}}, nil
-	case Bool:
+	case kindBool:
 		return hclwrite.Tokens{{Type: hclsyntax.TokenIdent, Bytes: []byte(v.Text)}}, nil
-	case List:
+	case kindList:
 		elems := make([]hclwrite.Tokens, len(v.List))
 		for i, e := range v.List {
 			t, err := valueTokens(e)
@@ -324,7 +324,7 @@ func valueTokens(v Value) (hclwrite.Tokens, error) {
 			elems[i] = t
 		}
 		return hclwrite.TokensForTuple(elems), nil
-	case Object:
+	case kindObject:
 		return objectTokens(v.Object)
 	}
 	return nil, fmt.Errorf("a value of unknown kind %d", v.Kind)

@@ -27,7 +27,7 @@ func full(s string) *CLIConfig {
 		Installation: &Installation{Methods: []Method{
 			{Kind: DevOverrides, Overrides: []Override{{Provider: "hashicorp/null", Dir: s}, {Provider: "example.com/" + s + "/x", Dir: "/d"}}},
 			{Kind: FilesystemMirror, Path: s, Include: []string{"example.com/acme/hello", s}},
-			{Kind: NetworkMirror, URL: "https://m.example/" + s, Exclude: []string{s}, Other: []Item{attr("download_retry_count", Value{Kind: Number, Text: "3"}), attr("trust_all_hashes", Value{Kind: Bool, Text: "true"})}},
+			{Kind: NetworkMirror, URL: "https://m.example/" + s, Exclude: []string{s}, Other: []Item{attr("download_retry_count", Value{Kind: kindNumber, Text: "3"}), attr("trust_all_hashes", Value{Kind: kindBool, Text: "true"})}},
 			{Kind: OCIMirror, RepositoryTemplate: "reg.example/" + s + "/${namespace}/${type}", Include: []string{"example.com/*/*"}},
 			{Kind: Direct, Exclude: []string{"example.com/acme/hello"}},
 		}},
@@ -70,13 +70,13 @@ func stripItems(items []Item) []Item {
 }
 
 func stripValue(v Value) Value {
-	if v.Kind == Object {
+	if v.Kind == kindObject {
 		v.Object = stripItems(v.Object)
 		if v.Object == nil {
 			v.Object = []Item{}
 		}
 	}
-	if v.Kind == List {
+	if v.Kind == kindList {
 		list := []Value{}
 		for _, e := range v.List {
 			list = append(list, stripValue(e))
@@ -198,11 +198,11 @@ func modelStrings(c *CLIConfig) []string {
 		switch v.Kind {
 		case String:
 			out = append(out, v.Text)
-		case List:
+		case kindList:
 			for _, e := range v.List {
 				value(e)
 			}
-		case Object:
+		case kindObject:
 			items(v.Object)
 		}
 	}

@@ -61,7 +61,7 @@ func ParseCLIConfig(name string, src []byte) (cfg *CLIConfig, err error) {
 // addInstallation takes a provider_installation item: a block of methods, or (from JSON, which
 // HCL 1 flattens) one method under the provider_installation key.
 func (c *CLIConfig) addInstallation(name string, item Item) error {
-	if item.Value.Kind != Object {
+	if item.Value.Kind != kindObject {
 		return fmt.Errorf("provider_installation must be a block")
 	}
 	methods := item.Value.Object
@@ -86,7 +86,7 @@ func (c *CLIConfig) addInstallation(name string, item Item) error {
 // methodOf models one installation method.
 func methodOf(it Item) (Method, error) {
 	m := Method{Kind: it.Keys[0]}
-	if len(it.Keys) > 1 || it.Value.Kind != Object {
+	if len(it.Keys) > 1 || it.Value.Kind != kindObject {
 		return m, fmt.Errorf("provider_installation: %s must be a block without labels", it.Name())
 	}
 	for _, a := range it.Value.Object {
@@ -157,13 +157,13 @@ func convertValue(n ast.Node) (Value, error) {
 		case token.STRING, token.HEREDOC:
 			return str(n.Token.Value().(string)), nil
 		case token.NUMBER, token.FLOAT:
-			return Value{Kind: Number, Text: n.Token.Text}, nil
+			return Value{Kind: kindNumber, Text: n.Token.Text}, nil
 		case token.BOOL:
-			return Value{Kind: Bool, Text: n.Token.Text}, nil
+			return Value{Kind: kindBool, Text: n.Token.Text}, nil
 		}
 		return Value{}, fmt.Errorf("unexpected %s", n.Token.Type)
 	case *ast.ListType:
-		v := Value{Kind: List, List: []Value{}}
+		v := Value{Kind: kindList, List: []Value{}}
 		for _, e := range n.List {
 			ev, err := convertValue(e)
 			if err != nil {
@@ -173,7 +173,7 @@ func convertValue(n ast.Node) (Value, error) {
 		}
 		return v, nil
 	case *ast.ObjectType:
-		v := Value{Kind: Object, Object: []Item{}}
+		v := Value{Kind: kindObject, Object: []Item{}}
 		for _, it := range n.List.Items {
 			sub, err := convertItem(it)
 			if err != nil {

@@ -97,11 +97,11 @@ func LoadConfig(dir string) (*Config, error) {
 		}
 		return nil, err
 	}
-	return ParseConfig(path, src)
+	return parseConfig(path, src)
 }
 
-// ParseConfig parses oprov.hcl's content. Errors point at file:line.
-func ParseConfig(path string, src []byte) (*Config, error) {
+// parseConfig parses oprov.hcl's content. Errors point at file:line.
+func parseConfig(path string, src []byte) (*Config, error) {
 	var cf configFile
 	if err := hcldiag.Decode(path, src, &cf); err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func parseMirror(path string, src []byte, mf mirrorFile) (*Mirror, error) {
 func parsePatterns(list []string) ([]Pattern, error) {
 	var out []Pattern
 	for _, s := range list {
-		p, err := ParsePattern(s)
+		p, err := parsePattern(s)
 		if err != nil {
 			return nil, err
 		}
@@ -363,5 +363,5 @@ func (c *Config) MirrorFor(addr manifest.ProviderAddress) *Mirror {
 // Pattern is an include/exclude pattern of an oci_mirror block (artifact.Pattern).
 type Pattern = artifact.Pattern
 
-// ParsePattern parses a provider address pattern (artifact.ParsePattern).
-func ParsePattern(s string) (Pattern, error) { return artifact.ParsePattern(s) }
+// parsePattern parses a provider address pattern (artifact.ParsePattern).
+func parsePattern(s string) (Pattern, error) { return artifact.ParsePattern(s) }

@@ -22,7 +22,7 @@ oci_mirror {
   include             = ["*/*/*"]
 }
 `
-	cfg, err := ParseConfig("oprov.hcl", []byte(src))
+	cfg, err := parseConfig("oprov.hcl", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ oci_mirror {
 		"source twice":     {"provider \"example.com/a/b\" {\n  source = \"./x\"\n}\nprovider \"example.com/a/b\" {\n  source = \"./y\"\n}\n", "oprov.hcl:4: provider \"example.com/a/b\" is declared twice"},
 		"missing key":      {"oci_mirror {\n  repository_template = \"r.io/${type}\"\n  include = [\"a/b\"]\n  public_keys = [\"nope.pub\"]\n}\n", "nope.pub"},
 	} {
-		if _, err := ParseConfig("oprov.hcl", []byte(bad.src)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := parseConfig("oprov.hcl", []byte(bad.src)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, bad.want)
 		}
 	}

@@ -12,7 +12,7 @@ const ruleBase = `provider "example.com/acme/hello" {
 `
 
 func TestParseAuditAndRules(t *testing.T) {
-	cfg, err := ParseConfig("/cfg/oprov.hcl", []byte(ruleBase+`
+	cfg, err := parseConfig("/cfg/oprov.hcl", []byte(ruleBase+`
 audit {
   path   = "logs/audit.jsonl"
   values = true
@@ -47,7 +47,7 @@ func TestBadRulesPointAtTheLine(t *testing.T) {
 		"audit {\n  path = \"\"\n}\n":                                              "audit: path is empty",
 	}
 	for body, want := range cases {
-		_, err := ParseConfig("oprov.hcl", []byte(ruleBase+body))
+		_, err := parseConfig("oprov.hcl", []byte(ruleBase+body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", body, err, want)
 		}

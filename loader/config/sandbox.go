@@ -70,7 +70,7 @@ func parseSandbox(path string, b sandboxFile) (*Sandbox, error) {
 	if label == "*" {
 		label = "*/*/*"
 	}
-	pat, err := ParsePattern(label)
+	pat, err := parsePattern(label)
 	if err != nil {
 		return nil, fmt.Errorf("%w (or \"*\" for every provider)", err)
 	}

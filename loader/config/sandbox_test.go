@@ -31,7 +31,7 @@ sandbox "example.com/acme/hello" {
 
 func TestParseSandbox(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
-	cfg, err := ParseConfig("/cfg/oprov.hcl", []byte(sandboxHCL))
+	cfg, err := parseConfig("/cfg/oprov.hcl", []byte(sandboxHCL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestParseSandbox(t *testing.T) {
 			t.Errorf("SandboxFor(%s) = %+v, want the block %q", addr, got, want)
 		}
 	}
-	none, _ := ParseConfig("/cfg/oprov.hcl", []byte("provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n"))
+	none, _ := parseConfig("/cfg/oprov.hcl", []byte("provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n"))
 	if a, _ := manifest.ParseProviderAddress("example.com/acme/hello"); none.SandboxFor(a) != nil {
 		t.Error("a configuration without sandbox blocks sandboxes a provider")
 	}
@@ -72,7 +72,7 @@ func TestParseSandboxErrors(t *testing.T) {
 		"sandbox \"*\" {}\nsandbox \"*/*/*\" {}": "declared twice",
 		"sandbox \"*\" {\n bogus = 1\n}":         "bogus",
 	} {
-		_, err := ParseConfig("/cfg/oprov.hcl", []byte("provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n"+body))
+		_, err := parseConfig("/cfg/oprov.hcl", []byte("provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n"+body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %q", body, err, want)
 		}
@@ -83,7 +83,7 @@ func FuzzParseSandbox(f *testing.F) {
 	f.Add(sandboxHCL)
 	f.Add("sandbox \"*\" {\n memory = \"1.5GiB\"\n cpu_time = \"90s\"\n}")
 	f.Fuzz(func(t *testing.T, src string) {
-		cfg, err := ParseConfig("/cfg/oprov.hcl", []byte(src))
+		cfg, err := parseConfig("/cfg/oprov.hcl", []byte(src))
 		if err != nil {
 			return
 		}

@@ -12,17 +12,17 @@ import (
 // two path elements are NAMESPACE/TYPE on OpenTofu's default registry host.
 func GuessProviderAddress(ref oci.Ref) manifest.ProviderAddress {
 	parts := strings.Split(ref.Repository, "/")
-	a := manifest.ProviderAddress{Hostname: manifest.DefaultProviderHost, Namespace: "local", Type: TypeFromRepository(ref)}
+	a := manifest.ProviderAddress{Hostname: manifest.DefaultProviderHost, Namespace: "local", Type: typeFromRepository(ref)}
 	if len(parts) >= 2 {
 		a.Namespace = parts[len(parts)-2]
 	}
 	return a
 }
 
-// RepositoryTemplate gives an oci_mirror repository_template that maps addr to ref's repository,
+// repositoryTemplate gives an oci_mirror repository_template that maps addr to ref's repository,
 // using ${namespace} and ${type} where the repository path ends in them, so that the same block
 // serves sibling providers.
-func RepositoryTemplate(ref oci.Ref, addr manifest.ProviderAddress) string {
+func repositoryTemplate(ref oci.Ref, addr manifest.ProviderAddress) string {
 	repo := ref.Repository
 	switch {
 	case strings.HasSuffix(repo, "/"+addr.Namespace+"/"+addr.Type):
@@ -37,7 +37,7 @@ func RepositoryTemplate(ref oci.Ref, addr manifest.ProviderAddress) string {
 // ref's repository and everything else directly.
 func MirrorInstallation(ref oci.Ref, addr manifest.ProviderAddress) *tofufiles.CLIConfig {
 	return &tofufiles.CLIConfig{Installation: &tofufiles.Installation{Methods: []tofufiles.Method{
-		{Kind: tofufiles.OCIMirror, RepositoryTemplate: RepositoryTemplate(ref, addr), Include: []string{addr.String()}},
+		{Kind: tofufiles.OCIMirror, RepositoryTemplate: repositoryTemplate(ref, addr), Include: []string{addr.String()}},
 		{Kind: tofufiles.Direct, Exclude: []string{addr.String()}},
 	}}}
 }

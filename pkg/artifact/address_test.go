@@ -15,7 +15,7 @@ func TestMirrorConfig(t *testing.T) {
 		"providers/hello":      "reg.io/providers/${type}",
 		"somewhere/else":       "reg.io/somewhere/else",
 	} {
-		if got := RepositoryTemplate(oci.Ref{Registry: "reg.io", Repository: repo}, addr); got != want {
+		if got := repositoryTemplate(oci.Ref{Registry: "reg.io", Repository: repo}, addr); got != want {
 			t.Errorf("template for %s = %s, want %s", repo, got, want)
 		}
 	}

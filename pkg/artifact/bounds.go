@@ -23,13 +23,13 @@ func parseIndex(l oci.Limits, data []byte) (*manifest.Index, error) {
 	return ix, err
 }
 
-// ErrTagLoop marks a tag listing that repeats itself.
-var ErrTagLoop = errors.New("the registry's tag list repeats itself")
+// errTagLoop marks a tag listing that repeats itself.
+var errTagLoop = errors.New("the registry's tag list repeats itself")
 
-// ListTags lists a repository's tags, page by page, within the limits: at most MaxTagPages pages
+// listTags lists a repository's tags, page by page, within the limits: at most MaxTagPages pages
 // and MaxTags tags, and it stops when the registry pages in a loop (a page that brings no tag not
 // seen before, followed by yet another page: a repeated `last` or Link).
-func ListTags(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]string, error) {
+func listTags(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]string, error) {
 	l = l.WithDefaults()
 	seen := map[string]bool{}
 	var out []string
@@ -37,7 +37,7 @@ func ListTags(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]string, erro
 	err := t.Tags(ctx, "", func(tags []string) error {
 		pages++
 		if stale {
-			return fmt.Errorf("%w: page %d came after a page that brought no new tag (a repeated `last` or Link), so the listing was stopped", ErrTagLoop, pages)
+			return fmt.Errorf("%w: page %d came after a page that brought no new tag (a repeated `last` or Link), so the listing was stopped", errTagLoop, pages)
 		}
 		if pages > l.MaxTagPages {
 			return &oci.LimitError{What: fmt.Sprintf("the tag list goes on past %d pages", l.MaxTagPages), Limit: "the limit of tag pages", Setting: oci.SettingMaxTagPages}

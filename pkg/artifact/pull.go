@@ -49,7 +49,7 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limi
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
-	v := &Version{Tag: ref.Reference, Type: TypeFromRepository(ref)}
+	v := &Version{Tag: ref.Reference, Type: typeFromRepository(ref)}
 	if !ref.IsDigest() {
 		ver, err := manifest.TagToVersion(ref.Reference)
 		if err != nil {
@@ -72,9 +72,9 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limi
 	return v, nil
 }
 
-// TypeFromRepository guesses the provider type from a repository's last path element, with any
+// typeFromRepository guesses the provider type from a repository's last path element, with any
 // terraform-provider- prefix removed.
-func TypeFromRepository(ref oci.Ref) string {
+func typeFromRepository(ref oci.Ref) string {
 	name := ref.Repository
 	if ref.IsLayout() {
 		name = filepath.ToSlash(filepath.Clean(ref.Layout))
@@ -255,9 +255,9 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 }
 
 // ListVersions lists the tags of a repository that name versions, highest first. The listing is
-// bounded (see ListTags).
+// bounded (see listTags).
 func ListVersions(ctx context.Context, t oci.ReadOnly, l oci.Limits) ([]manifest.TaggedVersion, error) {
-	tags, err := ListTags(ctx, t, l)
+	tags, err := listTags(ctx, t, l)
 	if err != nil {
 		return nil, err
 	}

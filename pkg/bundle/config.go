@@ -33,12 +33,12 @@ import (
 	"github.com/oprov/oprov/pkg/source"
 )
 
-// ListingName is the listing's file in a configuration bundle's tarball (beside the OCI layout),
+// listingName is the listing's file in a configuration bundle's tarball (beside the OCI layout),
 // and the suffix of the copy written beside the tarball (OUT.listing.json).
-const ListingName = "oprov-bundle.json"
+const listingName = "oprov-bundle.json"
 
-// ListingFormat names the listing's format.
-const ListingFormat = "oprov-bundle/v1"
+// listingFormat names the listing's format.
+const listingFormat = "oprov-bundle/v1"
 
 // Listing says what a configuration bundle holds: one entry a provider, and the digest of every
 // blob a registry holds once it is loaded (Blobs: its own and, for a delta, its base's). A delta
@@ -68,9 +68,9 @@ type ListedProvider struct {
 	InBundle bool `json:"in_bundle"`
 }
 
-// RepositoryFor is a provider's repository path in a bundle, and below a load's destination:
+// repositoryFor is a provider's repository path in a bundle, and below a load's destination:
 // its full address, so providers of two origins cannot collide.
-func RepositoryFor(addr manifest.ProviderAddress) string {
+func repositoryFor(addr manifest.ProviderAddress) string {
 	return hostComponent(addr.Hostname.String()) + "/" + addr.Namespace + "/" + addr.Type
 }
 
@@ -150,7 +150,7 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	if err := mirrorOrigins(ctx, plan, opts, work.Path); err != nil {
 		return nil, err
 	}
-	listing := &Listing{Format: ListingFormat}
+	listing := &Listing{Format: listingFormat}
 	base := map[digest.Digest]bool{}
 	if opts.Base != nil {
 		listing.Base, listing.Omitted = opts.Base.Format, opts.Base.Blobs
@@ -257,7 +257,7 @@ func writeConfigTar(ctx context.Context, w io.Writer, plan []*planned, srcs []oc
 		return nil, err
 	}
 	data = append(data, '\n')
-	if err := tl.addFile(ListingName, data); err != nil {
+	if err := tl.addFile(listingName, data); err != nil {
 		return nil, err
 	}
 	if err := tl.Close(); err != nil {
@@ -348,7 +348,7 @@ func planOne(ctx context.Context, p *planned, w Want, opts ConfigOptions) error 
 		return err
 	}
 	p.listed.Address, p.listed.Version, p.listed.From = p.addr.String(), p.version.String(), p.from
-	p.listed.Source, p.listed.Repository, p.listed.Tag = p.src.ForDisplay(p.addr), RepositoryFor(p.addr), tag
+	p.listed.Source, p.listed.Repository, p.listed.Tag = p.src.ForDisplay(p.addr), repositoryFor(p.addr), tag
 	p.listed.Platforms, p.listed.Evidence = platformNames(want), evidence
 	return nil
 }
@@ -484,13 +484,13 @@ func readListingTar(path string) (*Listing, error) {
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil, fmt.Errorf("%s holds no %s: it is %w", path, ListingName, errNoListing)
+			return nil, fmt.Errorf("%s holds no %s: it is %w", path, listingName, errNoListing)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if strings.TrimPrefix(h.Name, "./") == ListingName {
-			data, err := readBounded(tr, maxListingSize, path+": "+ListingName)
+		if strings.TrimPrefix(h.Name, "./") == listingName {
+			data, err := readBounded(tr, maxListingSize, path+": "+listingName)
 			if err != nil {
 				return nil, err
 			}
@@ -504,8 +504,8 @@ func parseListing(path string, data []byte) (*Listing, error) {
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if l.Format != ListingFormat {
-		return nil, fmt.Errorf("%s: listing format %q, want %q", path, l.Format, ListingFormat)
+	if l.Format != listingFormat {
+		return nil, fmt.Errorf("%s: listing format %q, want %q", path, l.Format, listingFormat)
 	}
 	return &l, nil
 }

@@ -22,7 +22,7 @@ func (b *Bundle) checkListing(ctx context.Context) (map[string]string, error) {
 	}
 	for _, p := range b.Listing.Providers {
 		if err := b.checkListed(ctx, p); err != nil {
-			return nil, fmt.Errorf("the bundle's listing (%s) does not match what the bundle holds: %w; the listing is not signed, so it may say only what the bundle shows", ListingName, err)
+			return nil, fmt.Errorf("the bundle's listing (%s) does not match what the bundle holds: %w; the listing is not signed, so it may say only what the bundle shows", listingName, err)
 		}
 		addrs[p.Repository] = p.Address
 	}
@@ -40,7 +40,7 @@ func (b *Bundle) checkListed(ctx context.Context, p ListedProvider) error {
 	if addr.String() != p.Address {
 		return fmt.Errorf("it names %q, which OpenTofu reads as %s", p.Address, addr)
 	}
-	if want := RepositoryFor(addr); p.Repository != want {
+	if want := repositoryFor(addr); p.Repository != want {
 		return fmt.Errorf("it puts %s in repository %q, not %q", p.Address, p.Repository, want)
 	}
 	if err := checkTag(p.Repository, p.Tag); err != nil {

@@ -25,7 +25,7 @@ const (
 // entryLimits gives the largest size a bundle's entry may declare, and what it is, for messages.
 func entryLimits(name string, maxBlob int64) (int64, string) {
 	switch name {
-	case ListingName:
+	case listingName:
 		return maxListingSize, "the listing"
 	case "index.json":
 		return maxIndexSize, "the layout's index"

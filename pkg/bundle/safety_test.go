@@ -69,11 +69,11 @@ func TestCheckTarballRefuses(t *testing.T) {
 		hdrs []*tar.Header
 		want string
 	}{
-		{"symlink", []*tar.Header{{Name: ListingName, Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}, `a link to "/etc/passwd"`},
-		{"hard link", []*tar.Header{reg("index.json", 2), {Name: ListingName, Typeflag: tar.TypeLink, Linkname: "index.json"}}, "a link to"},
+		{"symlink", []*tar.Header{{Name: listingName, Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}, `a link to "/etc/passwd"`},
+		{"hard link", []*tar.Header{reg("index.json", 2), {Name: listingName, Typeflag: tar.TypeLink, Linkname: "index.json"}}, "a link to"},
 		{"device", []*tar.Header{{Name: "blobs/sha256/x", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}}, "a device, FIFO or other special file"},
 		{"fifo", []*tar.Header{{Name: "index.json", Typeflag: tar.TypeFifo}}, "a device, FIFO"},
-		{"twice", []*tar.Header{reg(ListingName, 2), reg("./"+ListingName, 2)}, "appears twice"},
+		{"twice", []*tar.Header{reg(listingName, 2), reg("./"+listingName, 2)}, "appears twice"},
 		{"large layout marker", []*tar.Header{reg("oci-layout", 5000)}, "over the 4096 bytes the layout marker may hold"},
 	}
 	for _, c := range cases {
@@ -114,7 +114,7 @@ func FuzzCheckTarball(f *testing.F) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	l := []byte(`{"format":"oprov-bundle/v1","providers":[]}`)
-	tw.WriteHeader(&tar.Header{Name: ListingName, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(l))})
+	tw.WriteHeader(&tar.Header{Name: listingName, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(l))})
 	tw.Write(l)
 	tw.Close()
 	f.Add(buf.Bytes())
@@ -131,7 +131,7 @@ func FuzzCheckTarball(f *testing.F) {
 			if limit, _ := entryLimits(h.Name, 0); h.Size > limit {
 				t.Fatalf("entry %q of %d bytes passed, over its bound %d", h.Name, h.Size, limit)
 			}
-			if h.Name == ListingName {
+			if h.Name == listingName {
 				if data, err := readBounded(tr, maxListingSize, h.Name); err == nil {
 					parseListing(h.Name, data)
 				}
@@ -184,7 +184,7 @@ func padded(data []byte) []byte {
 // --sparse --format=posix writes), 64 GiB once expanded, is refused by its header alone.
 func TestCheckTarballRefusesPAXSparse(t *testing.T) {
 	var records string
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", ListingName}, {"GNU.sparse.realsize", "68719476736"}} {
+	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", listingName}, {"GNU.sparse.realsize", "68719476736"}} {
 		rec := " " + kv[0] + "=" + kv[1] + "\n"
 		n := len(rec) + 2
 		records += fmt.Sprintf("%d%s", n, rec)
@@ -193,9 +193,9 @@ func TestCheckTarballRefusesPAXSparse(t *testing.T) {
 	copy(sparseMap, "1\n68719476735\n1\n") // one chunk: the last byte
 	data := append(sparseMap, '{')
 	var buf bytes.Buffer
-	buf.Write(ustarBlock("PaxHeaders/"+ListingName, 'x', len(records)))
+	buf.Write(ustarBlock("PaxHeaders/"+listingName, 'x', len(records)))
 	buf.Write(padded([]byte(records)))
-	buf.Write(ustarBlock("GNUSparseFile.0/"+ListingName, '0', len(data)))
+	buf.Write(ustarBlock("GNUSparseFile.0/"+listingName, '0', len(data)))
 	buf.Write(padded(data))
 	buf.Write(make([]byte, 1024))
 	p := filepath.Join(t.TempDir(), "pax.tar")

@@ -138,13 +138,13 @@ func TestListAccountsForEveryByte(t *testing.T) {
 		kinds[e.Kind] = append(kinds[e.Kind], e.Name)
 		sum += e.Size
 	}
-	if len(kinds[KindZip]) != 2 || len(kinds[KindVersion]) != 1 || len(kinds[KindUnpacked]) != 1 || len(kinds[KindBuild]) != 1 {
+	if len(kinds[kindZip]) != 2 || len(kinds[kindVersion]) != 1 || len(kinds[kindUnpacked]) != 1 || len(kinds[kindBuild]) != 1 {
 		t.Errorf("entries by kind: %v", kinds)
 	}
-	if got := kinds[KindVersion]; len(got) == 1 && got[0] != "127.0.0.1:5000/providers/acme/hello:1.0.0" {
+	if got := kinds[kindVersion]; len(got) == 1 && got[0] != "127.0.0.1:5000/providers/acme/hello:1.0.0" {
 		t.Errorf("version named %q", got[0])
 	}
-	if got := kinds[KindUnpacked]; len(got) == 1 && got[0] != "example.com/acme/hello 1.0.0 linux_amd64" {
+	if got := kinds[kindUnpacked]; len(got) == 1 && got[0] != "example.com/acme/hello 1.0.0 linux_amd64" {
 		t.Errorf("unpacked package named %q", got[0])
 	}
 	if disk := diskUsage(t, f.c.Dir); sum != inv.Size || disk != inv.Size {

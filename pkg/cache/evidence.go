@@ -307,7 +307,7 @@ func (c *Cache) VersionRefs() ([]oci.Ref, error) {
 	}
 	var out []oci.Ref
 	for _, e := range inv.Entries {
-		if e.Kind != KindVersion {
+		if e.Kind != kindVersion {
 			continue
 		}
 		var m VersionMeta

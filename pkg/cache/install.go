@@ -82,7 +82,7 @@ func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge) (*Instal
 		judge = func(string) (bool, error) { return false, nil }
 	}
 	in := &Installed{Root: c.mirrorRoot(pkg)}
-	in.Dir = filepath.Join(in.Root, MirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	in.Dir = filepath.Join(in.Root, mirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
 	var err error
 	if c.hasDir(in.Root) {
 		err = c.checkUnpacked(ctx, pkg, in, judge)
@@ -123,7 +123,7 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	dir := filepath.Join(tmp, MirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	dir := filepath.Join(tmp, mirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
 	var refused error // the judge's own errors are returned as they are
 	check := func(h1 string) error {
 		in.H1 = h1
@@ -277,10 +277,10 @@ func (c *Cache) putZip(ctx context.Context, pkg *Package) (*Zip, error) {
 	return z, nil
 }
 
-// MirrorPath is where a filesystem mirror holds a provider's unpacked package, relative to the
+// mirrorPath is where a filesystem mirror holds a provider's unpacked package, relative to the
 // mirror: HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, the layout OpenTofu and Terraform read (and the one
 // of their own provider directory, .terraform/providers).
-func MirrorPath(addr manifest.ProviderAddress, version string, p manifest.Platform) string {
+func mirrorPath(addr manifest.ProviderAddress, version string, p manifest.Platform) string {
 	return filepath.Join(addr.Hostname.String(), addr.Namespace, addr.Type, version, p.String())
 }
 

@@ -19,11 +19,11 @@ import (
 
 // The kinds of cache entries.
 const (
-	KindZip      = "zip"      // blobs/sha256/<hex>
-	KindVersion  = "version"  // versions/<registry>/<repository>/<tag>.json
-	KindUnpacked = "unpacked" // mirror/<key>/
-	KindBuild    = "build"    // builds/<key>/
-	KindEvidence = "evidence" // evidence/: manifests and signature artifacts, and where they were
+	kindZip      = "zip"      // blobs/sha256/<hex>
+	kindVersion  = "version"  // versions/<registry>/<repository>/<tag>.json
+	kindUnpacked = "unpacked" // mirror/<key>/
+	kindBuild    = "build"    // builds/<key>/
+	kindEvidence = "evidence" // evidence/: manifests and signature artifacts, and where they were
 )
 
 // Entry is one thing the cache holds. Its size is the bytes of its files; its last use is its
@@ -35,8 +35,8 @@ type Entry struct {
 	Size     int64     `json:"size"`
 	LastUsed time.Time `json:"last_used"`
 
-	zips      []digest.Digest // KindVersion: the zips the record lists
-	zipPrefix string          // KindUnpacked: the start of the hex digest of the zip it came from
+	zips      []digest.Digest // kindVersion: the zips the record lists
+	zipPrefix string          // kindUnpacked: the start of the hex digest of the zip it came from
 	lockName  string          // the Lock a writer of this entry takes, if any
 }
 
@@ -127,7 +127,7 @@ func (c *Cache) listZips() ([]Entry, error) {
 	names, err := readDir(dir)
 	var out []Entry
 	for _, n := range names {
-		e, err := entryAt(KindZip, "sha256:"+n.Name(), filepath.Join(dir, n.Name()))
+		e, err := entryAt(kindZip, "sha256:"+n.Name(), filepath.Join(dir, n.Name()))
 		if err != nil {
 			continue // removed since the listing
 		}
@@ -145,7 +145,7 @@ func (c *Cache) listVersions() ([]Entry, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
-		e, err := entryAt(KindVersion, filepath.ToSlash(rel), p)
+		e, err := entryAt(kindVersion, filepath.ToSlash(rel), p)
 		if err != nil {
 			return nil
 		}
@@ -176,7 +176,7 @@ func (c *Cache) listUnpacked() ([]Entry, error) {
 			parts := strings.Split(filepath.ToSlash(rel), "/") // HOST NS TYPE VERSION OS_ARCH
 			name = strings.Join(parts[:3], "/") + " " + parts[3] + " " + parts[4]
 		}
-		e, err := entryAt(KindUnpacked, name, root)
+		e, err := entryAt(kindUnpacked, name, root)
 		if err != nil {
 			continue
 		}
@@ -208,7 +208,7 @@ func (c *Cache) listBuilds() ([]Entry, error) {
 		if exes, _ := filepath.Glob(filepath.Join(root, "terraform-provider-*")); len(exes) == 1 {
 			name = filepath.Base(exes[0]) + " (" + n.Name()[:min(12, len(n.Name()))] + ")"
 		}
-		e, err := entryAt(KindBuild, name, root)
+		e, err := entryAt(kindBuild, name, root)
 		if err != nil {
 			continue
 		}
@@ -257,7 +257,7 @@ func sha256File(path string) (string, error) {
 
 // listEvidence lists the evidence as one entry: it is small, and judged as a whole.
 func (c *Cache) listEvidence() ([]Entry, error) {
-	e, err := entryAt(KindEvidence, "manifests and signature artifacts", filepath.Join(c.Dir, "evidence"))
+	e, err := entryAt(kindEvidence, "manifests and signature artifacts", filepath.Join(c.Dir, "evidence"))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

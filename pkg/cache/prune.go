@@ -76,9 +76,9 @@ func selectEntries(entries []Entry, opts PruneOptions, now time.Time) []Entry {
 	}
 	unused := func(e Entry) bool {
 		switch e.Kind {
-		case KindZip:
+		case kindZip:
 			return !listed[strings.TrimPrefix(e.Name, "sha256:")]
-		case KindUnpacked:
+		case kindUnpacked:
 			for z := range listed {
 				if e.zipPrefix != "" && strings.HasPrefix(z, e.zipPrefix) {
 					return false

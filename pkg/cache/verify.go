@@ -82,7 +82,7 @@ func (c *Cache) Verify(ctx context.Context, fix bool, progress oci.Progress) (*V
 func zipH1s(entries []Entry) map[string]string {
 	out := map[string]string{}
 	for _, e := range entries {
-		if e.Kind != KindVersion {
+		if e.Kind != kindVersion {
 			continue
 		}
 		data, err := os.ReadFile(e.Path)
@@ -101,19 +101,19 @@ func zipH1s(entries []Entry) map[string]string {
 
 func (c *Cache) verifyEntry(e Entry, h1s map[string]string) error {
 	switch e.Kind {
-	case KindZip:
+	case kindZip:
 		d := digest.Digest(e.Name)
 		if d.Validate() != nil || d.Algorithm() != digest.SHA256 {
 			return fmt.Errorf("%s is not named by a sha256 digest", e.Path)
 		}
 		return c.checkBlob(d)
-	case KindVersion:
+	case kindVersion:
 		return verifyVersion(e)
-	case KindUnpacked:
+	case kindUnpacked:
 		return c.verifyUnpacked(e, h1s)
-	case KindBuild:
+	case kindBuild:
 		return verifyBuild(e)
-	case KindEvidence:
+	case kindEvidence:
 		return verifyEvidence(e)
 	}
 	return nil

@@ -58,7 +58,7 @@ func TestVerifyFindsEveryKindOfDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := problemKinds(res.Problems)
-	for kind, says := range map[string]string{KindZip: "changed on disk", KindVersion: "damaged", KindUnpacked: "changed on disk", KindBuild: "changed on disk"} {
+	for kind, says := range map[string]string{kindZip: "changed on disk", kindVersion: "damaged", kindUnpacked: "changed on disk", kindBuild: "changed on disk"} {
 		if !strings.Contains(got[kind], says) {
 			t.Errorf("%s: reported %q, want it to say %q", kind, got[kind], says)
 		}

@@ -73,7 +73,7 @@ func OpenAudit(path string, values bool, stderr io.Writer) (*Audit, error) {
 }
 
 // Write appends one record, in one write. Values JSON cannot hold are already written as marked
-// strings (see Unencodable); should encoding fail all the same, the values are replaced by a
+// strings (see unencodable); should encoding fail all the same, the values are replaced by a
 // marked string saying why, so the record itself is never lost.
 func (a *Audit) Write(r *Record) error {
 	data, err := json.Marshal(r)
@@ -82,7 +82,7 @@ func (a *Audit) Write(r *Record) error {
 		for _, v := range []*any{&c.Prior, &c.Planned} {
 			if *v != nil {
 				if _, verr := json.Marshal(*v); verr != nil {
-					*v = Unencodable + verr.Error()
+					*v = unencodable + verr.Error()
 				}
 			}
 		}

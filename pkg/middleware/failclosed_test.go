@@ -275,7 +275,7 @@ func TestAuditUnencodableNumber(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want 1", len(recs))
 	}
-	if got := recs[0].Planned.(map[string]any)["n"]; got != Unencodable+"1e+400" {
+	if got := recs[0].Planned.(map[string]any)["n"]; got != unencodable+"1e+400" {
 		t.Errorf("planned n = %#v", got)
 	}
 }
@@ -350,7 +350,7 @@ func TestGateInvokeAction(t *testing.T) {
 	}
 }
 
-// A value unknown at plan reads as Unknown: a rule on it does not match then, and the same
+// A value unknown at plan reads as unknown: a rule on it does not match then, and the same
 // change with the value known (tofu's plan at apply time) is denied.
 func TestUnknownAtPlanJudgedAgain(t *testing.T) {
 	m := stackMiddleware(t, nil, mustRule(t, "no-prod", Deny, `planned != null && planned.name == 'prod-db'`, ""))

@@ -137,7 +137,7 @@ func TestDenyDeleteOfDatabase(t *testing.T) {
 		t.Fatalf("audit %+v", recs)
 	}
 	data, _ := os.ReadFile(path)
-	if strings.Contains(string(data), "hunter2") || !strings.Contains(string(data), Redacted) {
+	if strings.Contains(string(data), "hunter2") || !strings.Contains(string(data), redacted) {
 		t.Errorf("the sensitive password was not redacted:\n%s", data)
 	}
 }

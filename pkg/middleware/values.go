@@ -12,15 +12,15 @@ import (
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
-// Redacted stands in for the value of an attribute the schema marks sensitive.
-const Redacted = "(sensitive)"
+// redacted stands in for the value of an attribute the schema marks sensitive.
+const redacted = "(sensitive)"
 
-// Unknown stands in for a value known only after apply.
-const Unknown = "(known after apply)"
+// unknown stands in for a value known only after apply.
+const unknown = "(known after apply)"
 
-// Unencodable marks, in the audit, a value JSON cannot hold (a number beyond float64, 1e400):
+// unencodable marks, in the audit, a value JSON cannot hold (a number beyond float64, 1e400):
 // it is written as a string, this marker followed by the value's own text.
-const Unencodable = "(unencodable) "
+const unencodable = "(unencodable) "
 
 // impliedType is the object type a schema block describes, as tofu encodes its values. It
 // follows tofu's configschema rules: a list or map of nested blocks whose element type holds a
@@ -90,13 +90,13 @@ func decodeDynamic(dv []byte, t cty.Type) (cty.Value, error) {
 }
 
 // goValue turns a value of a block's type into plain Go values (maps, lists, strings, numbers,
-// bools, nil) for CEL and JSON. With redact, sensitive attributes become Redacted.
+// bools, nil) for CEL and JSON. With redact, sensitive attributes become redacted.
 func goValue(v cty.Value, b *plugin.Block, redact bool) any {
 	if v.IsNull() {
 		return nil
 	}
 	if !v.IsKnown() {
-		return Unknown
+		return unknown
 	}
 	if b == nil || !v.Type().IsObjectType() {
 		return plainValue(v, redact)
@@ -106,7 +106,7 @@ func goValue(v cty.Value, b *plugin.Block, redact bool) any {
 		av := v.GetAttr(name)
 		switch a, nb := b.Attributes[name], b.BlockTypes[name]; {
 		case a != nil && a.Sensitive && redact && !av.IsNull():
-			out[name] = Redacted
+			out[name] = redacted
 		case a != nil && a.NestedType != nil:
 			out[name] = nested(av, a.NestedType.NestingMode, &plugin.Block{Attributes: a.NestedType.Attributes}, redact)
 		case nb != nil:
@@ -160,7 +160,7 @@ func auditPlain(v cty.Value) any {
 	case v.Type() == cty.Number:
 		f := v.AsBigFloat()
 		if x, _ := f.Float64(); math.IsInf(x, 0) {
-			return Unencodable + f.Text('g', -1)
+			return unencodable + f.Text('g', -1)
 		}
 		return number(f)
 	case v.Type().IsObjectType() || v.Type().IsMapType():
@@ -187,7 +187,7 @@ func plain(v cty.Value) any {
 	case v.IsNull():
 		return nil
 	case !v.IsKnown():
-		return Unknown
+		return unknown
 	case v.Type() == cty.String:
 		return v.AsString()
 	case v.Type() == cty.Bool:

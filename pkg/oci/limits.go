@@ -13,7 +13,7 @@ import (
 // runs or how much it writes.
 type Limits struct {
 	// StallTimeout bounds connecting, the TLS handshake and waiting for response headers, and is
-	// the window in which a body must make progress (at least MinProgress bytes).
+	// the window in which a body must make progress (at least minProgress bytes).
 	StallTimeout time.Duration
 	// MaxPackageSize is the largest zip (or other blob) oprov fetches; a larger descriptor is
 	// refused before any byte is fetched.
@@ -25,9 +25,9 @@ type Limits struct {
 	MaxTagPages int
 }
 
-// MinProgress is how many bytes a body must move in every StallTimeout window: a registry that
+// minProgress is how many bytes a body must move in every StallTimeout window: a registry that
 // trickles a byte every few seconds has stopped answering as surely as a silent one.
-const MinProgress = 1024
+const minProgress = 1024
 
 // DefaultLimits are far above what any real registry and provider need.
 func DefaultLimits() Limits {

@@ -15,7 +15,7 @@ import (
 )
 
 // StallError is a registry that stopped answering: it let a connection, a TLS handshake or a
-// response's headers wait a whole stall timeout, or moved less than MinProgress bytes of a body
+// response's headers wait a whole stall timeout, or moved less than minProgress bytes of a body
 // in one.
 type StallError struct {
 	Host    string
@@ -95,7 +95,7 @@ func timeoutPhase(err error) string {
 	return "the request"
 }
 
-// watchdog cancels a request whose body moves less than MinProgress bytes in a window.
+// watchdog cancels a request whose body moves less than minProgress bytes in a window.
 type watchdog struct {
 	host   string
 	window time.Duration
@@ -135,7 +135,7 @@ func (w *watchdog) check() {
 	if !w.running {
 		return
 	}
-	if n := w.moved.Swap(0); n < MinProgress {
+	if n := w.moved.Swap(0); n < minProgress {
 		w.running = false
 		w.cancel(&StallError{Host: w.host, Phase: w.phase, Timeout: w.window, Bytes: n})
 		return

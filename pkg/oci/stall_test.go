@@ -42,12 +42,12 @@ func readAll(t *testing.T, window time.Duration, url string) (int, error) {
 	return len(data), err
 }
 
-// TestStallWatchdog: a body that keeps moving at least MinProgress bytes a window is read whole,
+// TestStallWatchdog: a body that keeps moving at least minProgress bytes a window is read whole,
 // however long it takes; one that trickles less is cut with a StallError that says so.
 func TestStallWatchdog(t *testing.T) {
-	steady := paced(2*MinProgress, 8, 50*time.Millisecond)
+	steady := paced(2*minProgress, 8, 50*time.Millisecond)
 	defer steady.Close()
-	if n, err := readAll(t, 500*time.Millisecond, steady.URL); err != nil || n != 16*MinProgress {
+	if n, err := readAll(t, 500*time.Millisecond, steady.URL); err != nil || n != 16*minProgress {
 		t.Errorf("a steady body: %d bytes, %v", n, err)
 	}
 	trickle := paced(10, 100, 50*time.Millisecond)

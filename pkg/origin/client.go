@@ -74,12 +74,12 @@ func (d *Download) Resolve(ref string) (string, error) {
 	return d.url.ResolveReference(u).String(), nil
 }
 
-// NewClient discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
+// newClient discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
 // TLS follows the registry client's policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
 // if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
 // blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
 // Every GET is retried on failures that may pass (see get).
-func NewClient(ctx context.Context, host string, reg *oci.Client) (*Client, error) {
+func newClient(ctx context.Context, host string, reg *oci.Client) (*Client, error) {
 	tlsConfig, err := oci.TLSConfig(reg.CAFile)
 	if err != nil {
 		return nil, err

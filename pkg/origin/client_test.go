@@ -41,7 +41,7 @@ func testOrigin(t *testing.T) (*testorigin.Origin, *testca.CA) {
 
 func newTestOrigin(t *testing.T, org *testorigin.Origin, ca *testca.CA) *Client {
 	t.Helper()
-	o, err := NewClient(context.Background(), org.Host, oci.NewClient(oci.Options{CAFile: ca.File}))
+	o, err := newClient(context.Background(), org.Host, oci.NewClient(oci.Options{CAFile: ca.File}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 )
 
-// ReadKeyFile reads armored OpenPGP public keys to pin.
-func ReadKeyFile(path string) (openpgp.EntityList, error) {
+// readKeyFile reads armored OpenPGP public keys to pin.
+func readKeyFile(path string) (openpgp.EntityList, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func ReadKeyFile(path string) (openpgp.EntityList, error) {
 func ReadKeyFiles(paths []string) (openpgp.EntityList, error) {
 	var out openpgp.EntityList
 	for _, p := range paths {
-		el, err := ReadKeyFile(p)
+		el, err := readKeyFile(p)
 		if err != nil {
 			return nil, err
 		}

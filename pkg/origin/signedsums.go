@@ -21,8 +21,8 @@ const ArtifactTypeChecksums = "application/vnd.oprov.provider-shasums.v1"
 
 // Provenance annotations on that referrer.
 const (
-	AnnotationOrigin   = "dev.oprov.origin"          // the origin registry and provider address
-	AnnotationGPGKeyID = "dev.oprov.gpg-key-id"      // the key that signed SHA256SUMS
+	annotationOrigin   = "dev.oprov.origin"          // the origin registry and provider address
+	annotationGPGKeyID = "dev.oprov.gpg-key-id"      // the key that signed SHA256SUMS
 	mediaTypeSums      = "text/plain"                // SHA256SUMS
 	mediaTypeSignature = "application/pgp-signature" // its detached signature
 	mediaTypeKeys      = "application/pgp-keys"      // the signing key, ASCII-armored
@@ -156,6 +156,6 @@ func (s *signedSums) evidence(addr manifest.ProviderAddress, version string) *so
 			{Name: sumsName + ".sig", MediaType: mediaTypeSignature, Data: s.sig},
 			{Name: "signing-keys.asc", MediaType: mediaTypeKeys, Data: s.armoredKeys},
 		},
-		Annotations: map[string]string{AnnotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, AnnotationGPGKeyID: s.keyID},
+		Annotations: map[string]string{annotationOrigin: "https://" + addr.Hostname.String() + "/" + addr.Namespace + "/" + addr.Type, annotationGPGKeyID: s.keyID},
 	}
 }

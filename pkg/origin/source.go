@@ -60,7 +60,7 @@ func (s *Source) origin(ctx context.Context, host string) (*Client, error) {
 	if o := s.origins[host]; o != nil {
 		return o, nil
 	}
-	o, err := NewClient(ctx, host, s.registry)
+	o, err := newClient(ctx, host, s.registry)
 	if err != nil {
 		return nil, err
 	}

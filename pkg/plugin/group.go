@@ -37,8 +37,8 @@ type Group struct {
 	Dir string
 }
 
-// StopTimeout bounds how long Stop waits for all providers before giving up on them.
-const StopTimeout = 10 * time.Second
+// stopTimeout bounds how long Stop waits for all providers before giving up on them.
+const stopTimeout = 10 * time.Second
 
 // StartGroup starts every member at once. If any fails, the ones that started are stopped and the
 // error names the member's address.
@@ -92,14 +92,14 @@ func (g *Group) proxy(i int) error {
 		mw = w(mw)
 	}
 	var err error
-	g.Proxies[i], err = StartProxy(g.Providers[i], mw)
+	g.Proxies[i], err = startProxy(g.Providers[i], mw)
 	return err
 }
 
 // Stop stops every started provider at once: StopProvider, then go-plugin's shutdown, then a kill
 // of its whole process group after a grace period.
 func (g *Group) Stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	for _, x := range g.Proxies {
 		if x != nil {
@@ -132,11 +132,11 @@ func (g *Group) ReattachJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// KillAfter is how long a command that ignores a forwarded signal has before it is killed.
-const KillAfter = signals.KillAfter
+// killAfter is how long a command that ignores a forwarded signal has before it is killed.
+const killAfter = signals.KillAfter
 
-// ReattachEnv is the variable through which tofu and terraform are handed running providers.
-const ReattachEnv = "TF_REATTACH_PROVIDERS"
+// reattachEnv is the variable through which tofu and terraform are handed running providers.
+const reattachEnv = "TF_REATTACH_PROVIDERS"
 
 // MergeReattach adds the group's entries to the TF_REATTACH_PROVIDERS the user already set
 // (user, "" when unset), keeping every entry of theirs as they wrote it: a provider they started
@@ -152,7 +152,7 @@ func (g *Group) MergeReattach(user string) ([]byte, error) {
 	}
 	merged := map[string]json.RawMessage{}
 	if err := json.Unmarshal([]byte(user), &merged); err != nil {
-		return nil, fmt.Errorf("%s is set but is not a JSON object of provider addresses: %v", ReattachEnv, err)
+		return nil, fmt.Errorf("%s is set but is not a JSON object of provider addresses: %v", reattachEnv, err)
 	}
 	theirs := map[string]string{}
 	for addr := range merged {
@@ -164,7 +164,7 @@ func (g *Group) MergeReattach(user string) ([]byte, error) {
 	}
 	for addr, rc := range mine {
 		if prev, ok := theirs[canonicalAddr(addr)]; ok {
-			return nil, fmt.Errorf("%s already names %s, which oprov run launches too: leave it out of %s, or out of the configuration oprov runs", ReattachEnv, prev, ReattachEnv)
+			return nil, fmt.Errorf("%s already names %s, which oprov run launches too: leave it out of %s, or out of the configuration oprov runs", reattachEnv, prev, reattachEnv)
 		}
 		merged[addr] = rc
 	}
@@ -183,7 +183,7 @@ func canonicalAddr(addr string) string {
 
 // Run runs cmd with TF_REATTACH_PROVIDERS set to the group, added to the entries cmd's
 // environment (os.Environ when nil) already had (see MergeReattach), passes SIGINT and SIGTERM on
-// to it (killing it if it ignores them for KillAfter), and gives its exit code: 128+N when a
+// to it (killing it if it ignores them for killAfter), and gives its exit code: 128+N when a
 // signal N ended it. The providers keep running; call Stop afterwards.
 func (g *Group) Run(cmd *exec.Cmd) (int, error) {
 	if cmd.Env == nil {
@@ -192,7 +192,7 @@ func (g *Group) Run(cmd *exec.Cmd) (int, error) {
 	var user string
 	env := cmd.Env[:0:0]
 	for _, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, ReattachEnv+"="); ok {
+		if v, ok := strings.CutPrefix(kv, reattachEnv+"="); ok {
 			user = v
 			continue
 		}
@@ -202,6 +202,6 @@ func (g *Group) Run(cmd *exec.Cmd) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmd.Env = append(env, ReattachEnv+"="+string(rj))
-	return signals.Run(cmd, KillAfter)
+	cmd.Env = append(env, reattachEnv+"="+string(rj))
+	return signals.Run(cmd, killAfter)
 }

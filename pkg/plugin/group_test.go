@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			os.Unsetenv("PLUGIN_UNIX_SOCKET_DIR")
 		}
 		goplugin.Serve(&goplugin.ServeConfig{
-			HandshakeConfig:  Handshake,
+			HandshakeConfig:  handshake,
 			VersionedPlugins: map[int]goplugin.PluginSet{6: {"provider": emptyProvider{}}},
 			GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 				// Every method outside go-plugin's own services echoes its request with a marker.

@@ -32,21 +32,21 @@ import (
 	"github.com/oprov/oprov/pkg/sandbox/hint"
 )
 
-// Handshake is OpenTofu's and Terraform's go-plugin handshake for providers (format.md §3).
-var Handshake = goplugin.HandshakeConfig{
+// handshake is OpenTofu's and Terraform's go-plugin handshake for providers (format.md §3).
+var handshake = goplugin.HandshakeConfig{
 	MagicCookieKey:   "TF_PLUGIN_MAGIC_COOKIE",
 	MagicCookieValue: "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2",
 }
 
-// DefaultStartTimeout is how long a provider has to complete the handshake.
-const DefaultStartTimeout = 10 * time.Second
+// defaultStartTimeout is how long a provider has to complete the handshake.
+const defaultStartTimeout = 10 * time.Second
 
 // Options say how to start a provider.
 type Options struct {
 	Path string
 	Args []string
 	Env  []string // added to oprov's own environment
-	// StartTimeout bounds the handshake (default DefaultStartTimeout).
+	// StartTimeout bounds the handshake (default defaultStartTimeout).
 	StartTimeout time.Duration
 	// Log, when set, receives the provider's own log lines (oprov -v).
 	Log io.Writer
@@ -136,7 +136,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, fmt.Errorf("provider %s is not an executable file", opts.Path)
 	}
 	if opts.StartTimeout == 0 {
-		opts.StartTimeout = DefaultStartTimeout
+		opts.StartTimeout = defaultStartTimeout
 	}
 	protocols := opts.Protocols
 	if len(protocols) == 0 {
@@ -216,7 +216,7 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  handshake,
 		VersionedPlugins: sets,
 		Cmd:              p.cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},

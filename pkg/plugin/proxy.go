@@ -91,9 +91,9 @@ type Proxy struct {
 	srv    *grpc.Server
 }
 
-// StartProxy serves a proxy for p on a unix socket in a private directory (mode 0700) inside the
+// startProxy serves a proxy for p on a unix socket in a private directory (mode 0700) inside the
 // provider's own.
-func StartProxy(p *Provider, mw Middleware) (*Proxy, error) {
+func startProxy(p *Provider, mw Middleware) (*Proxy, error) {
 	dir, err := os.MkdirTemp(p.dir, "proxy-")
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func ParseFilename(name string) (Filename, error) {
 	if len(parts) != 4 {
 		return Filename{}, fmt.Errorf("file name %q has %d '_'-separated parts after the prefix, not 4 (%s)", name, len(parts), want)
 	}
-	if err := ValidateType(parts[0]); err != nil {
+	if err := validateType(parts[0]); err != nil {
 		return Filename{}, fmt.Errorf("file name %q: %w", name, err)
 	}
 	if _, err := manifest.ParseVersion(parts[1]); err != nil {
@@ -71,9 +71,9 @@ func ParseFilename(name string) (Filename, error) {
 	return Filename{Type: parts[0], Version: parts[1], Platform: p}, nil
 }
 
-// ValidateType checks a provider type name: lowercase letters, digits and dashes, starting with
+// validateType checks a provider type name: lowercase letters, digits and dashes, starting with
 // a letter, as provider source addresses allow.
-func ValidateType(t string) error {
+func validateType(t string) error {
 	if t == "" {
 		return fmt.Errorf("provider type is empty")
 	}
@@ -98,7 +98,7 @@ func TypeFromName(name string) (string, bool) {
 		name = name[i+1:]
 	}
 	t, ok := strings.CutPrefix(name, ProviderPrefix)
-	if !ok || ValidateType(t) != nil {
+	if !ok || validateType(t) != nil {
 		return "", false
 	}
 	return t, true

@@ -159,7 +159,7 @@ func readBinDir(dir string, p manifest.Platform) (PlatformFiles, error) {
 // Check checks the options before anything is built: a valid type and version, an output
 // directory, and no platform twice.
 func (o *PackageOptions) Check() error {
-	if err := ValidateType(o.Type); err != nil {
+	if err := validateType(o.Type); err != nil {
 		return err
 	}
 	if _, err := manifest.ParseVersion(o.Version); err != nil {

@@ -16,9 +16,9 @@ type ZipFile struct {
 	Open       func() (io.ReadCloser, error)
 }
 
-// ZipTime is the modification time written on every zip entry: SOURCE_DATE_EPOCH when it is set,
+// zipTime is the modification time written on every zip entry: SOURCE_DATE_EPOCH when it is set,
 // otherwise a fixed date, never the wall clock.
-func ZipTime() (time.Time, error) {
+func zipTime() (time.Time, error) {
 	earliest := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC) // zip cannot store earlier times
 	t, ok, err := SourceDateEpoch()
 	switch {
@@ -35,7 +35,7 @@ func ZipTime() (time.Time, error) {
 // WriteZip writes a deterministic zip: entries sorted by name, one fixed modification time, and
 // Unix modes (0755 for executables, 0644 otherwise), so the same files always give the same bytes.
 func WriteZip(w io.Writer, files []ZipFile) error {
-	mtime, err := ZipTime()
+	mtime, err := zipTime()
 	if err != nil {
 		return err
 	}

@@ -87,10 +87,10 @@ func restrict(s Spec) error {
 		return fmt.Errorf("the kernel does not offer Landlock ABI %d (%v): refusing to start the provider with less than planned", s.ABI, err)
 	}
 	attr := ll.RulesetAttr{HandledAccessFS: handledFS(s.ABI)}
-	if s.ABI >= ABINet {
+	if s.ABI >= abiNet {
 		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	}
-	if s.ABI >= ABIScope {
+	if s.ABI >= abiScope {
 		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 	}
 	fd, err := ll.LandlockCreateRuleset(&attr, 0)
@@ -108,7 +108,7 @@ func restrict(s Spec) error {
 			}
 		}
 	}
-	if s.ABI >= ABINet {
+	if s.ABI >= abiNet {
 		for _, port := range s.Connect {
 			if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
 				return fmt.Errorf("landlock rule for TCP port %d: %w", port, err)

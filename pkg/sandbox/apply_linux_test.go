@@ -21,8 +21,8 @@ func TestMain(m *testing.M) {
 func confined(t *testing.T, spec Spec, env []string, argv ...string) (string, error) {
 	t.Helper()
 	sup := Probe()
-	if sup.LandlockABI < ABIScope || !sup.Seccomp {
-		t.Skipf("this kernel lacks Landlock ABI %d or seccomp: %+v", ABIScope, sup)
+	if sup.LandlockABI < abiScope || !sup.Seccomp {
+		t.Skipf("this kernel lacks Landlock ABI %d or seccomp: %+v", abiScope, sup)
 	}
 	spec, err := Plan(spec, sup)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // Probe asks the kernel what it supports (Landlock's ABI, seccomp filters, no_new_privs). The test
-// hook TestABIEnv replaces the Landlock ABI it reports.
+// hook testABIEnv replaces the Landlock ABI it reports.
 func Probe() Support {
 	s := Support{OS: "linux"}
 	abi, err := ll.LandlockGetABIVersion()
@@ -25,9 +25,9 @@ func Probe() Support {
 	default:
 		s.Why = err.Error()
 	}
-	if v, ok := os.LookupEnv(TestABIEnv); ok {
+	if v, ok := os.LookupEnv(testABIEnv); ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			s.LandlockABI, s.Simulated, s.Why = n, true, TestABIEnv+" (a test hook) is set"
+			s.LandlockABI, s.Simulated, s.Why = n, true, testABIEnv+" (a test hook) is set"
 		}
 	}
 	s.Seccomp = seccomp.Supported()

@@ -21,16 +21,16 @@ import (
 // `oprov __sandbox-exec SPEC-JSON PROVIDER [ARGS...]`.
 const ExecCommand = "__sandbox-exec"
 
-// TestABIEnv is a test hook: when set to a number, Probe reports that Landlock ABI instead of the
+// testABIEnv is a test hook: when set to a number, Probe reports that Landlock ABI instead of the
 // kernel's (0: no Landlock), so that tests can show what happens on an older kernel. Only the
 // probe reads it; it changes nothing the kernel enforces beyond making oprov use less of it.
-const TestABIEnv = "OPROV_TEST_LANDLOCK_ABI"
+const testABIEnv = "OPROV_TEST_LANDLOCK_ABI"
 
 // ABI levels of Landlock that parts of a sandbox need.
 const (
-	ABIFS    = 1 // file system rules
-	ABINet   = 4 // TCP bind and connect rules
-	ABIScope = 6 // scoping of abstract unix sockets and signals
+	abifs    = 1 // file system rules
+	abiNet   = 4 // TCP bind and connect rules
+	abiScope = 6 // scoping of abstract unix sockets and signals
 )
 
 // Limits are resource limits (setrlimit); zero means not set.
@@ -69,7 +69,7 @@ type Spec struct {
 type Support struct {
 	OS          string `json:"os"`
 	LandlockABI int    `json:"landlock_abi"`
-	// Simulated is true when TestABIEnv set LandlockABI.
+	// Simulated is true when testABIEnv set LandlockABI.
 	Simulated  bool   `json:"simulated,omitempty"`
 	Seccomp    bool   `json:"seccomp"`
 	NoNewPrivs bool   `json:"no_new_privs"`
@@ -79,9 +79,9 @@ type Support struct {
 // Parts lists what a sandbox of this kernel can enforce, part by part, with the ABI each needs.
 func (s Support) Parts() []Part {
 	return []Part{
-		{"file system rules (read, write, execute)", "Landlock ABI 1", s.LandlockABI >= ABIFS},
-		{"TCP connect and bind rules", "Landlock ABI 4", s.LandlockABI >= ABINet},
-		{"abstract unix socket and signal scoping", "Landlock ABI 6", s.LandlockABI >= ABIScope},
+		{"file system rules (read, write, execute)", "Landlock ABI 1", s.LandlockABI >= abifs},
+		{"TCP connect and bind rules", "Landlock ABI 4", s.LandlockABI >= abiNet},
+		{"abstract unix socket and signal scoping", "Landlock ABI 6", s.LandlockABI >= abiScope},
 		{"system call filter (ptrace, mount, namespaces, keyring, bpf, modules)", "seccomp", s.Seccomp},
 		{"no_new_privs", "prctl", s.NoNewPrivs},
 		{"resource limits", "setrlimit", s.OS == "linux"},
@@ -117,7 +117,7 @@ func Plan(spec Spec, sup Support) (Spec, error) {
 			kernel += " (" + sup.Why + ")"
 		}
 		return spec, fmt.Errorf("the provider's sandbox (%s) cannot be enforced: %s, and lacks %s; the provider was not started. Run it on a kernel with Landlock ABI %d or later and seccomp, or set best_effort = true in the sandbox block to start it with a weaker sandbox ('oprov sandbox check' says what this kernel supports)",
-			spec.Name, kernel, strings.Join(missing, ", "), ABIScope)
+			spec.Name, kernel, strings.Join(missing, ", "), abiScope)
 	}
 	spec.Dropped = missing
 	return spec, nil

@@ -34,7 +34,7 @@ func (f *layoutFixture) run(t *testing.T, limits ClientLimits) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, cfg, err := EnsureLocalTLS(filepath.Join(t.TempDir(), "state"), []string{"127.0.0.1"})
+	l, cfg, err := ensureLocalTLS(filepath.Join(t.TempDir(), "state"), []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,14 +41,14 @@ const (
 	leafRenew    = 24 * time.Hour
 )
 
-// EnsureLocalTLS loads, or makes, a CA in dir, and issues a fresh server certificate for hosts (IP
+// ensureLocalTLS loads, or makes, a CA in dir, and issues a fresh server certificate for hosts (IP
 // addresses or DNS names) from it. The CA is name-constrained to exactly those hosts (critical
 // constraints: a certificate it signs for any other name fails verification), so trusting it
 // trusts nothing else. It is kept while it covers every host and is not near expiry, so clients
 // keep trusting it; otherwise a new one is made (and clients must trust the new one). The
 // server certificate lives leafLifetime, is issued on every start and again while the server
 // runs, before it expires.
-func EnsureLocalTLS(dir string, hosts []string) (*LocalTLS, *tls.Config, error) {
+func ensureLocalTLS(dir string, hosts []string) (*LocalTLS, *tls.Config, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("TLS state directory: %w", err)
 	}

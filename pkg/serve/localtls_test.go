@@ -17,7 +17,7 @@ import (
 func TestLocalTLS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	hosts := []string{"127.0.0.1", "::1", "localhost"}
-	l, cfg, err := EnsureLocalTLS(dir, hosts)
+	l, cfg, err := ensureLocalTLS(dir, hosts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestLocalTLS(t *testing.T) {
 		t.Errorf("the CA key is not mode 0600: %v", st)
 	}
 
-	l2, _, err := EnsureLocalTLS(dir, hosts)
+	l2, _, err := ensureLocalTLS(dir, hosts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestLocalTLS(t *testing.T) {
 		t.Error("a second start replaced the CA, or kept the server certificate")
 	}
 
-	l3, _, err := EnsureLocalTLS(dir, append(hosts, "mirror.internal"))
+	l3, _, err := ensureLocalTLS(dir, append(hosts, "mirror.internal"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestLocalTLS(t *testing.T) {
 	}
 
 	os.WriteFile(l.CertFile, []byte("damaged"), 0o644)
-	if _, _, err := EnsureLocalTLS(dir, hosts); err != nil {
+	if _, _, err := ensureLocalTLS(dir, hosts); err != nil {
 		t.Fatalf("a damaged certificate was not replaced: %v", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestLocalTLS(t *testing.T) {
 // key, so the signature is good) is refused by Go's verifier.
 func TestLocalCANameConstraints(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	l, _, err := EnsureLocalTLS(dir, []string{"127.0.0.1", "::1", "localhost"})
+	l, _, err := ensureLocalTLS(dir, []string{"127.0.0.1", "::1", "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // TLSOptions say where the server's certificate comes from: a certificate and key the operator
-// gives, or else a local CA made on first start in StateDir (default DefaultStateDir) that signs
+// gives, or else a local CA made on first start in StateDir (default defaultStateDir) that signs
 // a certificate for loopback and URL's host.
 type TLSOptions struct {
 	CertFile, KeyFile string
@@ -32,7 +32,7 @@ func TLSConfig(o TLSOptions) (*tls.Config, string, error) {
 	dir := o.StateDir
 	if dir == "" {
 		var err error
-		if dir, err = DefaultStateDir(); err != nil {
+		if dir, err = defaultStateDir(); err != nil {
 			return nil, "", err
 		}
 	}
@@ -44,7 +44,7 @@ func TLSConfig(o TLSOptions) (*tls.Config, string, error) {
 	if h := urlHost(o.URL); h != "" && !slices.Contains(hosts, h) {
 		hosts = append(hosts, h)
 	}
-	l, cfg, err := EnsureLocalTLS(dir, hosts)
+	l, cfg, err := ensureLocalTLS(dir, hosts)
 	if err != nil {
 		return nil, "", fmt.Errorf("local certificate in %s: %w", dir, err)
 	}
@@ -66,9 +66,9 @@ func DefaultURL(a *net.TCPAddr) string {
 	return "https://" + net.JoinHostPort(host, fmt.Sprint(a.Port)) + "/"
 }
 
-// DefaultStateDir is where the local CA is kept: $XDG_STATE_HOME/oprov/serve, else
+// defaultStateDir is where the local CA is kept: $XDG_STATE_HOME/oprov/serve, else
 // ~/.local/state/oprov/serve.
-func DefaultStateDir() (string, error) {
+func defaultStateDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "oprov", "serve"), nil
 	}

@@ -65,7 +65,7 @@ func TestDefaultURL(t *testing.T) {
 	}
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", "/home/someone")
-	if d, err := DefaultStateDir(); err != nil || !strings.HasSuffix(d, filepath.Join(".local", "state", "oprov", "serve")) {
-		t.Errorf("DefaultStateDir = %s, %v", d, err)
+	if d, err := defaultStateDir(); err != nil || !strings.HasSuffix(d, filepath.Join(".local", "state", "oprov", "serve")) {
+		t.Errorf("defaultStateDir = %s, %v", d, err)
 	}
 }

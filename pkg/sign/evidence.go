@@ -18,7 +18,7 @@ import (
 
 // Finding signature evidence is this file's job, and the only part of verification that does
 // I/O: it reads every form of signature stored for a subject from a target (a registry, a
-// layout, a bundle, or the cache's evidence) and parses it. VerifyEvidence judges what it found.
+// layout, a bundle, or the cache's evidence) and parses it. verifyEvidence judges what it found.
 
 // Evidence is the signature evidence found for one subject: every signature artifact, parsed,
 // with the problems of those that could not be read.
@@ -27,8 +27,8 @@ type Evidence struct {
 	candidates []candidate
 }
 
-// FindEvidence gathers the signature evidence stored in t for subject.
-func FindEvidence(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) (*Evidence, error) {
+// findEvidence gathers the signature evidence stored in t for subject.
+func findEvidence(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor) (*Evidence, error) {
 	cands, err := findSignatures(ctx, t, subject)
 	if err != nil {
 		return nil, err
@@ -79,24 +79,24 @@ func findBundles(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor
 		}
 		m, _, err := fetchManifest(ctx, t, r)
 		if err != nil {
-			out = append(out, candidate{form: FormBundle, manifest: r.Digest, problem: fmt.Sprintf("referrer %s: %v", short(r.Digest), err)})
+			out = append(out, candidate{form: formBundle, manifest: r.Digest, problem: fmt.Sprintf("referrer %s: %v", short(r.Digest), err)})
 			continue
 		}
 		if m.Subject == nil || m.Subject.Digest != subject.Digest {
 			continue
 		}
-		if m.ArtifactType == CosignSigArtifactType || m.Config.MediaType == CosignSigArtifactType {
-			out = append(out, simpleSigning(ctx, t, FormReferrer, r.Digest, m, "referrer "+short(r.Digest))...)
+		if m.ArtifactType == cosignSigArtifactType || m.Config.MediaType == cosignSigArtifactType {
+			out = append(out, simpleSigning(ctx, t, formReferrer, r.Digest, m, "referrer "+short(r.Digest))...)
 			continue
 		}
-		if m.ArtifactType != BundleMediaType && m.Config.MediaType != BundleMediaType {
+		if m.ArtifactType != bundleMediaType && m.Config.MediaType != bundleMediaType {
 			continue // an SBOM or another attachment
 		}
 		for _, l := range m.Layers {
-			if l.MediaType != BundleMediaType {
+			if l.MediaType != bundleMediaType {
 				continue
 			}
-			c := candidate{form: FormBundle, manifest: r.Digest}
+			c := candidate{form: formBundle, manifest: r.Digest}
 			data, err := fetchSmall(ctx, t, l)
 			if err == nil {
 				c.bundle, err = parseBundle(data)
@@ -133,11 +133,11 @@ func findLegacy(ctx context.Context, t oci.ReadOnly, subject ocispec.Descriptor)
 func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest digest.Digest, m *ocispec.Manifest, where string) []candidate {
 	var out []candidate
 	for _, l := range m.Layers {
-		if l.MediaType != SimpleSigningType {
+		if l.MediaType != simpleSigningType {
 			continue
 		}
 		c := candidate{form: form, manifest: manifest}
-		sig, err := decodeSignatureAnnotation(l.Annotations[SignatureAnnotation])
+		sig, err := decodeSignatureAnnotation(l.Annotations[signatureAnnotation])
 		var data []byte
 		if err == nil {
 			data, err = fetchSmall(ctx, t, l)
@@ -146,8 +146,8 @@ func simpleSigning(ctx context.Context, t oci.ReadOnly, form Form, manifest dige
 			c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
 		} else {
 			c.legacy = &legacySignature{layer: l, payload: data, signature: sig}
-			if cert := l.Annotations[CertificateAnnotation]; cert != "" {
-				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[TimestampAnnotation], l.Annotations[RekorBundleAnnotation])
+			if cert := l.Annotations[certificateAnnotation]; cert != "" {
+				c.legacy.keyless, err = newKeylessSimpleSigning(data, sig, cert, l.Annotations[timestampAnnotation], l.Annotations[rekorBundleAnnotation])
 				if err != nil {
 					c.problem = fmt.Sprintf("%s layer %s: %v", where, short(l.Digest), err)
 				}

@@ -21,20 +21,20 @@ import (
 
 // Media types and annotations of cosign's signature forms (format.md §5 and §7).
 const (
-	BundleMediaType     = "application/vnd.dev.sigstore.bundle.v0.3+json"
-	InTotoPayloadType   = "application/vnd.in-toto+json"
-	InTotoStatementType = "https://in-toto.io/Statement/v1"
-	CosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
-	SimpleSigningType   = types.SimpleSigningMediaType
-	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	bundleMediaType     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	inTotoPayloadType   = "application/vnd.in-toto+json"
+	inTotoStatementType = "https://in-toto.io/Statement/v1"
+	cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+	simpleSigningType   = types.SimpleSigningMediaType
+	signatureAnnotation = "dev.cosignproject.cosign/signature"
 	// Keyless simple-signing layers carry the Fulcio certificate, its chain, and the RFC 3161
 	// timestamp (and the Rekor bundle) in these annotations.
-	CertificateAnnotation = "dev.sigstore.cosign/certificate"
-	ChainAnnotation       = "dev.sigstore.cosign/chain"
-	TimestampAnnotation   = "dev.sigstore.cosign/rfc3161timestamp"
-	RekorBundleAnnotation = "dev.sigstore.cosign/bundle"
-	// CosignSigArtifactType marks cosign's simple-signing signature stored as a referrer.
-	CosignSigArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
+	certificateAnnotation = "dev.sigstore.cosign/certificate"
+	chainAnnotation       = "dev.sigstore.cosign/chain"
+	timestampAnnotation   = "dev.sigstore.cosign/rfc3161timestamp"
+	rekorBundleAnnotation = "dev.sigstore.cosign/bundle"
+	// cosignSigArtifactType marks cosign's simple-signing signature stored as a referrer.
+	cosignSigArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
 	bundleContentAnnot    = "dev.sigstore.bundle.content"
 	bundlePredicateAnnot  = "dev.sigstore.bundle.predicateType"
 	legacyConfigMediaType = ocispec.MediaTypeImageConfig
@@ -86,17 +86,17 @@ func newBundleArtifact(s *Signer, subject ocispec.Descriptor, created string) (*
 	if err != nil {
 		return nil, err
 	}
-	sig, err := s.SignMessage(bytes.NewReader(dsse.PAE(InTotoPayloadType, st)))
+	sig, err := s.SignMessage(bytes.NewReader(dsse.PAE(inTotoPayloadType, st)))
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
 	b := &protobundle.Bundle{
-		MediaType: BundleMediaType,
+		MediaType: bundleMediaType,
 		VerificationMaterial: &protobundle.VerificationMaterial{
 			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: s.Public.Hint}},
 		},
 		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
-			Payload: st, PayloadType: InTotoPayloadType, Signatures: []*protodsse.Signature{{Sig: sig}},
+			Payload: st, PayloadType: inTotoPayloadType, Signatures: []*protodsse.Signature{{Sig: sig}},
 		}},
 	}
 	data, err := protojson.Marshal(b)
@@ -110,24 +110,24 @@ func newBundleArtifact(s *Signer, subject ocispec.Descriptor, created string) (*
 // cosign's signing predicate.
 func subjectStatement(subject ocispec.Descriptor) ([]byte, error) {
 	return json.Marshal(statement{
-		Type:          InTotoStatementType,
+		Type:          inTotoStatementType,
 		Subject:       []statementSubject{{Digest: map[string]string{subject.Digest.Algorithm().String(): subject.Digest.Encoded()}}},
-		PredicateType: CosignSignPredicate,
+		PredicateType: cosignSignPredicate,
 	})
 }
 
 // bundleManifest wraps a bundle (JSON) in the OCI manifest cosign stores it in: a referrer of
 // subject with the bundle as its one layer.
 func bundleManifest(data []byte, subject ocispec.Descriptor, created string) (*bundleArtifact, error) {
-	layer := newBlob(BundleMediaType, data)
-	annotations := map[string]string{bundleContentAnnot: "dsse-envelope", bundlePredicateAnnot: CosignSignPredicate}
+	layer := newBlob(bundleMediaType, data)
+	annotations := map[string]string{bundleContentAnnot: "dsse-envelope", bundlePredicateAnnot: cosignSignPredicate}
 	if created != "" {
 		annotations[ocispec.AnnotationCreated] = created
 	}
 	m, err := jsonBlob(ocispec.MediaTypeImageManifest, ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: BundleMediaType,
+		ArtifactType: bundleMediaType,
 		Config:       ocispec.DescriptorEmptyJSON,
 		Layers:       []ocispec.Descriptor{layer.desc},
 		Subject:      &ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
@@ -136,7 +136,7 @@ func bundleManifest(data []byte, subject ocispec.Descriptor, created string) (*b
 	if err != nil {
 		return nil, err
 	}
-	m.desc.ArtifactType = BundleMediaType
+	m.desc.ArtifactType = bundleMediaType
 	return &bundleArtifact{manifest: m, layer: layer}, nil
 }
 
@@ -180,8 +180,8 @@ func parseBundle(data []byte) (*signedBundle, error) {
 // signedDigests checks a bundle's signatures with key and returns the digests its statement
 // names as subjects. It fails unless some signature verifies.
 func (sb *signedBundle) verify(key PublicKey) ([]digest.Digest, error) {
-	if sb.payloadType != InTotoPayloadType {
-		return nil, fmt.Errorf("the envelope's payload type is %q, not %q", sb.payloadType, InTotoPayloadType)
+	if sb.payloadType != inTotoPayloadType {
+		return nil, fmt.Errorf("the envelope's payload type is %q, not %q", sb.payloadType, inTotoPayloadType)
 	}
 	pae := dsse.PAE(sb.payloadType, sb.payload)
 	var ok bool
@@ -200,18 +200,18 @@ func (sb *signedBundle) verify(key PublicKey) ([]digest.Digest, error) {
 // subjects checks that the bundle's statement is a cosign signature and returns the digests it
 // names as subjects.
 func (sb *signedBundle) subjects() ([]digest.Digest, error) {
-	if sb.payloadType != InTotoPayloadType {
-		return nil, fmt.Errorf("the envelope's payload type is %q, not %q", sb.payloadType, InTotoPayloadType)
+	if sb.payloadType != inTotoPayloadType {
+		return nil, fmt.Errorf("the envelope's payload type is %q, not %q", sb.payloadType, inTotoPayloadType)
 	}
 	var st statement
 	if err := json.Unmarshal(sb.payload, &st); err != nil {
 		return nil, fmt.Errorf("the signed statement is not valid JSON: %w", err)
 	}
-	if st.Type != InTotoStatementType && st.Type != "https://in-toto.io/Statement/v0.1" {
+	if st.Type != inTotoStatementType && st.Type != "https://in-toto.io/Statement/v0.1" {
 		return nil, fmt.Errorf("the signed payload is not an in-toto statement (type %q)", st.Type)
 	}
-	if st.PredicateType != CosignSignPredicate {
-		return nil, fmt.Errorf("the signed statement's predicate is %q, not a cosign signature (%s)", st.PredicateType, CosignSignPredicate)
+	if st.PredicateType != cosignSignPredicate {
+		return nil, fmt.Errorf("the signed statement's predicate is %q, not a cosign signature (%s)", st.PredicateType, cosignSignPredicate)
 	}
 	var ds []digest.Digest
 	for _, s := range st.Subject {
@@ -251,8 +251,8 @@ func newLegacyLayer(s *Signer, dockerRef string, subject digest.Digest) (blob, e
 	if err != nil {
 		return blob{}, fmt.Errorf("signing: %w", err)
 	}
-	b := newBlob(SimpleSigningType, data)
-	b.desc.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(sig)}
+	b := newBlob(simpleSigningType, data)
+	b.desc.Annotations = map[string]string{signatureAnnotation: base64.StdEncoding.EncodeToString(sig)}
 	return b, nil
 }
 

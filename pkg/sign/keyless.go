@@ -194,7 +194,7 @@ func newKeylessSimpleSigning(payload, sig []byte, certPEM, tsJSON, rekorJSON str
 	}
 	sum := sha256.Sum256(payload)
 	pb := &protobundle.Bundle{
-		MediaType: BundleMediaType,
+		MediaType: bundleMediaType,
 		VerificationMaterial: &protobundle.VerificationMaterial{
 			Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: certs[0].Raw}},
 		},

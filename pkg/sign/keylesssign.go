@@ -107,7 +107,7 @@ func (k *Keyless) bundle(ctx context.Context, st []byte) (*protobundle.Bundle, e
 	if k.TrustedRoot != nil {
 		opts.TrustedRoot = k.TrustedRoot.root
 	}
-	b, err := sgsign.Bundle(&sgsign.DSSEData{Data: st, PayloadType: InTotoPayloadType}, kp, opts)
+	b, err := sgsign.Bundle(&sgsign.DSSEData{Data: st, PayloadType: inTotoPayloadType}, kp, opts)
 	if err != nil {
 		return nil, fmt.Errorf("keyless signing: %w", err)
 	}
@@ -147,5 +147,5 @@ func signKeyless(ctx context.Context, t oci.Target, subject ocispec.Descriptor, 
 	if err := art.push(ctx, t); err != nil {
 		return nil, err
 	}
-	return &SignResult{Form: FormBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest, Signer: who}, nil
+	return &SignResult{Form: formBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest, Signer: who}, nil
 }

@@ -118,8 +118,8 @@ func newPublicKey(name string, pub crypto.PublicKey) (PublicKey, error) {
 	return PublicKey{Name: name, Key: pub, Hint: base64.StdEncoding.EncodeToString(sum[:]), verifier: v}, nil
 }
 
-// ParsePublicKey parses a PEM public key.
-func ParsePublicKey(name string, pemData []byte) (PublicKey, error) {
+// parsePublicKey parses a PEM public key.
+func parsePublicKey(name string, pemData []byte) (PublicKey, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pemData)
 	if err != nil {
 		return PublicKey{}, fmt.Errorf("public key %s is not a PEM public key (cosign.pub): %w", name, err)
@@ -133,14 +133,14 @@ func LoadPublicKey(path string) (PublicKey, error) {
 	if err != nil {
 		return PublicKey{}, fmt.Errorf("public key: %w", err)
 	}
-	return ParsePublicKey(path, data)
+	return parsePublicKey(path, data)
 }
 
-// LoadPublicKeyFrom loads a public key named in a configuration file: a path relative to that
+// loadPublicKeyFrom loads a public key named in a configuration file: a path relative to that
 // file's directory (or absolute), or the PEM key itself. name labels an inline key in messages.
-func LoadPublicKeyFrom(file, key, name string) (PublicKey, error) {
+func loadPublicKeyFrom(file, key, name string) (PublicKey, error) {
 	if strings.HasPrefix(strings.TrimSpace(key), "-----BEGIN") {
-		return ParsePublicKey(name, []byte(key))
+		return parsePublicKey(name, []byte(key))
 	}
 	if !filepath.IsAbs(key) {
 		key = filepath.Join(filepath.Dir(file), key)

@@ -73,7 +73,7 @@ func NewPolicy(f PolicyFrom) (*Policy, error) {
 			if f.Base == "" && !strings.HasPrefix(strings.TrimSpace(k), "-----BEGIN") {
 				pk, err = LoadPublicKey(k) // as given, so that errors name it so
 			} else {
-				pk, err = LoadPublicKeyFrom(f.Base, k, fmt.Sprintf("%s[%d]", f.KeysName, i))
+				pk, err = loadPublicKeyFrom(f.Base, k, fmt.Sprintf("%s[%d]", f.KeysName, i))
 			}
 			if err != nil {
 				return nil, err

@@ -201,7 +201,7 @@ func parseRule(file, at string, tf trustFile, mode string, dflt *TrustedRoot, lo
 		return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it) in the rule or at the top of the policy", at, tf.Name)
 	}
 	for i, k := range tf.Keys {
-		pk, err := LoadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
+		pk, err := loadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
 		if err != nil {
 			return nil, fmt.Errorf("%s: trust %q: %w", at, tf.Name, err)
 		}
@@ -276,16 +276,16 @@ func (p *Policy) Match(repository, provider string) *Rule {
 
 func matchAny(patterns []string, s string) bool {
 	for _, pat := range patterns {
-		if MatchPattern(pat, s) {
+		if matchPattern(pat, s) {
 			return true
 		}
 	}
 	return false
 }
 
-// MatchPattern matches s against pat: '*' is one path element, a trailing "/**" any depth, and
+// matchPattern matches s against pat: '*' is one path element, a trailing "/**" any depth, and
 // "**" alone anything.
-func MatchPattern(pat, s string) bool {
+func matchPattern(pat, s string) bool {
 	if pat == "**" {
 		return true
 	}
@@ -334,7 +334,7 @@ func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.R
 }
 
 // Check verifies an already resolved version with the keys the policy trusts for it (see
-// VerifyVersion: nothing is resolved by tag again). provider is the provider's address when
+// verifyVersion: nothing is resolved by tag again). provider is the provider's address when
 // known. In warn mode a failure is returned as the decision's Warning; in enforce mode it is the
 // error.
 func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, provider string, opts VerifyOptions) (*Decision, error) {
@@ -352,7 +352,7 @@ func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *arti
 		return nil, err
 	}
 	opts.Keys, opts.Identities, opts.TrustedRoot = r.Keys, r.Identities, r.TrustedRoot
-	res, err := VerifyVersion(ctx, t, ref, v, opts)
+	res, err := verifyVersion(ctx, t, ref, v, opts)
 	d := &Decision{Rule: r.Name, Mode: r.Mode, Result: res}
 	if err != nil {
 		var ve *Error

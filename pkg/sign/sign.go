@@ -20,11 +20,11 @@ import (
 type Form string
 
 const (
-	FormBundle Form = "bundle"     // cosign's bundle format as an OCI 1.1 referrer
+	formBundle Form = "bundle"     // cosign's bundle format as an OCI 1.1 referrer
 	FormLegacy Form = "legacy-tag" // cosign v2's sha256-<hex>.sig tag
-	// FormReferrer is cosign's simple-signing signature stored as an OCI 1.1 referrer
+	// formReferrer is cosign's simple-signing signature stored as an OCI 1.1 referrer
 	// (cosign sign --registry-referrers-mode=oci-1-1); oprov reads it but does not write it.
-	FormReferrer Form = "simple-signing-referrer"
+	formReferrer Form = "simple-signing-referrer"
 )
 
 // SignOptions tunes Sign.
@@ -68,7 +68,7 @@ func Sign(ctx context.Context, t oci.Target, ref oci.Ref, subject ocispec.Descri
 	if err := art.push(ctx, t); err != nil {
 		return nil, err
 	}
-	return &SignResult{Form: FormBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest}, nil
+	return &SignResult{Form: formBundle, Subject: subject.Digest, Signature: art.manifest.desc.Digest}, nil
 }
 
 // push stores the bundle artifact: the empty config, the bundle, then the manifest.

@@ -173,7 +173,7 @@ trust "lab" {
 		{"127.0.0.1:5000/lab/hello", "", "lab"},
 		{"registry.example.com/providers/other/hello", "example.com/other/hello", ""},
 	} {
-		if MatchPattern("**", c.repo) != true {
+		if matchPattern("**", c.repo) != true {
 			t.Errorf("** does not match %s", c.repo)
 		}
 		r := p.Match(c.repo, c.provider)

@@ -100,7 +100,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("verify %s (%s): %s", e.Ref, e.Digest, e.Reason)
 }
 
-// Verify resolves ref once and verifies what it resolved to (VerifyVersion).
+// Verify resolves ref once and verifies what it resolved to (verifyVersion).
 func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions) (*Result, error) {
 	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
 		return nil, &Error{Ref: ref, Reason: noTrust}
@@ -109,16 +109,16 @@ func Verify(ctx context.Context, t oci.ReadOnly, ref oci.Ref, opts VerifyOptions
 	if err != nil {
 		return nil, err
 	}
-	return VerifyVersion(ctx, t, ref, v, opts)
+	return verifyVersion(ctx, t, ref, v, opts)
 }
 
-// VerifyVersion checks a version already resolved to its index digest: that one of opts.Keys
+// verifyVersion checks a version already resolved to its index digest: that one of opts.Keys
 // signed exactly that digest, that the index is the version the tag claimed, and that the digest
 // chain down to each platform manifest (and the selected zips) checks out. It never resolves a
 // tag again, so a registry that answers two requests for the same tag differently cannot make it
 // vouch for bytes it did not check. ref names the version in messages. Zips are fetched only once
 // a good signature is found: an unsigned release costs a few small requests, not its size.
-func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, opts VerifyOptions) (*Result, error) {
+func verifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, opts VerifyOptions) (*Result, error) {
 	fail := func(format string, args ...any) error {
 		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -166,22 +166,22 @@ func VerifyVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact
 	return res, nil
 }
 
-// checkSignatures finds the signatures stored for v's index (I/O) and judges them (VerifyEvidence).
+// checkSignatures finds the signatures stored for v's index (I/O) and judges them (verifyEvidence).
 func checkSignatures(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, opts VerifyOptions) ([]Signature, error) {
-	ev, err := FindEvidence(ctx, t, v.Index)
+	ev, err := findEvidence(ctx, t, v.Index)
 	if err != nil {
 		return nil, err
 	}
-	return VerifyEvidence(ev, ref, v, opts)
+	return verifyEvidence(ev, ref, v, opts)
 }
 
-// VerifyEvidence is the verifier: it judges the signature evidence found for v's index against
+// verifyEvidence is the verifier: it judges the signature evidence found for v's index against
 // the trusted keys, identities and root in opts, and does no I/O, so the same evidence gives the
 // same verdict whether it came from a registry, a bundle or the cache. It keeps the signatures a
 // trusted signer made over exactly v's index digest; the index must also be the version the tag
 // claimed, or a tag moved onto another validly signed version would pass. ref names the version
 // in messages.
-func VerifyEvidence(ev *Evidence, ref oci.Ref, v *artifact.Version, opts VerifyOptions) ([]Signature, error) {
+func verifyEvidence(ev *Evidence, ref oci.Ref, v *artifact.Version, opts VerifyOptions) ([]Signature, error) {
 	fail := func(format string, args ...any) error {
 		return &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -307,9 +307,9 @@ func checkKeys(c candidate, keys []PublicKey, want digest.Digest) (*Signature, s
 		var names []digest.Digest
 		var err error
 		switch c.form {
-		case FormBundle:
+		case formBundle:
 			names, err = c.bundle.verify(k)
-		case FormLegacy, FormReferrer:
+		case FormLegacy, formReferrer:
 			var d digest.Digest
 			d, err = c.legacy.verify(k)
 			names = []digest.Digest{d}
@@ -349,7 +349,7 @@ func checkKeyless(c candidate, k *keyless, opts VerifyOptions, want digest.Diges
 	var who *CertSigner
 	var err error
 	switch c.form {
-	case FormBundle:
+	case formBundle:
 		if who, err = k.check(opts.TrustedRoot, opts.Identities, want); err == nil {
 			names, err = c.bundle.subjects()
 		}

@@ -21,12 +21,12 @@ import (
 )
 
 func init() {
-	RegisterLocalKind(LocalKind{
+	registerLocalKind(LocalKind{
 		Name:   "Go module",
 		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
 		Open: func(d LocalDir, env *Env) LocalSource {
 			return &builtHere{d: d, env: env, fresh: "source, built", reused: "source, cached build",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return BuildGo(ctx, env.Cache, d) }}
+				build: func(ctx context.Context, env *Env) (*Built, error) { return buildGo(ctx, env.Cache, d) }}
 		},
 	})
 }
@@ -45,9 +45,9 @@ type Built struct {
 	Rebuilt    bool   `json:"rebuilt"`
 }
 
-// BuildGo compiles a Go provider kept as source for this machine, unless the cache already holds a build of
+// buildGo compiles a Go provider kept as source for this machine, unless the cache already holds a build of
 // the same source tree (every file's name and content), Go version and platform.
-func BuildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
+func buildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
 	if err != nil {
 		return nil, errors.New("building a source provider needs the go toolchain on PATH")

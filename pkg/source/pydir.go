@@ -13,21 +13,21 @@ import (
 )
 
 func init() {
-	RegisterLocalKind(LocalKind{
+	registerLocalKind(LocalKind{
 		Name:   "Python project (pyproject.toml)",
 		Detect: pybuild.IsPyProject,
 		Open: func(d LocalDir, env *Env) LocalSource {
 			return &builtHere{d: d, env: env, fresh: "source, venv built", reused: "source, cached venv",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return BuildPython(ctx, env.Cache, d, env.logf) }}
+				build: func(ctx context.Context, env *Env) (*Built, error) { return buildPython(ctx, env.Cache, d, env.logf) }}
 		},
 	})
 }
 
-// BuildPython installs a Python provider kept as source into a venv in the cache, with pip,
+// buildPython installs a Python provider kept as source into a venv in the cache, with pip,
 // unless the cache already holds one for the same source tree (every file's name and content)
 // and interpreter (its version and path). The executable is a small script that runs the
 // project's console script terraform-provider-TYPE with the venv's python.
-func BuildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(string, ...any)) (*Built, error) {
+func buildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(string, ...any)) (*Built, error) {
 	python, err := pybuild.HostPython()
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)

@@ -28,7 +28,7 @@ import (
 // was authenticated. The installer, lock, run and schema hold Sources and do not care which kind.
 //
 // Kinds: an OCI repository (oci.go), a directory of provider source beside the configuration
-// (godir.go, registered with RegisterLocalKind), and an origin provider registry (pkg/mirror).
+// (godir.go, registered with registerLocalKind), and an origin provider registry (pkg/mirror).
 // Adding a kind means one new file and its registration.
 type Source interface {
 	// AvailableVersions lists the versions of addr the source offers.
@@ -196,8 +196,8 @@ type LocalKind struct {
 
 var localKinds []LocalKind
 
-// RegisterLocalKind adds a kind of source directory; each kind registers itself from its file.
-func RegisterLocalKind(k LocalKind) {
+// registerLocalKind adds a kind of source directory; each kind registers itself from its file.
+func registerLocalKind(k LocalKind) {
 	if k.First {
 		localKinds = append([]LocalKind{k}, localKinds...)
 		return

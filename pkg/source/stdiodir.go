@@ -14,21 +14,21 @@ import (
 )
 
 func init() {
-	RegisterLocalKind(LocalKind{
+	registerLocalKind(LocalKind{
 		Name:   "stdio provider (" + stdiohost.ManifestName + ")",
 		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, stdiohost.ManifestName)) },
 		First:  true,
 		Open: func(d LocalDir, env *Env) LocalSource {
 			return &builtHere{d: d, env: env, fresh: "source, stdio", reused: "source, stdio",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return LaunchStdio(ctx, env.Cache, d) }}
+				build: func(ctx context.Context, env *Env) (*Built, error) { return launchStdio(ctx, env.Cache, d) }}
 		},
 	})
 }
 
-// LaunchStdio makes the executable that runs a stdio provider kept as source: a small sh script
+// launchStdio makes the executable that runs a stdio provider kept as source: a small sh script
 // that execs this oprov as the provider's host (`oprov __stdio-host DIR`). Nothing is copied or
 // built: the program runs from its directory, so an edit takes effect on the next run.
-func LaunchStdio(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
+func launchStdio(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	m, err := stdiohost.ReadManifest(s.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: provider %s: %w", s.At, s.Addr, err)

@@ -21,13 +21,13 @@ import (
 	"github.com/oprov/oprov/internal/iox"
 )
 
-// DeltasFile, in a lib/cpXY set, lists the compiled extensions stored as deltas against the
+// deltasFile, in a lib/cpXY set, lists the compiled extensions stored as deltas against the
 // base set's: the launcher rebuilds each once into the user's cache, checks its SHA-256 on
 // every launch, and imports it from there.
-const DeltasFile = "oprov-deltas.json"
+const deltasFile = "oprov-deltas.json"
 
-// DeltaSuffix ends the name of an extension stored as a delta, in place of the extension.
-const DeltaSuffix = ".oprov-delta"
+// deltaSuffix ends the name of an extension stored as a delta, in place of the extension.
+const deltaSuffix = ".oprov-delta"
 
 // A deltaEntry is one extension of a set stored as a delta.
 type deltaEntry struct {
@@ -114,7 +114,7 @@ var abiTag = regexp.MustCompile(`\.cpython-3\d+`)
 // another CPython, mostly the same machine code), when that is much smaller: grpcio's extension
 // is about 7 MiB compressed per version on linux_amd64, its delta about 1.7 MiB. Each delta is checked to
 // rebuild the extension before the extension is removed. The sets list their deltas in
-// DeltasFile.
+// deltasFile.
 func deltaExtensions(lib string, versions []string) error {
 	if len(versions) < 2 {
 		return nil
@@ -163,7 +163,7 @@ func deltaExtensions(lib string, versions []string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(set, DeltasFile), append(data, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(set, deltasFile), append(data, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
@@ -195,7 +195,7 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 	if err != nil || !bytes.Equal(back, t) {
 		return deltaEntry{}, false, fmt.Errorf("the delta of %s does not rebuild it (%v)", path, err)
 	}
-	if err := os.WriteFile(path+DeltaSuffix, d, 0o644); err != nil {
+	if err := os.WriteFile(path+deltaSuffix, d, 0o644); err != nil {
 		return deltaEntry{}, false, err
 	}
 	if err := os.Remove(path); err != nil {
@@ -206,7 +206,7 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 }
 
 // deltaBootstrap is the Python the launcher runs, before the provider's code, in a set that has a
-// DeltasFile (d is the set's directory). Each extension listed is rebuilt once from the base set's
+// deltasFile (d is the set's directory). Each extension listed is rebuilt once from the base set's
 // and its delta into PLACE/ext/SHA256/NAME, PLACE being the first of placeBootstrap's places
 // (CACHE/oprov-python, then $TMPDIR/oprov-python-UID) that passes its checks and whose ext and
 // ext/SHA256 are real directories (not links) of this user's alone, writable by no one else. The cached file is opened without following links and its SHA-256 checked on every
@@ -217,7 +217,7 @@ func deltaOne(path, base string) (deltaEntry, bool, error) {
 // failures). A finder first on sys.meta_path then loads each such module from its file. (No
 // single quote: it stands inside the shell script's single quotes.)
 const deltaBootstrap = `import os
-if os.path.exists(d + "/` + DeltasFile + `"):
+if os.path.exists(d + "/` + deltasFile + `"):
     def _oprov_fail(msg):
         msg = sys.argv[0] + ": " + msg
         print(msg, flush=True)
@@ -258,7 +258,7 @@ if os.path.exists(d + "/` + DeltasFile + `"):
         import json, hashlib, stat, threading
         from importlib.machinery import ExtensionFileLoader, ModuleSpec
         lib = d.rpartition("/")[0]
-        with open(d + "/` + DeltasFile + `") as f:
+        with open(d + "/` + deltasFile + `") as f:
             entries = json.load(f)
         def place(e):
             # The first place whose directories are of this user alone, and the cached file
@@ -279,7 +279,7 @@ if os.path.exists(d + "/` + DeltasFile + `"):
             _oprov_fail("no place to keep the extension " + e["module"] + " rebuilt: neither " + " nor ".join(_oprov_cands) + " is a directory of this user alone that no one else can write or replace (set XDG_CACHE_HOME or TMPDIR to one)")
         def rebuild(e, p):
             try:
-                data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + DeltaSuffix + `")
+                data = _oprov_apply(lib + "/" + e["base"], d + "/" + e["file"] + "` + deltaSuffix + `")
             except Exception as err:
                 data = str(err).encode()
             if hashlib.sha256(data).hexdigest() != e["sha256"]:
@@ -300,7 +300,7 @@ if os.path.exists(d + "/` + DeltasFile + `"):
         for e in entries:
             sha, rel, base = e["sha256"], e["file"], e["base"]
             if len(sha) != 64 or sha.strip("0123456789abcdef") or not rel.endswith(".so") or base.startswith("/") or rel.startswith("/") or ".." in (base + "/" + rel).split("/"):
-                _oprov_fail("the packaged list of extensions " + d + "/` + DeltasFile + ` is damaged: install the provider again")
+                _oprov_fail("the packaged list of extensions " + d + "/` + deltasFile + ` is damaged: install the provider again")
             p, f = place(e)
             mods[e["module"]] = (e, p)
             if f is None:

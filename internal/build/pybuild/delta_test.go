@@ -60,7 +60,7 @@ func TestDeltaExtensions(t *testing.T) {
 	if err := deltaExtensions(lib, []string{"3.11", "3.13"}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(lib, "cp311", DeltasFile))
+	data, err := os.ReadFile(filepath.Join(lib, "cp311", deltasFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestDeltaExtensions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lib, "cp311", entries[0].File)); !os.IsNotExist(err) {
 		t.Errorf("the extension stored as a delta is still there (%v)", err)
 	}
-	delta, err := os.ReadFile(filepath.Join(lib, "cp311", entries[0].File+DeltaSuffix))
+	delta, err := os.ReadFile(filepath.Join(lib, "cp311", entries[0].File+deltaSuffix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestDeltaExtensions(t *testing.T) {
 			t.Errorf("%s: %v", kept, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(lib, "cp313", DeltasFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(lib, "cp313", deltasFile)); !os.IsNotExist(err) {
 		t.Errorf("the newest set lists deltas (%v)", err)
 	}
 }

@@ -19,14 +19,14 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 	fmt.Fprintf(&b, "import sys\nsys.argv[0] = %q\n", script)
 	if withPath {
 		b.WriteString(placeBootstrap)
-		fmt.Fprintf(&b, "d = sys.argv.pop(1)\nsys.path[0:0] = [d, d.rpartition(\"/\")[0] + \"/%s\"]\n", CommonDir)
+		fmt.Fprintf(&b, "d = sys.argv.pop(1)\nsys.path[0:0] = [d, d.rpartition(\"/\")[0] + \"/%s\"]\n", commonDir)
 		b.WriteString(deltaBootstrap)
 	}
 	fmt.Fprintf(&b, "from %s import %s\nsys.exit(%s())\n", mod, first, attr)
 	return b.String()
 }
 
-// PythonLauncher is the executable of a Python release package: a POSIX shell script that finds
+// pythonLauncher is the executable of a Python release package: a POSIX shell script that finds
 // a CPython (with the GIL: the packaged wheels are not built for the free-threaded ABI, abiflags
 // "t", nor for PyPy) whose minor version the package carries dependencies for (lib/cpXY beside the script,
 // symlinks followed), and runs the console script's entry point with them. OPROV_PROVIDER_PYTHON
@@ -44,7 +44,7 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 // no bytecode is read from a place another user can write. Where HOME has no writable ~/.cache (a
 // read-only home), HOME is pointed at a private writable directory, since the tf SDK keeps its
 // certificate under ~/.cache.
-func PythonLauncher(script, entry string, versions []string) string {
+func pythonLauncher(script, entry string, versions []string) string {
 	var names []string
 	for i := len(versions) - 1; i >= 0; i-- {
 		names = append(names, "python"+versions[i])
@@ -107,7 +107,7 @@ fail "it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
 `, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
 }
 
-// LauncherWrites are the directories outside its package that PythonLauncher's Python writes, as
+// LauncherWrites are the directories outside its package that pythonLauncher's Python writes, as
 // getenv (the provider's environment) places them: the bytecode and rebuilt extensions under
 // ${XDG_CACHE_HOME:-$HOME/.cache}/oprov-python, and the tf SDK's certificate under
 // $HOME/.cache/tf-python-provider. (Its fallbacks are under TMPDIR.) A sandbox lets it write there.

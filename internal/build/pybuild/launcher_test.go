@@ -42,7 +42,7 @@ func cp(v string) fakePy { return fakePy{v, "cpython", false} }
 func writeLauncher(t *testing.T) (pkg, exe string) {
 	pkg = t.TempDir()
 	exe = filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", launcherVersions)), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", launcherVersions)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range launcherVersions {
@@ -208,7 +208,7 @@ func TestPythonLauncherBytecodePlace(t *testing.T) {
 	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 	pkg := t.TempDir()
 	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lib := filepath.Join(pkg, "lib", cpTag(version))
@@ -276,7 +276,7 @@ func TestPythonLauncherPlantedBytecode(t *testing.T) {
 	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 	pkg := t.TempDir()
 	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(PythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lib := filepath.Join(pkg, "lib", cpTag(version))

@@ -113,7 +113,7 @@ func TestProjectPinsMarkerLineBreak(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pylock.toml"), []byte(lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ProjectPins(dir, "p", "", scratch)
+	_, err := projectPins(dir, "p", "", scratch)
 	for _, want := range []string{filepath.Join(dir, "pylock.toml") + ": packages[1] (name \"grpcio\")", "not a PEP 508 environment marker", `\u2028`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to say %q", err, want)

@@ -25,7 +25,7 @@ type Options struct {
 	// the claim is every version of PythonVersions that the project's requires-python admits and
 	// for which pip finds wheels of every dependency on every platform.
 	Versions []string
-	// Pins is the author's pins file (--python-pins); "" finds one in the project (ProjectPins).
+	// Pins is the author's pins file (--python-pins); "" finds one in the project (projectPins).
 	Pins string
 }
 
@@ -62,7 +62,7 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 		return nil, err
 	}
 	if len(opts.Platforms) == 0 {
-		opts.Platforms = DefaultPlatforms
+		opts.Platforms = defaultPlatforms
 	}
 	for _, p := range opts.Platforms {
 		if _, err := pipPlatforms(p); err != nil {
@@ -83,11 +83,11 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 	defer os.RemoveAll(tmp)
 	b := &build{python: python, project: proj.Name, tmp: tmp, opts: opts}
 	// The author's pins are read first: a pins file oprov refuses stops the build before pip runs.
-	if b.author, err = ProjectPins(dir, proj.Name, py.Pins, filepath.Join(tmp, "pins")); err != nil {
+	if b.author, err = projectPins(dir, proj.Name, py.Pins, filepath.Join(tmp, "pins")); err != nil {
 		return nil, err
 	}
 	opts.Progressf("building a wheel of %s", dir)
-	if b.wheel, err = BuildWheel(ctx, python, dir, filepath.Join(tmp, "wheel")); err != nil {
+	if b.wheel, err = buildWheel(ctx, python, dir, filepath.Join(tmp, "wheel")); err != nil {
 		return nil, err
 	}
 	if versions, err = b.installAll(ctx, versions, !chosen); err != nil {
@@ -98,7 +98,7 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 	}
 	launcher := filepath.Join(tmp, "launcher")
 	script := release.ProviderPrefix + opts.Type
-	if err := os.WriteFile(launcher, []byte(PythonLauncher(script, entry, versions)), 0o755); err != nil {
+	if err := os.WriteFile(launcher, []byte(pythonLauncher(script, entry, versions)), 0o755); err != nil {
 		return nil, err
 	}
 	var files []release.PlatformFiles

@@ -10,14 +10,14 @@ import (
 	"unicode/utf8"
 )
 
-// PinsFiles are the requirements-style files of the author's pins oprov reads from a project,
+// pinsFiles are the requirements-style files of the author's pins oprov reads from a project,
 // after a PEP 751 lock file, the first found.
-var PinsFiles = []string{"constraints.txt", "requirements.txt"}
+var pinsFiles = []string{"constraints.txt", "requirements.txt"}
 
 // pyLockName is a PEP 751 lock file's name: pylock.toml, or pylock.NAME.toml.
 var pyLockName = regexp.MustCompile(`^pylock(\.[^.\s/]+)?\.toml$`)
 
-// ProjectPins gives the author's pins for the project in dir (project is its name) as a
+// projectPins gives the author's pins for the project in dir (project is its name) as a
 // constraints file pip can take, written into scratch under the pins file's own name, so that
 // messages name the file the author wrote; "" when there are none.
 //
@@ -25,7 +25,7 @@ var pyLockName = regexp.MustCompile(`^pylock(\.[^.\s/]+)?\.toml$`)
 // found in dir of: pylock.toml; the one pylock.NAME.toml (several are an error that asks to choose
 // one); constraints.txt; requirements.txt. A lock file gives its packages' versions. A
 // requirements or constraints file is read as pip reads it (see requirementsPins).
-func ProjectPins(dir, project, chosen, scratch string) (string, error) {
+func projectPins(dir, project, chosen, scratch string) (string, error) {
 	src := chosen
 	if src == "" {
 		var err error
@@ -47,7 +47,7 @@ func ProjectPins(dir, project, chosen, scratch string) (string, error) {
 	}
 	var lines []string
 	if pyLockName.MatchString(filepath.Base(src)) {
-		lines, err = PyLockPins(src, project)
+		lines, err = pyLockPins(src, project)
 	} else {
 		lines, err = requirementsPins(src, nil)
 	}
@@ -64,13 +64,13 @@ func ProjectPins(dir, project, chosen, scratch string) (string, error) {
 	return out, nil
 }
 
-// findPins gives the author's pins file in dir ("" when none), in ProjectPins' order.
+// findPins gives the author's pins file in dir ("" when none), in projectPins' order.
 func findPins(dir string) (string, error) {
 	regular := func(p string) bool {
 		st, err := os.Stat(p)
 		return err == nil && st.Mode().IsRegular()
 	}
-	if p := filepath.Join(dir, PyLockFile); regular(p) {
+	if p := filepath.Join(dir, pyLockFile); regular(p) {
 		return p, nil
 	}
 	named, _ := filepath.Glob(filepath.Join(dir, "pylock.*.toml"))
@@ -87,7 +87,7 @@ func findPins(dir string) (string, error) {
 	default:
 		return "", fmt.Errorf("%s holds %d PEP 751 lock files (%s): choose one with --python-pins", dir, len(locks), strings.Join(locks, ", "))
 	}
-	for _, name := range PinsFiles {
+	for _, name := range pinsFiles {
 		if p := filepath.Join(dir, name); regular(p) {
 			return filepath.Abs(p)
 		}

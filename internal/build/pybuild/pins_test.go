@@ -66,7 +66,7 @@ func TestPyLockHostile(t *testing.T) {
 	} {
 		p := filepath.Join(dir, "pylock.toml")
 		os.WriteFile(p, []byte("lock-version = \"1.0\"\n[[packages]]\n"+entry+"\n"), 0o644)
-		if pins, err := PyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "packages[0]") {
+		if pins, err := pyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "packages[0]") {
 			t.Errorf("%q: pins %q, err %v; want a refusal naming packages[0]", entry, pins, err)
 		}
 	}
@@ -83,13 +83,13 @@ func TestFindPinsOrder(t *testing.T) {
 	}
 	got := func() string {
 		t.Helper()
-		p, err := ProjectPins(dir, "x", "", scratch)
+		p, err := projectPins(dir, "x", "", scratch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return filepath.Base(p)
 	}
-	if p, err := ProjectPins(dir, "x", "", scratch); p != "" || err != nil {
+	if p, err := projectPins(dir, "x", "", scratch); p != "" || err != nil {
 		t.Fatalf("no pins: %q %v", p, err)
 	}
 	write("requirements.txt", "grpcio==1.67.1\n")
@@ -106,10 +106,10 @@ func TestFindPinsOrder(t *testing.T) {
 		t.Errorf("got %s, want pylock.dev.toml", g)
 	}
 	write("pylock.prod.toml", lock)
-	if _, err := ProjectPins(dir, "x", "", scratch); err == nil || !strings.Contains(err.Error(), "pylock.dev.toml, pylock.prod.toml") || !strings.Contains(err.Error(), "--python-pins") {
+	if _, err := projectPins(dir, "x", "", scratch); err == nil || !strings.Contains(err.Error(), "pylock.dev.toml, pylock.prod.toml") || !strings.Contains(err.Error(), "--python-pins") {
 		t.Errorf("two named lock files: %v", err)
 	}
-	if p, err := ProjectPins(dir, "x", filepath.Join(dir, "pylock.prod.toml"), scratch); err != nil || filepath.Base(p) != "pylock.prod.toml" {
+	if p, err := projectPins(dir, "x", filepath.Join(dir, "pylock.prod.toml"), scratch); err != nil || filepath.Base(p) != "pylock.prod.toml" {
 		t.Errorf("chosen pylock.prod.toml: %q %v", p, err)
 	} else if data, _ := os.ReadFile(p); string(data) != "grpcio==1.67.1\n" {
 		t.Errorf("chosen lock gave constraints %q", data)
@@ -118,7 +118,7 @@ func TestFindPinsOrder(t *testing.T) {
 	if g := got(); g != "pylock.toml" {
 		t.Errorf("got %s, want pylock.toml", g)
 	}
-	if _, err := ProjectPins(dir, "x", filepath.Join(dir, "nope.txt"), scratch); err == nil || !strings.Contains(err.Error(), "--python-pins") || !strings.Contains(err.Error(), "nope.txt") {
+	if _, err := projectPins(dir, "x", filepath.Join(dir, "nope.txt"), scratch); err == nil || !strings.Contains(err.Error(), "--python-pins") || !strings.Contains(err.Error(), "nope.txt") {
 		t.Errorf("missing chosen file: %v", err)
 	}
 }

@@ -21,8 +21,8 @@ import (
 // the target's python3. The tf SDK needs 3.11 or later.
 var PythonVersions = []string{"3.11", "3.12", "3.13", "3.14"}
 
-// DefaultPlatforms are the platforms `oprov package --python` builds when none are named.
-var DefaultPlatforms = []manifest.Platform{
+// defaultPlatforms are the platforms `oprov package --python` builds when none are named.
+var defaultPlatforms = []manifest.Platform{
 	{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"},
 	{OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"},
 }
@@ -86,12 +86,12 @@ func pipCommand(args []string) string {
 	return ""
 }
 
-// BuildWheel builds the project in dir into a wheel in outDir with the host's pip, from a copy
+// buildWheel builds the project in dir into a wheel in outDir with the host's pip, from a copy
 // of its source (pip builds in place), and checks that it is pure Python: a compiled project
 // would only run where it was built.
-func BuildWheel(ctx context.Context, python, dir, outDir string) (string, error) {
+func buildWheel(ctx context.Context, python, dir, outDir string) (string, error) {
 	src := filepath.Join(outDir, "src")
-	if err := CopyPyProject(dir, src); err != nil {
+	if err := copyPyProject(dir, src); err != nil {
 		return "", fmt.Errorf("copying %s to build it: %w", dir, err)
 	}
 	defer os.RemoveAll(src)
@@ -291,7 +291,7 @@ func pruneRecord(site, record string) error {
 // source made in scratch.
 func PipInstallInto(ctx context.Context, python, venvPython, dir, scratch string) error {
 	src := filepath.Join(scratch, "src")
-	if err := CopyPyProject(dir, src); err != nil {
+	if err := copyPyProject(dir, src); err != nil {
 		return fmt.Errorf("copying %s to install it: %w", dir, err)
 	}
 	defer os.RemoveAll(src)

@@ -9,14 +9,14 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-// PyLockFile is the PEP 751 lock file oprov reads from a project.
-const PyLockFile = "pylock.toml"
+// pyLockFile is the PEP 751 lock file oprov reads from a project.
+const pyLockFile = "pylock.toml"
 
-// PyLockPins reads a PEP 751 lock file and gives its pins as constraint lines
+// pyLockPins reads a PEP 751 lock file and gives its pins as constraint lines
 // ("name==version", with " ; marker" when the entry has one), in the file's order. Entries
 // without a version (a directory or VCS source) and the project itself (project, its
 // normalized name) are not pins.
-func PyLockPins(path, project string) ([]string, error) {
+func pyLockPins(path, project string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

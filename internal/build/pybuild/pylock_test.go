@@ -36,12 +36,12 @@ path = "../local-lib"
 func TestProjectPinsPyLock(t *testing.T) {
 	dir, scratch := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("grpcio==1.85.1\n"), 0o644)
-	got, err := ProjectPins(dir, "terraform-provider-pyhello", "", scratch)
+	got, err := projectPins(dir, "terraform-provider-pyhello", "", scratch)
 	if err != nil || got != filepath.Join(scratch, "requirements.txt") {
 		t.Fatalf("without pylock.toml: %q %v, want requirements.txt", got, err)
 	}
 	os.WriteFile(filepath.Join(dir, "pylock.toml"), []byte(testPyLock), 0o644)
-	got, err = ProjectPins(dir, "terraform-provider-pyhello", "", scratch)
+	got, err = projectPins(dir, "terraform-provider-pyhello", "", scratch)
 	if err != nil || got != filepath.Join(scratch, "pylock.toml") {
 		t.Fatalf("with pylock.toml: %q %v", got, err)
 	}
@@ -61,11 +61,11 @@ func TestPyLockBad(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "pylock.toml")
 	os.WriteFile(p, []byte("lock-version = \"2.0\"\n"), 0o644)
-	if _, err := PyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "lock-version 2.0") {
+	if _, err := pyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "lock-version 2.0") {
 		t.Errorf("lock-version 2.0: %v", err)
 	}
 	os.WriteFile(p, []byte("[[packages]]\nversion = \"1\"\n"), 0o644)
-	if _, err := PyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "no name") {
+	if _, err := pyLockPins(p, "x"); err == nil || !strings.Contains(err.Error(), "no name") {
 		t.Errorf("nameless package: %v", err)
 	}
 }

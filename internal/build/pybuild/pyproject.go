@@ -38,11 +38,11 @@ func ReadPyProject(dir string) (*PyProject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a Python project: %w", dir, err)
 	}
-	return ParsePyProject(dir, data)
+	return parsePyProject(dir, data)
 }
 
-// ParsePyProject parses the contents of dir/pyproject.toml.
-func ParsePyProject(dir string, data []byte) (*PyProject, error) {
+// parsePyProject parses the contents of dir/pyproject.toml.
+func parsePyProject(dir string, data []byte) (*PyProject, error) {
 	path := filepath.Join(dir, "pyproject.toml")
 	var doc struct {
 		Project struct {
@@ -142,9 +142,9 @@ func PySkip(name string, isDir bool) bool {
 	return strings.HasSuffix(name, ".pyc")
 }
 
-// CopyPyProject copies a Python project's source (what PySkip keeps) into dst, which pip then
+// copyPyProject copies a Python project's source (what PySkip keeps) into dst, which pip then
 // builds from: pip builds in the tree it is given, and the user's tree stays untouched.
-func CopyPyProject(src, dst string) error {
+func copyPyProject(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

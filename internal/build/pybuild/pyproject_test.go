@@ -53,7 +53,7 @@ func FuzzPyProject(f *testing.F) {
 	f.Add([]byte("[tool.poetry.scripts]\nterraform-provider-x = \"x:app.run [extra]\"\n"))
 	f.Add([]byte("[project.scripts]\nterraform-provider-x = \"x'; echo:y\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParsePyProject("dir", data)
+		p, err := parsePyProject("dir", data)
 		if err != nil {
 			return
 		}

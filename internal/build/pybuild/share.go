@@ -8,10 +8,10 @@ import (
 	"sort"
 )
 
-// CommonDir is the directory, beside lib/cpXY, that holds what every claimed CPython version's
+// commonDir is the directory, beside lib/cpXY, that holds what every claimed CPython version's
 // set has byte for byte the same (pure-Python packages, abi3 wheels): stored once, it is put on
 // sys.path after the version's own set.
-const CommonDir = "common"
+const commonDir = "common"
 
 // shareCommon moves each top-level entry of lib/cpXY (a package, a module, a .dist-info) that is
 // identical in every version's set into lib/common, once, and removes it from the sets. A package
@@ -46,7 +46,7 @@ func shareCommon(lib string, versions []string) error {
 	if len(shared) == 0 {
 		return nil
 	}
-	common := filepath.Join(lib, CommonDir)
+	common := filepath.Join(lib, commonDir)
 	if err := os.MkdirAll(common, 0o755); err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func TestAdmittedVersions(t *testing.T) {
 	if _, err := admittedVersions(&PyProject{RequiresPython: "<3.11"}, PythonVersions); err == nil || !strings.Contains(err.Error(), "admits none") {
 		t.Errorf("<3.11: %v", err)
 	}
-	p, err := ParsePyProject("d", []byte("[project]\nname = \"x\"\nrequires-python = \">=3.13\"\n"))
+	p, err := parsePyProject("d", []byte("[project]\nname = \"x\"\nrequires-python = \">=3.13\"\n"))
 	if err != nil || p.RequiresPython != ">=3.13" {
 		t.Errorf("requires-python read as %q (%v)", p.RequiresPython, err)
 	}
