@@ -14,15 +14,15 @@ import (
 
 // Installed is one provider made ready for OpenTofu.
 type Installed struct {
-	Addr       string                `json:"address"`
-	Version    string                `json:"version"`
-	Platform   string                `json:"platform"`
-	Zip        string                `json:"zip_digest"`
-	MirrorRoot string                `json:"mirror"`
-	Dir        string                `json:"-"` // the package's own directory under MirrorRoot
-	Executable string                `json:"executable"`
-	FromCache  bool                  `json:"from_cache"` // nothing was downloaded for it
-	Auth       source.Authentication `json:"authentication"`
+	Addr       string               `json:"address"`
+	Version    string               `json:"version"`
+	Platform   string               `json:"platform"`
+	Zip        string               `json:"zip_digest"`
+	MirrorRoot string               `json:"mirror"`
+	Dir        string               `json:"-"` // the package's own directory under MirrorRoot
+	Executable string               `json:"executable"`
+	FromCache  bool                 `json:"from_cache"` // nothing was downloaded for it
+	Auth       cache.Authentication `json:"authentication"`
 }
 
 // InstallResult is what Install did.
@@ -64,7 +64,7 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 		lockedNow[pv.Addr()] = true
 	}
 	// Check every provider against the lock before anything is unpacked.
-	pkgs := make([]*source.Package, len(p.Managed))
+	pkgs := make([]*cache.Package, len(p.Managed))
 	for i, pv := range p.Managed {
 		pkg, err := p.lockedPackage(ctx, s, pv)
 		if err != nil {
@@ -103,7 +103,7 @@ func (p *Project) lockCovers(pv *Provider) bool {
 
 // lockedPackage asks pv's source for this machine's package of the locked version and checks it
 // against the lock. An answer from cached metadata that disagrees is asked again of the origin.
-func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*source.Package, error) {
+func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (*cache.Package, error) {
 	e := p.Lock.Entries[pv.Addr()]
 	v, err := manifest.ParseVersion(e.Version)
 	if err != nil {
@@ -129,14 +129,12 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 // digest, unpacked safely, its files hashed and checked in this call against the lock, the
 // source's statement or the verified zip) and gives it ready for OpenTofu. e is the lock entry
 // that judges it, or nil.
-func (o *Options) install(ctx context.Context, pkg *source.Package, e *config.LockEntry) (*Installed, error) {
-	entry, err := o.Cache.Install(ctx, pkg.ForCache(o.Progress), lockJudge(e, pkg))
+func (o *Options) install(ctx context.Context, pkg *cache.Package, e *config.LockEntry) (*Installed, error) {
+	entry, err := o.Cache.Install(ctx, pkg, lockJudge(e, pkg), o.Progress)
 	if err != nil {
 		return nil, err
 	}
-	if err := pkg.Learn(entry.H1); err != nil {
-		return nil, err
-	}
+	pkg.Learn(entry.H1)
 	return &Installed{
 		Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(),
 		MirrorRoot: entry.Root, Dir: entry.Dir, Executable: entry.Executable,
@@ -146,7 +144,7 @@ func (o *Options) install(ctx context.Context, pkg *source.Package, e *config.Lo
 
 // lockJudge judges a package's h1: by a lock entry: one the lock records is vouched for, one it
 // does not is refused. A lock with no h1: hashes (or no entry) has nothing to say.
-func lockJudge(e *config.LockEntry, pkg *source.Package) cache.Judge {
+func lockJudge(e *config.LockEntry, pkg *cache.Package) cache.Judge {
 	return func(h1 string) (bool, error) {
 		if e == nil || !e.HasScheme("h1:") {
 			return false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
@@ -68,9 +69,21 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: pkg.Executable, What: pkg.Detail})
+		in, err := s.opts.Cache.Install(ctx, pkg, nil, s.opts.Progress)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in)})
 	}
 	return out, nil
+}
+
+// detail says how a package kept as source was made ready: built now, or found built.
+func detail(pkg *cache.Package, in *cache.Installed) string {
+	if in.Built && pkg.Build != nil {
+		return pkg.Build.Fresh
+	}
+	return pkg.Detail
 }
 
 // Members turns launchables into a launch group's members, with the given start options.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/source"
@@ -58,7 +59,7 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 			return nil, err
 		}
 	}
-	pkgs := make([]*source.Package, len(platforms))
+	pkgs := make([]*cache.Package, len(platforms))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(oci.DefaultConcurrency)
 	for i, pl := range platforms {
@@ -68,13 +69,11 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 				return err
 			}
 			if pkg.H1 == "" { // the index states none: the zip's contents say
-				z, err := s.opts.Cache.PutZip(gctx, pkg.ForCache(s.opts.Progress), true)
+				z, err := s.opts.Cache.PutZip(gctx, pkg, true, s.opts.Progress)
 				if err != nil {
 					return err
 				}
-				if err := pkg.Learn(z.H1); err != nil {
-					return err
-				}
+				pkg.Learn(z.H1)
 			}
 			pkgs[i] = pkg
 			return nil
@@ -96,7 +95,7 @@ func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockC
 	return c, nil
 }
 
-func zhOf(pkg *source.Package) string { return pkghash.ZH(pkg.Zip.Encoded()) }
+func zhOf(pkg *cache.Package) string { return pkghash.ZH(pkg.Zip.Encoded()) }
 
 // chooseVersion keeps the locked version while it meets the constraints and is still offered,
 // unless upgrading, and otherwise picks the newest version that meets them.

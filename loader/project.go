@@ -143,7 +143,7 @@ func allowed(req *config.Requirement) (versions.Set, error) {
 var ErrLockMismatch = errors.New("does not match the lock file")
 
 // checkAgainstLock refuses a package the lock does not record.
-func checkAgainstLock(e *config.LockEntry, pkg *source.Package) error {
+func checkAgainstLock(e *config.LockEntry, pkg *cache.Package) error {
 	zh := zhOf(pkg)
 	if e.HasScheme("zh:") && !e.Has(zh) {
 		return fmt.Errorf("%s %s: the registry's %s zip (%s) %w: the tag was moved or the release republished since it was locked, so nothing was installed (if the new release is expected, run 'oprov lock --upgrade' and review the change)",

@@ -57,5 +57,9 @@ func BuildDir(ctx context.Context, dir string, addr manifest.ProviderAddress, at
 	if err != nil {
 		return "", err
 	}
-	return pkg.Executable, nil
+	in, err := opts.Cache.Install(ctx, pkg, nil, opts.Progress)
+	if err != nil {
+		return "", err
+	}
+	return in.Executable, nil
 }

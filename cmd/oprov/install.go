@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
-	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/pkg/cache"
 )
 
 type installOptions struct {
@@ -100,7 +100,7 @@ func printInstalled(w io.Writer, res *loader.InstallResult) {
 }
 
 // authNote says how a package was verified, for success messages.
-func authNote(a source.Authentication) string {
+func authNote(a cache.Authentication) string {
 	switch {
 	case a.Method == "cosign" && len(a.Keys) > 0:
 		note := ", signature verified with " + strings.Join(a.Keys, ", ")

@@ -375,7 +375,7 @@ func lockedPlatforms(ctx context.Context, p *planned, locked []string, offered [
 	return out, nil
 }
 
-func describeAuth(a source.Authentication) string {
+func describeAuth(a cache.Authentication) string {
 	s := a.Method
 	if len(a.Keys) > 0 {
 		s += " (" + strings.Join(a.Keys, ", ") + ")"

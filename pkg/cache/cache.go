@@ -159,23 +159,23 @@ func (c *Cache) sweepTmp(age time.Duration) scratch.Swept {
 // Swept says what Open removed of temporary files whose processes are gone.
 func (c *Cache) Swept() scratch.Swept { return c.swept }
 
-// MarkUsed records that an entry (a path under the cache) was just used, for reports and
+// markUsed records that an entry (a path under the cache) was just used, for reports and
 // pruning by age: its modification time is the time of its last use, to the minute (so that runs
 // in quick succession write nothing).
-func (c *Cache) MarkUsed(path string) {
+func (c *Cache) markUsed(path string) {
 	if st, err := os.Stat(path); err == nil {
-		c.markUsed(path, st)
+		c.touch(path, st)
 	}
 }
 
-func (c *Cache) markUsed(path string, st os.FileInfo) {
+func (c *Cache) touch(path string, st os.FileInfo) {
 	if now := time.Now(); now.Sub(st.ModTime()) >= time.Minute {
 		os.Chtimes(path, now, now)
 	}
 }
 
-// Lock takes an exclusive file lock named name, waiting for other processes.
-func (c *Cache) Lock(ctx context.Context, name string) (func(), error) {
+// lock takes an exclusive file lock named name, waiting for other processes.
+func (c *Cache) lock(ctx context.Context, name string) (func(), error) {
 	fl := flock.New(filepath.Join(c.Dir, "locks", name+".lock"))
 	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
 	if err != nil {
@@ -205,7 +205,7 @@ func (c *Cache) putBlob(ctx context.Context, d digest.Digest, size, maxSize int6
 		return fmt.Errorf("cache: unsupported digest %q", d)
 	}
 	dest := c.blobPath(d)
-	unlock, err := c.Lock(ctx, "blob-"+d.Encoded())
+	unlock, err := c.lock(ctx, "blob-"+d.Encoded())
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 // checkBlobOnce re-hashes a cached zip the first time this Cache uses it, and compares it with
 // d: a cache on disk can be tampered with.
 func (c *Cache) checkBlobOnce(d digest.Digest) error {
-	c.MarkUsed(c.blobPath(d))
+	c.markUsed(c.blobPath(d))
 	if _, ok := c.checked.Load(d); ok {
 		return nil
 	}
@@ -323,7 +323,7 @@ func (c *Cache) ReadMeta(repo oci.Ref, tag string) (*VersionMeta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, nil // a damaged entry is as good as none: it is fetched again
 	}
-	c.MarkUsed(c.metaPath(repo, tag))
+	c.markUsed(c.metaPath(repo, tag))
 	return &m, nil
 }
 

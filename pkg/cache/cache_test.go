@@ -51,13 +51,13 @@ var (
 func testPackage(data []byte) *Package {
 	return &Package{Addr: helloAddr, Version: "1.0.0", Platform: linuxAMD64, Filename: "terraform-provider-hello_1.0.0_linux_amd64.zip",
 		Zip: digest.FromBytes(data), Size: int64(len(data)),
-		Fetch: func(_ context.Context, w io.Writer) error { _, err := w.Write(data); return err }}
+		Fetch: func(_ context.Context, w io.Writer, _ oci.Progress) error { _, err := w.Write(data); return err }}
 }
 
 func putZip(t *testing.T, c *Cache, data []byte) digest.Digest {
 	t.Helper()
 	pkg := testPackage(data)
-	if _, err := c.PutZip(context.Background(), pkg, false); err != nil {
+	if _, err := c.PutZip(context.Background(), pkg, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	return pkg.Zip
@@ -91,7 +91,7 @@ func fill(t *testing.T) *filled {
 		t.Fatal(err)
 	}
 	f.record = c.metaPath(repo, "1.0.0")
-	in, err := c.Install(context.Background(), testPackage(makeZip(t, "hello")), nil)
+	in, err := c.Install(context.Background(), testPackage(makeZip(t, "hello")), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func fill(t *testing.T) *filled {
 	// A build, made as BuildGo makes one: in the temporary directory, sealed, renamed in.
 	tmp, _ := os.MkdirTemp(mustTmp(t, c), "build-")
 	os.WriteFile(filepath.Join(tmp, "terraform-provider-internal"), []byte("#!/bin/sh\n"), 0o755)
-	if err := SealDir(tmp); err != nil {
+	if err := sealDir(tmp); err != nil {
 		t.Fatal(err)
 	}
 	f.build = filepath.Join(c.Dir, "builds", strings.Repeat("ab", 32))

@@ -118,7 +118,7 @@ func readSmall(p string) ([]byte, error) {
 // Evidence is repo as this cache saw it: a read-only target that answers, offline, from the
 // evidence stored by Recording. What it does not hold it reports as not found.
 func (c *Cache) Evidence(repo oci.Ref) oci.ReadOnly {
-	c.MarkUsed(filepath.Join(c.Dir, "evidence"))
+	c.markUsed(filepath.Join(c.Dir, "evidence"))
 	return &evidenceStore{c: c, repo: repo}
 }
 

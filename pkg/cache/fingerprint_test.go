@@ -31,7 +31,7 @@ func TestFingerprintSkipsTheHashOnlyWhileNothingChanged(t *testing.T) {
 	if h := f.c.fingerprintedH1(in.Root, in.Dir); h != "" {
 		t.Fatal("a changed file passed the fingerprint")
 	}
-	if _, err := f.c.Install(context.Background(), f.pkg, vouchFor(f.h1)); err == nil || !strings.Contains(err.Error(), "changed on disk") {
+	if _, err := f.c.Install(context.Background(), f.pkg, vouchFor(f.h1), nil); err == nil || !strings.Contains(err.Error(), "changed on disk") {
 		t.Fatalf("a changed file with its mtime set back: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestFingerprintOfACopiedCacheIsHashedOnce(t *testing.T) {
 	if c2.fingerprintedH1(root2, dir2) != "" {
 		t.Fatal("a copied cache's fingerprint passed without a hash")
 	}
-	if _, err := c2.Install(context.Background(), f.pkg, vouchFor(f.h1)); err != nil {
+	if _, err := c2.Install(context.Background(), f.pkg, vouchFor(f.h1), nil); err != nil {
 		t.Fatal(err)
 	}
 	if c2.fingerprintedH1(root2, dir2) != f.h1 {

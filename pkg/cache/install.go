@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/oprov/oprov/internal/unzip"
@@ -19,26 +18,6 @@ import (
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 )
-
-// Package is one platform's provider package as the cache takes it in: what it is, the zip's
-// digest (which a signature or a lock file vouches for), and how to fetch the zip.
-type Package struct {
-	Addr     manifest.ProviderAddress
-	Version  string
-	Platform manifest.Platform
-	Filename string
-	Zip      digest.Digest
-	Size     int64 // -1 when unknown
-	// MaxSize bounds the zip (the registry client's maximum package size); 0 is the default.
-	MaxSize int64
-	// H1 is the unpacked package's h1: hash as the source states it (an index's annotation), or
-	// "": the cache refuses a package that does not hash to it.
-	H1 string
-	// Fetch streams the zip into w; the cache checks what it writes against Zip and Size.
-	Fetch func(ctx context.Context, w io.Writer) error
-}
-
-func (p *Package) name() string { return p.Addr.String() + " " + p.Version }
 
 // Judge decides on the h1: hash of a package about to be used, as computed in this call. An
 // error refuses the package; vouched says that something the caller trusts (a lock file's h1:
@@ -63,13 +42,15 @@ type Installed struct {
 	Executable string // the terraform-provider-TYPE executable in Dir
 	H1         string
 	Fetched    bool // its zip was downloaded in this call
+	Built      bool // it was made from source in this call
 }
 
 // ErrDamaged marks a cache entry whose bytes no longer match what they were checked against when
 // stored.
 var ErrDamaged = errors.New("was changed on disk")
 
-// Install is the one door into the cache for a provider package: it makes sure the zip is there
+// Install is the one door into the cache for a provider package, downloaded or built. A build
+// (pkg.Build) is made once under its key and sealed (installBuild). For an archive, it makes sure the zip is there
 // (fetched by digest unless cached; a cached one re-hashed once per Cache), unpacks it safely as
 // a filesystem mirror unless that is there already, hashes the unpacked files (h1:), and checks
 // that hash before returning: against the source's own statement (pkg.H1), then judge; when
@@ -77,7 +58,11 @@ var ErrDamaged = errors.New("was changed on disk")
 // unpacked from one zip never stands for another: entries are keyed by the zip's digest and the
 // provider's name, version and platform, and their files are hashed on every use. Nothing that
 // fails a check is left in place of a good entry; a changed entry is refused with how to clear it.
-func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge) (*Installed, error) {
+func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge, progress oci.Progress) (*Installed, error) {
+	if pkg.Build != nil {
+		return c.installBuild(ctx, pkg)
+	}
+	pkg = pkg.reporting(progress)
 	if judge == nil {
 		judge = func(string) (bool, error) { return false, nil }
 	}
@@ -101,12 +86,12 @@ func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge) (*Instal
 // unpack fetches the zip and unpacks it under tmp/, computing its h1: while writing, and renames
 // it into place only once the hash passes.
 func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge Judge) error {
-	z, err := c.PutZip(ctx, pkg, false)
+	z, err := c.PutZip(ctx, pkg, false, nil)
 	if err != nil {
 		return err
 	}
 	in.Fetched = z.Fetched
-	unlock, err := c.Lock(ctx, "mirror-"+filepath.Base(in.Root))
+	unlock, err := c.lock(ctx, "mirror-"+filepath.Base(in.Root))
 	if err != nil {
 		return err
 	}
@@ -200,7 +185,7 @@ func (c *Cache) judgeUnpacked(ctx context.Context, pkg *Package, in *Installed, 
 	}
 	// Nothing the caller trusts names the hash (a source's statement may come from a record on
 	// this disk): the zip, checked against its digest, does.
-	z, err := c.PutZip(ctx, pkg, true)
+	z, err := c.PutZip(ctx, pkg, true, nil)
 	if err != nil {
 		return err
 	}
@@ -238,8 +223,8 @@ func (c *Cache) recordedH1(root string) string {
 // cached one is re-hashed the first time this Cache uses it (a cache on disk can be changed). A
 // damaged one is refused, or, with Repair, removed and fetched again. With withH1 it also gives
 // the h1: of the zip's contents, which must agree with pkg.H1 when the source stated one.
-func (c *Cache) PutZip(ctx context.Context, pkg *Package, withH1 bool) (*Zip, error) {
-	z, err := c.putZip(ctx, pkg)
+func (c *Cache) PutZip(ctx context.Context, pkg *Package, withH1 bool, progress oci.Progress) (*Zip, error) {
+	z, err := c.putZip(ctx, pkg.reporting(progress))
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +254,7 @@ func (c *Cache) putZip(ctx context.Context, pkg *Package) (*Zip, error) {
 	if err := limits.CheckBlobSize("the "+pkg.Filename+" package", pkg.Size); err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 	}
-	if err := c.putBlob(ctx, pkg.Zip, pkg.Size, limits.MaxPackageSize, func(w io.Writer) error { return pkg.Fetch(ctx, w) }); err != nil {
+	if err := c.putBlob(ctx, pkg.Zip, pkg.Size, limits.MaxPackageSize, func(w io.Writer) error { return pkg.Fetch(ctx, w, nil) }); err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 	}
 	c.checked.Store(pkg.Zip, true) // checked on its way in
@@ -302,7 +287,7 @@ func (c *Cache) hasDir(root string) bool {
 	if err != nil || !st.IsDir() {
 		return false
 	}
-	c.markUsed(root, st)
+	c.touch(root, st)
 	return true
 }
 
@@ -324,5 +309,5 @@ func findExecutable(dir, typ string) (string, error) {
 	return "", fmt.Errorf("%s holds no terraform-provider-%s executable", dir, typ)
 }
 
-// BuildDir is where the cache keeps one build of a provider kept as source, by its key.
-func (c *Cache) BuildDir(key string) string { return filepath.Join(c.Dir, "builds", key) }
+// buildDir is where the cache keeps one build of a provider kept as source, by its key.
+func (c *Cache) buildDir(key string) string { return filepath.Join(c.Dir, "builds", key) }

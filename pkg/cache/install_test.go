@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 )
 
@@ -32,7 +33,10 @@ func newInstallFixture(t *testing.T) *installFixture {
 	f := &installFixture{c: c, data: makeZip(t, "the provider")}
 	f.pkg = testPackage(f.data)
 	fetch := f.pkg.Fetch
-	f.pkg.Fetch = func(ctx context.Context, w io.Writer) error { f.fetches.Add(1); return fetch(ctx, w) }
+	f.pkg.Fetch = func(ctx context.Context, w io.Writer, _ oci.Progress) error {
+		f.fetches.Add(1)
+		return fetch(ctx, w, nil)
+	}
 	path := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(path, f.data, 0o644)
 	if f.h1, err = pkghash.ZipH1(context.Background(), path); err != nil {
@@ -43,7 +47,7 @@ func newInstallFixture(t *testing.T) *installFixture {
 
 func (f *installFixture) install(t *testing.T, judge Judge) *Installed {
 	t.Helper()
-	in, err := f.c.Install(context.Background(), f.pkg, judge)
+	in, err := f.c.Install(context.Background(), f.pkg, judge, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +106,7 @@ func TestInstallRefusesChangedFiles(t *testing.T) {
 			if err := os.WriteFile(in.Executable, []byte("#!/bin/sh\ntouch pwned\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			_, err := f.c.Install(context.Background(), f.pkg, judge)
+			_, err := f.c.Install(context.Background(), f.pkg, judge, nil)
 			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), in.Dir) || !strings.Contains(err.Error(), "oprov cache verify --fix") {
 				t.Fatalf("a changed executable was not refused with its path and the fix: %v", err)
 			}
@@ -113,7 +117,7 @@ func TestInstallRefusesChangedFiles(t *testing.T) {
 func TestInstallRefusesALyingSource(t *testing.T) {
 	f := newInstallFixture(t)
 	f.pkg.H1 = "h1:Zm9yZ2VkIGJ5IHRoZSBpbmRleCBvZiBhIHJlLXNpZ25lZCByZWxlYXNlIQ=="
-	_, err := f.c.Install(context.Background(), f.pkg, nil)
+	_, err := f.c.Install(context.Background(), f.pkg, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "does not describe its own package") {
 		t.Fatalf("fresh unpack: %v", err)
 	}
@@ -125,10 +129,10 @@ func TestInstallRefusesALyingSource(t *testing.T) {
 	f.pkg.H1 = ""
 	f.install(t, nil)
 	f.pkg.H1 = "h1:Zm9yZ2VkIGJ5IHRoZSBpbmRleCBvZiBhIHJlLXNpZ25lZCByZWxlYXNlIQ=="
-	if _, err := f.c.Install(context.Background(), f.pkg, vouchFor(f.h1)); err == nil || !strings.Contains(err.Error(), "does not describe its own package") {
+	if _, err := f.c.Install(context.Background(), f.pkg, vouchFor(f.h1), nil); err == nil || !strings.Contains(err.Error(), "does not describe its own package") {
 		t.Fatalf("after an earlier unpack: %v", err)
 	}
-	if _, err := f.c.PutZip(context.Background(), f.pkg, true); err == nil || !strings.Contains(err.Error(), "does not describe its own package") {
+	if _, err := f.c.PutZip(context.Background(), f.pkg, true, nil); err == nil || !strings.Contains(err.Error(), "does not describe its own package") {
 		t.Fatalf("PutZip with its h1: %v", err)
 	}
 }
@@ -136,7 +140,7 @@ func TestInstallRefusesALyingSource(t *testing.T) {
 func TestInstallPassesTheJudgesRefusalOn(t *testing.T) {
 	f := newInstallFixture(t)
 	refusal := errors.New("example.com/acme/hello 1.0.0: not in the lock")
-	_, err := f.c.Install(context.Background(), f.pkg, func(string) (bool, error) { return false, refusal })
+	_, err := f.c.Install(context.Background(), f.pkg, func(string) (bool, error) { return false, refusal }, nil)
 	if err != refusal {
 		t.Fatalf("got %v, want the judge's own error", err)
 	}
@@ -150,18 +154,21 @@ func TestPutZipChecksWhatItStoresAndHolds(t *testing.T) {
 	f := newInstallFixture(t)
 	// A registry that serves other bytes than the digest names: nothing is kept.
 	liar := *f.pkg
-	liar.Fetch = func(_ context.Context, w io.Writer) error { _, err := w.Write(makeZip(t, "other")); return err }
-	if _, err := f.c.PutZip(ctx, &liar, false); err == nil || f.c.HasZip(f.pkg.Zip) {
+	liar.Fetch = func(_ context.Context, w io.Writer, _ oci.Progress) error {
+		_, err := w.Write(makeZip(t, "other"))
+		return err
+	}
+	if _, err := f.c.PutZip(ctx, &liar, false, nil); err == nil || f.c.HasZip(f.pkg.Zip) {
 		t.Fatalf("wrong bytes: %v (kept: %v)", err, f.c.HasZip(f.pkg.Zip))
 	}
 	// Over the maximum package size: refused before any fetch.
 	small := *f.pkg
 	small.MaxSize = 10
-	if _, err := f.c.PutZip(ctx, &small, false); err == nil || f.fetches.Load() != 0 {
+	if _, err := f.c.PutZip(ctx, &small, false, nil); err == nil || f.fetches.Load() != 0 {
 		t.Fatalf("over the size limit: %v, %d fetches", err, f.fetches.Load())
 	}
 
-	z, err := f.c.PutZip(ctx, f.pkg, true)
+	z, err := f.c.PutZip(ctx, f.pkg, true, nil)
 	if err != nil || !z.Fetched || z.H1 != f.h1 {
 		t.Fatalf("PutZip: %+v, %v", z, err)
 	}
@@ -173,12 +180,12 @@ func TestPutZipChecksWhatItStoresAndHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	if _, err := c2.PutZip(ctx, f.pkg, false); !errors.Is(err, ErrDamaged) {
+	if _, err := c2.PutZip(ctx, f.pkg, false, nil); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("a changed zip was not refused: %v", err)
 	}
 	// ...and with Repair fetches it again.
 	c2.Repair = true
-	z, err = c2.PutZip(ctx, f.pkg, false)
+	z, err = c2.PutZip(ctx, f.pkg, false, nil)
 	if err != nil || !z.Repaired || !z.Fetched {
 		t.Fatalf("repair: %+v, %v", z, err)
 	}

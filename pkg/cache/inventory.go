@@ -27,7 +27,7 @@ const (
 )
 
 // Entry is one thing the cache holds. Its size is the bytes of its files; its last use is its
-// modification time, which the cache moves forward whenever the entry is used (MarkUsed).
+// modification time, which the cache moves forward whenever the entry is used (markUsed).
 type Entry struct {
 	Kind     string    `json:"kind"`
 	Name     string    `json:"name"` // sha256:<hex>, REGISTRY/REPOSITORY:TAG, HOST/NS/TYPE VERSION OS_ARCH, or the build's executable
@@ -221,9 +221,9 @@ func (c *Cache) listBuilds() ([]Entry, error) {
 // sumsFile records the sha256 of each file of a build, for Verify.
 const sumsFile = "SHA256SUMS"
 
-// SealDir records the sha256 of every file directly in dir (a build about to be renamed into the
+// sealDir records the sha256 of every file directly in dir (a build about to be renamed into the
 // cache) in dir/SHA256SUMS, so that Verify can check it later.
-func SealDir(dir string) error {
+func sealDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err

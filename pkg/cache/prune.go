@@ -102,7 +102,7 @@ func selectEntries(entries []Entry, opts PruneOptions, now time.Time) []Entry {
 // leaves it to the next Open's sweep.
 func (c *Cache) remove(ctx context.Context, e Entry) error {
 	if e.lockName != "" {
-		unlock, err := c.Lock(ctx, e.lockName)
+		unlock, err := c.lock(ctx, e.lockName)
 		if err != nil {
 			return err
 		}

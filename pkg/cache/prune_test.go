@@ -99,7 +99,7 @@ func TestPruneUnused(t *testing.T) {
 // away an entry while a writer holds it.
 func TestPruneWaitsForWriters(t *testing.T) {
 	f := fill(t)
-	unlock, err := f.c.Lock(context.Background(), "blob-"+f.orphan.Encoded())
+	unlock, err := f.c.lock(context.Background(), "blob-"+f.orphan.Encoded())
 	if err != nil {
 		t.Fatal(err)
 	}

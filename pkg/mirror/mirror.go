@@ -22,6 +22,7 @@ import (
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/publish"
@@ -135,7 +136,7 @@ func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versi
 	if err != nil {
 		return nil, err
 	}
-	pkgs := make([]*source.Package, len(platforms))
+	pkgs := make([]*cache.Package, len(platforms))
 	for i, p := range platforms {
 		if pkgs[i], err = src.PackageFor(ctx, opts.Address, v, p); err != nil {
 			return nil, err
@@ -167,7 +168,7 @@ func mirrorVersion(ctx context.Context, src source.Source, t oci.Target, v versi
 
 // pushPackages downloads every package into a temporary directory (each checked as it streams
 // in) and publishes them as one version, as 'oprov push' does.
-func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*source.Package, opts Options) (*artifact.PushResult, error) {
+func pushPackages(ctx context.Context, t oci.Target, tag string, pkgs []*cache.Package, opts Options) (*artifact.PushResult, error) {
 	parent := opts.TempDir
 	if parent == "" {
 		parent = os.TempDir()
@@ -222,7 +223,7 @@ func selectPlatforms(ctx context.Context, src source.Source, addr manifest.Provi
 }
 
 // alreadyMirrored reports whether ref already holds exactly these zips.
-func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*source.Package, limits oci.Limits) (bool, string, error) {
+func alreadyMirrored(ctx context.Context, t oci.Target, ref oci.Ref, pkgs []*cache.Package, limits oci.Limits) (bool, string, error) {
 	v, err := artifact.ResolveVersion(ctx, t, ref, limits)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return false, "", nil

@@ -11,8 +11,8 @@ import (
 
 	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/source"
 )
 
 // ArtifactTypeChecksums is the artifact type of the referrer that carries an origin release's
@@ -147,9 +147,9 @@ func hasKeyID(el openpgp.EntityList, id string) bool {
 }
 
 // evidence is the signed SHA256SUMS, its signature and the signing keys, to attach to a copy.
-func (s *signedSums) evidence(addr manifest.ProviderAddress, version string) *source.Evidence {
+func (s *signedSums) evidence(addr manifest.ProviderAddress, version string) *cache.Evidence {
 	sumsName := release.SumsName(addr.Type, version)
-	return &source.Evidence{
+	return &cache.Evidence{
 		ArtifactType: ArtifactTypeChecksums,
 		Files: []referrers.AttachFile{
 			{Name: sumsName, MediaType: mediaTypeSums, Data: s.data},

@@ -15,9 +15,9 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/source"
 )
 
 // Source is an origin provider registry (Provider Registry Protocol v1) as a source.Source.
@@ -185,7 +185,7 @@ func (r *originRelease) load(ctx context.Context, s *Source, addr manifest.Provi
 	return err
 }
 
-func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*source.Package, error) {
+func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*cache.Package, error) {
 	r, err := s.release(ctx, addr, version)
 	if err != nil {
 		return nil, err
@@ -202,10 +202,10 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 		return nil, err
 	}
 	want := strings.ToLower(r.signed.sums[d.Filename])
-	return &source.Package{
+	return &cache.Package{
 		Addr: addr, Version: version.String(), Platform: platform, Filename: d.Filename,
 		Zip: digest.NewDigestFromEncoded(digest.SHA256, want), Size: -1, MaxSize: r.origin.reg.Bounds().MaxPackageSize,
-		Auth: source.Authentication{Method: "gpg", Keys: []string{r.signed.keyID}, Evidence: r.signed.evidence(addr, version.String())},
+		Auth: cache.Authentication{Method: "gpg", Keys: []string{r.signed.keyID}, Evidence: r.signed.evidence(addr, version.String())},
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
 			h := sha256.New()
 			var dst io.Writer = io.MultiWriter(w, h)

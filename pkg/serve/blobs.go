@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // ensureZip gives a package's zip in the cache through the cache's one door (cache.PutZip):
@@ -16,18 +16,18 @@ import (
 // ever served and a crash leaves nothing partial. One fetch per zip runs at a time however many
 // clients ask, under the registry bound; it is not cancelled when they leave, so the cache still
 // fills. With withH1 the zip's h1: is computed too.
-func (s *Server) ensureZip(ctx context.Context, pkg *source.Package, withH1 bool) (*cache.Zip, error) {
+func (s *Server) ensureZip(ctx context.Context, pkg *cache.Package, withH1 bool) (*cache.Zip, error) {
 	key := "zip " + pkg.Zip.String()
 	if withH1 {
 		key = "h1 " + pkg.Zip.String()
 	}
 	v, err, _ := s.flight.Do(key, func() (any, error) {
 		ctx := context.WithoutCancel(ctx)
-		cp := pkg.ForCache(s.metrics)
-		cp.Fetch = func(ctx context.Context, w io.Writer) error {
-			return s.registry(ctx, func() error { return pkg.Fetch(ctx, w, s.metrics) })
+		cp := *pkg
+		cp.Fetch = func(ctx context.Context, w io.Writer, progress oci.Progress) error {
+			return s.registry(ctx, func() error { return pkg.Fetch(ctx, w, progress) })
 		}
-		z, err := s.cfg.Cache.PutZip(ctx, cp, withH1)
+		z, err := s.cfg.Cache.PutZip(ctx, &cp, withH1, s.metrics)
 		if err == nil && z.Repaired {
 			s.log.Error("cached zip was damaged; fetched it again", zipDigestKey(pkg.Zip))
 		}
@@ -54,7 +54,7 @@ func (e *h1Error) Error() string {
 // (fetching the zip into the cache) and remembered. An h1: the source states (an index
 // annotation, cached metadata) is checked against it, never served on its word: one that
 // disagrees is refused and logged.
-func (s *Server) h1(ctx context.Context, pkg *source.Package) (string, error) {
+func (s *Server) h1(ctx context.Context, pkg *cache.Package) (string, error) {
 	var h1 string
 	if h, ok := s.h1s.Load(pkg.Zip); ok {
 		h1 = h.(string)
@@ -68,11 +68,7 @@ func (s *Server) h1(ctx context.Context, pkg *source.Package) (string, error) {
 		}
 		h1 = z.H1
 		s.h1s.Store(pkg.Zip, h1)
-		if pkg.H1 == "" {
-			if err := pkg.Learn(h1); err != nil {
-				s.log.Warn("could not record an h1: hash in the cache", zipDigestKey(pkg.Zip), slog.String("error", err.Error()))
-			}
-		}
+		pkg.Learn(h1)
 	}
 	if pkg.H1 != "" && pkg.H1 != h1 {
 		s.log.Error("refused a lying h1: hash", zipDigestKey(pkg.Zip), slog.String("provider", pkg.Addr.String()),

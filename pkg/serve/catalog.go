@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -237,7 +238,7 @@ func (s *Server) catalogVersion(ctx context.Context, g *generation, rq request) 
 		return nil, err
 	}
 	cv := &CatalogVersion{Version: rq.version.String(), SignedBy: []string{}, Platforms: make([]CatalogPlatform, len(platforms))}
-	auth := make([]source.Authentication, len(platforms))
+	auth := make([]cache.Authentication, len(platforms))
 	var eg errgroup.Group
 	for i, p := range platforms {
 		eg.Go(func() error {

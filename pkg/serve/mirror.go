@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -221,8 +222,8 @@ func (s *Server) serveVersion(ctx context.Context, w http.ResponseWriter, g *gen
 
 // packageFor gives one platform's package of the requested version (its manifest is fetched once
 // per generation, by the digest the verified index names).
-func (s *Server) packageFor(ctx context.Context, g *generation, rq request, p manifest.Platform) (*source.Package, error) {
-	var pkg *source.Package
+func (s *Server) packageFor(ctx context.Context, g *generation, rq request, p manifest.Platform) (*cache.Package, error) {
+	var pkg *cache.Package
 	err := s.registry(ctx, func() (err error) {
 		pkg, err = g.src.PackageFor(ctx, rq.addr, rq.version, p)
 		return err

@@ -20,15 +20,13 @@ import (
 	"github.com/oprov/oprov/pkg/cache"
 )
 
-func init() {
-	registerLocalKind(LocalKind{
-		Name:   "Go module",
-		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
-		Open: func(d LocalDir, env *Env) LocalSource {
-			return &builtHere{d: d, env: env, fresh: "source, built", reused: "source, cached build",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return buildGo(ctx, env.Cache, d) }}
-		},
-	})
+// goKind is a Go module: built with go build.
+var goKind = LocalKind{
+	Name:   "Go module",
+	Detect: func(dir string) bool { return fileExists(filepath.Join(dir, "go.mod")) },
+	Open: func(d LocalDir, env *Env) LocalSource {
+		return &builtHere{d: d, env: env, reused: "source, cached build", build: func(ctx context.Context, _ *Env) (*cache.Build, error) { return goBuild(d) }}
+	},
 }
 
 // DevVersion is the version a provider kept as source is built and reported as.
@@ -37,17 +35,9 @@ const DevVersion = "0.0.0-dev"
 // Dev is DevVersion parsed.
 var Dev = versions.MustParseVersion(DevVersion)
 
-// Built is a source provider built for this machine.
-type Built struct {
-	Addr       string `json:"address"`
-	Executable string `json:"executable"`
-	Key        string `json:"source_hash"`
-	Rebuilt    bool   `json:"rebuilt"`
-}
-
-// buildGo compiles a Go provider kept as source for this machine, unless the cache already holds a build of
-// the same source tree (every file's name and content), Go version and platform.
-func buildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
+// goBuild says how to build a Go provider kept as source for this machine: the key covers the
+// source tree (every file's name and content), the Go version and the platform.
+func goBuild(s LocalDir) (*cache.Build, error) {
 	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
 	if err != nil {
 		return nil, errors.New("building a source provider needs the go toolchain on PATH")
@@ -61,63 +51,9 @@ func buildGo(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
 	if host.OS == "windows" {
 		name += ".exe"
 	}
-	exe := filepath.Join(c.BuildDir(key), name)
-	out := &Built{Addr: s.Addr.String(), Executable: exe, Key: key}
-	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
-		if err := gobuild.Build(ctx, s.Dir, host, DevVersion, filepath.Join(tmp, name)); err != nil {
-			return fmt.Errorf("provider %s: %w", s.Addr, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// buildOnce makes the build directory builds/KEY holding the executable name, unless the cache
-// has it: build fills a temporary directory, which is renamed into place once complete, under a
-// lock so that concurrent runs build it once. It reports whether it built.
-func buildOnce(ctx context.Context, c *cache.Cache, key, name string, build func(tmp string) error) (bool, error) {
-	dir := c.BuildDir(key)
-	exe := filepath.Join(dir, name)
-	if fileExists(exe) {
-		c.MarkUsed(dir)
-		return false, nil
-	}
-	unlock, err := c.Lock(ctx, "build-"+key)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	if fileExists(exe) {
-		return false, nil
-	}
-	tmpRoot, err := c.TmpDir()
-	if err != nil {
-		return false, err
-	}
-	tmp, err := os.MkdirTemp(tmpRoot, "build-")
-	if err != nil {
-		return false, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := build(tmp); err != nil {
-		return false, err
-	}
-	if err := cache.SealDir(tmp); err != nil {
-		return false, err
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return false, err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return false, err
-	}
-	return true, nil
+	return &cache.Build{Key: key, Name: name, Fresh: "source, built", Make: func(ctx context.Context, dir string) error {
+		return gobuild.Build(ctx, s.Dir, host, DevVersion, filepath.Join(dir, name))
+	}}, nil
 }
 
 // hiddenOnly skips hidden files and directories, and nothing else.

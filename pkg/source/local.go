@@ -7,16 +7,18 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 )
 
 // builtHere is a provider kept as source beside the configuration, whatever its language: it
-// offers one version (DevVersion), made for this machine on demand by build and cached by a hash
-// of its source tree. Each kind of source directory (godir.go, pydir.go) gives only its build.
+// offers one version (DevVersion), made for this machine by the cache (Cache.Install, the door
+// downloads go in by) from the build its kind describes, kept under a hash of its source tree.
+// Each kind of source directory (godir.go, pydir.go, stdiodir.go) gives only its build.
 type builtHere struct {
-	d             LocalDir
-	env           *Env
-	build         func(ctx context.Context, env *Env) (*Built, error)
-	fresh, reused string // how to say the package was made, or found made, for messages
+	d      LocalDir
+	env    *Env
+	build  func(ctx context.Context, env *Env) (*cache.Build, error)
+	reused string // how to say the package was found made, for messages
 }
 
 func (s *builtHere) Dir() string                                { return s.d.Dir }
@@ -30,7 +32,7 @@ func (s *builtHere) Platforms(context.Context, manifest.ProviderAddress, version
 	return []manifest.Platform{Host()}, nil
 }
 
-func (s *builtHere) PackageFor(ctx context.Context, addr manifest.ProviderAddress, _ versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *builtHere) PackageFor(ctx context.Context, addr manifest.ProviderAddress, _ versions.Version, platform manifest.Platform) (*cache.Package, error) {
 	if platform != Host() {
 		return nil, fmt.Errorf("%s is kept as source in %s: it is made for this machine (%s) only, not %s", addr, s.d.Dir, Host(), platform)
 	}
@@ -38,9 +40,5 @@ func (s *builtHere) PackageFor(ctx context.Context, addr manifest.ProviderAddres
 	if err != nil {
 		return nil, err
 	}
-	detail := s.reused
-	if b.Rebuilt {
-		detail = s.fresh
-	}
-	return &Package{Addr: addr, Version: DevVersion, Platform: platform, Executable: b.Executable, Auth: Authentication{Method: "local"}, Detail: detail}, nil
+	return &cache.Package{Addr: addr, Version: DevVersion, Platform: platform, Build: b, Auth: cache.Authentication{Method: "local"}, Detail: s.reused}, nil
 }

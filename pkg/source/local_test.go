@@ -10,6 +10,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -62,36 +63,52 @@ func TestOpenLocalGoModule(t *testing.T) {
 		t.Errorf("another platform: %v", err)
 	}
 
-	pkg, err := src.PackageFor(ctx, addr, source.Dev, source.Host())
+	// Built through the cache's one door, as a download is installed.
+	install := func(src source.LocalSource) (*cache.Package, *cache.Installed, string, error) {
+		pkg, err := src.PackageFor(ctx, addr, source.Dev, source.Host())
+		if err != nil {
+			return nil, nil, "", err
+		}
+		in, err := c.Install(ctx, pkg, nil, nil)
+		if err != nil {
+			return pkg, nil, "", err
+		}
+		what := pkg.Detail
+		if in.Built {
+			what = pkg.Build.Fresh
+		}
+		return pkg, in, what, nil
+	}
+	pkg, in, what, err := install(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pkg.Detail != "source, built" || pkg.Auth.Method != "local" || pkg.Version != source.DevVersion || pkg.Fetch != nil {
-		t.Errorf("built package %+v", pkg)
+	if what != "source, built" || pkg.Auth.Method != "local" || pkg.Version != source.DevVersion || pkg.Fetch != nil || pkg.Build == nil {
+		t.Errorf("built package %+v (%s)", pkg, what)
 	}
-	out, err := exec.Command(pkg.Executable).Output()
+	out, err := exec.Command(in.Executable).Output()
 	if err != nil || strings.TrimSpace(string(out)) != "tiny "+source.DevVersion {
 		t.Errorf("the built provider printed %q (%v)", out, err)
 	}
 
 	// The same source tree is built once.
-	again, err := open().PackageFor(ctx, addr, source.Dev, source.Host())
-	if err != nil || again.Executable != pkg.Executable || again.Detail != "source, cached build" {
-		t.Errorf("second build: %v %+v", err, again)
+	_, again, what, err := install(open())
+	if err != nil || again.Executable != in.Executable || what != "source, cached build" {
+		t.Errorf("second build: %v %+v %s", err, again, what)
 	}
 	// A change to it is built again, elsewhere.
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := open().PackageFor(ctx, addr, source.Dev, source.Host())
-	if err != nil || changed.Executable == pkg.Executable || changed.Detail != "source, built" {
-		t.Errorf("after a change: %v %+v", err, changed)
+	_, changed, what, err := install(open())
+	if err != nil || changed.Executable == in.Executable || what != "source, built" {
+		t.Errorf("after a change: %v %+v %s", err, changed, what)
 	}
 	// A module that does not build says why, and leaves nothing behind.
 	if err := os.WriteFile(filepath.Join(dir, "broken.go"), []byte("package main\nfunc {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := open().PackageFor(ctx, addr, source.Dev, source.Host()); err == nil || !strings.Contains(err.Error(), "go build") || !strings.Contains(err.Error(), addr.String()) {
+	if _, _, _, err := install(open()); err == nil || !strings.Contains(err.Error(), "go build") || !strings.Contains(err.Error(), addr.String()) {
 		t.Errorf("a broken module: %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func (s *OCI) Platforms(ctx context.Context, addr manifest.ProviderAddress, vers
 	return rv.v.Parsed.Platforms(), nil
 }
 
-func (s *OCI) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error) {
+func (s *OCI) PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*cache.Package, error) {
 	repo, tag, err := s.versionRef(addr, version)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (s *OCI) PackageFor(ctx context.Context, addr manifest.ProviderAddress, ver
 		// a version was verified, so a record planted there proves nothing.
 		rv, err := s.resolveRef(ctx, repo.WithReference(tag), addr, true)
 		if err == nil {
-			var pkg *Package
+			var pkg *cache.Package
 			if pkg, err = rv.PackageFor(ctx, addr, platform); err == nil {
 				return pkg, nil
 			}
@@ -175,7 +175,7 @@ type Resolved struct {
 	// or the cache's evidence.
 	t    oci.ReadOnly
 	v    *artifact.Version
-	auth Authentication
+	auth cache.Authentication
 
 	mu        sync.Mutex
 	platforms map[manifest.Platform]*artifact.Platform
@@ -215,7 +215,7 @@ func (rv *Resolved) load(ctx context.Context, addr manifest.ProviderAddress) err
 // verifier whether that is the registry or the cache's evidence.
 func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddress) error {
 	s, v := rv.src, rv.v
-	rv.auth = Authentication{Method: "none", Subject: v.Index.Digest}
+	rv.auth = cache.Authentication{Method: "none", Subject: v.Index.Digest}
 	if s.policy == nil {
 		return nil
 	}
@@ -279,13 +279,13 @@ func (rv *Resolved) platform(ctx context.Context, want manifest.Platform) (*arti
 
 // PackageFor gives one platform's package of the resolved version. Its h1: is what the index
 // (which the signature or the lock covers) states, never what a record on disk remembers.
-func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddress, platform manifest.Platform) (*Package, error) {
+func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddress, platform manifest.Platform) (*cache.Package, error) {
 	p, err := rv.platform(ctx, platform)
 	if err != nil {
 		return nil, err
 	}
 	e, _ := rv.v.Parsed.Lookup(platform)
-	pkg := &Package{
+	pkg := &cache.Package{
 		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, H1: e.H1, Auth: rv.auth,
 		FromCache: rv.fromCache,
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {

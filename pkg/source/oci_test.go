@@ -190,7 +190,7 @@ func TestOCIPackageFor(t *testing.T) {
 }
 
 // fetch streams a package's zip and gives its sha256.
-func fetch(t *testing.T, pkg *source.Package) string {
+func fetch(t *testing.T, pkg *cache.Package) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := pkg.Fetch(context.Background(), &buf, nil); err != nil {

@@ -12,22 +12,20 @@ import (
 	"github.com/oprov/oprov/pkg/cache"
 )
 
-func init() {
-	registerLocalKind(LocalKind{
-		Name:   "Python project (pyproject.toml)",
-		Detect: pybuild.IsPyProject,
-		Open: func(d LocalDir, env *Env) LocalSource {
-			return &builtHere{d: d, env: env, fresh: "source, venv built", reused: "source, cached venv",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return buildPython(ctx, env.Cache, d, env.logf) }}
-		},
-	})
+// pythonKind is a Python project: installed with pip into a venv.
+var pythonKind = LocalKind{
+	Name:   "Python project (pyproject.toml)",
+	Detect: pybuild.IsPyProject,
+	Open: func(d LocalDir, env *Env) LocalSource {
+		return &builtHere{d: d, env: env, reused: "source, cached venv", build: func(ctx context.Context, env *Env) (*cache.Build, error) { return pythonBuild(ctx, d, env.logf) }}
+	},
 }
 
-// buildPython installs a Python provider kept as source into a venv in the cache, with pip,
-// unless the cache already holds one for the same source tree (every file's name and content)
-// and interpreter (its version and path). The executable is a small script that runs the
-// project's console script terraform-provider-TYPE with the venv's python.
-func buildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(string, ...any)) (*Built, error) {
+// pythonBuild says how to install a Python provider kept as source into a venv with pip: the
+// key covers the source tree (every file's name and content) and the interpreter (its version and
+// path). The executable is a small script that runs the project's console script
+// terraform-provider-TYPE with the venv's python.
+func pythonBuild(ctx context.Context, s LocalDir, logf func(string, ...any)) (*cache.Build, error) {
 	python, err := pybuild.HostPython()
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
@@ -48,17 +46,11 @@ func buildPython(ctx context.Context, c *cache.Cache, s LocalDir, logf func(stri
 	if err != nil {
 		return nil, err
 	}
-	key = "py-" + key
 	name := "terraform-provider-" + s.Addr.Type
-	out := &Built{Addr: s.Addr.String(), Executable: filepath.Join(c.BuildDir(key), name), Key: key}
-	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
+	return &cache.Build{Key: "py-" + key, Name: name, Fresh: "source, venv built", Make: func(ctx context.Context, dir string) error {
 		logf("oprov: installing %s from %s into a venv with pip (once per change of its source)", s.Addr, s.Dir)
-		return buildVenv(ctx, python, s.Dir, tmp, name, entry)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
-	}
-	return out, nil
+		return buildVenv(ctx, python, s.Dir, dir, name, entry)
+	}}, nil
 }
 
 // buildVenv makes tmp/venv (no pip of its own: the host's pip installs into it), installs the

@@ -15,9 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apparentlymart/go-versions/versions"
-	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
@@ -37,7 +35,7 @@ type Source interface {
 	Platforms(ctx context.Context, addr manifest.ProviderAddress, version versions.Version) ([]manifest.Platform, error)
 	// PackageFor says where one platform's package of a version is, and how it was authenticated.
 	// It resolves whatever names the version once per command and works by digest afterwards.
-	PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*Package, error)
+	PackageFor(ctx context.Context, addr manifest.ProviderAddress, version versions.Version, platform manifest.Platform) (*cache.Package, error)
 	// ForDisplay names where addr comes from, for messages.
 	ForDisplay(addr manifest.ProviderAddress) string
 }
@@ -47,78 +45,6 @@ type Source interface {
 type LocalSource interface {
 	Source
 	Dir() string
-}
-
-// Package is one platform's package of a provider version. Exactly one of Fetch and Executable is
-// set: a zip to be cached and unpacked, or an executable ready to launch.
-type Package struct {
-	Addr     manifest.ProviderAddress
-	Version  string
-	Platform manifest.Platform
-	Filename string
-	// Zip and Size identify the zip (its sha256 is the lock file's zh: hash); Size is -1 when the
-	// source does not know it.
-	Zip  digest.Digest
-	Size int64
-	// MaxSize bounds a zip of unknown Size (the registry client's maximum package size).
-	MaxSize int64
-	// H1 is the unpacked package's h1: hash when the source knows it without the zip.
-	H1 string
-	// Fetch streams the zip into w, checked against Zip and Size.
-	Fetch func(ctx context.Context, w io.Writer, progress oci.Progress) error
-	// Executable is a ready-to-launch provider (local sources).
-	Executable string
-	Auth       Authentication
-	// FromCache is true when the source answered from cached metadata without asking its origin.
-	FromCache bool
-	// Detail says how a local package was made ("built", "cached build"), for messages.
-	Detail string
-}
-
-// ForCache is the package as the cache takes it in (cache.Install, cache.PutZip), its zip
-// fetched with progress reported to progress.
-func (p *Package) ForCache(progress oci.Progress) *cache.Package {
-	return &cache.Package{
-		Addr: p.Addr, Version: p.Version, Platform: p.Platform, Filename: p.Filename,
-		Zip: p.Zip, Size: p.Size, MaxSize: p.MaxSize, H1: p.H1,
-		Fetch: func(ctx context.Context, w io.Writer) error { return p.Fetch(ctx, w, progress) },
-	}
-}
-
-// Learn takes the h1: hash the cache computed from the package's zip, when the source did not
-// know it. It is kept on the package for this command only: a hash remembered on disk would be a
-// verdict whoever can write the cache could forge.
-func (p *Package) Learn(h1 string) error {
-	if p.H1 != "" || h1 == "" {
-		return nil
-	}
-	p.H1 = h1
-	return nil
-}
-
-// Authentication says how a package was authenticated.
-type Authentication struct {
-	// Method is "cosign" (a signature over the index digest), "none" (no policy applies), or
-	// "local" (built from source on this machine).
-	Method string `json:"method"`
-	// Subject is the digest the signature covers (the version's index).
-	Subject digest.Digest `json:"subject,omitempty"`
-	// Keys are the trusted keys whose signatures checked out.
-	Keys []string `json:"keys,omitempty"`
-	// Rule is the trust rule that applied.
-	Rule string `json:"rule,omitempty"`
-	// Warning is set when a warn-mode rule let an unverified version through.
-	Warning string `json:"warning,omitempty"`
-	// Evidence is what proves the authentication to someone else (an origin's signed
-	// SHA256SUMS, say), for a mirror to attach beside the copy it publishes.
-	Evidence *Evidence `json:"-"`
-}
-
-// Evidence is a set of files to attach as one referrer: its artifact type, files and annotations.
-type Evidence struct {
-	ArtifactType string
-	Files        []referrers.AttachFile
-	Annotations  map[string]string
 }
 
 // Screener is a Source that can leave out versions oprov could not use although they meet the
@@ -189,21 +115,11 @@ type LocalKind struct {
 	Name   string
 	Detect func(dir string) bool
 	Open   func(d LocalDir, env *Env) LocalSource
-	// First kinds are asked before the others: a stdio provider's manifest says what its
-	// directory is even when the directory is also a Go module or a Python project.
-	First bool
 }
 
-var localKinds []LocalKind
-
-// registerLocalKind adds a kind of source directory; each kind registers itself from its file.
-func registerLocalKind(k LocalKind) {
-	if k.First {
-		localKinds = append([]LocalKind{k}, localKinds...)
-		return
-	}
-	localKinds = append(localKinds, k)
-}
+// localKinds are the kinds of source directory, asked in order: a stdio provider's manifest says
+// what its directory is even when the directory is also a Go module or a Python project.
+var localKinds = []LocalKind{stdioKind, goKind, pythonKind}
 
 // OpenLocal opens a provider source directory as the first kind that recognises it, or as a
 // source whose every answer says no kind does.
@@ -235,7 +151,7 @@ func (u unknownDir) AvailableVersions(context.Context, manifest.ProviderAddress)
 func (u unknownDir) Platforms(context.Context, manifest.ProviderAddress, versions.Version) ([]manifest.Platform, error) {
 	return nil, u.err()
 }
-func (u unknownDir) PackageFor(context.Context, manifest.ProviderAddress, versions.Version, manifest.Platform) (*Package, error) {
+func (u unknownDir) PackageFor(context.Context, manifest.ProviderAddress, versions.Version, manifest.Platform) (*cache.Package, error) {
 	return nil, u.err()
 }
 

@@ -13,22 +13,22 @@ import (
 	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
-func init() {
-	registerLocalKind(LocalKind{
-		Name:   "stdio provider (" + stdiohost.ManifestName + ")",
-		Detect: func(dir string) bool { return fileExists(filepath.Join(dir, stdiohost.ManifestName)) },
-		First:  true,
-		Open: func(d LocalDir, env *Env) LocalSource {
-			return &builtHere{d: d, env: env, fresh: "source, stdio", reused: "source, stdio",
-				build: func(ctx context.Context, env *Env) (*Built, error) { return launchStdio(ctx, env.Cache, d) }}
-		},
-	})
+// stdioKind is a stdio provider: a program of any language oprov hosts. It is asked first: its
+// manifest says what its directory is even when the directory is also a Go module or a Python
+// project.
+var stdioKind = LocalKind{
+	Name:   "stdio provider (" + stdiohost.ManifestName + ")",
+	Detect: func(dir string) bool { return fileExists(filepath.Join(dir, stdiohost.ManifestName)) },
+	Open: func(d LocalDir, env *Env) LocalSource {
+		return &builtHere{d: d, env: env, reused: "source, stdio", build: func(context.Context, *Env) (*cache.Build, error) { return stdioLauncher(d) }}
+	},
 }
 
-// launchStdio makes the executable that runs a stdio provider kept as source: a small sh script
-// that execs this oprov as the provider's host (`oprov __stdio-host DIR`). Nothing is copied or
-// built: the program runs from its directory, so an edit takes effect on the next run.
-func launchStdio(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error) {
+// stdioLauncher says how to make the executable that runs a stdio provider kept as source: a
+// small sh script that execs this oprov as the provider's host (`oprov __stdio-host DIR`). Nothing
+// is copied or built: the program runs from its directory, so an edit takes effect on the next
+// run.
+func stdioLauncher(s LocalDir) (*cache.Build, error) {
 	m, err := stdiohost.ReadManifest(s.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: provider %s: %w", s.At, s.Addr, err)
@@ -41,18 +41,12 @@ func launchStdio(ctx context.Context, c *cache.Cache, s LocalDir) (*Built, error
 		return nil, fmt.Errorf("provider %s: finding oprov's own executable to host it: %w", s.Addr, err)
 	}
 	sum := sha256.Sum256([]byte("stdio\x00" + self + "\x00" + s.Dir))
-	key := "stdio-" + hex.EncodeToString(sum[:])[:32]
 	name := "terraform-provider-" + s.Addr.Type
-	out := &Built{Addr: s.Addr.String(), Executable: filepath.Join(c.BuildDir(key), name), Key: key}
-	out.Rebuilt, err = buildOnce(ctx, c, key, name, func(tmp string) error {
+	return &cache.Build{Key: "stdio-" + hex.EncodeToString(sum[:])[:32], Name: name, Fresh: "source, stdio", Make: func(_ context.Context, dir string) error {
 		script := fmt.Sprintf("#!/bin/sh\n# %s: the stdio provider in %s, hosted by oprov.\nexec %s %s %s\n",
 			name, s.Dir, shellQuote(self), stdiohostCommand, shellQuote(s.Dir))
-		return os.WriteFile(filepath.Join(tmp, name), []byte(script), 0o755)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", s.Addr, err)
-	}
-	return out, nil
+		return os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755)
+	}}, nil
 }
 
 // stdiohostCommand is oprov's hidden command that hosts a stdio provider (cmd/oprov).

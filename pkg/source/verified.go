@@ -6,6 +6,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -20,12 +21,12 @@ import (
 type Verified struct {
 	mu  sync.Mutex
 	max int
-	m   map[string]Authentication
+	m   map[string]cache.Authentication
 }
 
 // NewVerified makes an empty cache of at most max entries.
 func NewVerified(max int) *Verified {
-	return &Verified{max: max, m: map[string]Authentication{}}
+	return &Verified{max: max, m: map[string]cache.Authentication{}}
 }
 
 func verifiedKey(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) string {
@@ -33,9 +34,9 @@ func verifiedKey(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) st
 }
 
 // lookup gives the remembered authentication of a version; a nil cache knows nothing.
-func (c *Verified) lookup(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) (Authentication, bool) {
+func (c *Verified) lookup(addr manifest.ProviderAddress, ref oci.Ref, d digest.Digest) (cache.Authentication, bool) {
 	if c == nil {
-		return Authentication{}, false
+		return cache.Authentication{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -45,14 +46,14 @@ func (c *Verified) lookup(addr manifest.ProviderAddress, ref oci.Ref, d digest.D
 
 // remember keeps a verification that succeeded outright (a signature by a trusted key, no
 // warn-mode pass).
-func (c *Verified) remember(addr manifest.ProviderAddress, ref oci.Ref, a Authentication) {
+func (c *Verified) remember(addr manifest.ProviderAddress, ref oci.Ref, a cache.Authentication) {
 	if c == nil || a.Method != "cosign" || a.Warning != "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= c.max {
-		c.m = map[string]Authentication{}
+		c.m = map[string]cache.Authentication{}
 	}
 	c.m[verifiedKey(addr, ref, a.Subject)] = a
 }
