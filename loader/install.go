@@ -43,7 +43,7 @@ type InstallResult struct {
 // and unpacks it into the cache's filesystem mirror. With a warm cache and a complete lock it
 // makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
-	s := newSession(&opts)
+	s := p.session(&opts)
 	res := &InstallResult{CredentialFiles: oci.TofuCredentialFiles(opts.Registry.RegistryConfig)}
 	for _, r := range p.Unmanaged {
 		res.Unmanaged = append(res.Unmanaged, r.Addr.String())
@@ -109,7 +109,7 @@ func (p *Project) lockedPackage(ctx context.Context, s *session, pv *Provider) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", p.Lock.Path, pv.Addr(), err)
 	}
-	src := s.source(pv)
+	src := s.multi()
 	pkg, err := src.PackageFor(ctx, pv.Req.Addr, v, s.opts.host())
 	if err == nil {
 		if err = checkAgainstLock(e, pkg); err != nil && pkg.FromCache && errors.Is(err, ErrLockMismatch) {

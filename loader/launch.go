@@ -62,9 +62,9 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: in.Executable, What: in.Version})
 		}
 	}
-	s := newSession(&opts)
+	s := p.session(&opts)
 	for _, pv := range p.Local {
-		src := s.source(pv)
+		src := s.multi()
 		pkg, err := src.PackageFor(ctx, pv.Req.Addr, source.Dev, s.opts.host())
 		if err != nil {
 			return nil, err

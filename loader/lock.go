@@ -28,7 +28,7 @@ type LockChange struct {
 // LockAll resolves every managed provider and writes their lock entries (version, constraints,
 // and zh:/h1: hashes for every platform locked), leaving other entries byte for byte.
 func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, error) {
-	s := newSession(&opts)
+	s := p.session(&opts)
 	var changes []LockChange
 	for _, pv := range p.Managed {
 		c, err := p.lockOne(ctx, s, pv)
@@ -48,7 +48,7 @@ func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, erro
 // the cache: a lock records what the registry serves now.
 func (p *Project) lockOne(ctx context.Context, s *session, pv *Provider) (*LockChange, error) {
 	ctx = source.WithoutCache(ctx)
-	src := s.source(pv)
+	src := s.multi()
 	chosen, err := p.chooseVersion(ctx, s, src, pv)
 	if err != nil {
 		return nil, err

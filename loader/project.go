@@ -106,7 +106,8 @@ func Open(dir string) (*Project, error) {
 type session struct {
 	opts    *Options
 	env     *source.Env
-	mirrors map[*config.Mirror]*source.OCI
+	cfg     *config.Config
+	sources source.Multi // made from cfg on first use
 }
 
 func newSession(opts *Options) *session {
@@ -114,20 +115,33 @@ func newSession(opts *Options) *session {
 		opts.Registry = oci.NewClient(oci.Options{})
 	}
 	env := &source.Env{Cache: opts.Cache, Registry: opts.Registry, Log: opts.Log}
-	return &session{opts: opts, env: env, mirrors: map[*config.Mirror]*source.OCI{}}
+	return &session{opts: opts, env: env}
 }
 
-// source gives the Source that manages a provider.
-func (s *session) source(pv *Provider) source.Source {
-	if pv.Kept != nil {
-		return source.OpenLocal(pv.Kept.LocalDir(), s.env)
+// session gives a command's session over the project's configuration.
+func (p *Project) session(opts *Options) *session {
+	s := newSession(opts)
+	s.cfg = p.Config
+	return s
+}
+
+// multi gives the configuration's sources as one: a provider kept as source is answered by its
+// directory, every other by the first oci_mirror block that includes it, as OpenTofu's installer
+// picks the first installation method that includes a provider.
+func (s *session) multi() source.Multi {
+	if s.sources == nil {
+		for _, sp := range s.cfg.Sources {
+			addr := sp.Addr
+			s.sources = append(s.sources, source.Selection{
+				Source:   source.OpenLocal(sp.LocalDir(), s.env),
+				Includes: func(a manifest.ProviderAddress) bool { return a == addr },
+			})
+		}
+		for _, m := range s.cfg.Mirrors {
+			s.sources = append(s.sources, source.Selection{Source: source.NewOCI(s.env, m.Policy, m.RepositoryRef), Includes: m.Matches})
+		}
 	}
-	src := s.mirrors[pv.Mirror]
-	if src == nil {
-		src = source.NewOCI(s.env, pv.Mirror.Policy, pv.Mirror.RepositoryRef)
-		s.mirrors[pv.Mirror] = src
-	}
-	return src
+	return s.sources
 }
 
 // allowed parses a provider's constraints into the set of versions they allow.
