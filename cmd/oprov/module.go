@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	
+
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 
