@@ -29,12 +29,19 @@ var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncM
 	"short":  shortDigest,
 	"signer": splitSigner,
 	"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
+	"mview":  func(m CatalogModule, policy bool) moduleView { return moduleView{&m, policy} },
 }).Parse(catalogHTML))
 
 // providerView is one provider as the "provider" template shows it: in detail on its own page.
 type providerView struct {
 	P      *CatalogProvider
 	Detail bool
+	Policy bool
+}
+
+// moduleView is one module as the "module" template shows it.
+type moduleView struct {
+	M      *CatalogModule
 	Policy bool
 }
 

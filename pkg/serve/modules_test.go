@@ -1,0 +1,194 @@
+package serve
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/modulepkg"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// moduleZip is a one-file module whose output says which version it is.
+func moduleZip(t *testing.T, version string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("main.tf")
+	w.Write([]byte(`output "v" { value = "` + version + `" }`))
+	zw.Close()
+	return buf.Bytes()
+}
+
+// moduleServer serves modules from a layout per module (acme/net/aws holds 1.0.0 and 1.2.0,
+// signed, and 1.1.0, unsigned) under the key's policy, or none.
+func moduleServer(t *testing.T, withPolicy bool) (*testServer, string) {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	prefix := filepath.Join(t.TempDir(), "k")
+	pass := func(bool) ([]byte, error) { return []byte("pw"), nil }
+	keyPath, pubPath, err := sign.GenerateKeyPair(prefix, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := sign.LoadSigner(keyPath, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := oci.ParseRef(oci.LayoutScheme + filepath.Join(root, "acme/net/aws"))
+	target, err := oci.Open(ctx, ref, oci.Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {
+		desc, err := modulepkg.Push(ctx, target, moduleZip(t, v), v, map[string]string{"org.opencontainers.image.version": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != "1.1.0" {
+			if _, err := sign.Sign(ctx, target, ref.WithReference(v), desc, signer, sign.SignOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tmpl, err := ParseModuleTemplate(oci.LayoutScheme + root + "/${namespace}/${name}/${system}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pats, err := CheckModuleInclude(tmpl, []string{"modules.example/*/*/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy *sign.Policy
+	if withPolicy {
+		pk, err := sign.LoadPublicKey(pubPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rule := &sign.Rule{Name: "test", Mode: sign.ModeEnforce, Repositories: []string{"**"}, Keys: []sign.PublicKey{pk}}
+		policy = &sign.Policy{Path: "test", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}
+	}
+	c, err := cache.Open(filepath.Join(t.TempDir(), "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	buf := &syncBuffer{}
+	s, err := New(Config{Modules: &ModuleConfig{Template: tmpl, Include: pats, Hostname: "serve.example"}, Policy: policy, Cache: c,
+		Refresh: time.Minute, RegistryConcurrency: 4, Log: slog.New(slog.NewJSONHandler(buf, nil)), CatalogRefresh: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{Server: s, cache: c, log: buf, h: s.Handler()}, root
+}
+
+func moduleVersions(t *testing.T, s *testServer, addr string) []string {
+	t.Helper()
+	code, body := s.get(t, ModulesPath+addr+"/versions")
+	if code != http.StatusOK {
+		t.Fatalf("versions of %s: %d %s", addr, code, body)
+	}
+	var out struct {
+		Modules []struct {
+			Versions []struct{ Version string } `json:"versions"`
+		} `json:"modules"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || len(out.Modules) != 1 {
+		t.Fatalf("versions: %v %s", err, body)
+	}
+	var vs []string
+	for _, v := range out.Modules[0].Versions {
+		vs = append(vs, v.Version)
+	}
+	return vs
+}
+
+func TestModuleRegistryProtocol(t *testing.T) {
+	s, _ := moduleServer(t, true)
+	const addr = "modules.example/acme/net/aws"
+	if got := strings.Join(moduleVersions(t, s, addr), " "); got != "1.2.0 1.0.0" {
+		t.Fatalf("versions under the policy: %q, want the two signed ones", got)
+	}
+	rec := s.do(t, ModulesPath+addr+"/1.2.0/download")
+	loc := rec.Header().Get("X-Terraform-Get")
+	if rec.Code != http.StatusNoContent || loc != ModulesPath+addr+"/1.2.0/module.zip" {
+		t.Fatalf("download: %d, X-Terraform-Get %q", rec.Code, loc)
+	}
+	code, body := s.get(t, loc)
+	if code != http.StatusOK || !bytes.Equal(body, moduleZip(t, "1.2.0")) {
+		t.Fatalf("module zip: %d, %d bytes", code, len(body))
+	}
+	for _, path := range []string{
+		ModulesPath + addr + "/1.1.0/download",              // unsigned
+		ModulesPath + addr + "/1.1.0/module.zip",            // unsigned
+		ModulesPath + addr + "/9.9.9/download",              // no such version
+		ModulesPath + "other.example/acme/net/aws/versions", // not included
+		ModulesPath + "modules.example/acme/nope/aws/versions",
+		ModulesPath + addr + "/1.0/download", // not a version
+	} {
+		if code, body := s.get(t, path); code != http.StatusNotFound {
+			t.Errorf("%s: %d %s, want 404", path, code, body)
+		}
+	}
+	if lines := s.log.logLines("not signed"); len(lines) == 0 {
+		t.Error("the unsigned version's refusal is not in the log")
+	}
+	code, body = s.get(t, "/.well-known/terraform.json")
+	if code != http.StatusOK || !strings.Contains(string(body), `"modules.v1":"/modules/v1/serve.example/"`) {
+		t.Fatalf("discovery: %d %s", code, body)
+	}
+	cat := s.refreshCatalog(context.Background())
+	if len(cat.Modules) != 1 || len(cat.Modules[0].Versions) != 2 || len(cat.Modules[0].Refused) != 1 || cat.Modules[0].Refused[0].Reason != "policy" {
+		t.Fatalf("catalog modules: %+v", cat.Modules)
+	}
+	code, page := s.get(t, "/")
+	if code != http.StatusOK || !strings.Contains(string(page), "Module modules.example/acme/net/aws") {
+		t.Fatalf("catalog page: %d, no module section", code)
+	}
+}
+
+func TestModuleRegistryWithoutPolicy(t *testing.T) {
+	s, _ := moduleServer(t, false)
+	if got := strings.Join(moduleVersions(t, s, "modules.example/acme/net/aws"), " "); got != "1.2.0 1.1.0 1.0.0" {
+		t.Fatalf("versions without a policy: %q", got)
+	}
+}
+
+func TestModuleTemplateAndInclude(t *testing.T) {
+	for _, bad := range []string{"reg.example/m/${name}/${system}", "reg.example/${namespace}/${name}/${system}/${type}", "reg.example/${namespace}/${name}/${system}:tag"} {
+		if _, err := ParseModuleTemplate(bad); err == nil {
+			t.Errorf("template %q accepted", bad)
+		}
+	}
+	tmpl, err := ParseModuleTemplate("${namespace}.reg.example/${name}/${system}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckModuleInclude(tmpl, nil); err == nil {
+		t.Error("a template whose host holds ${namespace} was accepted without --module-include")
+	}
+	if _, err := CheckModuleInclude(tmpl, []string{"h.example/*/*/*"}); err == nil {
+		t.Error("a * namespace was accepted where the namespace picks the registry host")
+	}
+	if _, err := CheckModuleInclude(tmpl, []string{"h.example/acme/*/*"}); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []string{"a/b/c", "h.example/a/b/c/d", "h.example/a/b/NOT_SYSTEM", "bad host/a/b/c"} {
+		if _, err := ParseModuleAddress(bad); err == nil {
+			t.Errorf("address %q accepted", bad)
+		}
+	}
+	a, err := ParseModuleAddress("Modules.Example/acme/net/aws")
+	if err != nil || a.String() != "modules.example/acme/net/aws" {
+		t.Fatalf("address: %v %s", err, a)
+	}
+}
