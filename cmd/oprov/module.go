@@ -70,6 +70,17 @@ func readModule(src string) ([]byte, error) {
 	return data, nil
 }
 
+// moduleHint is what a provider push that failed says when a source looks like a module
+// directory (it holds .tf files): that modules are pushed with --module.
+func moduleHint(sources []string) string {
+	for _, src := range sources {
+		if tf, _ := filepath.Glob(filepath.Join(src, "*.tf")); len(tf) > 0 {
+			return fmt.Sprintf(" (%s holds .tf files: to publish it as a module, run 'oprov push --module %s REPO:VERSION')", src, src)
+		}
+	}
+	return ""
+}
+
 // describeModule fills what every command prints about a module zip.
 func describeModule(zipData []byte, version string) (moduleJSON, error) {
 	h1, zh, err := modulepkg.Hashes(zipData)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,5 +191,51 @@ func TestModuleTemplateAndInclude(t *testing.T) {
 	a, err := ParseModuleAddress("Modules.Example/acme/net/aws")
 	if err != nil || a.String() != "modules.example/acme/net/aws" {
 		t.Fatalf("address: %v %s", err, a)
+	}
+}
+
+// FuzzModuleAddress: any request path's parts either fail or parse into an address that prints
+// back to a form parsing to the same address, and that a template expands to a repository without
+// a tag, or an error; it never panics.
+func FuzzModuleAddress(f *testing.F) {
+	f.Add("modules.example/acme/net/aws", "reg.io/m/${namespace}/${name}/${system}")
+	f.Add("Ünï.example/a-b/c_d/x9", "oci-layout:/srv/${hostname}/${namespace}/${name}/${system}")
+	f.Add("h/a/b/c", "reg.io/${namespace}/${name}/${system}:1")
+	f.Fuzz(func(t *testing.T, s, tmpl string) {
+		a, err := ParseModuleAddress(s)
+		if err != nil {
+			return
+		}
+		b, err := ParseModuleAddress(a.String())
+		if err != nil || b != a {
+			t.Fatalf("%q parsed as %+v; its own form %q parses as %+v, %v", s, a, a.String(), b, err)
+		}
+		tm, err := ParseModuleTemplate(tmpl)
+		if err != nil {
+			return
+		}
+		if ref, err := tm.Repository(a); err == nil && ref.Reference != "" {
+			t.Fatalf("%q gives %s for %s, which has a tag or digest", tmpl, ref, a)
+		}
+	})
+}
+
+// TestModuleZipTampered: a zip whose bytes in the registry no longer match the digest its
+// verified manifest names is refused (502), never sent.
+func TestModuleZipTampered(t *testing.T) {
+	s, root := moduleServer(t, true)
+	const addr = "modules.example/acme/net/aws"
+	moduleVersions(t, s, addr)
+	l := s.moduleListing(context.Background(), ModuleAddress{"modules.example", "acme", "net", "aws"})
+	layer := l.versions[0].Resolved.Layer()
+	blob := filepath.Join(root, "acme/net/aws/blobs/sha256", layer.Digest.Encoded())
+	data := moduleZip(t, "1.2.0")
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(blob, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, body := s.get(t, ModulesPath+addr+"/1.2.0/module.zip")
+	if code != http.StatusBadGateway || !strings.Contains(string(body), "do not match their digest") {
+		t.Fatalf("a tampered zip: %d %s", code, body)
 	}
 }
