@@ -72,18 +72,7 @@ sizes and signers, and the versions refused with the reason. It is read in the b
 --catalog-refresh; with a template with variables, a provider appears once --include names it
 exactly or a client has asked for it.
 
-With --modules MODULE_TEMPLATE, serve also answers the Module Registry Protocol (modules.v1) for
-registry modules (HOSTNAME/NAMESPACE/NAME/SYSTEM, as a module block's source names them with a
-version constraint), from module packages ('oprov push --module') in OCI repositories, under the
-same policy and bounds: versions are the repository's version tags, and only those that verify
-are listed; a version's download is its zip, fetched by the digest its verified manifest names.
-MODULE_TEMPLATE maps an address to its repository with ${namespace}, ${name}, ${system} and
-optionally ${hostname} (HOST/PATH or oci-layout:DIR). --module-include limits the modules served
-(required, naming those parts, when the template's registry host holds a variable). The base URL
-of hostname H is URL/modules/v1/H/; serve prints a host block per hostname --module-include names,
-which points plain tofu or terraform at it (and answers service discovery for its own hostname).
-TEMPLATE may then be left out to serve modules only. Only registry modules can be served this
-way: git and HTTP module sources need 'oprov init'.`,
+` + serveModulesHelp,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
   oprov serve oci-layout:./layout --address example.com/acme/hello
   oprov serve --modules 'registry.example.com/modules/${namespace}/${name}/${system}' \
@@ -132,6 +121,20 @@ way: git and HTTP module sources need 'oprov init'.`,
 	o.output.register(c)
 	return c
 }
+
+// serveModulesHelp is serve's help on --modules.
+const serveModulesHelp = `With --modules MODULE_TEMPLATE, serve also answers the Module Registry Protocol (modules.v1) for
+registry modules (HOSTNAME/NAMESPACE/NAME/SYSTEM, as a module block's source names them with a
+version constraint), from module packages ('oprov push --module') in OCI repositories, under the
+same policy and bounds: versions are the repository's version tags, and only those that verify
+are listed; a version's download is its zip, fetched by the digest its verified manifest names.
+MODULE_TEMPLATE maps an address to its repository with ${namespace}, ${name}, ${system} and
+optionally ${hostname} (HOST/PATH or oci-layout:DIR). --module-include limits the modules served
+(required, naming those parts, when the template's registry host holds a variable). The base URL
+of hostname H is URL/modules/v1/H/; serve prints a host block per hostname --module-include names,
+which points plain tofu or terraform at it (and answers service discovery for its own hostname).
+TEMPLATE may then be left out to serve modules only. Only registry modules can be served this
+way: git and HTTP module sources need 'oprov init'.`
 
 // serveInfo is what serve prints once it listens.
 type serveInfo struct {
