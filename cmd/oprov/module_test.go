@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 func writeModule(t *testing.T) string {
@@ -131,5 +134,35 @@ func TestModuleUsageErrors(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "package", "--module", filepath.Join(dir, "main.tf")); code != 1 || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("package --module FILE: exit %d, %q", code, stderr)
+	}
+}
+
+// TestModuleMovedTagRefused: a tag moved onto another version's signed manifest does not verify:
+// the signed manifest names its version, and the tag says another.
+func TestModuleMovedTagRefused(t *testing.T) {
+	dir := writeModule(t)
+	key, pub := keyPair(t, "mod")
+	layout := filepath.Join(t.TempDir(), "layout")
+	repo := "oci-layout:" + layout
+	var pushed moduleOut
+	cliJSON(t, &pushed, "push", "--module", dir, repo+":1.0.0", "--sign", "--key", key)
+	ref, err := oci.ParseRef(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := oci.Open(context.Background(), ref, oci.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := target.Resolve(context.Background(), "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Tag(context.Background(), desc, "2.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "verify", repo+":2.0.0", "--key", pub)
+	if code != 1 || !strings.Contains(stderr, "the tag says version 2.0.0 but the signed index is version 1.0.0") {
+		t.Fatalf("verify of a moved tag: exit %d, %s", code, stderr)
 	}
 }
