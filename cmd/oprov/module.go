@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,7 +66,10 @@ func readModule(src string) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	if err := modulepkg.Unpack(data, filepath.Join(tmp, "module")); err != nil {
-		return nil, fmt.Errorf("module %s: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
+		if inner := errors.Unwrap(err); inner != nil { // without the temporary directory's name
+			err = inner
+		}
+		return nil, fmt.Errorf("module %s is not a module's zip that unpacks safely: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
 	}
 	return data, nil
 }
