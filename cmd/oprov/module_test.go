@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -134,6 +135,21 @@ func TestModuleUsageErrors(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "package", "--module", filepath.Join(dir, "main.tf")); code != 1 || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("package --module FILE: exit %d, %q", code, stderr)
+	}
+	// A zip that escapes its directory is refused before anything is pushed.
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("../escape.tf")
+	w.Write([]byte("# out"))
+	zw.Close()
+	evil := filepath.Join(t.TempDir(), "evil.zip")
+	os.WriteFile(evil, buf.Bytes(), 0o644)
+	layout := filepath.Join(t.TempDir(), "never")
+	if _, stderr, code := runCLI(t, "push", "--module", evil, "oci-layout:"+layout+":1.0.0"); code != 1 || !strings.Contains(stderr, "path traversal") {
+		t.Errorf("push --module of a zip with ../: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(layout); err == nil {
+		t.Error("a refused module zip created the layout")
 	}
 }
 

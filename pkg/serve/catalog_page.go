@@ -29,7 +29,7 @@ var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncM
 	"short":  shortDigest,
 	"signer": splitSigner,
 	"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
-	"mview":  func(m CatalogModule, policy bool) moduleView { return moduleView{&m, policy} },
+	"mview":  func(m CatalogModule, detail, policy bool) moduleView { return moduleView{&m, detail, policy} },
 }).Parse(catalogHTML))
 
 // providerView is one provider as the "provider" template shows it: in detail on its own page.
@@ -42,6 +42,7 @@ type providerView struct {
 // moduleView is one module as the "module" template shows it.
 type moduleView struct {
 	M      *CatalogModule
+	Detail bool
 	Policy bool
 }
 
@@ -49,8 +50,9 @@ type moduleView struct {
 type catalogPage struct {
 	Title   string
 	Catalog *Catalog
-	// One is set on a provider's page.
-	One *CatalogProvider
+	// One is set on a provider's page, OneModule on a module's.
+	One       *CatalogProvider
+	OneModule *CatalogModule
 }
 
 // serveCatalog answers GET / with the catalog, rendered once per round (the whole catalog can be

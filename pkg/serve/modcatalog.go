@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sort"
 )
 
@@ -105,4 +107,34 @@ func (s *Server) catalogModule(ctx context.Context, a ModuleAddress) CatalogModu
 	}
 	m.Refused = append(m.Refused, l.refused...)
 	return m
+}
+
+// serveModulePage answers GET /modules/HOSTNAME/NAMESPACE/NAME/SYSTEM with one module of the
+// catalog (?format=json: as JSON).
+func (s *Server) serveModulePage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.CatalogRefresh <= 0 {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog is off (--catalog-refresh 0)"))
+		return
+	}
+	a, err := ParseModuleAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
+	if err != nil {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, err)
+		return
+	}
+	c := s.snapshot()
+	var one *CatalogModule
+	for i := range c.Modules {
+		if c.Modules[i].Address == a.String() {
+			one = &c.Modules[i]
+		}
+	}
+	if one == nil {
+		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog holds no module %s", a))
+		return
+	}
+	if wantJSON(r) {
+		s.writeCatalogJSON(w, r, one)
+		return
+	}
+	s.renderCatalog(w, r, catalogPage{Title: "Module " + one.Address, Catalog: c, OneModule: one})
 }

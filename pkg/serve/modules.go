@@ -108,6 +108,7 @@ func (s *Server) routeModules(mux *http.ServeMux) {
 	mux.HandleFunc(base+"versions", s.serveModuleVersions)
 	mux.HandleFunc(base+"{version}/download", s.serveModuleDownload)
 	mux.HandleFunc(base+"{version}/module.zip", s.serveModuleZip)
+	mux.HandleFunc("GET /modules/{host}/{ns}/{name}/{system}", s.serveModulePage)
 }
 
 // serveDiscovery answers service discovery for the server's own hostname: modules.v1 when it

@@ -152,8 +152,26 @@ func TestModuleRegistryProtocol(t *testing.T) {
 		t.Fatalf("catalog modules: %+v", cat.Modules)
 	}
 	code, page := s.get(t, "/")
-	if code != http.StatusOK || !strings.Contains(string(page), "Module modules.example/acme/net/aws") {
-		t.Fatalf("catalog page: %d, no module section", code)
+	if code != http.StatusOK || !strings.Contains(string(page), `<a href="modules/modules.example/acme/net/aws">Module modules.example/acme/net/aws</a>`) {
+		t.Fatalf("catalog page: %d, no module section linking to the module's page", code)
+	}
+	manifest := cat.Modules[0].Versions[0].Manifest
+	code, page = s.get(t, "/modules/modules.example/acme/net/aws")
+	if code != http.StatusOK || !strings.Contains(string(page), "manifest "+manifest) || !strings.Contains(string(page), "not signed") {
+		t.Fatalf("the module's page: %d\n%s", code, page)
+	}
+	var one CatalogModule
+	if code, body := s.get(t, "/modules/modules.example/acme/net/aws?format=json"); code != http.StatusOK || json.Unmarshal(body, &one) != nil || one.Versions[0].Manifest != manifest {
+		t.Fatalf("the module's page as JSON: %d %s", code, body)
+	}
+	if code, _ := s.get(t, "/modules/modules.example/acme/other/aws"); code != http.StatusNotFound {
+		t.Errorf("a module the catalog does not hold: %d, want 404", code)
+	}
+	if got := route("/modules/modules.example/acme/net/aws"); got != "catalog" {
+		t.Errorf("route of a module page: %q", got)
+	}
+	if got := route(ModulesPath + "modules.example/acme/net/aws/1.0.0/module.zip"); got != "module_zip" {
+		t.Errorf("route of a module zip: %q", got)
 	}
 }
 

@@ -151,6 +151,9 @@ func route(path string) string {
 	case "/.well-known/terraform.json":
 		return "discovery"
 	}
+	if strings.HasPrefix(path, "/modules/") && !strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") == 5 {
+		return "catalog"
+	}
 	if strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") >= 7 {
 		switch {
 		case strings.HasSuffix(path, "/versions"):
