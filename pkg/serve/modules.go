@@ -95,10 +95,35 @@ type moduleState struct {
 	known map[string]ModuleAddress
 	full  bool
 	zips  zipMemo
+	// verified are the manifests whose signatures passed the policy in enforce mode, by digest:
+	// a later listing resolves the tags again but checks a known manifest's signatures once.
+	verified map[digest.Digest]moduleVersion
 }
 
+// maxVerifiedModules bounds the verified manifests remembered (then the memory starts over).
+const maxVerifiedModules = 4096
+
 func newModuleState() *moduleState {
-	return &moduleState{lists: map[string]*moduleListing{}, known: map[string]ModuleAddress{}, zips: zipMemo{max: 64 << 20}}
+	return &moduleState{lists: map[string]*moduleListing{}, known: map[string]ModuleAddress{}, zips: zipMemo{max: 64 << 20},
+		verified: map[digest.Digest]moduleVersion{}}
+}
+
+// rememberVerified keeps a version whose signatures passed in enforce mode.
+func (m *moduleState) rememberVerified(v *moduleVersion) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.verified) >= maxVerifiedModules {
+		m.verified = map[digest.Digest]moduleVersion{}
+	}
+	m.verified[v.Resolved.Manifest.Digest] = *v
+}
+
+// knownVerified gives what a verified manifest's check found, if it passed before.
+func (m *moduleState) knownVerified(d digest.Digest) (moduleVersion, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.verified[d]
+	return v, ok
 }
 
 // routeModules adds the module registry's routes.
@@ -369,6 +394,10 @@ func (s *Server) checkModuleVersion(ctx context.Context, l *moduleListing, tv ma
 	if s.cfg.Policy == nil {
 		return v, nil
 	}
+	if known, ok := s.mods.knownVerified(m.Manifest.Digest); ok && known.Version == v.Version {
+		v.SignedBy, v.Rule = known.SignedBy, known.Rule
+		return v, nil
+	}
 	var d *sign.Decision
 	err = s.registry(ctx, func() (err error) {
 		d, err = sign.DecideModule(ctx, l.target, ref, m, s.cfg.Policy, sign.VerifyOptions{})
@@ -385,6 +414,9 @@ func (s *Server) checkModuleVersion(ctx context.Context, l *moduleListing, tv ma
 		for _, sig := range d.Result.Signatures {
 			v.SignedBy = append(v.SignedBy, signerName(sig.By()))
 		}
+	}
+	if d.Warning == nil && d.Result != nil {
+		s.mods.rememberVerified(v)
 	}
 	return v, nil
 }

@@ -257,3 +257,33 @@ func TestModuleZipTampered(t *testing.T) {
 		t.Fatalf("a tampered zip: %d %s", code, body)
 	}
 }
+
+// TestModuleVerificationCachedByDigest: with every request reading the repository again (Refresh
+// 0), a manifest whose signatures passed is not checked again; a fresh server does check.
+func TestModuleVerificationCachedByDigest(t *testing.T) {
+	s, root := moduleServer(t, true)
+	const addr = "modules.example/acme/net/aws"
+	if got := strings.Join(moduleVersions(t, s, addr), " "); got != "1.2.0 1.0.0" {
+		t.Fatalf("versions: %q", got)
+	}
+	s.cfg.Refresh = 0
+	blobs, _ := filepath.Glob(filepath.Join(root, "acme/net/aws/blobs/sha256/*"))
+	removed := 0
+	for _, b := range blobs {
+		data, _ := os.ReadFile(b)
+		if strings.Contains(string(data), "application/vnd.dev.sigstore.bundle") {
+			os.Remove(b)
+			removed++
+		}
+	}
+	if removed == 0 {
+		t.Fatal("found no signature to remove")
+	}
+	if got := strings.Join(moduleVersions(t, s, addr), " "); got != "1.2.0 1.0.0" {
+		t.Errorf("with the verifications remembered by digest: %q", got)
+	}
+	s.mods = newModuleState()
+	if got := strings.Join(moduleVersions(t, s, addr), " "); got != "" {
+		t.Errorf("a server that remembers nothing found the removed signatures: %q (so the check above proves nothing)", got)
+	}
+}
