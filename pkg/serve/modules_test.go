@@ -287,3 +287,19 @@ func TestModuleVerificationCachedByDigest(t *testing.T) {
 		t.Errorf("a server that remembers nothing found the removed signatures: %q (so the check above proves nothing)", got)
 	}
 }
+
+// TestModuleZipOverSizeLimit: a module zip over the package size limit is refused before any byte
+// of it is fetched, as a provider archive is.
+func TestModuleZipOverSizeLimit(t *testing.T) {
+	s, _ := moduleServer(t, true)
+	l := oci.DefaultLimits()
+	l.MaxPackageSize = 10
+	s.cfg.Limits = &l
+	code, body := s.get(t, ModulesPath+"modules.example/acme/net/aws/1.2.0/module.zip")
+	if code != http.StatusBadGateway || !strings.Contains(string(body), "over this server's size limit") {
+		t.Fatalf("a module zip over the limit: %d %s", code, body)
+	}
+	if lines := s.log.logLines("maximum package size"); len(lines) == 0 {
+		t.Error("the log does not say which limit refused it")
+	}
+}
