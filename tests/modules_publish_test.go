@@ -115,6 +115,13 @@ func TestModulePublishSignAndTofuInit(t *testing.T) {
 	if out, err := cosignCLI(t, reg, keys, append(cosignVerifyBundle, repo+":1.0.0")...); err != nil {
 		t.Fatalf("the stock cosign does not verify oprov's module signature: %v\n%s", err, out)
 	}
+	// And the other way: the stock cosign signs a module oprov pushed; oprov verifies it.
+	var second moduleJSON
+	decodeJSON(t, mustOprov(t, nil, append([]string{"push", "--module", mod, repo + ":1.1.0", "-o", "json"}, ca...)...).Stdout, &second)
+	if out, err := cosignCLI(t, reg, keys, append(cosignSignBundle, repo+"@"+second.Manifest)...); err != nil {
+		t.Fatalf("cosign sign of a module: %v\n%s", err, out)
+	}
+	mustOprov(t, nil, append([]string{"verify", repo + ":1.1.0", "--key", filepath.Join(keys, "cosign.pub")}, ca...)...)
 	r := oprov(t, nil, append([]string{"verify", repo + ":1.0.0", "--key", filepath.Join(keys, "other.pub")}, ca...)...)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "none by a trusted key") || !strings.Contains(r.Stderr, a.Manifest) {
 		t.Fatalf("verify with another key: exit %d, %s", r.Code, r.Stderr)
