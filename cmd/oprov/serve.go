@@ -266,6 +266,9 @@ func (o *serveOptions) check(ctx context.Context, srv *serve.Server, cfg serve.C
 	case n == 0 && cfg.Template.Fixed() != nil:
 		cfg.Log.Warn("the repository holds no versions yet", slog.String("source", o.Source))
 	}
+	for addr, err := range srv.CheckModules(ctx) {
+		cfg.Log.Warn("cannot serve a module --module-include names yet; serving anyway", slog.String("module", addr), slog.String("error", err.Error()))
+	}
 	return nil
 }
 

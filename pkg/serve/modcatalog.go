@@ -138,3 +138,31 @@ func (s *Server) serveModulePage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.renderCatalog(w, r, catalogPage{Title: "Module " + one.Address, Catalog: c, OneModule: one})
 }
+
+// CheckModules reads the modules --module-include names exactly, so that a mistyped template or
+// an unreachable registry shows at start; it gives each one's problem by address (none: nil). A
+// failed reading is not kept: the first request reads again.
+func (s *Server) CheckModules(ctx context.Context) map[string]error {
+	if s.cfg.Modules == nil {
+		return nil
+	}
+	problems := map[string]error{}
+	for _, p := range s.cfg.Modules.Include {
+		a, ok := p.Exact()
+		if !ok {
+			continue
+		}
+		if l := s.moduleListing(ctx, a); l.err != nil {
+			problems[a.String()] = l.err
+			s.mods.mu.Lock()
+			delete(s.mods.lists, a.String())
+			s.mods.mu.Unlock()
+		} else if len(l.versions) == 0 {
+			problems[a.String()] = fmt.Errorf("no version is served (%d refused)", len(l.refused))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return problems
+}

@@ -303,3 +303,19 @@ func TestModuleZipOverSizeLimit(t *testing.T) {
 		t.Error("the log does not say which limit refused it")
 	}
 }
+
+func TestCheckModules(t *testing.T) {
+	s, _ := moduleServer(t, true)
+	pats, err := CheckModuleInclude(s.cfg.Modules.Template, []string{"modules.example/acme/net/aws", "modules.example/acme/missing/aws", "modules.example/*/*/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cfg.Modules.Include = pats
+	problems := s.CheckModules(context.Background())
+	if len(problems) != 1 || problems["modules.example/acme/missing/aws"] == nil {
+		t.Fatalf("problems: %v, want the missing module's only", problems)
+	}
+	if _, kept := s.mods.lists["modules.example/acme/missing/aws"]; kept {
+		t.Error("a failed reading was kept")
+	}
+}
