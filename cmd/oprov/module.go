@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/zclconf/go-cty/cty"
 	"oras.land/oras-go/v2"
 
 	"github.com/oprov/oprov/internal/scratch"
@@ -243,9 +245,16 @@ func printPushedModule(o *pushOptions, out moduleJSON, signed *sign.SignResult) 
 		fmt.Fprintf(w, "Signed: %s (%s)\n", signed.Signature, signed.Form)
 	}
 	if out.Source != "" {
-		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs it with:\n\n  module \"NAME\" {\n    source = %q\n  }\n", out.Source)
+		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs it with:\n\n%s", moduleBlock(out.Source))
 	}
 	return nil
+}
+
+// moduleBlock is a module block calling source, written by hclwrite.
+func moduleBlock(source string) []byte {
+	f := hclwrite.NewEmptyFile()
+	f.Body().AppendNewBlock("module", []string{"NAME"}).Body().SetAttributeValue("source", cty.StringVal(source))
+	return f.Bytes()
 }
 
 // lookupModule fetches the manifest ref names and gives it as a module package when it is one. It

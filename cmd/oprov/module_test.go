@@ -182,3 +182,11 @@ func TestModuleMovedTagRefused(t *testing.T) {
 		t.Fatalf("verify of a moved tag: exit %d, %s", code, stderr)
 	}
 }
+
+func TestModuleBlock(t *testing.T) {
+	got := string(moduleBlock("oci://127.0.0.1:5000/modules/net?tag=1.0.0"))
+	want := "module \"NAME\" {\n  source = \"oci://127.0.0.1:5000/modules/net?tag=1.0.0\"\n}\n"
+	if got != want {
+		t.Errorf("module block:\n%s\nwant:\n%s", got, want)
+	}
+}
