@@ -23,7 +23,7 @@ import (
 
 // Media and artifact types of the format (format.md §1).
 const (
-	artifactTypeProvider       = "application/vnd.opentofu.provider"
+	ArtifactTypeProvider       = "application/vnd.opentofu.provider"
 	artifactTypeProviderTarget = "application/vnd.opentofu.provider-target"
 	MediaTypeZip               = "archive/zip"
 	// ArtifactTypeModule marks OpenTofu's module package: one image manifest (not an index)
@@ -195,7 +195,7 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 	idx := ocispec.Index{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageIndex,
-		ArtifactType: artifactTypeProvider,
+		ArtifactType: ArtifactTypeProvider,
 	}
 	for i, p := range sorted {
 		if i > 0 && sorted[i-1].Platform == p.Platform {
@@ -210,7 +210,7 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 		d.ArtifactType = artifactTypeProviderTarget
 		d.Platform = &ocispec.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}
 		if p.H1 != "" {
-			if !validH1(p.H1) {
+			if !ValidH1(p.H1) {
 				return nil, fmt.Errorf("package %q: %q is not an h1: hash", p.Filename, p.H1)
 			}
 			d.Annotations = map[string]string{AnnotationH1: p.H1}
@@ -230,7 +230,7 @@ func Build(pkgs []Package, opts IndexOptions) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	ib.Descriptor.ArtifactType = artifactTypeProvider
+	ib.Descriptor.ArtifactType = ArtifactTypeProvider
 	b.Index = ib
 	return b, nil
 }
@@ -245,8 +245,8 @@ type Entry struct {
 	H1 string
 }
 
-// validH1 reports whether s has the form of an h1: hash: "h1:" and a base64 sha256.
-func validH1(s string) bool {
+// ValidH1 reports whether s has the form of an h1: hash: "h1:" and a base64 sha256.
+func ValidH1(s string) bool {
 	b64, ok := strings.CutPrefix(s, "h1:")
 	if !ok {
 		return false
@@ -325,8 +325,8 @@ func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 		}
 		return nil, fmt.Errorf("index has mediaType %q, want %q", raw.MediaType, ocispec.MediaTypeImageIndex)
 	}
-	if raw.ArtifactType != artifactTypeProvider {
-		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, artifactTypeProvider)
+	if raw.ArtifactType != ArtifactTypeProvider {
+		return nil, fmt.Errorf("index has artifactType %q, want %q: this is not an OpenTofu provider", raw.ArtifactType, ArtifactTypeProvider)
 	}
 	if len(raw.Manifests) > maxEntries {
 		return nil, &TooManyEntriesError{N: len(raw.Manifests), Max: maxEntries}
@@ -362,7 +362,7 @@ func ParseIndexLimit(data []byte, maxEntries int) (*Index, error) {
 		}
 		seen[p] = true
 		e := Entry{Platform: p, Descriptor: d}
-		if h1 := d.Annotations[AnnotationH1]; validH1(h1) {
+		if h1 := d.Annotations[AnnotationH1]; ValidH1(h1) {
 			e.H1 = h1
 		}
 		ix.Entries = append(ix.Entries, e)

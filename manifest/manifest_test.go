@@ -58,7 +58,7 @@ func TestBuiltManifestsFollowTheFormat(t *testing.T) {
 	}
 	var idx map[string]any
 	json.Unmarshal(b.Index.Data, &idx)
-	if idx["mediaType"] != ocispec.MediaTypeImageIndex || idx["artifactType"] != artifactTypeProvider {
+	if idx["mediaType"] != ocispec.MediaTypeImageIndex || idx["artifactType"] != ArtifactTypeProvider {
 		t.Errorf("index: %s", b.Index.Data)
 	}
 	entry := idx["manifests"].([]any)[0].(map[string]any)
