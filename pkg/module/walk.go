@@ -215,9 +215,3 @@ func (w *walker) local(ctx context.Context, f *frame, c call, src Source, callNa
 		owner: f.owner, dirs: append(append([]string{}, f.dirs...), f.dir), sources: f.sources}
 	return w.module(ctx, next)
 }
-
-// resolve fetches a remote module's package into a temporary directory, zips and hashes it, and
-// checks it against the lock. It gives the package's directory.
-func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, error) {
-	return "", fmt.Errorf("%s: %s: %s modules are not resolved yet", r.Where(), r.Call, src.Kind)
-}
