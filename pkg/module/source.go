@@ -78,7 +78,28 @@ func ParseSource(raw string) (Source, error) {
 	if err != nil {
 		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
 	}
-	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: m.Subdir}, nil
+	sub, err := cleanSubdir(m.Subdir)
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: sub}, nil
+}
+
+// cleanSubdir normalizes a package subdirectory, refusing one that leaves the package.
+func cleanSubdir(sub string) (string, error) {
+	if sub == "" {
+		return "", nil
+	}
+	sub = strings.TrimLeft(path.Clean("/"+sub), "/")
+	if sub == "" || sub == "." {
+		return "", nil
+	}
+	for _, part := range strings.Split(sub, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: subdirectory %q leads outside the module package", ErrSource, sub)
+		}
+	}
+	return sub, nil
 }
 
 // splitSubdir takes a "//subdir" out of an address (before its query), as go-getter does.
@@ -101,14 +122,11 @@ func splitSubdir(s string) (string, string, error) {
 	if sub == "" {
 		return s, "", nil
 	}
-	sub = path.Clean(sub)
-	if sub == ".." || strings.HasPrefix(sub, "../") || strings.HasPrefix(sub, "/") {
+	if c := path.Clean(sub); c == ".." || strings.HasPrefix(c, "../") {
 		return "", "", fmt.Errorf("%w: subdirectory %q leads outside the module package", ErrSource, sub)
 	}
-	if sub == "." {
-		sub = ""
-	}
-	return s, sub, nil
+	sub, err := cleanSubdir(sub)
+	return s, sub, err
 }
 
 // parseGetter parses a git or HTTP address: scheme://host/path[//subdir][?query].
