@@ -99,11 +99,15 @@ type Fetched struct {
 	Annotations map[string]string
 }
 
-// Fetch resolves ref (a tag or digest) in src, fetches the manifest and checks that it is a module
-// package (an image manifest, not an index; artifactType modulepkg; exactly one archive/zip layer),
-// then fetches the zip, refusing one over maxBytes before any byte of it is read and checking its
-// digest and size.
-func Fetch(ctx context.Context, src oras.ReadOnlyTarget, ref string, maxBytes int64) (*Fetched, error) {
+// Resolved is a module package's manifest, resolved from a tag or digest and checked.
+type Resolved struct {
+	Manifest ocispec.Descriptor // artifactType set
+	Parsed   *ocispec.Manifest
+}
+
+// Resolve resolves ref (a tag or digest) in src, fetches the manifest (its digest checked, at most
+// the manifest size limit) and checks that it is a module package (ParseManifest).
+func Resolve(ctx context.Context, src oras.ReadOnlyTarget, ref string) (*Resolved, error) {
 	desc, data, err := oras.FetchBytes(ctx, src, ref, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
 	if errors.Is(err, errdef.ErrSizeExceedsLimit) {
 		return nil, fmt.Errorf("%s: the manifest is over the %d byte limit", ref, manifest.MaxManifestSize)
@@ -111,20 +115,64 @@ func Fetch(ctx context.Context, src oras.ReadOnlyTarget, ref string, maxBytes in
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	m, err := ParseManifest(data)
+	r, err := FromManifest(desc, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
 	}
+	return r, nil
+}
+
+// FromManifest checks a manifest already fetched (its digest checked against desc) and gives it
+// as a resolved module package.
+func FromManifest(desc ocispec.Descriptor, data []byte) (*Resolved, error) {
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, err
+	}
 	desc.ArtifactType = m.ArtifactType
-	layer := m.Layers[0]
+	return &Resolved{Manifest: desc, Parsed: m}, nil
+}
+
+// IsModule reports whether a manifest says it is a module package (its artifactType), whether or
+// not the rest of it is valid: for commands that take a provider or a module and must tell which.
+func IsModule(data []byte) bool {
+	var peek struct {
+		ArtifactType string `json:"artifactType"`
+	}
+	return json.Unmarshal(data, &peek) == nil && peek.ArtifactType == manifest.ArtifactTypeModule
+}
+
+// Layer is the package's one zip layer.
+func (r *Resolved) Layer() ocispec.Descriptor { return r.Parsed.Layers[0] }
+
+// FetchZip fetches the package's zip, refusing one over maxBytes before any byte of it is read,
+// and checking its digest and size.
+func (r *Resolved) FetchZip(ctx context.Context, src oras.ReadOnlyTarget, maxBytes int64) ([]byte, error) {
+	layer := r.Layer()
 	if layer.Size > maxBytes {
-		return nil, fmt.Errorf("%s (%s): the module zip is %d bytes, over the limit of %d", ref, desc.Digest, layer.Size, maxBytes)
+		return nil, fmt.Errorf("module package %s: the zip is %d bytes, over the limit of %d", r.Manifest.Digest, layer.Size, maxBytes)
 	}
 	zipData, err := fetchBlob(ctx, src, layer)
 	if err != nil {
-		return nil, fmt.Errorf("%s (%s): the module zip %s: %w", ref, desc.Digest, layer.Digest, err)
+		return nil, fmt.Errorf("module package %s: the zip %s: %w", r.Manifest.Digest, layer.Digest, err)
 	}
-	return &Fetched{Manifest: desc, Zip: zipData, Annotations: m.Annotations}, nil
+	return zipData, nil
+}
+
+// Fetch resolves ref (a tag or digest) in src, fetches the manifest and checks that it is a module
+// package (an image manifest, not an index; artifactType modulepkg; exactly one archive/zip layer),
+// then fetches the zip, refusing one over maxBytes before any byte of it is read and checking its
+// digest and size.
+func Fetch(ctx context.Context, src oras.ReadOnlyTarget, ref string, maxBytes int64) (*Fetched, error) {
+	r, err := Resolve(ctx, src, ref)
+	if err != nil {
+		return nil, err
+	}
+	zipData, err := r.FetchZip(ctx, src, maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	return &Fetched{Manifest: r.Manifest, Zip: zipData, Annotations: r.Parsed.Annotations}, nil
 }
 
 func fetchBlob(ctx context.Context, src oras.ReadOnlyTarget, desc ocispec.Descriptor) ([]byte, error) {
