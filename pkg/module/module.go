@@ -60,6 +60,8 @@ type Resolved struct {
 	Zip []byte
 	// OriginChecksum is the origin's own checksum where it has one (the OCI manifest digest).
 	OriginChecksum string
+	// Auth says how an oci:// module was authenticated (its signature under the policy).
+	Auth string
 	// Range is where the call is written.
 	Range hcl.Range
 	// Requires holds the required_providers of this module and of its local modules.

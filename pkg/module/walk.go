@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 // Limits bound what a walk fetches: remote peers are not ours.
@@ -51,11 +51,13 @@ type Options struct {
 	// Services maps a registry hostname to its modules.v1 base URL, overriding service discovery
 	// (the CLI configuration's host blocks).
 	Services map[string]string
-	// OCI opens an OCI repository (host/repository) for oci:// modules.
-	OCI func(ctx context.Context, repo string) (oras.ReadOnlyTarget, error)
-	// VerifyOCI, when set, checks an oci:// module's manifest (its signature under the trust
-	// policy) before the module is used.
-	VerifyOCI func(ctx context.Context, r *Resolved, src oras.ReadOnlyTarget, desc ocispec.Descriptor) error
+	// Registry is how OCI registries are reached for oci:// modules; OCI, when set, opens their
+	// repositories instead (tests).
+	Registry oci.Options
+	OCI      func(ctx context.Context, ref oci.Ref) (oci.ReadOnly, error)
+	// Policies are the trust policies an oci:// module is verified under: the first with a rule
+	// for its repository. None: oci:// modules are used unverified (with a warning in Log).
+	Policies []*sign.Policy
 	// Git is the git program (default "git").
 	Git    string
 	Limits Limits
