@@ -95,16 +95,23 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 // Requirements reads the required_providers of the module in dir and of every module it calls by
 // a local path, fetching nothing: what a configuration declares without its remote modules.
 func Requirements(dir string) (map[string]*Requirement, error) {
+	reqs, _, err := Local(dir)
+	return reqs, err
+}
+
+// Local reads the module in dir and the modules it calls by local paths, fetching nothing: their
+// required_providers, and how many remote module calls they make.
+func Local(dir string) (map[string]*Requirement, int, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	w := &walker{tree: &Tree{Requirements: map[string]*Requirement{}}, localOnly: true}
 	w.opts.Limits = Limits{}.withDefaults()
 	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return w.tree.Requirements, nil
+	return w.tree.Requirements, w.remote, nil
 }
 
 type walker struct {
@@ -112,8 +119,9 @@ type walker struct {
 	tmp  string
 	tree *Tree
 	n    int // packages fetched, for their temporary directories
-	// localOnly follows local calls only (Requirements).
+	// localOnly follows local calls only (Local), counting the remote ones.
 	localOnly bool
+	remote    int
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not
@@ -166,6 +174,7 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 		return w.local(ctx, f, c, src, callName)
 	}
 	if w.localOnly {
+		w.remote++
 		return nil
 	}
 	full := src.String()

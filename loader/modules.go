@@ -1,0 +1,108 @@
+package loader
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+
+	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// ModuleChange is one remote module as locked or installed.
+type ModuleChange struct {
+	Call     string `json:"call"` // module.vpc.module.net
+	Key      string `json:"key"`  // its directory under .terraform/modules
+	Source   string `json:"source"`
+	Version  string `json:"version,omitempty"` // registry version, git commit or OCI digest
+	Previous string `json:"previous_version,omitempty"`
+	H1       string `json:"h1"`
+	ZH       string `json:"zh"`
+	Dir      string `json:"dir,omitempty"` // where it was installed
+	Auth     string `json:"authentication,omitempty"`
+}
+
+// moduleOptions are the walk's options for this project: the module lock, TLS and registry
+// access as for providers, and the trust policies of oprov.hcl's oci_mirror blocks for oci://
+// modules.
+func (p *Project) moduleOptions(opts *Options, upgrade bool) module.Options {
+	var pols []*sign.Policy
+	for _, m := range p.Config.Mirrors {
+		if m.Policy != nil {
+			pols = append(pols, m.Policy)
+		}
+	}
+	return module.Options{Lock: p.Modules, Upgrade: upgrade, CAFile: opts.Registry.CAFile,
+		Registry: opts.Registry, Policies: pols, Log: opts.Log}
+}
+
+// resolveModules walks every module call (remote modules fetched and checked against the module
+// lock, or resolved afresh when upgrading), records them in the module lock (not yet written),
+// and adds the required_providers of remote modules to the project's providers.
+func (p *Project) resolveModules(ctx context.Context, opts *Options, upgrade bool) (*module.Tree, []ModuleChange, error) {
+	if !p.remoteModules {
+		return &module.Tree{}, nil, nil
+	}
+	prev := map[string]string{}
+	for k, e := range p.Modules.Entries {
+		prev[k] = e.Version
+	}
+	tree, err := module.Walk(ctx, p.Dir, p.moduleOptions(opts, upgrade))
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Modules.Record(tree)
+	if err := p.classify(tree.Requirements); err != nil {
+		return nil, nil, err
+	}
+	var changes []ModuleChange
+	for _, r := range tree.Modules {
+		c := ModuleChange{Call: r.Call, Key: r.Key, Source: r.Source, Version: r.Version, H1: r.H1, ZH: r.ZH, Auth: r.Auth}
+		if v, ok := prev[r.Key]; ok && v != r.Version {
+			c.Previous = v
+		}
+		changes = append(changes, c)
+	}
+	return tree, changes, nil
+}
+
+// classify sorts the providers a configuration requires into those oprov manages (an oci_mirror
+// block selects them), those it keeps as source, and those OpenTofu installs itself.
+func (p *Project) classify(reqs map[string]*config.Requirement) error {
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	p.Managed, p.Local, p.Unmanaged = nil, nil, nil
+	for _, a := range addrs {
+		r := reqs[a]
+		switch sp, m := p.Config.SourceFor(r.Addr), p.Config.MirrorFor(r.Addr); {
+		case sp != nil:
+			p.Local = append(p.Local, &Provider{Req: r, Kept: sp})
+		case m != nil:
+			if _, err := m.RepositoryRef(r.Addr); err != nil {
+				return err
+			}
+			p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m})
+		default:
+			p.Unmanaged = append(p.Unmanaged, r)
+		}
+	}
+	return nil
+}
+
+// installModules writes the resolved modules into .terraform/modules with modules.json.
+func (p *Project) installModules(ctx context.Context, tree *module.Tree, changes []ModuleChange) error {
+	if len(tree.Modules) == 0 {
+		return nil
+	}
+	if err := module.Install(ctx, p.Dir, tree); err != nil {
+		return err
+	}
+	for i, r := range tree.Modules {
+		changes[i].Dir = filepath.Join(p.Dir, filepath.FromSlash(module.ModulesDir), r.Key, filepath.FromSlash(r.Subdir))
+	}
+	return nil
+}
