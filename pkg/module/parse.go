@@ -42,8 +42,10 @@ var (
 // maxModuleFile bounds one configuration file oprov parses (a remote module's files are not ours).
 const maxModuleFile = 8 << 20
 
-// parseDir reads a module directory's .tf, .tofu and their .json files.
-func parseDir(dir string) (*parsed, error) {
+// parseDir reads a module directory's .tf, .tofu and their .json files. Messages name the files
+// under shown: the directory as the user knows it (a remote module's is where it is installed,
+// .terraform/modules/KEY, as OpenTofu names it).
+func parseDir(dir, shown string) (*parsed, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading module %s: %w", dir, err)
@@ -55,7 +57,7 @@ func parseDir(dir string) (*parsed, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") {
 			continue
 		}
-		path := filepath.Join(dir, name)
+		path, display := filepath.Join(dir, name), filepath.Join(shown, name)
 		var f *hcl.File
 		var d hcl.Diagnostics
 		switch {
@@ -64,13 +66,13 @@ func parseDir(dir string) (*parsed, error) {
 			if err != nil {
 				return nil, err
 			}
-			f, d = parser.ParseHCL(src, path)
+			f, d = parser.ParseHCL(src, display)
 		case strings.HasSuffix(name, ".tf.json"), strings.HasSuffix(name, ".tofu.json"):
 			src, err := readBounded(path)
 			if err != nil {
 				return nil, err
 			}
-			f, d = parser.ParseJSON(src, path)
+			f, d = parser.ParseJSON(src, display)
 		default:
 			continue
 		}

@@ -72,7 +72,7 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 	if err := modulepkg.UnpackContext(ctx, r.Zip, unpacked); err != nil {
 		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
-	w.logf("%s: %s %s (%s)", r.Call, r.Source, r.Version, r.H1)
+	w.logf("%s: %s%s (%s)", r.Call, r.Source, strings.TrimRight(" "+r.Version, " "), r.H1)
 	return unpacked, nil
 }
 

@@ -85,7 +85,7 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := &frame{dir: abs, pkgRoot: abs}
+	root := &frame{dir: abs, pkgRoot: abs, shown: dir}
 	if err := w.module(ctx, root); err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func Local(dir string) (map[string]*Requirement, int, error) {
 	}
 	w := &walker{tree: &Tree{Requirements: map[string]*Requirement{}}, localOnly: true}
 	w.opts.Limits = Limits{}.withDefaults()
-	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs}); err != nil {
+	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs, shown: dir}); err != nil {
 		return nil, 0, err
 	}
 	return w.tree.Requirements, w.remote, nil
@@ -128,6 +128,7 @@ type walker struct {
 // leave it), its call path, and the remote module that owns it (nil: the root's own package).
 type frame struct {
 	dir, pkgRoot string
+	shown        string   // dir as messages name it
 	path         []string // call names from the root
 	owner        *Resolved
 	dirs         []string // directories of the local modules on the way here (cycles)
@@ -144,7 +145,7 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := parseDir(f.dir)
+	p, err := parseDir(f.dir, f.shown)
 	if err != nil {
 		return err
 	}
@@ -194,7 +195,8 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	}
 	w.tree.Modules = append(w.tree.Modules, r)
 	next := &frame{dir: filepath.Join(pkgDir, filepath.FromSlash(r.Subdir)), pkgRoot: pkgDir,
-		path: append(append([]string{}, f.path...), c.Name), owner: r,
+		shown: filepath.Join(filepath.FromSlash(ModulesDir), r.Key, filepath.FromSlash(r.Subdir)),
+		path:  append(append([]string{}, f.path...), c.Name), owner: r,
 		sources: append(append([]string{}, f.sources...), full)}
 	if fi, err := os.Stat(next.dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: %s: %s has no directory %q", where(c.Range), callName, full, r.Subdir)
@@ -222,7 +224,8 @@ func (w *walker) local(ctx context.Context, f *frame, c call, src Source, callNa
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: %s: the module directory %s is not there", where(c.Range), callName, dir)
 	}
-	next := &frame{dir: dir, pkgRoot: f.pkgRoot, path: append(append([]string{}, f.path...), c.Name),
+	next := &frame{dir: dir, pkgRoot: f.pkgRoot, shown: filepath.Join(f.shown, filepath.FromSlash(src.Local)),
+		path:  append(append([]string{}, f.path...), c.Name),
 		owner: f.owner, dirs: append(append([]string{}, f.dirs...), f.dir), sources: f.sources}
 	return w.module(ctx, next)
 }
