@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ type Options struct {
 	Progress oci.Progress
 	// Host is the platform to install for (default: this machine's).
 	Host manifest.Platform
+	// ModuleMirror, when set, supplies remote modules from module packages in OCI registries
+	// (a loaded bundle) instead of their origins: see module.Options.Mirror.
+	ModuleMirror func(ctx context.Context, r *module.Resolved, locked *module.LockEntry) (oci.ReadOnly, oci.Ref, bool, error)
 }
 
 func hostPlatform() manifest.Platform {

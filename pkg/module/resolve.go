@@ -44,14 +44,19 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 		return "", err
 	}
 	var dir string
-	switch src.Kind {
-	case KindRegistry:
+	mirrored, err := w.mirror(ctx, r, e)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case mirrored:
+	case src.Kind == KindRegistry:
 		dir, err = w.registry(ctx, r, src, e)
-	case KindGit:
+	case src.Kind == KindGit:
 		dir, err = w.git(ctx, r, src)
-	case KindHTTP:
+	case src.Kind == KindHTTP:
 		dir, err = w.archive(ctx, r, src, e)
-	case KindOCI:
+	case src.Kind == KindOCI:
 		err = w.oci(ctx, r, src)
 	}
 	if err != nil {

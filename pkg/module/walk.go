@@ -58,6 +58,11 @@ type Options struct {
 	// Policies are the trust policies an oci:// module is verified under: the first with a rule
 	// for its repository. None: oci:// modules are used unverified (with a warning in Log).
 	Policies []*sign.Policy
+	// Mirror, when set, is asked first for each remote module: a module package (modulepkg) that
+	// stands in for its origin, as a bundle loaded into an internal registry does. It gives the
+	// repository and reference of the package, or ok false to fetch from the origin. The package
+	// is verified under Policies like an oci:// module and judged by the lock like the origin's.
+	Mirror func(ctx context.Context, r *Resolved, locked *LockEntry) (t oci.ReadOnly, ref oci.Ref, ok bool, err error)
 	// Git is the git program (default "git").
 	Git    string
 	Limits Limits
