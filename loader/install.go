@@ -49,7 +49,7 @@ type InstallResult struct {
 // locked), and installed into .terraform/modules (with modules.json, so that tofu init keeps
 // them) once every provider is ready: a module or provider refused leaves nothing installed.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
-	tree, mods, err := p.resolveModules(ctx, &opts, false)
+	tree, mods, err := p.resolveModules(ctx, &opts, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,10 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 	if err := p.Modules.Write(); err != nil {
 		return nil, err
 	}
-	res.Network = s.env.Network.Load() || len(mods) > 0
+	res.Network = s.env.Network.Load()
+	for _, m := range mods {
+		res.Network = res.Network || !m.FromInstalled
+	}
 	return res, nil
 }
 

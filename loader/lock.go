@@ -31,7 +31,7 @@ type LockChange struct {
 // recorded in the module lock: a call the module lock records is kept at its version and checked
 // against its hashes unless upgrading.
 func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, error) {
-	_, mods, err := p.resolveModules(ctx, &opts, opts.Upgrade)
+	_, mods, err := p.resolveModules(ctx, &opts, opts.Upgrade, true)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,8 @@ type ModuleChange struct {
 	ZH       string `json:"zh"`
 	Dir      string `json:"dir,omitempty"` // where it was installed
 	Auth     string `json:"authentication,omitempty"`
+	// FromInstalled: its installed copy matched the module lock, so nothing was fetched.
+	FromInstalled bool `json:"from_installed"`
 }
 
 // moduleOptions are the walk's options for this project: the module lock, TLS and registry
@@ -38,9 +40,10 @@ func (p *Project) moduleOptions(opts *Options, upgrade bool) module.Options {
 }
 
 // resolveModules walks every module call (remote modules fetched and checked against the module
-// lock, or resolved afresh when upgrading), records them in the module lock (not yet written),
+// lock, or resolved afresh when upgrading; when installing, those already installed that the
+// lock vouches for are kept without a request; locking asks the origins), records them in the module lock (not yet written),
 // and adds the required_providers of remote modules to the project's providers.
-func (p *Project) resolveModules(ctx context.Context, opts *Options, upgrade bool) (*module.Tree, []ModuleChange, error) {
+func (p *Project) resolveModules(ctx context.Context, opts *Options, upgrade, locking bool) (*module.Tree, []ModuleChange, error) {
 	if !p.remoteModules {
 		return &module.Tree{}, nil, nil
 	}
@@ -48,7 +51,11 @@ func (p *Project) resolveModules(ctx context.Context, opts *Options, upgrade boo
 	for k, e := range p.Modules.Entries {
 		prev[k] = e.Version
 	}
-	tree, err := module.Walk(ctx, p.Dir, p.moduleOptions(opts, upgrade))
+	mo := p.moduleOptions(opts, upgrade)
+	if !upgrade && !locking {
+		mo.Installed = p.Dir // what .terraform/modules holds and the lock vouches for is kept
+	}
+	tree, err := module.Walk(ctx, p.Dir, mo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +65,7 @@ func (p *Project) resolveModules(ctx context.Context, opts *Options, upgrade boo
 	}
 	var changes []ModuleChange
 	for _, r := range tree.Modules {
-		c := ModuleChange{Call: r.Call, Key: r.Key, Source: r.Source, Version: r.Version, H1: r.H1, ZH: r.ZH, Auth: r.Auth}
+		c := ModuleChange{Call: r.Call, Key: r.Key, Source: r.Source, Version: r.Version, H1: r.H1, ZH: r.ZH, Auth: r.Auth, FromInstalled: r.FromInstalled}
 		if v, ok := prev[r.Key]; ok && v != r.Version {
 			c.Previous = v
 		}

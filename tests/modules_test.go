@@ -336,6 +336,11 @@ func testModulesWith(t *testing.T, bin string, withOCI bool) *moduleFixture {
 	if strings.Contains(again, "Downloading") || f.mods.requests() != before {
 		t.Errorf("a second init reached for the modules:\n%s", again)
 	}
+	// oprov init again, servers still stopped: the installed modules match the lock.
+	re := mustOprov(t, append(f.env, "OPROV_TOFU="+bin), "init", "-C", dir)
+	if strings.Count(re.Stderr, "already installed and matching the module lock") != len(calls) {
+		t.Errorf("oprov init again did not keep the installed modules:\n%s", re.Stderr)
+	}
 	mustTofu(t, bin, dir, f.env, "apply", "-auto-approve", "-input=false")
 	var outputs map[string]struct{ Value string }
 	tofuJSON(t, bin, dir, f.env, &outputs, "output", "-json")

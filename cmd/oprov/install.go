@@ -130,5 +130,8 @@ func moduleVersionNote(m loader.ModuleChange) string {
 	if m.Auth != "" {
 		note += ", " + m.Auth
 	}
+	if m.FromInstalled {
+		note += ", already installed and matching the module lock"
+	}
 	return note
 }

@@ -44,12 +44,14 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 		return "", err
 	}
 	var dir string
-	mirrored, err := w.mirror(ctx, r, e)
-	if err != nil {
-		return "", err
+	ready := w.installed(r, e) // else a mirror's package, else the origin
+	if !ready {
+		if ready, err = w.mirror(ctx, r, e); err != nil {
+			return "", err
+		}
 	}
 	switch {
-	case mirrored:
+	case ready:
 	case src.Kind == KindRegistry:
 		dir, err = w.registry(ctx, r, src, e)
 	case src.Kind == KindGit:

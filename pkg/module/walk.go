@@ -63,6 +63,10 @@ type Options struct {
 	// repository and reference of the package, or ok false to fetch from the origin. The package
 	// is verified under Policies like an oci:// module and judged by the lock like the origin's.
 	Mirror func(ctx context.Context, r *Resolved, locked *LockEntry) (t oci.ReadOnly, ref oci.Ref, ok bool, err error)
+	// Installed, when set, is a working directory whose .terraform/modules may already hold the
+	// modules: a module recorded there with the same source, whose files hash to what its lock
+	// entry records, is taken from there without a request.
+	Installed string
 	// Git is the git program (default "git").
 	Git    string
 	Limits Limits
@@ -127,6 +131,7 @@ type walker struct {
 	// localOnly follows local calls only (Local), counting the remote ones.
 	localOnly bool
 	remote    int
+	manifest  map[string]manifestRecord // Installed's modules.json, once read
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not

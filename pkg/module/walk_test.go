@@ -279,3 +279,32 @@ func TestLocksHold(t *testing.T) {
 		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "-upgrade")
 	})
 }
+
+// TestInstalledModulesNeedNoNetwork: modules installed and matching the lock are taken from
+// .terraform/modules with every server gone; a changed installed file is fetched again.
+func TestInstalledModulesNeedNoNetwork(t *testing.T) {
+	w := lockedWorld(t)
+	tr, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Install(context.Background(), w.dir, tr); err != nil {
+		t.Fatal(err)
+	}
+	w.reg.srv.Close()
+	w.git.srv.Close()
+	w.opts.Installed = w.dir
+	again, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range again.Modules {
+		if !r.FromInstalled || r.H1 != byKey(tr)[r.Key].H1 {
+			t.Errorf("%s: from installed %v, %s", r.Key, r.FromInstalled, r.H1)
+		}
+	}
+	writeTree(t, w.dir, map[string]string{".terraform/modules/vpc/main.tf": "# changed on disk\n"})
+	if _, err := w.walk(t); err == nil || !strings.Contains(err.Error(), "module.vpc") {
+		t.Fatalf("a changed installed module was kept: %v", err)
+	}
+}
