@@ -2,9 +2,12 @@ package loader
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/sign"
@@ -36,7 +39,8 @@ func (p *Project) moduleOptions(opts *Options, upgrade bool) module.Options {
 		}
 	}
 	return module.Options{Lock: p.Modules, Upgrade: upgrade, CAFile: opts.Registry.CAFile,
-		Registry: opts.Registry, Policies: pols, Log: opts.Log, Mirror: opts.ModuleMirror}
+		Registry: opts.Registry, Policies: pols, Log: opts.Log, Mirror: opts.ModuleMirror,
+		Services: p.moduleServices()}
 }
 
 // resolveModules walks every module call (remote modules fetched and checked against the module
@@ -112,4 +116,39 @@ func (p *Project) installModules(ctx context.Context, tree *module.Tree, changes
 		changes[i].Dir = filepath.Join(p.Dir, filepath.FromSlash(module.ModulesDir), r.Key, filepath.FromSlash(r.Subdir))
 	}
 	return nil
+}
+
+// moduleServices reads the host blocks of the user's CLI configuration (as tofu reads it) that
+// point modules.v1 somewhere: OpenTofu and Terraform use them instead of service discovery, and so
+// does the walk. A configuration that cannot be read gives none (install reports it).
+func (p *Project) moduleServices() map[string]string {
+	cfg, err := ReadUserCLIConfig(UserCLIFiles(tofuProgramName(), filepath.Join(p.Dir, CLIConfigPath)))
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, it := range cfg.Settings {
+		if len(it.Keys) != 2 || it.Keys[0] != "host" || !it.IsBlock() {
+			continue
+		}
+		for _, sub := range it.Value.Object {
+			if len(sub.Keys) != 1 || sub.Keys[0] != "services" || sub.Value.Kind != tofufiles.Object {
+				continue
+			}
+			for _, svc := range sub.Value.Object {
+				if len(svc.Keys) == 1 && svc.Keys[0] == "modules.v1" && svc.Value.Kind == tofufiles.String {
+					out[strings.ToLower(it.Keys[1])] = svc.Value.Text
+				}
+			}
+		}
+	}
+	return out
+}
+
+// tofuProgramName is the program whose CLI configuration files count: OPROV_TOFU's, else tofu's.
+func tofuProgramName() string {
+	if p := os.Getenv("OPROV_TOFU"); p != "" {
+		return filepath.Base(p)
+	}
+	return "tofu"
 }

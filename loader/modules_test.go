@@ -153,3 +153,35 @@ func TestBundleWantsModules(t *testing.T) {
 		t.Error("hello is not mapped to the oci_mirror block")
 	}
 }
+
+// TestModuleHostBlock: a host block of the user's CLI configuration points modules.v1 of a
+// hostname that does not resolve at a registry of ours, as it does for tofu.
+func TestModuleHostBlock(t *testing.T) {
+	w := newWorld(t)
+	a := newArchiveServer(t)
+	a.put(t, "/net.zip", map[string]string{"main.tf": "output \"x\" {\n  value = 1\n}\n"})
+	reg := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/modules/acme/net/aws/versions":
+			rw.Write([]byte(`{"modules":[{"versions":[{"version":"0.3.0"}]}]}`))
+		case "/v1/modules/acme/net/aws/0.3.0/download":
+			rw.Header().Set("X-Terraform-Get", a.srv.URL+"/net.zip")
+			rw.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(rw, r)
+		}
+	}))
+	t.Cleanup(reg.Close)
+	rc := filepath.Join(t.TempDir(), "tofurc")
+	testfix.WriteFiles(t, filepath.Dir(rc), map[string]string{"tofurc": "host \"modules.example.test\" {\n  services = {\n    \"modules.v1\" = \"" + reg.URL + "/v1/modules/\"\n  }\n}\n"})
+	t.Setenv("TF_CLI_CONFIG_FILE", rc)
+	dir := w.project(t, map[string]string{"hello": "~> 1.0"}, "")
+	testfix.WriteFiles(t, dir, map[string]string{"modules.tf": "module \"net\" {\n  source  = \"modules.example.test/acme/net/aws\"\n  version = \"~> 0.3\"\n}\n"})
+	p := open(t, dir)
+	if _, err := p.LockAll(context.Background(), w.opts()); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.LockedModules) != 1 || p.LockedModules[0].Version != "0.3.0" {
+		t.Fatalf("modules %+v", p.LockedModules)
+	}
+}
