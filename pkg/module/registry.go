@@ -111,14 +111,14 @@ func chooseVersion(r *Resolved, list registryVersions, e *LockEntry) (versions.V
 			return versions.Unspecified, fmt.Errorf("the module lock's version %q: %w", e.Version, err)
 		}
 		if !set.Has(v) {
-			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock -upgrade')", v, r.Constraints, ErrUpgrade)
+			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock --upgrade')", v, r.Constraints, ErrUpgrade)
 		}
 		for _, o := range offered {
 			if o.Same(v) {
 				return v, nil
 			}
 		}
-		return versions.Unspecified, fmt.Errorf("the registry no longer offers the locked version %s (run 'oprov lock -upgrade' to pick another, and review it)", v)
+		return versions.Unspecified, fmt.Errorf("the registry no longer offers the locked version %s (run 'oprov lock --upgrade' to pick another, and review it)", v)
 	}
 	if v := offered.NewestInSet(set); v != versions.Unspecified {
 		return v, nil

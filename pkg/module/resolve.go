@@ -29,7 +29,7 @@ func (w *walker) entry(r *Resolved) (*LockEntry, error) {
 		return nil, nil
 	}
 	if e.Source != r.Source {
-		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock -upgrade' to lock the new source, and review the change)",
+		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock --upgrade' to lock the new source, and review the change)",
 			r.Where(), r.Call, r.Source, filepath.Base(w.opts.Lock.Path), e.Source, ErrUpgrade)
 	}
 	return e, nil
@@ -102,7 +102,7 @@ func checkLocked(r *Resolved, e *LockEntry) error {
 	case r.Kind == KindHTTP:
 		what = "the archive now holds other files"
 	}
-	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock -upgrade' and review it)",
+	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock --upgrade' and review it)",
 		r.Where(), r.Call, r.Source, ErrLockMismatch, what, strings.Join(e.Hashes, " "), r.H1, r.ZH)
 }
 

@@ -269,14 +269,14 @@ func TestLocksHold(t *testing.T) {
 		w := lockedWorld(t)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "~> 1.0", ">= 2.0.0", 1)})
-		refused(t, w, ErrUpgrade, "module.vpc", "1.1.0", "-upgrade")
+		refused(t, w, ErrUpgrade, "module.vpc", "1.1.0", "--upgrade")
 	})
 	t.Run("git ref changed", func(t *testing.T) {
 		w := lockedWorld(t)
 		w.git.commit(t, "net.git", "v1.1.0", nil)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "ref=v1.0.0\"\n}\nmodule \"app\"", "ref=v1.1.0\"\n}\nmodule \"app\"", 1)})
-		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "-upgrade")
+		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "--upgrade")
 	})
 }
 
