@@ -16,6 +16,21 @@ import (
 // registryBase finds a registry host's modules.v1 base URL: the Services override (a CLI
 // configuration host block), or service discovery (https://HOST/.well-known/terraform.json).
 func (w *walker) registryBase(ctx context.Context, host string) (*url.URL, error) {
+	if b := w.bases[host]; b != nil {
+		return b, nil
+	}
+	b, err := w.discover(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if w.bases == nil {
+		w.bases = map[string]*url.URL{}
+	}
+	w.bases[host] = b
+	return b, nil
+}
+
+func (w *walker) discover(ctx context.Context, host string) (*url.URL, error) {
 	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
 	rel, ok := w.opts.Services[host]
 	if !ok {

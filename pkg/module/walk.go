@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,9 @@ func Local(dir string) (map[string]*Requirement, int, error) {
 	return w.tree.Requirements, w.remote, nil
 }
 
+// fetched is a git or HTTP package already fetched in this walk (its directory is never changed).
+type fetched struct{ dir, version, origin string }
+
 type walker struct {
 	opts Options
 	tmp  string
@@ -132,6 +136,8 @@ type walker struct {
 	localOnly bool
 	remote    int
 	manifest  map[string]manifestRecord // Installed's modules.json, once read
+	bases     map[string]*url.URL       // registry hosts' modules.v1, discovered once a walk
+	fetched   map[string]fetched        // git and HTTP packages by address, fetched once a walk
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not

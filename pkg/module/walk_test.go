@@ -130,6 +130,12 @@ func TestWalkResolvesEveryKind(t *testing.T) {
 			t.Errorf("%s: no call range", r.Key)
 		}
 	}
+	if n := w.git.fetches.Load(); n != 1 {
+		t.Errorf("the git module was fetched %d times, want once a walk", n)
+	}
+	if n := w.reg.hits["/.well-known/terraform.json"]; n != 1 {
+		t.Errorf("discovery ran %d times", n)
+	}
 	if m["net"].H1 != m["vpc.net"].H1 {
 		t.Errorf("the same git module hashes differently: %s %s", m["net"].H1, m["vpc.net"].H1)
 	}
