@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,9 +66,23 @@ func readModule(src string) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	if err := modulepkg.Unpack(data, filepath.Join(tmp, "module")); err != nil {
-		return nil, fmt.Errorf("module %s: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
+		if inner := errors.Unwrap(err); inner != nil { // without the temporary directory's name
+			err = inner
+		}
+		return nil, fmt.Errorf("module %s is not a module's zip that unpacks safely: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
 	}
 	return data, nil
+}
+
+// moduleHint is what a provider push that failed says when a source looks like a module
+// directory (it holds .tf files): that modules are pushed with --module.
+func moduleHint(sources []string) string {
+	for _, src := range sources {
+		if tf, _ := filepath.Glob(filepath.Join(src, "*.tf")); len(tf) > 0 {
+			return fmt.Sprintf(" (%s holds .tf files: to publish it as a module, run 'oprov push --module %s REPO:VERSION')", src, src)
+		}
+	}
+	return ""
 }
 
 // describeModule fills what every command prints about a module zip.
