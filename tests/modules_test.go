@@ -19,6 +19,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/internal/testreg"
 )
 
 // moduleServers are the module sources of one test on 127.0.0.1: a module registry (Module
@@ -407,4 +408,50 @@ func TestModuleLocksHold(t *testing.T) {
 		// names files of remote modules.
 		refused(t, "vpc.net", filepath.Join(".terraform", "modules", "vpc", "main.tf")+":1", f.gitSrc, f.commit, moved)
 	})
+}
+
+// TestModuleLockThroughServe: oprov lock and init resolve registry modules through 'oprov serve
+// --modules' and the host block it printed (modules.v1 for a name that does not resolve), and
+// lock exactly the bytes that were published: the module lock's zh: is the published zip's
+// digest, since oprov's zip of the module tree is the package's zip.
+func TestModuleLockThroughServe(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	reg := testreg.Start(t, testreg.Options{})
+	keys := t.TempDir()
+	pass := []string{"COSIGN_PASSWORD=test-password"}
+	mustOprov(t, pass, "keygen", "--output-key-prefix", filepath.Join(keys, "cosign"))
+	src := filepath.Join(t.TempDir(), "m")
+	writeNetworkModule(t, src, "1.0.0")
+	r := mustOprov(t, pass, "push", "--module", src, reg.Host+"/modules/acme/network/aws:1.0.0", "--sign",
+		"--key", filepath.Join(keys, "cosign.key"), "--ca-file", reg.CAFile, "-o", "json")
+	s := startServe(t, nil, false, "--modules", reg.Host+"/modules/${namespace}/${name}/${system}",
+		"--module-include", "modules.internal/acme/*/*", "--key", filepath.Join(keys, "cosign.pub"),
+		"--ca-file", reg.CAFile, "--cache-dir", filepath.Join(t.TempDir(), "cache"))
+	work := t.TempDir()
+	rc := filepath.Join(work, "modules.tfrc")
+	writeFile(t, rc, s.CLIConfig)
+	cfg := filepath.Join(work, "cfg")
+	writeFile(t, filepath.Join(cfg, "main.tf"), "module \"net\" {\n  source  = \"modules.internal/acme/network/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"text\" {\n  value = module.net.text\n}\n")
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), "oci_mirror {\n  repository_template = \""+reg.Host+"/providers/${namespace}/${type}\"\n  include             = [\"example.com/acme/*\"]\n}\n")
+	env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + s.CAFile, "HOME=" + work, "OPROV_CACHE_DIR=" + filepath.Join(work, "cache"), "OPROV_TOFU=" + tofu}
+
+	var locked struct {
+		Modules []struct{ Call, Version, H1, ZH string }
+	}
+	decodeJSON(t, mustOprov(t, env, "lock", "-C", cfg, "-o", "json").Stdout, &locked)
+	if len(locked.Modules) != 1 || locked.Modules[0].Version != "1.0.0" {
+		t.Fatalf("locked %+v", locked.Modules)
+	}
+	// push printed the package's h1: and zh:; the lock, made from the module tree as served,
+	// records the same.
+	for _, h := range []string{locked.Modules[0].ZH, locked.Modules[0].H1} {
+		if h == "" || !strings.Contains(r.Stdout, `"`+h+`"`) {
+			t.Errorf("the module lock's %q is not what push published:\n%s", h, r.Stdout)
+		}
+	}
+	mustOprov(t, env, "init", "-C", cfg)
+	mustTofu(t, tofu, cfg, env, "apply", "-auto-approve", "-input=false")
+	if got := outputText(t, tofu, cfg, env); got != "1.0.0: hello world from a subdirectory module" {
+		t.Errorf("output %q", got)
+	}
 }
