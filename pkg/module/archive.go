@@ -59,7 +59,7 @@ func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEn
 		r.OriginChecksum = f.origin
 		return f.dir, nil
 	}
-	resp, body, err := w.get(ctx, u, w.opts.Limits.MaxPackage)
+	resp, body, err := w.getProgress(ctx, u, w.opts.Limits.MaxPackage, w.opts.Progress)
 	if err != nil {
 		return fail(err)
 	}

@@ -59,8 +59,14 @@ func (w *walker) fetchPackage(ctx context.Context, r *Resolved, t oci.ReadOnly, 
 	if err := w.verify(ctx, r, t, ref, m); err != nil {
 		return nil, err
 	}
+	if p := w.opts.Progress; p != nil {
+		p.Plan(m.Layer().Size)
+	}
 	if r.Zip, err = m.FetchZip(ctx, t, w.opts.Limits.MaxPackage); err != nil {
 		return nil, err
+	}
+	if p := w.opts.Progress; p != nil {
+		p.Advance(int64(len(r.Zip)))
 	}
 	return m, nil
 }

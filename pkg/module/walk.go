@@ -71,6 +71,8 @@ type Options struct {
 	// Git is the git program (default "git").
 	Git    string
 	Limits Limits
+	// Progress hears the bytes of archives and module zips as they download.
+	Progress oci.Progress
 	// Log hears a line per module fetched.
 	Log io.Writer
 }

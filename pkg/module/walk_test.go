@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/internal/testing/progresstest"
 )
 
 // world is a configuration calling modules of every remote kind, with the servers that hold them.
@@ -312,5 +314,21 @@ func TestInstalledModulesNeedNoNetwork(t *testing.T) {
 	writeTree(t, w.dir, map[string]string{".terraform/modules/vpc/main.tf": "# changed on disk\n"})
 	if _, err := w.walk(t); err == nil || !strings.Contains(err.Error(), "module.vpc") {
 		t.Fatalf("a changed installed module was kept: %v", err)
+	}
+}
+
+// TestWalkProgress: archive and zip downloads are reported by bytes, never past what was planned.
+func TestWalkProgress(t *testing.T) {
+	w := newWorld(t)
+	p := &progresstest.PlanCheck{T: t}
+	w.opts.Progress = p
+	if _, err := w.walk(t); err != nil {
+		t.Fatal(err)
+	}
+	w.reg.mu.Lock()
+	want := int64(len(w.reg.files["/archives/vpc-1.1.0.tar.gz"]) + len(w.reg.files["/archives/web.zip"]))
+	w.reg.mu.Unlock()
+	if planned, done := p.Totals(); done != want || planned != want {
+		t.Errorf("progress planned %d, moved %d, want %d", planned, done, want)
 	}
 }
