@@ -21,6 +21,9 @@ type call struct {
 	Source  string // as written
 	Version string // the version argument, as written
 	Range   hcl.Range
+	// Unreadable says why source or version is not a literal string (OpenTofu's static
+	// expressions, var.x): a walk cannot resolve the call.
+	Unreadable error
 }
 
 // parsed is what oprov reads of one module directory: its module calls, in file order, and its
@@ -134,13 +137,14 @@ func readCall(b *hcl.Block) (call, error) {
 	}
 	var err error
 	if c.Source, err = literal(mc.Attributes["source"]); err != nil {
-		return c, fmt.Errorf("%s: module %q: source %w", where(c.Range), c.Name, err)
+		c.Unreadable = fmt.Errorf("%s: module %q: source %w", where(c.Range), c.Name, err)
+		return c, nil
 	}
 	if c.Source == "" {
 		return c, fmt.Errorf("%s: module %q has no source", where(c.Range), c.Name)
 	}
 	if c.Version, err = literal(mc.Attributes["version"]); err != nil {
-		return c, fmt.Errorf("%s: module %q: version %w", where(c.Range), c.Name, err)
+		c.Unreadable = fmt.Errorf("%s: module %q: version %w", where(c.Range), c.Name, err)
 	}
 	return c, nil
 }

@@ -182,6 +182,13 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 // call follows one module call.
 func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	callName, key := f.callPath(c.Name)
+	if c.Unreadable != nil {
+		if w.localOnly {
+			w.remote++ // what it calls is known only to a walk, which refuses it
+			return nil
+		}
+		return c.Unreadable
+	}
 	if len(f.path)+1 > w.opts.Limits.MaxDepth {
 		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
 	}

@@ -332,3 +332,16 @@ func TestWalkProgress(t *testing.T) {
 		t.Errorf("progress planned %d, moved %d, want %d", planned, done, want)
 	}
 }
+
+func TestNonLiteralSources(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": "variable \"v\" {}\nmodule \"m\" {\n  source = var.v\n}\n" +
+		"terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n  }\n}\n"})
+	reqs, remote, err := Local(dir)
+	if err != nil || remote != 1 || reqs["registry.opentofu.org/hashicorp/null"] == nil {
+		t.Fatalf("Local: %v %d %v", reqs, remote, err)
+	}
+	if _, err := Walk(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "not a literal string") || !strings.Contains(err.Error(), "main.tf:2") {
+		t.Fatalf("Walk: %v", err)
+	}
+}
