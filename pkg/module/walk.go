@@ -184,10 +184,13 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	callName, key := f.callPath(c.Name)
 	if c.Unreadable != nil {
 		if w.localOnly {
-			w.remote++ // what it calls is known only to a walk, which refuses it
+			w.remote++ // what it calls is known only to a walk
 			return nil
 		}
-		return c.Unreadable
+		// OpenTofu evaluates such sources itself (static variables): the module is left to
+		// tofu init, unlocked, its providers not counted, and the log says so.
+		w.logf("warning: %v; %s is left to tofu init: not locked, and the providers it requires are not counted", c.Unreadable, callName)
+		return nil
 	}
 	if len(f.path)+1 > w.opts.Limits.MaxDepth {
 		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
