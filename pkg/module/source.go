@@ -46,6 +46,10 @@ type Source struct {
 // ErrSource marks a source address oprov cannot resolve.
 var ErrSource = errors.New("unsupported module source address")
 
+// ErrOtherGetter marks a well-formed address of a kind oprov does not resolve (go-getter's s3::,
+// gcs::, hg::, and the github.com and bitbucket.org shorthands); it wraps ErrSource.
+var ErrOtherGetter = fmt.Errorf("%w (a kind oprov does not resolve)", ErrSource)
+
 // ParseSource parses a module call's source argument as OpenTofu does for the forms oprov
 // resolves: local paths, registry addresses, git::, HTTP(S) archives and oci://.
 func ParseSource(raw string) (Source, error) {
@@ -72,7 +76,12 @@ func ParseSource(raw string) (Source, error) {
 		return parseGetter(KindHTTP, raw)
 	case strings.Contains(raw, "::"):
 		getter, _, _ := strings.Cut(raw, "::")
-		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", ErrSource, raw, getter)
+		if getter == "ext" || getter == "file" {
+			return Source{}, fmt.Errorf("%w: %q: the %s:: getter is not allowed", ErrSource, raw, getter)
+		}
+		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", ErrOtherGetter, raw, getter)
+	case strings.HasPrefix(raw, "github.com/"), strings.HasPrefix(raw, "bitbucket.org/"):
+		return Source{}, fmt.Errorf("%w: %q (a shorthand; write git::https://%s.git instead)", ErrOtherGetter, raw, strings.SplitN(raw, "?", 2)[0])
 	}
 	m, err := tfaddr.ParseModuleSource(raw)
 	if err != nil {
