@@ -1,12 +1,15 @@
 package loader
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/module"
 )
 
 // BundleWants reads what a configuration requires for a bundle (oprov save --config): every
@@ -14,16 +17,57 @@ import (
 // oci_mirror block of oprov.hcl that maps it, if any (without oprov.hcl, every provider comes from
 // its origin). Providers kept as source are refused: they have no package to carry.
 func BundleWants(dir string) ([]bundle.Want, error) {
-	cfg := &config.Config{}
-	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
-		if cfg, err = config.LoadConfig(dir); err != nil {
-			return nil, err
-		}
-	}
-	reqs, addrs, lock, err := readRequiredAndLock(dir)
+	cfg, err := bundleConfig(dir)
 	if err != nil {
 		return nil, err
 	}
+	reqs, _, lock, err := readRequiredAndLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	return wantsOf(cfg, reqs, lock)
+}
+
+// BundleWantsModules is BundleWants with the configuration's remote modules resolved (module.Walk
+// under the module lock, which judges each one; the trust policies of oprov.hcl verify oci://
+// modules): the providers their required_providers name are wanted too, and the modules come
+// back for the bundle to carry.
+func BundleWantsModules(ctx context.Context, dir string, opts Options) ([]bundle.Want, *module.Tree, error) {
+	cfg, err := bundleConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	mods, err := module.ReadLock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Project{Dir: dir, Config: cfg, Modules: mods}
+	tree, err := module.Walk(ctx, dir, p.moduleOptions(&opts, false))
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := config.ReadLock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	wants, err := wantsOf(cfg, tree.Requirements, lock)
+	return wants, tree, err
+}
+
+// bundleConfig is dir's oprov.hcl, or an empty one when there is none.
+func bundleConfig(dir string) (*config.Config, error) {
+	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
+		return config.LoadConfig(dir)
+	}
+	return &config.Config{}, nil
+}
+
+func wantsOf(cfg *config.Config, reqs map[string]*config.Requirement, lock *config.Lock) ([]bundle.Want, error) {
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
 	from := map[*config.Mirror]*bundle.OCIFrom{}
 	var wants []bundle.Want
 	for _, a := range addrs {

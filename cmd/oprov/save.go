@@ -135,7 +135,9 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
-	wants, err := loader.BundleWants(o.Config)
+	// Remote modules are resolved (checked against the module lock) so that the providers they
+	// require are carried too.
+	wants, _, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut})
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w", o.Config, err)
 	}

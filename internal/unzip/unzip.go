@@ -29,11 +29,11 @@ type Limits struct {
 // megabytes and compresses about 3:1.
 var DefaultLimits = Limits{MaxTotal: 2 << 30, MaxFiles: 10000, MaxRatio: 100}
 
-// errUnsafeArchive marks an archive refused by Extract.
-var errUnsafeArchive = errors.New("unsafe archive")
+// ErrUnsafeArchive marks an archive refused by Extract.
+var ErrUnsafeArchive = errors.New("unsafe archive")
 
 func unsafef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUnsafeArchive, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrUnsafeArchive, fmt.Sprintf(format, args...))
 }
 
 // Extract unpacks the zip at zipPath into dest, which must not exist yet: it is created whole

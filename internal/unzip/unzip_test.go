@@ -107,7 +107,7 @@ func TestExtractRefuses(t *testing.T) {
 			parent := t.TempDir()
 			dest := filepath.Join(parent, "out")
 			err := Extract(context.Background(), z, filepath.Dir(dest), dest, limits, nil)
-			if err == nil || !errors.Is(err, errUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want an unsafe-archive error containing %q", err, tc.want)
 			}
 			left, _ := os.ReadDir(parent)
