@@ -2,6 +2,7 @@ package module
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -196,6 +197,14 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
 	}
 	src, err := ParseSource(c.Source)
+	if errors.Is(err, ErrOtherGetter) {
+		if w.localOnly {
+			w.remote++
+		} else {
+			w.logf("warning: %s: %s: %v; it is left to tofu init: not locked, and the providers it requires are not counted", where(c.Range), callName, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", where(c.Range), callName, err)
 	}

@@ -336,14 +336,15 @@ func TestWalkProgress(t *testing.T) {
 func TestNonLiteralSources(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"main.tf": "variable \"v\" {}\nmodule \"m\" {\n  source = var.v\n}\n" +
+		"module \"gh\" {\n  source = \"github.com/hashicorp/example\"\n}\n" +
 		"terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n  }\n}\n"})
 	reqs, remote, err := Local(dir)
-	if err != nil || remote != 1 || reqs["registry.opentofu.org/hashicorp/null"] == nil {
+	if err != nil || remote != 2 || reqs["registry.opentofu.org/hashicorp/null"] == nil {
 		t.Fatalf("Local: %v %d %v", reqs, remote, err)
 	}
 	var log strings.Builder
 	tr, err := Walk(context.Background(), dir, Options{Log: &log})
-	if err != nil || len(tr.Modules) != 0 || !strings.Contains(log.String(), "not a literal string") || !strings.Contains(log.String(), "main.tf:2") || !strings.Contains(log.String(), "left to tofu init") {
+	if err != nil || len(tr.Modules) != 0 || !strings.Contains(log.String(), "not a literal string") || !strings.Contains(log.String(), "main.tf:2") || !strings.Contains(log.String(), "left to tofu init") || !strings.Contains(log.String(), "module.gh") {
 		t.Fatalf("Walk: %v, log %q", err, log.String())
 	}
 }
