@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	tfaddr "github.com/opentofu/registry-address"
 )
@@ -56,6 +58,8 @@ func ParseSource(raw string) (Source, error) {
 	switch {
 	case raw == "":
 		return Source{}, fmt.Errorf("%w: empty source", ErrSource)
+	case !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl):
+		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", ErrSource, raw)
 	case strings.HasPrefix(raw, "./"), strings.HasPrefix(raw, "../"), raw == ".", raw == "..":
 		clean := path.Clean(raw)
 		if !strings.HasPrefix(clean, ".") {
@@ -91,7 +95,22 @@ func ParseSource(raw string) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	if err := displayable(m.Package); err != nil {
+		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+	}
 	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: sub}, nil
+}
+
+// displayable checks that a registry package can be written out: the hostname library panics
+// on a hostname it accepted but cannot display.
+func displayable(p tfaddr.ModulePackage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid hostname: %v", r)
+		}
+	}()
+	_ = p.String()
+	return nil
 }
 
 // cleanSubdir normalizes a package subdirectory, refusing one that leaves the package.
@@ -140,6 +159,9 @@ func splitSubdir(s string) (string, string, error) {
 
 // parseGetter parses a git or HTTP address: scheme://host/path[//subdir][?query].
 func parseGetter(kind Kind, raw string) (Source, error) {
+	if strings.Contains(raw, "#") {
+		return Source{}, fmt.Errorf("%w: %q: a module address has no #fragment", ErrSource, raw)
+	}
 	rest, sub, err := splitSubdir(raw)
 	if err != nil {
 		return Source{}, err

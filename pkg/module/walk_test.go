@@ -348,3 +348,28 @@ func TestNonLiteralSources(t *testing.T) {
 		t.Fatalf("Walk: %v, log %q", err, log.String())
 	}
 }
+
+// TestGitRefs: ?ref= names a tag, a branch or a commit; none means the default branch.
+func TestGitRefs(t *testing.T) {
+	g := newGitRepos(t)
+	first := g.commit(t, "r.git", "v1", map[string]string{"main.tf": "# one\n"})
+	g.git(t, filepath.Join(g.root, "r.git"), "branch", "stable")
+	second := g.commit(t, "r.git", "", map[string]string{"main.tf": "# two\n"})
+	for ref, want := range map[string]string{"?ref=v1": first, "?ref=stable": first, "?ref=" + first: first, "": second, "?ref=main": second} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("r.git") + ref + "\"\n}\n"})
+		tr, err := Walk(context.Background(), dir, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", ref, err)
+			continue
+		}
+		if got := tr.Modules[0].Version; got != want {
+			t.Errorf("%q: commit %s, want %s", ref, got, want)
+		}
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("r.git") + "?ref=nope\"\n}\n"})
+	if _, err := Walk(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), `no tag, branch or commit "nope"`) {
+		t.Errorf("a missing ref: %v", err)
+	}
+}
