@@ -60,15 +60,12 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		}
 		return printVersions(o, ref, versions)
 	}
-	if m, err := lookupModule(ctx, target, ref); err != nil || m != nil {
-		if err != nil {
-			return oci.Explain("inspect", ref, err)
-		}
-		return runInspectModule(ctx, o, target, ref, m)
-	}
-	v, err := artifact.ResolveVersion(ctx, target, ref, o.io.Deps.Limits)
+	m, v, err := resolveSubject(ctx, target, ref, o.io.Deps.Limits)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
+	}
+	if m != nil {
+		return runInspectModule(ctx, o, target, ref, m)
 	}
 	platforms, err := artifact.FetchPlatforms(ctx, target, v)
 	if err != nil {

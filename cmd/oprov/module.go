@@ -275,19 +275,49 @@ func lookupModule(ctx context.Context, t oras.ReadOnlyTarget, ref oci.Ref) (*mod
 	return m, nil
 }
 
+// resolveSubject resolves ref once and gives what it names: a module package, or a provider
+// version. A provider's index is then read by the digest the tag gave, so a tag that moves
+// between requests cannot show one version here and another there.
+func resolveSubject(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*modulepkg.Resolved, *artifact.Version, error) {
+	if ref.Reference == "" {
+		return nil, nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
+	}
+	desc, data, err := oras.FetchBytes(ctx, t, ref.Reference, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
+	if err != nil {
+		return nil, nil, err
+	}
+	if modulepkg.IsModule(data) {
+		m, err := modulepkg.FromManifest(desc, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
+		}
+		return m, nil, nil
+	}
+	if ref.IsDigest() {
+		v, err := artifact.ResolveVersion(ctx, t, ref, l)
+		return nil, v, err
+	}
+	if _, err := manifest.TagToVersion(ref.Reference); err != nil {
+		return nil, nil, err
+	}
+	v, err := artifact.ResolveVersion(ctx, t, ref.WithReference(desc.Digest.String()), l)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	v.Tag = ref.Reference
+	v.Version, _ = manifest.TagToVersion(ref.Reference)
+	return nil, v, nil
+}
+
 // signSubject is what 'oprov sign' signs: a module package's manifest, or a provider version's
 // index.
 func signSubject(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (ocispec.Descriptor, error) {
-	m, err := lookupModule(ctx, t, ref)
-	if err != nil || m != nil {
-		if err != nil {
-			return ocispec.Descriptor{}, err
-		}
-		return m.Manifest, nil
-	}
-	v, err := artifact.ResolveVersion(ctx, t, ref, l)
+	m, v, err := resolveSubject(ctx, t, ref, l)
 	if err != nil {
 		return ocispec.Descriptor{}, err
+	}
+	if m != nil {
+		return m.Manifest, nil
 	}
 	return v.Index, nil
 }
