@@ -25,7 +25,7 @@ func newCopyCmd(ios *IOStreams) *cobra.Command {
 	o := &copyOptions{io: ios}
 	c := &cobra.Command{
 		Use:   "copy SRC[:VERSION] DST",
-		Short: "Copy provider versions between registries and layouts, with their signatures",
+		Short: "Copy provider versions and modules between registries and layouts, with their signatures",
 		Long: `Copy one version (SRC:VERSION), the versions meeting --version, or --all-versions from one
 repository (or oci-layout:DIR) to another, together with everything that refers to them: oprov
 and cosign signature bundles, SBOMs, SHA256SUMS provenance, and cosign's legacy sha256-<hex>.sig

@@ -22,10 +22,11 @@ func newInspectCmd(ios *IOStreams) *cobra.Command {
 	o := &inspectOptions{io: ios}
 	c := &cobra.Command{
 		Use:   "inspect REPO[:VERSION]",
-		Short: "List a repository's provider versions, or one version's platforms",
+		Short: "List a repository's versions, or one version's platforms (or a module's digests and hashes)",
 		Long: `Without a version, list the repository's tags that are versions, highest first (other tags
 are ignored, as OpenTofu ignores them). With a version, list its platforms with their manifest
-and zip digests and sizes.`,
+and zip digests and sizes. A module package's version shows its manifest and zip digests, its
+size, its h1: and zh: hashes and its annotations.`,
 		Example: `  oprov inspect registry.example.com/providers/acme/hello
   oprov inspect registry.example.com/providers/acme/hello:1.0.0 -o json
   oprov inspect oci-layout:./layout:1.0.0`,
@@ -58,6 +59,12 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 			return oci.Explain("inspect", ref, err)
 		}
 		return printVersions(o, ref, versions)
+	}
+	if m, err := lookupModule(ctx, target, ref); err != nil || m != nil {
+		if err != nil {
+			return oci.Explain("inspect", ref, err)
+		}
+		return runInspectModule(ctx, o, target, ref, m)
 	}
 	v, err := artifact.ResolveVersion(ctx, target, ref)
 	if err != nil {

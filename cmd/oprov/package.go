@@ -20,6 +20,7 @@ type packageOptions struct {
 	BinDir     string
 	PyDir      string
 	StdioDir   string
+	ModuleDir  string
 	PyVersions []string
 	PyPins     string
 	Version    string
@@ -32,7 +33,7 @@ type packageOptions struct {
 func newPackageCmd(ios *IOStreams) *cobra.Command {
 	o := &packageOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "package (--go DIR | --python DIR | --stdio DIR | --bin DIR) --version VERSION [--out-dir DIST]",
+		Use:   "package (--go DIR | --python DIR | --stdio DIR | --bin DIR | --module DIR) --version VERSION [--out-dir DIST]",
 		Short: "Build a provider's release zips and SHA256SUMS",
 		Long: `Build release packages: terraform-provider-TYPE_VERSION_OS_ARCH.zip per platform, and
 terraform-provider-TYPE_VERSION_SHA256SUMS. The zips are deterministic (sorted entries, fixed
@@ -63,10 +64,18 @@ From built executables (--bin DIR), DIR holds one directory per platform named O
 the executable (named terraform-provider-*, or the only file there) and any extra files:
 
     bin/linux_amd64/terraform-provider-hello
-    bin/windows_amd64/terraform-provider-hello.exe`,
+    bin/windows_amd64/terraform-provider-hello.exe
+
+From a module directory (--module DIR), the zip OpenTofu's module package holds as its one layer:
+the module's files, subdirectories kept, with .terraform, .git and every other dot-entry left
+out, sorted, at one fixed time (not SOURCE_DATE_EPOCH: a module's zh: hash must come out the same
+wherever its tree is zipped again). It is written as --out-dir/NAME_VERSION.zip (NAME: --name or
+the directory's name), with its h1: and zh: hashes and the manifest digest 'oprov push --module'
+will give it. --version is optional here.`,
 		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
   oprov package --stdio ./kv --version 0.1.0
-  oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o json`,
+  oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o json
+  oprov package --module ./modules/network --version 1.2.0 -o json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return runPackage(c.Context(), o) },
 	}
@@ -75,6 +84,7 @@ the executable (named terraform-provider-*, or the only file there) and any extr
 	f.StringVar(&o.BinDir, "bin", "", "directory of built executables, laid out as DIR/OS_ARCH/ (the file named terraform-provider-* in each, or its only file; other files go beside it in the zip)")
 	f.StringVar(&o.PyDir, "python", "", "directory of a Python project (pyproject.toml with a console script terraform-provider-TYPE)")
 	f.StringVar(&o.StdioDir, "stdio", "", "directory of a stdio provider (oprov-provider.json)")
+	f.StringVar(&o.ModuleDir, "module", "", "directory of a module: writes its deterministic zip (OpenTofu's module package layer) as --out-dir/NAME_VERSION.zip; dot-entries (.terraform, .git) left out")
 	f.StringSliceVar(&o.PyVersions, "python-versions", nil, "with --python: the CPython versions the zips claim, such as 3.12,3.13 (default: those of "+strings.Join(pybuild.PythonVersions, ",")+" that requires-python admits and every dependency has wheels for)")
 	f.StringVar(&o.PyPins, "python-pins", "", "with --python: the author's pins file, a PEP 751 pylock.toml or pylock.NAME.toml, or a requirements or constraints file (default: the first of pylock.toml, pylock.NAME.toml, constraints.txt, requirements.txt beside pyproject.toml)")
 	f.StringVar(&o.Version, "version", "", "the release's version, semver without a leading v, such as 1.2.0 (required)")
@@ -90,11 +100,14 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
+	if o.ModuleDir != "" {
+		return runPackageModule(o)
+	}
 	if n := countSet(o.GoDir, o.BinDir, o.PyDir, o.StdioDir); n != 1 {
 		return usageErrorf("give exactly one of --go DIR, --python DIR, --stdio DIR and --bin DIR")
 	}
 	if o.Version == "" {
-		return usageErrorf("--version is required")
+		return usageErrorf("--version is required (or package a module with --module DIR)")
 	}
 	if o.PyDir == "" && (len(o.PyVersions) > 0 || o.PyPins != "") {
 		return usageErrorf("--python-versions and --python-pins go with --python DIR")

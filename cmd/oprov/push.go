@@ -20,6 +20,8 @@ type pushOptions struct {
 	io          *IOStreams
 	Sources     []string
 	Repo        string
+	Module      string // push --module DIR|ZIP: a module package instead of a provider release
+	Version     string // with --module
 	Address     string
 	Concurrency int
 	Sign        bool
@@ -32,7 +34,7 @@ type pushOptions struct {
 func newPushCmd(ios *IOStreams) *cobra.Command {
 	o := &pushOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "push SRC... REPO",
+		Use:   "push SRC... REPO | push --module DIR REPO:VERSION",
 		Short: "Publish a provider release to an OCI registry or layout",
 		Long: `Publish one provider version in OpenTofu's OCI format: an index tagged with the version,
 one manifest per platform, and each platform's release zip as its layer.
@@ -42,15 +44,35 @@ SHA256SUMS file. All zips must share one type and version; each is checked again
 when one is present, and must hold the provider executable.
 
 REPO is HOST[:PORT]/PATH (tagged with the version; an explicit :TAG must equal it) or
-oci-layout:DIR. Content already there is not uploaded again, and the tag moves last.`,
+oci-layout:DIR. Content already there is not uploaded again, and the tag moves last.
+
+With --module DIR (or the zip 'oprov package --module' wrote), push a module instead, as
+OpenTofu's module package: one image manifest with artifactType application/vnd.opentofu.modulepkg
+and the module's deterministic zip as its one archive/zip layer, tagged with the version (REPO's
+tag, or --version). The same module and version always give the same manifest digest. OpenTofu
+>= 1.10 installs it from module { source = "oci://REPO?tag=VERSION" }. --sign signs the manifest.`,
 		Example: `  oprov push dist/ registry.example.com/providers/acme/hello
-  oprov push dist/terraform-provider-hello_1.0.0_SHA256SUMS oci-layout:./layout`,
-		Args: argsRange(2, -1, "release files and a repository: SRC... REPO"),
+  oprov push dist/terraform-provider-hello_1.0.0_SHA256SUMS oci-layout:./layout
+  oprov push --module ./modules/network registry.example.com/modules/network:1.2.0 --sign --key cosign.key`,
+		Args: func(c *cobra.Command, args []string) error {
+			if o.Module != "" {
+				return argsRange(1, -1, "a repository: --module DIR REPO[:VERSION]")(c, args)
+			}
+			return argsRange(2, -1, "release files and a repository: SRC... REPO")(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Sources, o.Repo = args[:len(args)-1], args[len(args)-1]
+			if o.Module != "" {
+				if err := o.output.check(); err != nil {
+					return err
+				}
+				return runPushModule(c.Context(), o)
+			}
 			return runPush(c.Context(), o)
 		},
 	}
+	c.Flags().StringVar(&o.Module, "module", "", "push a module instead: its directory (zipped as 'oprov package --module' does) or the zip that wrote, as OpenTofu's module package")
+	c.Flags().StringVar(&o.Version, "version", "", "with --module: the module's version, the tag (default: REPO's tag)")
 	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
 	concurrencyFlag(c, &o.Concurrency, "blobs to upload at once")
 	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it (needs --key)")

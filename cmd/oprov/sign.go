@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -33,9 +32,9 @@ func newSignCmd(ios *IOStreams) *cobra.Command {
 	o := &signOptions{io: ios}
 	c := &cobra.Command{
 		Use:   "sign REPO:VERSION (--key cosign.key | --identity-token TOKEN --signing-config FILE)",
-		Short: "Sign a provider version with a cosign key, or keylessly with a CI identity",
+		Short: "Sign a provider version or a module with a cosign key, or keylessly with a CI identity",
 		Long: `Sign a version's index digest, which covers every platform manifest and zip below it by
-content address. The password comes from COSIGN_PASSWORD, or a prompt on a terminal.
+content address (for a module package, its manifest digest, which covers its zip). The password comes from COSIGN_PASSWORD, or a prompt on a terminal.
 
 By default the signature is stored in cosign's bundle format as an OCI 1.1 referrer of the
 index (registries without the referrers API get the referrers-tag fallback), so referrer-aware
@@ -111,11 +110,11 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	v, err := artifact.ResolveVersion(ctx, target, ref)
+	subject, err := signSubject(ctx, target, ref) // a provider's index, or a module's manifest
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	res, err := sign.Sign(ctx, target, ref, v.Index, signer, opts)
+	res, err := sign.Sign(ctx, target, ref, subject, signer, opts)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}

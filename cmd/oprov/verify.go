@@ -29,7 +29,7 @@ func newVerifyCmd(ios *IOStreams) *cobra.Command {
 	o := &verifyOptions{io: ios}
 	c := &cobra.Command{
 		Use:   "verify REPO:VERSION (--key PUB... | --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE | --policy FILE)",
-		Short: "Verify a provider version's signature and digests",
+		Short: "Verify a provider version's or a module's signature and digests",
 		Long: `Verify that a provider version is signed by a trusted key, in any of cosign's storage
 forms (bundle referrer, sha256-<hex>.sig tag, or simple-signing referrer as cosign's
 --registry-referrers-mode=oci-1-1 writes it), including signatures made by the cosign CLI.
@@ -50,7 +50,11 @@ and its identity matches --certificate-identity(-regexp), --certificate-oidc-iss
 any --certificate-github-workflow-* claims given. Nothing is fetched but from the registry.
 
 With --policy, the trust policy picks the keys for this repository (or --address provider) and
-its mode: enforce fails, warn reports and exits 0.`,
+its mode: enforce fails, warn reports and exits 0.
+
+A module package (OpenTofu's modulepkg) is verified the same way, its manifest digest in place of
+the index's, under the same keys, identities or policy (rules match it by repository); its zip is
+then fetched and checked against its digest unless --no-zips.`,
 		Example: `  oprov verify registry.example.com/providers/acme/hello:1.0.0 --key cosign.pub
   oprov verify registry.example.com/providers/acme/hello:1.0.0 --policy oprov-policy.hcl
   oprov verify registry.example.com/providers/acme/hello:1.0.0 --trusted-root trusted_root.json \
@@ -113,6 +117,12 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), false)
 	if err != nil {
 		return oci.Explain("verify", ref, err)
+	}
+	if m, err := lookupModule(ctx, target, ref); err != nil || m != nil {
+		if err != nil {
+			return oci.Explain("verify", ref, err)
+		}
+		return runVerifyModule(ctx, o, target, ref, m, policy, opts)
 	}
 	bar := newProgress(o.io, "verifying")
 	opts.Progress = bar

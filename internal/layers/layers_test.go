@@ -30,7 +30,7 @@ var rules = []layer{
 		"internal/protoconflict", "internal/bindelta", "internal/tofufiles", "internal/tfcreds",
 		"internal/scratch", "internal/unzip", "internal/doccheck", "internal/build",
 		"internal/referrers", "internal/ocicopy", "internal/layers",
-		"pkg/pkghash", "pkg/release", "pkg/oci", "pkg/artifact", "pkg/sandbox"},
+		"pkg/pkghash", "pkg/release", "pkg/oci", "pkg/artifact", "pkg/sandbox", "pkg/modulepkg"},
 		may: []string{"format", "primitives"}},
 	{name: "provider host", packages: []string{"pkg/plugin", "pkg/middleware", "pkg/stdiohost"},
 		may: []string{"format", "primitives", "provider host"}},

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+
+	"github.com/oprov/oprov/internal/scratch"
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/modulepkg"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// Modules (OpenTofu's module package: one image manifest, artifactType modulepkg, one zip layer)
+// go through the same commands as providers: package --module, push --module, and sign, verify,
+// inspect and copy, which tell a module from a provider by what the reference names.
+
+// moduleJSON describes a module package, for -o json.
+type moduleJSON struct {
+	Reference   string            `json:"reference,omitempty"`
+	Path        string            `json:"path,omitempty"`
+	Version     string            `json:"version,omitempty"`
+	Tag         string            `json:"tag,omitempty"`
+	Manifest    string            `json:"manifest_digest"`
+	Zip         string            `json:"zip_digest"`
+	Size        int64             `json:"size"`
+	H1          string            `json:"h1,omitempty"`
+	ZH          string            `json:"zh,omitempty"`
+	Source      string            `json:"tofu_source,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// moduleAnnotations are the annotations oprov writes on a module package it publishes.
+func moduleAnnotations(version string) map[string]string {
+	if version == "" {
+		return nil
+	}
+	return map[string]string{ocispec.AnnotationVersion: version, modulepkg.AnnotationVersion: version}
+}
+
+// readModule gives a module's zip: made from a directory (modulepkg.Zip), or read from a zip that
+// 'oprov package --module' wrote, checked to unpack safely.
+func readModule(src string) ([]byte, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", src, err)
+	}
+	if st.IsDir() {
+		return modulepkg.Zip(src)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "oprov-module-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := modulepkg.Unpack(data, filepath.Join(tmp, "module")); err != nil {
+		return nil, fmt.Errorf("module %s: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
+	}
+	return data, nil
+}
+
+// describeModule fills what every command prints about a module zip.
+func describeModule(zipData []byte, version string) (moduleJSON, error) {
+	h1, zh, err := modulepkg.Hashes(zipData)
+	if err != nil {
+		return moduleJSON{}, err
+	}
+	desc, _, err := modulepkg.Build(zipData, moduleAnnotations(version))
+	if err != nil {
+		return moduleJSON{}, err
+	}
+	layer := modulepkg.LayerDescriptor(zipData)
+	return moduleJSON{Version: version, Manifest: desc.Digest.String(), Zip: layer.Digest.String(), Size: layer.Size, H1: h1, ZH: zh}, nil
+}
+
+// runPackageModule writes a module directory's deterministic zip into --out-dir.
+func runPackageModule(o *packageOptions) error {
+	if countSet(o.GoDir, o.BinDir, o.PyDir, o.StdioDir) != 0 || len(o.Platforms) > 0 || len(o.PyVersions) > 0 || o.PyPins != "" {
+		return usageErrorf("package: --module DIR packages a module: give no provider flags (--go, --bin, --python, --stdio, --platform) with it")
+	}
+	if o.Version != "" {
+		if _, err := manifest.VersionToTag(o.Version); err != nil {
+			return usageErrorf("package --module: --version: %v", err)
+		}
+	}
+	zipData, err := modulepkg.Zip(o.ModuleDir)
+	if err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	out, err := describeModule(zipData, o.Version)
+	if err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	name := o.Name
+	if name == "" {
+		abs, _ := filepath.Abs(o.ModuleDir)
+		name = filepath.Base(abs)
+	}
+	file := name + ".zip"
+	if o.Version != "" {
+		file = name + "_" + o.Version + ".zip"
+	}
+	out.Path = filepath.Join(o.OutDir, file)
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return fmt.Errorf("package: --out-dir: %w", err)
+	}
+	err = scratch.WriteFileAtomic(out.Path, func(w io.Writer) error { _, err := w.Write(zipData); return err })
+	if err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, out)
+	}
+	fmt.Fprintf(o.io.Out, "Packaged module %s into %s (%s)\n  %s\n  %s\n", o.ModuleDir, out.Path, humanBytes(out.Size), out.H1, out.ZH)
+	fmt.Fprintf(o.io.Out, "Pushed with 'oprov push --module %s REPO:%s', its manifest digest will be %s\n", out.Path, orVersion(o.Version), out.Manifest)
+	return nil
+}
+
+func orVersion(v string) string {
+	if v == "" {
+		return "VERSION"
+	}
+	return v
+}
+
+// moduleTag gives the version a module push tags: the reference's tag and --version must agree,
+// and the tag is a version, as serve's module registry lists them.
+func moduleTag(ref oci.Ref, version string) (oci.Ref, string, error) {
+	if ref.IsDigest() {
+		return oci.Ref{}, "", usageErrorf("push --module %s: push to a tag, not a digest", ref)
+	}
+	if ref.Reference == "" && version == "" {
+		return oci.Ref{}, "", usageErrorf("push --module: say which version: REPO:VERSION or --version VERSION")
+	}
+	if ref.Reference != "" {
+		v, err := manifest.TagToVersion(ref.Reference)
+		if err != nil {
+			return oci.Ref{}, "", usageErrorf("push --module %s: %v; a module's tag is its version (1.2.0)", ref, err)
+		}
+		if version != "" && v != version {
+			return oci.Ref{}, "", usageErrorf("push --module %s: the tag says version %s but --version says %s", ref, v, version)
+		}
+		return ref, v, nil
+	}
+	tag, err := manifest.VersionToTag(version)
+	if err != nil {
+		return oci.Ref{}, "", usageErrorf("push --module: --version: %v", err)
+	}
+	return ref.WithReference(tag), version, nil
+}
+
+// runPushModule packages a module directory (or takes a packaged zip) and pushes it as one
+// module package, signing it when asked.
+func runPushModule(ctx context.Context, o *pushOptions) error {
+	if o.Address != "" {
+		return usageErrorf("push --module: --address names a provider; a module needs none")
+	}
+	if len(o.Sources) > 0 {
+		return usageErrorf("push --module DIR REPO:VERSION: the module comes from --module; give only the repository")
+	}
+	if o.Sign != (o.Key != "") {
+		return usageErrorf("push: --sign and --key go together")
+	}
+	ref, err := parseRef(o.Repo)
+	if err != nil {
+		return err
+	}
+	ref, version, err := moduleTag(ref, o.Version)
+	if err != nil {
+		return err
+	}
+	var signer *sign.Signer
+	if o.Sign { // load the key first: a wrong password must stop the push before it starts
+		if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+	}
+	zipData, err := readModule(o.Module)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	out, err := describeModule(zipData, version)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	target, err := o.io.Deps.openTarget(ctx, ref, o.registry.options(), true)
+	if err != nil {
+		return oci.Explain("push", ref, err)
+	}
+	desc, err := modulepkg.Push(ctx, target, zipData, ref.Reference, moduleAnnotations(version))
+	if err != nil {
+		return oci.Explain("push", ref, err)
+	}
+	out.Reference, out.Tag, out.Manifest = ref.String(), ref.Reference, desc.Digest.String()
+	if !ref.IsLayout() {
+		out.Source = "oci://" + ref.Repo() + "?tag=" + ref.Reference
+	}
+	var signed *sign.SignResult
+	if signer != nil {
+		if signed, err = sign.Sign(ctx, target, ref, desc, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
+			return oci.Explain("sign", ref, err)
+		}
+	}
+	return printPushedModule(o, out, signed)
+}
+
+func printPushedModule(o *pushOptions, out moduleJSON, signed *sign.SignResult) error {
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			moduleJSON
+			Signature *sign.SignResult `json:"signature,omitempty"`
+		}{out, signed})
+	}
+	w := o.io.Out
+	fmt.Fprintf(w, "Pushed module %s (%s) to %s\nDigest: %s\n", o.Module, humanBytes(out.Size), out.Reference, out.Manifest)
+	if signed != nil {
+		fmt.Fprintf(w, "Signed: %s (%s)\n", signed.Signature, signed.Form)
+	}
+	if out.Source != "" {
+		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs it with:\n\n  module \"NAME\" {\n    source = %q\n  }\n", out.Source)
+	}
+	return nil
+}
+
+// lookupModule fetches the manifest ref names and gives it as a module package when it is one. It
+// gives nil (and no error) for anything else, and when the manifest cannot be read, so that the
+// provider path runs and reports the problem as it always has.
+func lookupModule(ctx context.Context, t oras.ReadOnlyTarget, ref oci.Ref) (*modulepkg.Resolved, error) {
+	if ref.Reference == "" {
+		return nil, nil
+	}
+	desc, data, err := oras.FetchBytes(ctx, t, ref.Reference, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
+	if err != nil || !modulepkg.IsModule(data) {
+		return nil, nil
+	}
+	m, err := modulepkg.FromManifest(desc, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
+	}
+	return m, nil
+}
+
+// signSubject is what 'oprov sign' signs: a module package's manifest, or a provider version's
+// index.
+func signSubject(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (ocispec.Descriptor, error) {
+	m, err := lookupModule(ctx, t, ref)
+	if err != nil || m != nil {
+		if err != nil {
+			return ocispec.Descriptor{}, err
+		}
+		return m.Manifest, nil
+	}
+	v, err := artifact.ResolveVersion(ctx, t, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return v.Index, nil
+}
+
+// fetchModule fetches a resolved module's zip (within the package size limit) and describes it.
+func fetchModule(ctx context.Context, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved) (moduleJSON, error) {
+	l := oci.LimitsFrom(ctx)
+	if err := l.CheckBlobSize("the module zip", m.Layer().Size); err != nil {
+		return moduleJSON{}, err
+	}
+	zipData, err := m.FetchZip(ctx, t, l.MaxPackageSize)
+	if err != nil {
+		return moduleJSON{}, err
+	}
+	out, err := describeModule(zipData, "")
+	if err != nil {
+		return moduleJSON{}, fmt.Errorf("%s: %w", ref, err)
+	}
+	out.Reference, out.Manifest, out.Annotations = ref.String(), m.Manifest.Digest.String(), m.Parsed.Annotations
+	out.Version = m.Parsed.Annotations[ocispec.AnnotationVersion]
+	if !ref.IsDigest() {
+		out.Tag = ref.Reference
+	}
+	return out, nil
+}
+
+// runInspectModule shows a module package: digests, size, hashes and annotations.
+func runInspectModule(ctx context.Context, o *inspectOptions, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved) error {
+	out, err := fetchModule(ctx, t, ref, m)
+	if err != nil {
+		return oci.Explain("inspect", ref, err)
+	}
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, struct {
+			Kind string `json:"kind"`
+			moduleJSON
+		}{"module", out})
+	}
+	w := o.io.Out
+	fmt.Fprintf(w, "%s (module package)\nDigest: %s\nZip:    %s (%s)\n  %s\n  %s\n", ref, out.Manifest, out.Zip, humanBytes(out.Size), out.H1, out.ZH)
+	for _, k := range sortedKeys(out.Annotations) {
+		fmt.Fprintf(w, "  %s = %s\n", k, out.Annotations[k])
+	}
+	return nil
+}
+
+// runVerifyModule checks a module package's signatures (under the policy, or the keys and
+// identities given) and then fetches its zip, checked against its digest, unless --no-zips.
+func runVerifyModule(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved, policy *sign.Policy, opts sign.VerifyOptions) error {
+	if len(o.Platforms) > 0 || o.AllZips || o.Address != "" {
+		return usageErrorf("verify %s: this is a module package, which has no platforms and no provider address: drop --platform, --all-platforms and --address", ref)
+	}
+	d, err := sign.DecideModule(ctx, t, ref, m, policy, opts)
+	if err != nil {
+		return oci.Explain("verify", ref, err)
+	}
+	if d.Warning != nil {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
+	}
+	out := moduleJSON{Reference: ref.String(), Manifest: m.Manifest.Digest.String(), Zip: m.Layer().Digest.String(), Size: m.Layer().Size}
+	if !o.NoZips {
+		if out, err = fetchModule(ctx, t, ref, m); err != nil {
+			return oci.Explain("verify", ref, err)
+		}
+	}
+	if o.output.JSON() {
+		res := struct {
+			Verified   bool             `json:"verified"`
+			Kind       string           `json:"kind"`
+			Rule       string           `json:"rule,omitempty"`
+			Mode       string           `json:"mode"`
+			Warning    string           `json:"warning,omitempty"`
+			Module     moduleJSON       `json:"module"`
+			ZipChecked bool             `json:"zip_checked"`
+			Signatures []sign.Signature `json:"signatures,omitempty"`
+		}{Verified: d.Warning == nil, Kind: "module", Rule: d.Rule, Mode: d.Mode, Module: out, ZipChecked: !o.NoZips}
+		if d.Warning != nil {
+			res.Warning = d.Warning.Error()
+		}
+		if d.Result != nil {
+			res.Signatures = d.Result.Signatures
+		}
+		return writeJSON(o.io.Out, res)
+	}
+	if d.Result == nil {
+		return nil
+	}
+	fmt.Fprintf(o.io.Out, "Verified module %s (%s)\n", ref, out.Manifest)
+	if d.Rule != "" {
+		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
+	}
+	for _, s := range d.Result.Signatures {
+		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.By())
+	}
+	if !o.NoZips {
+		fmt.Fprintf(o.io.Out, "  zip %s checked (%s)\n  %s\n", out.Zip, humanBytes(out.Size), out.H1)
+	}
+	return nil
+}
