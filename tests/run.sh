@@ -46,7 +46,7 @@ fuzz() {
 }
 
 step "fuzzing each parser for $FUZZTIME"
-for pkg in ./manifest ./pkg/bundle ./pkg/release ./pkg/pkghash ./internal/unzip ./internal/bindelta ./internal/tofufiles ./internal/build/pybuild ./pkg/serve ./pkg/stdiohost ./pkg/artifact ./pkg/modulepkg ./pkg/oci ./cmd/oprov ./pkg/sandbox ./loader/config ./internal/doccheck; do
+for pkg in ./manifest ./pkg/bundle ./pkg/release ./pkg/pkghash ./internal/unzip ./internal/bindelta ./internal/tofufiles ./internal/build/pybuild ./pkg/serve ./pkg/stdiohost ./pkg/artifact ./pkg/modulepkg ./pkg/module ./pkg/oci ./cmd/oprov ./pkg/sandbox ./loader/config ./internal/doccheck; do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
     echo "-- $pkg $target"
     fuzz "$pkg" "$target" || { echo "fuzz target $target failed"; exit 1; }

@@ -34,7 +34,7 @@ var rules = []layer{
 		may: []string{"format", "primitives"}},
 	{name: "provider host", packages: []string{"pkg/plugin", "pkg/middleware", "pkg/stdiohost"},
 		may: []string{"format", "primitives", "provider host"}},
-	{name: "stores and sources", packages: []string{"pkg/cache", "pkg/sign", "pkg/source", "pkg/origin"},
+	{name: "stores and sources", packages: []string{"pkg/cache", "pkg/sign", "pkg/source", "pkg/origin", "pkg/module"},
 		may: []string{"format", "primitives", "provider host", "stores and sources"}},
 	{name: "services", packages: []string{"pkg/publish", "pkg/mirror", "pkg/bundle", "pkg/serve"},
 		may: []string{"format", "primitives", "provider host", "stores and sources", "services"}},

@@ -1,0 +1,78 @@
+package module
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// gitTimeout bounds one git command: a clone of a module repository, or a checkout.
+const gitTimeout = 10 * time.Minute
+
+// git clones the repository (as OpenTofu does, with the git program) into a temporary directory
+// and checks out the ref (a tag, a branch or a commit; the default branch when none), recording
+// the commit it is at.
+func (w *walker) git(ctx context.Context, r *Resolved, src Source) (string, error) {
+	dir := w.newDir("git")
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	}
+	if _, err := w.runGit(ctx, "", "clone", "--quiet", "--no-checkout", "--", src.URL, dir); err != nil {
+		return fail(err)
+	}
+	commit, err := w.gitCommit(ctx, dir, src.Ref)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := w.runGit(ctx, dir, "checkout", "--quiet", "--detach", commit); err != nil {
+		return fail(err)
+	}
+	r.Version = commit
+	r.OriginChecksum = commit
+	return dir, nil
+}
+
+// gitCommit finds the commit a ref names in a fresh clone: a tag, a remote branch, or a commit.
+func (w *walker) gitCommit(ctx context.Context, dir, ref string) (string, error) {
+	if ref == "" {
+		ref = "HEAD"
+	}
+	for _, cand := range []string{"refs/tags/" + ref, "refs/remotes/origin/" + ref, ref} {
+		out, err := w.runGit(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", cand+"^{commit}")
+		if err == nil {
+			return strings.TrimSpace(out), nil
+		}
+	}
+	return "", fmt.Errorf("the repository has no tag, branch or commit %q", ref)
+}
+
+// runGit runs the git program with no prompt for credentials, no external or file transports,
+// and no configuration of the user's that could run a command (core.fsmonitor, hooks).
+func (w *walker) runGit(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	full := append([]string{
+		"-c", "protocol.ext.allow=never", "-c", "protocol.file.allow=never",
+		"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+	}, args...)
+	cmd := exec.CommandContext(ctx, w.opts.Git, full...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "GIT_LFS_SKIP_SMUDGE=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errOut.String())
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "..."
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("git %s: gave up after %s", args[0], gitTimeout)
+		}
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, msg)
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,118 @@
+package module
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/modulepkg"
+)
+
+// ErrUpgrade marks a module call the lock no longer covers: its source or constraints changed.
+var ErrUpgrade = errors.New("the module lock no longer meets the module call")
+
+// ErrLockMismatch marks a module whose bytes differ from what the lock records for the same
+// version, commit or archive.
+var ErrLockMismatch = errors.New("does not match the module lock")
+
+// entry is the lock's entry for a call, when the lock judges it (not upgrading). A call whose
+// source changed since it was locked fails, asking for -upgrade.
+func (w *walker) entry(r *Resolved) (*LockEntry, error) {
+	if w.opts.Lock == nil || w.opts.Upgrade {
+		return nil, nil
+	}
+	e := w.opts.Lock.Entries[r.Key]
+	if e == nil {
+		return nil, nil
+	}
+	if e.Source != r.Source {
+		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock -upgrade' to lock the new source, and review the change)",
+			r.Where(), r.Call, r.Source, filepath.Base(w.opts.Lock.Path), e.Source, ErrUpgrade)
+	}
+	return e, nil
+}
+
+// resolve fetches a remote module's package, zips and hashes it, checks it against the lock, and
+// unpacks the zip into a temporary directory, which it gives: what is walked further is exactly
+// what was hashed, and what will be installed.
+func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, error) {
+	e, err := w.entry(r)
+	if err != nil {
+		return "", err
+	}
+	var dir string
+	switch src.Kind {
+	case KindRegistry:
+		dir, err = w.registry(ctx, r, src, e)
+	case KindGit:
+		dir, err = w.git(ctx, r, src)
+	case KindHTTP:
+		dir, err = w.archive(ctx, r, src, e)
+	case KindOCI:
+		err = w.oci(ctx, r, src)
+	}
+	if err != nil {
+		return "", err
+	}
+	if r.Zip == nil {
+		if r.Zip, err = modulepkg.Zip(dir); err != nil {
+			return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+		}
+	}
+	if r.H1, r.ZH, err = modulepkg.Hashes(r.Zip); err != nil {
+		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	}
+	if err := checkLocked(r, e); err != nil {
+		return "", err
+	}
+	unpacked := w.newDir("tree")
+	if err := modulepkg.UnpackContext(ctx, r.Zip, unpacked); err != nil {
+		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	}
+	w.logf("%s: %s %s (%s)", r.Call, r.Source, r.Version, r.H1)
+	return unpacked, nil
+}
+
+// checkLocked refuses a module whose hashes are not those its lock entry records.
+func checkLocked(r *Resolved, e *LockEntry) error {
+	if e == nil {
+		return nil
+	}
+	if e.Has(r.H1) && e.Has(r.ZH) {
+		return nil
+	}
+	what := "its bytes changed for the same version"
+	switch {
+	case r.Kind == KindGit && e.Version != r.Version:
+		what = fmt.Sprintf("its ref now points at commit %s, not the locked commit %s (the tag or branch was moved)", r.Version, e.Version)
+	case r.Kind == KindOCI && e.Version != r.Version:
+		what = fmt.Sprintf("its tag now points at %s, not the locked %s (the tag was moved)", r.Version, e.Version)
+	case r.Kind == KindRegistry:
+		what = fmt.Sprintf("the registry now serves other bytes for version %s", r.Version)
+	case r.Kind == KindHTTP:
+		what = "the archive now holds other files"
+	}
+	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock -upgrade' and review it)",
+		r.Where(), r.Call, r.Source, ErrLockMismatch, what, strings.Join(e.Hashes, " "), r.H1, r.ZH)
+}
+
+// newDir names a fresh directory under the walk's temporary directory (not created).
+func (w *walker) newDir(what string) string {
+	w.n++
+	return filepath.Join(w.tmp, fmt.Sprintf("%s-%d", what, w.n))
+}
+
+func (w *walker) logf(format string, args ...any) {
+	if w.opts.Log != nil {
+		fmt.Fprintf(w.opts.Log, format+"\n", args...)
+	}
+}
+
+// mkdir makes a fresh directory under the walk's temporary directory.
+func (w *walker) mkdir(what string) (string, error) {
+	d := w.newDir(what)
+	return d, os.Mkdir(d, 0o700)
+}

@@ -1,0 +1,219 @@
+package module
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// Limits bound what a walk fetches: remote peers are not ours.
+type Limits struct {
+	MaxDepth   int   // module calls nested below the root (default 16)
+	MaxModules int   // remote modules in all (default 500)
+	MaxPackage int64 // bytes of one package: downloaded, and unpacked (default 256 MiB)
+	MaxFiles   int   // files in one package (default 20000)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 16
+	}
+	if l.MaxModules <= 0 {
+		l.MaxModules = 500
+	}
+	if l.MaxPackage <= 0 {
+		l.MaxPackage = 256 << 20
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = 20000
+	}
+	return l
+}
+
+// Options say how to resolve a configuration's modules.
+type Options struct {
+	// Lock, when set, judges every module: a locked call is fetched at its locked version and
+	// refused when its hashes differ; a call whose source or constraints the lock no longer
+	// meets fails (asking for Upgrade). Walk does not change it (see Lock.Record).
+	Lock *Lock
+	// Upgrade resolves every call afresh, the lock notwithstanding.
+	Upgrade bool
+	// HTTP fetches registry answers and archives; nil means a client with TLS from CAFile.
+	HTTP   *http.Client
+	CAFile string
+	// Services maps a registry hostname to its modules.v1 base URL, overriding service discovery
+	// (the CLI configuration's host blocks).
+	Services map[string]string
+	// Registry is how OCI registries are reached for oci:// modules; OCI, when set, opens their
+	// repositories instead (tests).
+	Registry oci.Options
+	OCI      func(ctx context.Context, ref oci.Ref) (oci.ReadOnly, error)
+	// Policies are the trust policies an oci:// module is verified under: the first with a rule
+	// for its repository. None: oci:// modules are used unverified (with a warning in Log).
+	Policies []*sign.Policy
+	// Git is the git program (default "git").
+	Git    string
+	Limits Limits
+	// Log hears a line per module fetched.
+	Log io.Writer
+}
+
+// Walk resolves every module call of the configuration in dir, recursively: remote modules are
+// fetched (at the version the lock pins, unless upgrading), zipped and hashed, and checked against
+// the lock; local ones are read as part of their caller. It returns every remote module and the
+// required_providers of every module. Nothing is written outside a temporary directory, which is
+// gone when Walk returns.
+func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
+	tmp, err := os.MkdirTemp("", "oprov-modules-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	w := &walker{opts: opts, tmp: tmp, tree: &Tree{Requirements: map[string]*Requirement{}}}
+	w.opts.Limits = opts.Limits.withDefaults()
+	if w.opts.Git == "" {
+		w.opts.Git = "git"
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	root := &frame{dir: abs, pkgRoot: abs}
+	if err := w.module(ctx, root); err != nil {
+		return nil, err
+	}
+	return w.tree, nil
+}
+
+// Requirements reads the required_providers of the module in dir and of every module it calls by
+// a local path, fetching nothing: what a configuration declares without its remote modules.
+func Requirements(dir string) (map[string]*Requirement, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &walker{tree: &Tree{Requirements: map[string]*Requirement{}}, localOnly: true}
+	w.opts.Limits = Limits{}.withDefaults()
+	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs}); err != nil {
+		return nil, err
+	}
+	return w.tree.Requirements, nil
+}
+
+type walker struct {
+	opts Options
+	tmp  string
+	tree *Tree
+	n    int // packages fetched, for their temporary directories
+	// localOnly follows local calls only (Requirements).
+	localOnly bool
+}
+
+// frame is one module being read: its directory, the package it is in (local calls may not
+// leave it), its call path, and the remote module that owns it (nil: the root's own package).
+type frame struct {
+	dir, pkgRoot string
+	path         []string // call names from the root
+	owner        *Resolved
+	dirs         []string // directories of the local modules on the way here (cycles)
+	sources      []string // remote sources on the way here (cycles)
+}
+
+func (f *frame) callPath(name string) (call, key string) {
+	names := append(append([]string{}, f.path...), name)
+	return "module." + strings.Join(names, ".module."), strings.Join(names, ".")
+}
+
+// module reads one module directory and follows its calls.
+func (w *walker) module(ctx context.Context, f *frame) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := parseDir(f.dir)
+	if err != nil {
+		return err
+	}
+	merge(w.tree.Requirements, p.Requires)
+	if f.owner != nil {
+		merge(f.owner.Requires, p.Requires)
+	}
+	for _, c := range p.Calls {
+		if err := w.call(ctx, f, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call follows one module call.
+func (w *walker) call(ctx context.Context, f *frame, c call) error {
+	callName, key := f.callPath(c.Name)
+	if len(f.path)+1 > w.opts.Limits.MaxDepth {
+		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
+	}
+	src, err := ParseSource(c.Source)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", where(c.Range), callName, err)
+	}
+	if src.Kind == KindLocal {
+		return w.local(ctx, f, c, src, callName)
+	}
+	if w.localOnly {
+		return nil
+	}
+	full := src.String()
+	for _, s := range f.sources {
+		if s == full {
+			return fmt.Errorf("%s: %s calls %s, which is already among its callers: a cycle", where(c.Range), callName, full)
+		}
+	}
+	if len(w.tree.Modules) >= w.opts.Limits.MaxModules {
+		return fmt.Errorf("%s: %s: more than %d remote modules in the configuration", where(c.Range), callName, w.opts.Limits.MaxModules)
+	}
+	r := &Resolved{Call: callName, Key: key, Source: full, Kind: src.Kind, Subdir: src.Subdir,
+		Constraints: c.Version, Range: c.Range, Requires: map[string]*Requirement{}}
+	pkgDir, err := w.resolve(ctx, r, src)
+	if err != nil {
+		return err
+	}
+	w.tree.Modules = append(w.tree.Modules, r)
+	next := &frame{dir: filepath.Join(pkgDir, filepath.FromSlash(r.Subdir)), pkgRoot: pkgDir,
+		path: append(append([]string{}, f.path...), c.Name), owner: r,
+		sources: append(append([]string{}, f.sources...), full)}
+	if fi, err := os.Stat(next.dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %s: %s has no directory %q", where(c.Range), callName, full, r.Subdir)
+	}
+	return w.module(ctx, next)
+}
+
+// local follows a call by a local path: the module is part of its caller's package.
+func (w *walker) local(ctx context.Context, f *frame, c call, src Source, callName string) error {
+	if c.Version != "" {
+		return fmt.Errorf("%s: %s: a module called by a local path takes no version argument", where(c.Range), callName)
+	}
+	dir := filepath.Join(f.dir, filepath.FromSlash(src.Local))
+	if f.owner != nil {
+		rel, err := filepath.Rel(f.pkgRoot, dir)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s: %s: %q leads outside the package of %s", where(c.Range), callName, src.Local, f.owner.Source)
+		}
+	}
+	for _, d := range append(f.dirs, f.dir) {
+		if d == dir {
+			return nil // already among its callers: read once (a local cycle adds nothing)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %s: the module directory %s is not there", where(c.Range), callName, dir)
+	}
+	next := &frame{dir: dir, pkgRoot: f.pkgRoot, path: append(append([]string{}, f.path...), c.Name),
+		owner: f.owner, dirs: append(append([]string{}, f.dirs...), f.dir), sources: f.sources}
+	return w.module(ctx, next)
+}
