@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/bundle"
@@ -13,7 +14,11 @@ import (
 // provider of its required_providers (root and local modules), with the lock file's entry and the
 // oci_mirror block of oprov.hcl that maps it, if any (without oprov.hcl, every provider comes from
 // its origin). Providers kept as source are refused: they have no package to carry.
-func BundleWants(dir string) ([]bundle.Want, error) {
+func BundleWants(dir string) ([]bundle.Want, error) { return BundleWantsWith(dir, nil) }
+
+// BundleWantsWith is BundleWants with more requirements: those of remote modules, which a
+// module walk fetched (module.Tree.Requirements), each provider's constraints joined.
+func BundleWantsWith(dir string, more map[string]*config.Requirement) ([]bundle.Want, error) {
 	cfg := &config.Config{}
 	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
 		if cfg, err = config.LoadConfig(dir); err != nil {
@@ -24,6 +29,7 @@ func BundleWants(dir string) ([]bundle.Want, error) {
 	if err != nil {
 		return nil, err
 	}
+	reqs, addrs = mergeRequirements(reqs, more)
 	from := map[*config.Mirror]*bundle.OCIFrom{}
 	var wants []bundle.Want
 	for _, a := range addrs {
@@ -44,4 +50,29 @@ func BundleWants(dir string) ([]bundle.Want, error) {
 		wants = append(wants, w)
 	}
 	return wants, nil
+}
+
+// mergeRequirements adds more's requirements to reqs (a copy where both name a provider), and
+// gives the addresses, sorted.
+func mergeRequirements(reqs, more map[string]*config.Requirement) (map[string]*config.Requirement, []string) {
+	out := map[string]*config.Requirement{}
+	for a, r := range reqs {
+		out[a] = r
+	}
+	for a, r := range more {
+		if have := out[a]; have != nil {
+			joined := *have
+			joined.Constraints = append(append([]string(nil), have.Constraints...), r.Constraints...)
+			joined.Where = append(append(joined.Where[:0:0], have.Where...), r.Where...)
+			out[a] = &joined
+			continue
+		}
+		out[a] = r
+	}
+	addrs := make([]string, 0, len(out))
+	for a := range out {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	return out, addrs
 }

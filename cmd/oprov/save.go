@@ -135,7 +135,11 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
-	wants, err := loader.BundleWants(o.Config)
+	mods, modLock, err := walkModules(ctx, o)
+	if err != nil {
+		return fmt.Errorf("save --config %s: %w (nothing was written)", o.Config, err)
+	}
+	wants, err := loader.BundleWantsWith(o.Config, mods.Requirements)
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w", o.Config, err)
 	}
@@ -146,7 +150,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	bar := newProgress(o.io, "saving")
 	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
 		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.registry.options(), TrustedKeys: pinned,
-		Base: base, Progress: bar, Log: o.io.ErrOut,
+		Base: base, Progress: bar, Log: o.io.ErrOut, Modules: mods.Modules, ModuleLock: modLock,
 	}, o.Out)
 	bar.Finish()
 	if err != nil {
@@ -166,9 +170,14 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 		}
 		fmt.Fprintf(o.io.Out, "%s %s [%s] from %s (%s), version: %s%s\n", p.Address, p.Version, strings.Join(p.Platforms, ", "), p.Source, p.Evidence, p.VersionFrom, state)
 	}
+	printSavedModules(o, l)
 	st, _ := os.Stat(o.Out)
 	written := len(l.Blobs) - len(l.Omitted) // Blobs holds the base's too
-	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s; %d blobs", plural(len(l.Providers), "provider"), o.Out, humanBytes(st.Size()), written)
+	fmt.Fprintf(o.io.Out, "Saved %s", plural(len(l.Providers), "provider"))
+	if len(l.Modules) > 0 {
+		fmt.Fprintf(o.io.Out, " and %s", plural(len(l.Modules), "module call"))
+	}
+	fmt.Fprintf(o.io.Out, " to %s (%s; %d blobs", o.Out, humanBytes(st.Size()), written)
 	if base != nil {
 		fmt.Fprintf(o.io.Out, "; the base's %d not repeated", len(l.Omitted))
 	}

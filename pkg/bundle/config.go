@@ -26,6 +26,7 @@ import (
 	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/module"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/pkghash"
@@ -48,6 +49,7 @@ const ListingFormat = "oprov-bundle/v1"
 type Listing struct {
 	Format    string           `json:"format"`
 	Providers []ListedProvider `json:"providers"`
+	Modules   []ListedModule   `json:"modules,omitempty"`
 	Blobs     []string         `json:"blobs"`
 	Omitted   []string         `json:"omitted,omitempty"`
 	Base      string           `json:"base,omitempty"` // the listing a delta was made against
@@ -111,6 +113,10 @@ type ConfigOptions struct {
 	Log         io.Writer
 	// Cache keeps what OCI sources learn of each version (the same cache install uses).
 	Cache *cache.Cache
+	// Modules are the configuration's remote module calls, resolved (module.Walk); each goes
+	// into the bundle as a module package, checked against ModuleLock (nil: no lock).
+	Modules    []*module.Resolved
+	ModuleLock *module.Lock
 }
 
 // planned is one provider resolved before anything is downloaded.
@@ -132,7 +138,7 @@ type planned struct {
 // authenticated before anything is downloaded: a provider no source can supply, a platform a
 // provider lacks, or a signature that fails stops the save before anything is written.
 func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, error) {
-	if len(opts.Wants) == 0 {
+	if len(opts.Wants) == 0 && len(opts.Modules) == 0 {
 		return nil, fmt.Errorf("%s requires no provider (no required_providers in it or its local modules)", opts.Dir)
 	}
 	plan, err := planConfig(ctx, opts)
@@ -261,7 +267,11 @@ func writeProviders(ctx context.Context, tl *tarLayout, plan []*planned, srcs []
 		}
 		listing.Providers = append(listing.Providers, p.listed)
 	}
-	if opts.Base != nil && changed == 0 {
+	n, err := saveModules(ctx, tl, opts, base, listing)
+	if err != nil {
+		return err
+	}
+	if changed += n; opts.Base != nil && changed == 0 {
 		return errors.New("nothing changed since the base bundle: no bundle written")
 	}
 	return nil

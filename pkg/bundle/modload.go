@@ -1,0 +1,282 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/oprov/oprov/internal/ocicopy"
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/pkg/modulepkg"
+	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
+)
+
+// loadModule is one module package a load pushes, checked: its manifest and zip as read from
+// the bundle (digests checked, hashes against the listing).
+type loadModule struct {
+	listed   ListedModule
+	ref      ociref.Ref // below --to, with the tag
+	desc     ocispec.Descriptor
+	manifest []byte
+	zip      []byte
+}
+
+// moduleRepos are the repositories a listing names for modules: load handles them apart from
+// the providers' (a module package is one manifest, not an index).
+func (l *Listing) moduleRepos() map[string]bool {
+	out := map[string]bool{}
+	if l == nil {
+		return out
+	}
+	for _, m := range l.Modules {
+		out[m.Repository] = true
+	}
+	return out
+}
+
+// checkModules checks every module the listing names before anything is pushed: its repository
+// is the one its source address gives (ModuleRepository, computed again), its tag the one its
+// version gives, and, held in the bundle, the package under that tag is the listed manifest, a
+// module package (one zip layer) whose provenance names the listed source, whose zip hashes to
+// the listed h1: and zh: and unpacks without leaving its directory; under a policy whose rule
+// covers its destination, its signature must verify. It gives what to push; a module a delta
+// leaves to its base is looked for where the base was loaded (noted in the report when absent).
+func (l *load) checkModules(ctx context.Context, report *LoadReport) ([]*loadModule, error) {
+	if l.b.Listing == nil {
+		return nil, nil
+	}
+	var out []*loadModule
+	seen := map[string]bool{}
+	for _, m := range l.b.Listing.Modules {
+		at := fmt.Sprintf("module call %s (source %s)", m.Call, m.Source)
+		if err := checkListedModule(m); err != nil {
+			return nil, fmt.Errorf("the bundle's listing (%s) does not match what the bundle holds: %s: %w; nothing was pushed", ListingName, at, err)
+		}
+		ref, err := l.dstRef(m.Repository)
+		if err != nil {
+			return nil, err
+		}
+		ref.Reference = m.Tag
+		if !m.InBundle {
+			if err := l.moduleAtBase(ctx, ref, m); err != nil {
+				report.Left = append(report.Left, fmt.Sprintf("%s: %v", at, err))
+				continue
+			}
+			l.printMods = append(l.printMods, m)
+			continue
+		}
+		lm, err := l.readModule(ctx, ref, m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w; nothing was pushed", at, err)
+		}
+		if key := m.Repository + ":" + m.Tag; !seen[key] {
+			seen[key] = true
+			out = append(out, lm)
+		}
+		l.printMods = append(l.printMods, m)
+	}
+	return out, nil
+}
+
+// checkListedModule checks what a listing says of one module against itself: the repository and
+// tag its source and version give.
+func checkListedModule(m ListedModule) error {
+	repo, err := ModuleRepository(m.Source)
+	if err != nil {
+		return err
+	}
+	if m.Repository != repo {
+		return fmt.Errorf("it puts the module in repository %q, not %q", m.Repository, repo)
+	}
+	s, _ := module.ParseSource(m.Source)
+	if m.Kind != s.Kind.String() {
+		return fmt.Errorf("it says the module is a %s module; its source is a %s one", m.Kind, s.Kind)
+	}
+	tag, err := moduleTag(m.Kind, m.Version, m.ZH)
+	if err != nil {
+		return err
+	}
+	if m.Tag != tag {
+		return fmt.Errorf("it lists version %q under the tag %q, not %q", m.Version, m.Tag, tag)
+	}
+	if _, err := digest.Parse(m.Manifest); err != nil {
+		return fmt.Errorf("its manifest digest %q: %w", m.Manifest, err)
+	}
+	return checkTag(m.Repository, m.Tag)
+}
+
+// readModule reads and checks one module package the bundle holds (see checkModules).
+func (l *load) readModule(ctx context.Context, ref ociref.Ref, m ListedModule) (*loadModule, error) {
+	view := l.moduleView(ctx, m.Repository)
+	d, err := view.Resolve(ctx, m.Tag)
+	if err != nil {
+		return nil, fmt.Errorf("the bundle does not hold %s:%s, which its listing names: %w", m.Repository, m.Tag, err)
+	}
+	if d.Digest.String() != m.Manifest {
+		return nil, fmt.Errorf("the listing says %s:%s is %s, the bundle holds %s", m.Repository, m.Tag, m.Manifest, d.Digest)
+	}
+	res, err := modulepkg.Resolve(ctx, view, m.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("the bundle's %s:%s: %w", m.Repository, m.Tag, err)
+	}
+	pkgSrc := m.Source
+	if s, err := module.ParseSource(m.Source); err == nil {
+		pkgSrc = s.Package()
+	}
+	if got := res.Parsed.Annotations[modulepkg.AnnotationSource]; got != pkgSrc {
+		return nil, fmt.Errorf("the package in the bundle says it comes from %q, the listing %q", got, pkgSrc)
+	}
+	zip, err := res.FetchZip(ctx, view, ociref.LimitsFrom(ctx).MaxPackageSize)
+	if err != nil {
+		return nil, err
+	}
+	h1, zh, err := modulepkg.Hashes(zip)
+	if err != nil {
+		return nil, err
+	}
+	if h1 != m.H1 || zh != m.ZH {
+		return nil, fmt.Errorf("its package hashes to %s %s, the listing says %s %s: the bundle was changed", h1, zh, m.H1, m.ZH)
+	}
+	if err := unpacks(ctx, zip); err != nil {
+		return nil, err
+	}
+	if err := l.verifyModule(ctx, view, ref, res); err != nil {
+		return nil, err
+	}
+	data, err := manifestBytes(ctx, view, res.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	return &loadModule{listed: m, ref: ref, desc: res.Manifest, manifest: data, zip: zip}, nil
+}
+
+// moduleView is a module repository's view of the bundle (a delta's reads the blobs its base had
+// from where the base was loaded).
+func (l *load) moduleView(ctx context.Context, repo string) ociref.ReadOnly {
+	v := l.b.Repo(repo)
+	if len(l.b.Listing.Omitted) == 0 {
+		return v
+	}
+	omitted := map[digest.Digest]bool{}
+	for _, d := range l.b.Listing.Omitted {
+		omitted[digest.Digest(d)] = true
+	}
+	ref, err := l.dstRef(repo)
+	if err != nil {
+		return v
+	}
+	dst, err := ociref.Open(ctx, ref, l.opts.Registry, false)
+	if err != nil {
+		return v
+	}
+	return &deltaView{ReadOnly: v, base: dst, omitted: omitted}
+}
+
+// unpacks proves a module zip unpacks safely (no "../", absolute name, link, duplicate or bomb)
+// by unpacking it into a temporary directory, removed at once.
+func unpacks(ctx context.Context, zip []byte) error {
+	dir, err := os.MkdirTemp("", "oprov-module-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	return modulepkg.UnpackContext(ctx, zip, filepath.Join(dir, "m"))
+}
+
+// verifyModule verifies a module's signature when the policy asks for it: when a trust rule
+// covers the repository it goes to. A module no rule covers is loaded on its hashes (checked
+// against the listing) alone.
+func (l *load) verifyModule(ctx context.Context, view ociref.ReadOnly, ref ociref.Ref, res *modulepkg.Resolved) error {
+	p := l.opts.Policy
+	if p == nil || p.Match(ref.Repo(), "") == nil {
+		return nil
+	}
+	d, err := sign.DecideModule(ctx, view, ref, res, p, sign.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	if d.Warning != nil && l.opts.Log != nil {
+		fmt.Fprintf(l.opts.Log, "oprov: warning (policy mode warn): %v\n", d.Warning)
+	}
+	return nil
+}
+
+func manifestBytes(ctx context.Context, view ociref.ReadOnly, d ocispec.Descriptor) ([]byte, error) {
+	rc, err := view.Fetch(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := readBounded(ociref.NewVerifyReader(rc, d, "the bundle"), manifest.MaxManifestSize, d.Digest.String())
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// moduleAtBase checks that a module a delta leaves to its base is where the base was loaded.
+func (l *load) moduleAtBase(ctx context.Context, ref ociref.Ref, m ListedModule) error {
+	dst, err := ociref.Open(ctx, ref.WithReference(""), l.opts.Registry, false)
+	var d ocispec.Descriptor
+	if err == nil {
+		d, err = dst.Resolve(ctx, m.Tag)
+	}
+	if err != nil || d.Digest.String() != m.Manifest {
+		return fmt.Errorf("the delta leaves it to its base, and %s does not hold it as listed (%s): load the base there", ref, m.Manifest)
+	}
+	return nil
+}
+
+// pushModules pushes every checked module's content (the empty config, the zip, the manifest),
+// tagging nothing: tags go last, with the providers' (tagModules).
+func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
+	var out []Loaded
+	for _, m := range mods {
+		dst, err := ociref.Open(ctx, m.ref.WithReference(""), l.opts.Registry, true)
+		if err != nil {
+			return nil, ociref.Explain("load", m.ref, err)
+		}
+		res := &Loaded{Repository: m.ref.Repo(), Result: &ocicopy.Result{Tags: []string{m.listed.Tag}}}
+		for _, b := range []struct {
+			d    ocispec.Descriptor
+			data []byte
+		}{{manifest.EmptyConfig, manifest.EmptyConfigData}, {modulepkg.LayerDescriptor(m.zip), m.zip}, {m.desc, m.manifest}} {
+			ok, err := dst.Exists(ctx, b.d)
+			if err == nil && !ok {
+				err = dst.Push(ctx, b.d, bytes.NewReader(b.data))
+				res.Result.Uploaded++
+				res.Result.Bytes += b.d.Size
+			} else if ok {
+				res.Result.Skipped++
+			}
+			if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+				return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", m.ref, err))
+			}
+		}
+		out = append(out, *res)
+	}
+	return out, nil
+}
+
+// tagModules tags every pushed module package.
+func (l *load) tagModules(ctx context.Context, mods []*loadModule) error {
+	for _, m := range mods {
+		dst, err := ociref.Open(ctx, m.ref.WithReference(""), l.opts.Registry, true)
+		if err == nil {
+			err = dst.Tag(ctx, m.desc, m.listed.Tag)
+		}
+		if err != nil {
+			return ociref.Explain("load", m.ref, err)
+		}
+	}
+	return nil
+}
