@@ -1,0 +1,135 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oprov/oprov/internal/testing/testmodreg"
+	origin "github.com/oprov/oprov/internal/testing/testorigin"
+	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/pkg/modulepkg"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/internal/testreg"
+)
+
+// moduleZip packages a module directory written from files (name -> content).
+func moduleZip(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, name), content)
+	}
+	z, err := modulepkg.Zip(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// lockModules writes the configuration's module lock as `oprov lock` records it (module.Walk,
+// then Lock.Record).
+func lockModules(t testing.TB, cfg string) {
+	t.Helper()
+	lock, err := module.ReadLock(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := module.Walk(context.Background(), cfg, module.Options{Lock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Record(tree)
+	if err := lock.Write(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSaveConfigModulesAcrossAirGap: a configuration calls a registry module from a module
+// registry on 127.0.0.1, which calls a second one and requires a provider the root does not name
+// (from an origin registry). save --config carries both modules as module packages and that
+// provider; with every server stopped, load pushes them into a second registry, each a module
+// package whose zip is the one locked, and plain tofu init installs one from the printed oci://
+// source.
+func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	ca := testreg.NewCA(t, t.TempDir())
+	env := []string{"SSL_CERT_FILE=" + ca.File, "HOME=" + t.TempDir(), "TF_CLI_CONFIG_FILE=", "CHECKPOINT_DISABLE=1"}
+	t.Setenv("SSL_CERT_FILE", ca.File) // lockModules walks in this process
+	org := origin.Start(t, ca, helloRelease(t), "acme", "hello", "1.0.0")
+	reg := testmodreg.Start(t, ca)
+	dns := reg.Add("acme/dns/aws", "1.0.0", moduleZip(t, map[string]string{"main.tf": "output \"zone\" {\n  value = \"example.internal\"\n}\n"}))
+	net := reg.Add("acme/net/aws", "2.1.0", moduleZip(t, map[string]string{
+		"main.tf": fmt.Sprintf("module \"dns\" {\n  source  = %q\n  version = \"1.0.0\"\n}\n\nterraform {\n  required_providers {\n    hello = {\n      source = %q\n    }\n  }\n}\n", dns, org.Address()),
+		"modules/sub/main.tf": "variable \"x\" {\n  default = 1\n}\n",
+	}))
+	cfg := t.TempDir()
+	writeFile(t, filepath.Join(cfg, "main.tf"), fmt.Sprintf("module \"net\" {\n  source  = %q\n  version = \"~> 2.0\"\n}\n", net))
+	lockModules(t, cfg)
+
+	tarball := filepath.Join(t.TempDir(), "deps.tar")
+	r := mustOprov(t, env, "save", "--config", cfg, "--to", tarball, "--platform", helloPlatforms[0], "-o", "json")
+	var saved struct {
+		Providers []struct{ Address string }
+		Modules   []struct {
+			Call, Source, Version, Repository, Tag, H1, ZH string
+			VersionFrom                                    string `json:"version_from"`
+			Manifest                                       string `json:"manifest_digest"`
+		}
+	}
+	decodeJSON(t, r.Stdout, &saved)
+	if len(saved.Providers) != 1 || saved.Providers[0].Address != org.Address() {
+		t.Errorf("the bundle's providers: %+v, want the one the remote module requires", saved.Providers)
+	}
+	if len(saved.Modules) != 2 || saved.Modules[0].Call != "module.net" || saved.Modules[1].Call != "module.net.module.dns" ||
+		saved.Modules[0].Version != "2.1.0" || saved.Modules[0].VersionFrom != "module lock" {
+		t.Fatalf("the bundle's modules: %+v", saved.Modules)
+	}
+
+	reg.Stop()
+	org.Stop()
+	airgapped := testreg.Start(t, testreg.Options{CA: ca})
+	to := airgapped.Host + "/airgap"
+	r = mustOprov(t, env, "load", tarball, "--to", to, "-o", "json")
+	var loaded struct {
+		Modules []struct {
+			Call      string
+			OCISource string `json:"oci_source"`
+		}
+		ServeModules [][]string `json:"serve_modules"`
+	}
+	decodeJSON(t, r.Stdout, &loaded)
+	if len(loaded.Modules) != 2 || len(loaded.ServeModules) != 1 {
+		t.Fatalf("load printed %s", r.Stdout)
+	}
+	for _, m := range saved.Modules {
+		dst, err := oci.Open(context.Background(), oci.Ref{Registry: airgapped.Host, Repository: "airgap/" + m.Repository}, oci.Options{CAFile: ca.File}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modulepkg.Fetch(context.Background(), dst, m.Tag, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Call, err)
+		}
+		h1, zh, _ := modulepkg.Hashes(f.Zip)
+		if h1 != m.H1 || zh != m.ZH || f.Manifest.Digest.String() != m.Manifest || f.Annotations[modulepkg.AnnotationSource] == "" {
+			t.Errorf("%s: loaded %s %s %s %v, saved %s %s %s", m.Call, h1, zh, f.Manifest.Digest, f.Annotations, m.H1, m.ZH, m.Manifest)
+		}
+	}
+	// Plain tofu installs the loaded dns module from its printed oci:// source.
+	work := t.TempDir()
+	writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf("module \"dns\" {\n  source = %q\n}\n\noutput \"zone\" {\n  value = module.dns.zone\n}\n", loaded.Modules[1].OCISource))
+	mustTofu(t, tofu, work, env, "init", "-input=false")
+	mustTofu(t, tofu, work, env, "apply", "-auto-approve", "-input=false")
+	out := mustTofu(t, tofu, work, env, "output", "-raw", "zone")
+	if strings.TrimSpace(out) != "example.internal" {
+		t.Errorf("the module tofu installed from the loaded package gives %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, ".terraform", "modules", "dns", "main.tf")); err != nil {
+		t.Errorf("tofu did not install the module: %v", err)
+	}
+}
