@@ -64,7 +64,7 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 	reg := testmodreg.Start(t, ca)
 	dns := reg.Add("acme/dns/aws", "1.0.0", moduleZip(t, map[string]string{"main.tf": "output \"zone\" {\n  value = \"example.internal\"\n}\n"}))
 	net := reg.Add("acme/net/aws", "2.1.0", moduleZip(t, map[string]string{
-		"main.tf": fmt.Sprintf("module \"dns\" {\n  source  = %q\n  version = \"1.0.0\"\n}\n\nterraform {\n  required_providers {\n    hello = {\n      source = %q\n    }\n  }\n}\n", dns, org.Address()),
+		"main.tf":             fmt.Sprintf("module \"dns\" {\n  source  = %q\n  version = \"1.0.0\"\n}\n\nterraform {\n  required_providers {\n    hello = {\n      source = %q\n    }\n  }\n}\n", dns, org.Address()),
 		"modules/sub/main.tf": "variable \"x\" {\n  default = 1\n}\n",
 	}))
 	cfg := t.TempDir()
