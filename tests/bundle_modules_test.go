@@ -33,13 +33,13 @@ func moduleZip(t testing.TB, files map[string]string) []byte {
 
 // lockModules writes the configuration's module lock as `oprov lock` records it (module.Walk,
 // then Lock.Record).
-func lockModules(t testing.TB, cfg string) {
+func lockModules(t testing.TB, cfg, caFile string) {
 	t.Helper()
 	lock, err := module.ReadLock(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := module.Walk(context.Background(), cfg, module.Options{Lock: lock})
+	tree, err := module.Walk(context.Background(), cfg, module.Options{Lock: lock, CAFile: caFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,6 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 	tofu := peers.Require(t, "tofu")
 	ca := testreg.NewCA(t, t.TempDir())
 	env := []string{"SSL_CERT_FILE=" + ca.File, "HOME=" + t.TempDir(), "TF_CLI_CONFIG_FILE=", "CHECKPOINT_DISABLE=1"}
-	t.Setenv("SSL_CERT_FILE", ca.File) // lockModules walks in this process
 	org := origin.Start(t, ca, helloRelease(t), "acme", "hello", "1.0.0")
 	reg := testmodreg.Start(t, ca)
 	dns := reg.Add("acme/dns/aws", "1.0.0", moduleZip(t, map[string]string{"main.tf": "output \"zone\" {\n  value = \"example.internal\"\n}\n"}))
@@ -69,7 +68,7 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 	}))
 	cfg := t.TempDir()
 	writeFile(t, filepath.Join(cfg, "main.tf"), fmt.Sprintf("module \"net\" {\n  source  = %q\n  version = \"~> 2.0\"\n}\n", net))
-	lockModules(t, cfg)
+	lockModules(t, cfg, ca.File)
 
 	tarball := filepath.Join(t.TempDir(), "deps.tar")
 	r := mustOprov(t, env, "save", "--config", cfg, "--to", tarball, "--platform", helloPlatforms[0], "-o", "json")

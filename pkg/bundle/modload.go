@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -146,7 +144,7 @@ func (l *load) readModule(ctx context.Context, ref ociref.Ref, m ListedModule) (
 	if h1 != m.H1 || zh != m.ZH {
 		return nil, fmt.Errorf("its package hashes to %s %s, the listing says %s %s: the bundle was changed", h1, zh, m.H1, m.ZH)
 	}
-	if err := unpacks(ctx, zip); err != nil {
+	if err := checkModuleZip(zip); err != nil {
 		return nil, err
 	}
 	if err := l.verifyModule(ctx, view, ref, res); err != nil {
@@ -179,17 +177,6 @@ func (l *load) moduleView(ctx context.Context, repo string) ociref.ReadOnly {
 		return v
 	}
 	return &deltaView{ReadOnly: v, base: dst, omitted: omitted}
-}
-
-// unpacks proves a module zip unpacks safely (no "../", absolute name, link, duplicate or bomb)
-// by unpacking it into a temporary directory, removed at once.
-func unpacks(ctx context.Context, zip []byte) error {
-	dir, err := os.MkdirTemp("", "oprov-module-check-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	return modulepkg.UnpackContext(ctx, zip, filepath.Join(dir, "m"))
 }
 
 // verifyModule verifies a module's signature when the policy asks for it: when a trust rule

@@ -1,19 +1,20 @@
 package bundle
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
@@ -152,7 +153,7 @@ func moduleAnnotations(pkgSource, kind, version, originChecksum string) map[stri
 // (no "../", absolute name, link or bomb) and hashes to what the walk said, and the module lock,
 // when it has the call, records the same source, version and both hashes. Errors name the call
 // (file and line), its source and both hashes.
-func checkResolved(ctx context.Context, r *module.Resolved, lock *module.Lock, scratchDir string) (string, error) {
+func checkResolved(r *module.Resolved, lock *module.Lock) (string, error) {
 	at := fmt.Sprintf("module call %s (%s), source %s", r.Call, r.Where(), r.Source)
 	h1, zh, err := modulepkg.Hashes(r.Zip)
 	if err != nil {
@@ -161,12 +162,7 @@ func checkResolved(ctx context.Context, r *module.Resolved, lock *module.Lock, s
 	if h1 != r.H1 || zh != r.ZH {
 		return "", fmt.Errorf("%s: its package hashes to %s %s, not the %s %s it was resolved with", at, h1, zh, r.H1, r.ZH)
 	}
-	dir, err := os.MkdirTemp(scratchDir, "module-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	if err := modulepkg.UnpackContext(ctx, r.Zip, filepath.Join(dir, "m")); err != nil {
+	if err := checkModuleZip(r.Zip); err != nil {
 		return "", fmt.Errorf("%s: %w (nothing was written)", at, err)
 	}
 	if lock == nil || lock.Entries[r.Key] == nil {
@@ -188,7 +184,7 @@ func checkResolved(ctx context.Context, r *module.Resolved, lock *module.Lock, s
 func saveModules(ctx context.Context, tl *tarLayout, opts ConfigOptions, base map[digest.Digest]bool, listing *Listing) (changed int, err error) {
 	done := map[string]string{} // repository:tag -> manifest digest
 	for _, r := range opts.Modules {
-		from, err := checkResolved(ctx, r, opts.ModuleLock, tl.spill)
+		from, err := checkResolved(r, opts.ModuleLock)
 		if err != nil {
 			return 0, err
 		}
@@ -285,4 +281,15 @@ func (l *Listing) ModuleServeArgs(to string) [][]string {
 			"--module-include", h + "/*/*/*"})
 	}
 	return out
+}
+
+// checkModuleZip refuses a module zip that would not unpack safely (an escaping or absolute
+// name, a link, a name twice, a bomb), as modulepkg.Unpack would, without writing it out; the
+// hashes read every entry in full.
+func checkModuleZip(z []byte) error {
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		return fmt.Errorf("the module package is not a valid zip: %w", err)
+	}
+	return unzip.CheckEntries(zr, modulepkg.DefaultLimits)
 }
