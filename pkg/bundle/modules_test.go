@@ -17,6 +17,7 @@ import (
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 // resolvedModule makes a resolved module call whose package holds main.tf saying body.
@@ -314,4 +315,45 @@ func tarBlobs(t *testing.T, path string) []string {
 		}
 	}
 	return out
+}
+
+// Under a policy, a module whose destination a trust rule covers must carry a signature that
+// verifies: the unsigned package is refused and nothing is pushed. A module no rule covers is
+// loaded on its hashes (checked against the listing).
+func TestModulesLoadUnderPolicy(t *testing.T) {
+	mod := resolvedModule(t, "module.net", "registry.example.com/acme/net/aws", "1.2.0", "# net\n")
+	out := filepath.Join(t.TempDir(), "b.tar")
+	l, err := saveMods(t, out, nil, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(sign.PasswordEnv, "test-password")
+	_, pubPath, err := sign.GenerateKeyPair(filepath.Join(t.TempDir(), "k"), sign.EnvPassword(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sign.LoadPublicKey(pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, covered := range []bool{true, false} {
+		to := t.TempDir()
+		pattern := "registry.example.com/other/*"
+		if covered {
+			pattern = ociref.Ref{Layout: filepath.Join(to, l.Modules[0].Repository)}.Repo()
+		}
+		p := &sign.Policy{Path: "p.hcl", Mode: sign.ModeEnforce, Rules: []*sign.Rule{{Name: "r", Repositories: []string{pattern}, Keys: []sign.PublicKey{pub}, Mode: sign.ModeEnforce}}}
+		b, err := Open(context.Background(), out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Load(context.Background(), b, LoadOptions{To: "oci-layout:" + to, Policy: p})
+		left, _ := os.ReadDir(to)
+		switch {
+		case covered && (err == nil || !strings.Contains(err.Error(), "not signed") || len(left) != 0):
+			t.Errorf("covered by a rule, unsigned: err = %v, pushed %v", err, left)
+		case !covered && (err != nil || len(rep.Printable.Modules) != 1):
+			t.Errorf("covered by no rule: err = %v", err)
+		}
+	}
 }
