@@ -36,9 +36,11 @@ func newSaveCmd(ios *IOStreams) *cobra.Command {
 cosign signatures into one OCI image-layout tarball, to carry across an air gap. Inside it each
 tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.
 
-With --config DIR, write every provider the configuration requires (its required_providers and
-those of its local modules), at the lock file's versions (the highest that match where the lock
-has none), for the --platform given or else the platforms the lock file records: providers
+With --config DIR, write every provider the configuration requires (the required_providers of
+its root and of every module it calls, remote ones included), at the lock file's versions (the
+highest that match where the lock has none), for the --platform given or else the platforms the
+lock file records, and every remote module it calls (registry, git, HTTP, oci://) as OpenTofu's
+module package, at the module lock's version, its hashes checked against that lock: providers
 oprov.hcl maps to OCI repositories are copied from there with their signatures, verified under
 its policy; every other one comes from its origin registry, its SHA256SUMS signature checked
 and attached as mirror does. Everything is resolved and checked before anything is written. The
