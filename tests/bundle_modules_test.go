@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -131,4 +132,72 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, ".terraform", "modules", "dns", "main.tf")); err != nil {
 		t.Errorf("tofu did not install the module: %v", err)
 	}
+}
+
+// TestSaveConfigModulesDelta: after one module's new version, a delta holds that version's
+// blobs only (its zip and manifest), and loading it on top of the first bundle gives the same
+// registry as loading the first and then a full bundle.
+func TestSaveConfigModulesDelta(t *testing.T) {
+	ca := testreg.NewCA(t, t.TempDir())
+	env := []string{"SSL_CERT_FILE=" + ca.File, "HOME=" + t.TempDir(), "TF_CLI_CONFIG_FILE="}
+	reg := testmodreg.Start(t, ca)
+	dns := reg.Add("acme/dns/aws", "1.0.0", moduleZip(t, map[string]string{"main.tf": "# dns 1.0.0\n"}))
+	net := reg.Add("acme/net/aws", "1.0.0", moduleZip(t, map[string]string{"main.tf": "# net 1.0.0\n"}))
+	cfg := t.TempDir()
+	writeFile(t, filepath.Join(cfg, "main.tf"), fmt.Sprintf("module \"net\" {\n  source  = %q\n  version = \"~> 1.0\"\n}\n\nmodule \"dns\" {\n  source  = %q\n  version = \"1.0.0\"\n}\n", net, dns))
+	lockModules(t, cfg, ca.File)
+	dir := t.TempDir()
+	first, delta, full := filepath.Join(dir, "first.tar"), filepath.Join(dir, "delta.tar"), filepath.Join(dir, "full.tar")
+	var base struct{ Blobs []string }
+	decodeJSON(t, mustOprov(t, env, "save", "--config", cfg, "--to", first, "-o", "json").Stdout, &base)
+
+	reg.Add("acme/net/aws", "1.1.0", moduleZip(t, map[string]string{"main.tf": "# net 1.1.0\n"}))
+	os.Remove(filepath.Join(cfg, module.LockFileName))
+	lockModules(t, cfg, ca.File) // as 'oprov lock -upgrade' would: net moves to 1.1.0
+	var d struct {
+		Modules []struct {
+			Call, Version string
+			InBundle      bool `json:"in_bundle"`
+		}
+		Blobs []string
+	}
+	decodeJSON(t, mustOprov(t, env, "save", "--config", cfg, "--to", delta, "--since", first+".listing.json", "-o", "json").Stdout, &d)
+	mustOprov(t, env, "save", "--config", cfg, "--to", full)
+	inBase := map[string]bool{}
+	for _, b := range base.Blobs {
+		inBase[b] = true
+	}
+	var want []string
+	for _, b := range d.Blobs {
+		if !inBase[b] {
+			want = append(want, b)
+		}
+	}
+	got := tarBlobs(t, delta)
+	if len(want) != 2 || fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want)) {
+		t.Errorf("the delta holds %v, want exactly net 1.1.0's zip and manifest: %v", got, want)
+	}
+	if len(d.Modules) != 2 || d.Modules[0].Version != "1.1.0" || !d.Modules[0].InBundle || d.Modules[1].InBundle {
+		t.Errorf("the delta lists %+v", d.Modules)
+	}
+
+	reg.Stop()
+	a, b := testreg.Start(t, testreg.Options{CA: ca}), testreg.Start(t, testreg.Options{CA: ca})
+	r := mustOprov(t, env, "load", first, "--to", a.Host+"/airgap")
+	if !strings.Contains(r.Stdout, "oci://"+a.Host+"/airgap/modules/") {
+		t.Errorf("load printed no oci:// source for the modules:\n%s", r.Stdout)
+	}
+	mustOprov(t, env, "load", delta, "--to", a.Host+"/airgap")
+	mustOprov(t, env, "load", first, "--to", b.Host+"/airgap")
+	mustOprov(t, env, "load", full, "--to", b.Host+"/airgap")
+	sa, sb := registryState(t, a, "airgap"), registryState(t, b, "airgap")
+	if len(sa) != 3 || fmt.Sprint(sa) != fmt.Sprint(sb) {
+		t.Errorf("base+delta gave\n%v\nbase+full gave\n%v", sa, sb)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

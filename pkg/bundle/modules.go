@@ -114,6 +114,14 @@ func repoPart(s string) string {
 // moduleTag is a module package's tag: a registry module's version, a git commit, an OCI
 // manifest's digest (sha256-HEX), or for an HTTP archive (which has no version) its zh: hash.
 func moduleTag(kind, version, zh string) (string, error) {
+	tag, err := moduleTagOf(kind, version, zh)
+	if err == nil && !tagName.MatchString(tag) {
+		err = fmt.Errorf("version %q makes no valid OCI tag (%q)", version, tag)
+	}
+	return tag, err
+}
+
+func moduleTagOf(kind, version, zh string) (string, error) {
 	switch kind {
 	case module.KindRegistry.String():
 		return manifest.VersionToTag(version)

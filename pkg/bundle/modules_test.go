@@ -357,3 +357,28 @@ func TestModulesLoadUnderPolicy(t *testing.T) {
 		}
 	}
 }
+
+// FuzzModuleRepository: whatever a source address says, the repository a module goes to is a
+// valid repository path below modules/ (never "..", an empty part or a leading "/"), and its tag
+// a valid tag, or the address is refused.
+func FuzzModuleRepository(f *testing.F) {
+	for _, s := range []string{"registry.example.com/acme/net/aws", "127.0.0.1:8443/a/b/c//sub", "git::https://h.example/o/r.git//m?ref=v1",
+		"git::ssh://git@h.example:22/o/../r.git", "https://h.example/../../x.zip", "oci://h.example/r?digest=sha256:" + strings.Repeat("a", 64), "./local", "s3::https://x"} {
+		f.Add(s, "1.0.0")
+	}
+	f.Fuzz(func(t *testing.T, source, version string) {
+		repo, err := ModuleRepository(source)
+		if err != nil {
+			return
+		}
+		if err := checkRepository(repo); err != nil || !strings.HasPrefix(repo, "modules/") {
+			t.Fatalf("%q goes to repository %q: %v", source, repo, err)
+		}
+		s, _ := module.ParseSource(source)
+		if tag, err := moduleTag(s.Kind.String(), version, "zh:"+strings.Repeat("0", 64)); err == nil {
+			if err := checkTag(repo, tag); err != nil {
+				t.Fatalf("%q %q: tag %q: %v", source, version, tag, err)
+			}
+		}
+	})
+}
