@@ -40,7 +40,7 @@ func lockModules(t testing.TB, cfg, caFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := module.Walk(context.Background(), cfg, module.Options{Lock: lock, CAFile: caFile})
+	tree, err := module.Walk(context.Background(), cfg, module.Options{Lock: lock, CAFile: caFile, Registry: oci.Options{CAFile: caFile}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,4 +200,40 @@ func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	return out
+}
+
+// TestSaveConfigSignedOCIModule: an oci:// module, pushed and signed with cosign's key, travels
+// as its own package with its signature: after load into a second registry (the first stopped),
+// load --key verifies it, and so does oprov verify there.
+func TestSaveConfigSignedOCIModule(t *testing.T) {
+	ca := testreg.NewCA(t, t.TempDir())
+	connected := testreg.Start(t, testreg.Options{CA: ca})
+	env := []string{"SSL_CERT_FILE=" + ca.File, "COSIGN_PASSWORD=test-password", "HOME=" + t.TempDir(), "TF_CLI_CONFIG_FILE="}
+	keys := t.TempDir()
+	mustOprov(t, env, "keygen", "--output-key-prefix", filepath.Join(keys, "cosign"))
+	mod := t.TempDir()
+	writeFile(t, filepath.Join(mod, "main.tf"), "output \"zone\" {\n  value = \"signed\"\n}\n")
+	repo := connected.Host + "/modules/net"
+	mustOprov(t, env, "push", "--module", mod, repo+":1.0.0", "--sign", "--key", filepath.Join(keys, "cosign.key"))
+	cfg := t.TempDir()
+	writeFile(t, filepath.Join(cfg, "main.tf"), "module \"net\" {\n  source = \"oci://"+repo+"?tag=1.0.0\"\n}\n")
+	lockModules(t, cfg, ca.File)
+	tarball := filepath.Join(t.TempDir(), "deps.tar")
+	var saved struct {
+		Modules []struct{ Repository, Tag, Version string }
+	}
+	decodeJSON(t, mustOprov(t, env, "save", "--config", cfg, "--to", tarball, "-o", "json").Stdout, &saved)
+	if len(saved.Modules) != 1 || !strings.HasPrefix(saved.Modules[0].Version, "sha256:") {
+		t.Fatalf("saved %+v", saved.Modules)
+	}
+	connected.Stop()
+	airgapped := testreg.Start(t, testreg.Options{CA: ca})
+	to := airgapped.Host + "/airgap"
+	other := t.TempDir()
+	mustOprov(t, env, "keygen", "--output-key-prefix", filepath.Join(other, "cosign"))
+	if r := oprov(t, env, "load", tarball, "--to", to, "--key", filepath.Join(other, "cosign.pub")); r.Code == 0 || airgapped.RepoExists("airgap/"+saved.Modules[0].Repository) {
+		t.Errorf("load --key with another key: exit %d, and the module is there: %v\n%s", r.Code, airgapped.RepoExists("airgap/"+saved.Modules[0].Repository), r.Stderr)
+	}
+	mustOprov(t, env, "load", tarball, "--to", to, "--key", filepath.Join(keys, "cosign.pub"))
+	mustOprov(t, env, "verify", to+"/"+saved.Modules[0].Repository+":"+saved.Modules[0].Tag, "--key", filepath.Join(keys, "cosign.pub"))
 }

@@ -1,17 +1,13 @@
 package bundle
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/errdef"
 
 	"github.com/oprov/oprov/internal/ocicopy"
-	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	ociref "github.com/oprov/oprov/pkg/oci"
@@ -21,11 +17,11 @@ import (
 // loadModule is one module package a load pushes, checked: its manifest and zip as read from
 // the bundle (digests checked, hashes against the listing).
 type loadModule struct {
-	listed   ListedModule
-	ref      ociref.Ref // below --to, with the tag
-	desc     ocispec.Descriptor
-	manifest []byte
-	zip      []byte
+	listed  ListedModule
+	ref     ociref.Ref // below --to, with the tag
+	view    ociref.ReadOnly
+	dst     ociref.Target
+	pending []ocicopy.Pending
 }
 
 // moduleRepos are the repositories a listing names for modules: load handles them apart from
@@ -126,12 +122,8 @@ func (l *load) readModule(ctx context.Context, ref ociref.Ref, m ListedModule) (
 	if err != nil {
 		return nil, fmt.Errorf("the bundle's %s:%s: %w", m.Repository, m.Tag, err)
 	}
-	pkgSrc := m.Source
-	if s, err := module.ParseSource(m.Source); err == nil {
-		pkgSrc = s.Package()
-	}
-	if got := res.Parsed.Annotations[modulepkg.AnnotationSource]; got != pkgSrc {
-		return nil, fmt.Errorf("the package in the bundle says it comes from %q, the listing %q", got, pkgSrc)
+	if err := checkProvenance(m, res); err != nil {
+		return nil, err
 	}
 	zip, err := res.FetchZip(ctx, view, ociref.LimitsFrom(ctx).MaxPackageSize)
 	if err != nil {
@@ -147,14 +139,32 @@ func (l *load) readModule(ctx context.Context, ref ociref.Ref, m ListedModule) (
 	if err := checkModuleZip(zip); err != nil {
 		return nil, err
 	}
+	if _, err := ocicopy.VerifyAll(ctx, view, []string{m.Tag}); err != nil {
+		return nil, fmt.Errorf("the bundle is damaged: %s: %w", m.Repository, err)
+	}
 	if err := l.verifyModule(ctx, view, ref, res); err != nil {
 		return nil, err
 	}
-	data, err := manifestBytes(ctx, view, res.Manifest)
-	if err != nil {
-		return nil, err
+	return &loadModule{listed: m, ref: ref, view: view}, nil
+}
+
+// checkProvenance checks that a module package is the one the listing names: an oci:// module's
+// own package by its digest (its version), any other by the source its annotations record.
+func checkProvenance(m ListedModule, res *modulepkg.Resolved) error {
+	if m.Kind == module.KindOCI.String() {
+		if res.Manifest.Digest.String() != m.Version {
+			return fmt.Errorf("the package in the bundle is %s, the listing names version %s", res.Manifest.Digest, m.Version)
+		}
+		return nil
 	}
-	return &loadModule{listed: m, ref: ref, desc: res.Manifest, manifest: data, zip: zip}, nil
+	pkgSrc := m.Source
+	if s, err := module.ParseSource(m.Source); err == nil {
+		pkgSrc = s.Package()
+	}
+	if got := res.Parsed.Annotations[modulepkg.AnnotationSource]; got != pkgSrc {
+		return fmt.Errorf("the package in the bundle says it comes from %q, the listing %q", got, pkgSrc)
+	}
+	return nil
 }
 
 // moduleView is a module repository's view of the bundle (a delta's reads the blobs its base had
@@ -189,25 +199,12 @@ func (l *load) verifyModule(ctx context.Context, view ociref.ReadOnly, ref ocire
 	}
 	d, err := sign.DecideModule(ctx, view, ref, res, p, sign.VerifyOptions{})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (a module from git, HTTP or a module registry carries no signature: to load it on its hashes, give a --policy whose trust rules leave %s out)", err, ref.Repo())
 	}
 	if d.Warning != nil && l.opts.Log != nil {
 		fmt.Fprintf(l.opts.Log, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
 	return nil
-}
-
-func manifestBytes(ctx context.Context, view ociref.ReadOnly, d ocispec.Descriptor) ([]byte, error) {
-	rc, err := view.Fetch(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := readBounded(ociref.NewVerifyReader(rc, d, "the bundle"), manifest.MaxManifestSize, d.Digest.String())
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
 }
 
 // moduleAtBase checks that a module a delta leaves to its base is where the base was loaded.
@@ -223,8 +220,9 @@ func (l *load) moduleAtBase(ctx context.Context, ref ociref.Ref, m ListedModule)
 	return nil
 }
 
-// pushModules pushes every checked module's content (the empty config, the zip, the manifest),
-// tagging nothing: tags go last, with the providers' (tagModules).
+// pushModules copies every checked module's content (the empty config, the zip, the manifest,
+// and what refers to it: signatures), tagging nothing: tags go last, with the providers'
+// (tagModules).
 func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 	var out []Loaded
 	for _, m := range mods {
@@ -232,36 +230,22 @@ func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, e
 		if err != nil {
 			return nil, ociref.Explain("load", m.ref, err)
 		}
-		res := &Loaded{Repository: m.ref.Repo(), Result: &ocicopy.Result{Tags: []string{m.listed.Tag}}}
-		for _, b := range []struct {
-			d    ocispec.Descriptor
-			data []byte
-		}{{manifest.EmptyConfig, manifest.EmptyConfigData}, {modulepkg.LayerDescriptor(m.zip), m.zip}, {m.desc, m.manifest}} {
-			ok, err := dst.Exists(ctx, b.d)
-			if err == nil && !ok {
-				err = dst.Push(ctx, b.d, bytes.NewReader(b.data))
-				res.Result.Uploaded++
-				res.Result.Bytes += b.d.Size
-			} else if ok {
-				res.Result.Skipped++
-			}
-			if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-				return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", m.ref, err))
-			}
+		copts := l.opts.Copy
+		copts.SizesOnly = true // checkModules read every blob against its digest
+		res, pending, err := ocicopy.CopyContent(ctx, m.view, dst, []string{m.listed.Tag}, copts)
+		if err != nil {
+			return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", m.ref, err))
 		}
-		out = append(out, *res)
+		m.dst, m.pending = dst, pending
+		out = append(out, Loaded{Repository: m.ref.Repo(), Result: res})
 	}
 	return out, nil
 }
 
-// tagModules tags every pushed module package.
+// tagModules tags every pushed module package (its .sig tag first).
 func (l *load) tagModules(ctx context.Context, mods []*loadModule) error {
 	for _, m := range mods {
-		dst, err := ociref.Open(ctx, m.ref.WithReference(""), l.opts.Registry, true)
-		if err == nil {
-			err = dst.Tag(ctx, m.desc, m.listed.Tag)
-		}
-		if err != nil {
+		if err := ocicopy.ApplyTags(ctx, m.dst, m.pending); err != nil {
 			return ociref.Explain("load", m.ref, err)
 		}
 	}

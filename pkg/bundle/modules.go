@@ -14,10 +14,12 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
+	ociref "github.com/oprov/oprov/pkg/oci"
 )
 
 // ListedModule is one remote module call in a configuration bundle: the module package the
@@ -112,7 +114,7 @@ func repoPart(s string) string {
 }
 
 // moduleTag is a module package's tag: a registry module's version, a git commit, an OCI
-// manifest's digest (sha256-HEX), or for an HTTP archive (which has no version) its zh: hash.
+// manifest's digest (oci-sha256-HEX), or for an HTTP archive (which has no version) its zh: hash.
 func moduleTag(kind, version, zh string) (string, error) {
 	tag, err := moduleTagOf(kind, version, zh)
 	if err == nil && !tagName.MatchString(tag) {
@@ -135,7 +137,9 @@ func moduleTagOf(kind, version, zh string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("OCI module version %q: %w", version, err)
 		}
-		return d.Algorithm().String() + "-" + d.Encoded(), nil
+		// Not ALG-HEX: registries without the referrers API keep a manifest's referrers under
+		// that tag (the referrers tag schema).
+		return "oci-" + d.Algorithm().String() + "-" + d.Encoded(), nil
 	default:
 		return "zh-" + strings.TrimPrefix(zh, "zh:"), nil
 	}
@@ -196,7 +200,7 @@ func saveModules(ctx context.Context, tl *tarLayout, opts ConfigOptions, base ma
 		if err != nil {
 			return 0, err
 		}
-		m, err := putModule(ctx, tl, r, base, done)
+		m, err := putModule(ctx, tl, r, base, done, opts.Registry)
 		if err != nil {
 			return 0, fmt.Errorf("module call %s (%s), source %s: %w", r.Call, r.Where(), r.Source, err)
 		}
@@ -211,7 +215,7 @@ func saveModules(ctx context.Context, tl *tarLayout, opts ConfigOptions, base ma
 
 // putModule writes one module package into the tarball (unless done or the base holds it) and
 // gives its listing entry, VersionFrom left to the caller.
-func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[digest.Digest]bool, done map[string]string) (*ListedModule, error) {
+func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[digest.Digest]bool, done map[string]string, reg ociref.Options) (*ListedModule, error) {
 	src, err := module.ParseSource(r.Source)
 	if err != nil {
 		return nil, err
@@ -226,6 +230,9 @@ func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[
 	}
 	ann := moduleAnnotations(src.Package(), src.Kind.String(), r.Version, r.OriginChecksum)
 	desc, _, err := modulepkg.Build(r.Zip, ann)
+	if src.Kind == module.KindOCI { // the original package, whose digest is its version
+		desc.Digest, err = digest.Parse(r.Version)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -243,10 +250,49 @@ func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[
 	if !m.InBundle {
 		return m, nil
 	}
+	if src.Kind == module.KindOCI {
+		return m, copyOCIModule(ctx, tl, r, src, repo, tag, reg)
+	}
 	if _, err := modulepkg.Push(ctx, tl, r.Zip, name, ann); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// copyOCIModule copies an oci:// module's own package into the tarball, by the digest the walk
+// resolved, with its referrers and cosign .sig manifest (its signatures travel), after checking
+// that it is a module package whose zip is the one the walk hashed.
+func copyOCIModule(ctx context.Context, tl *tarLayout, r *module.Resolved, src module.Source, repo, tag string, reg ociref.Options) error {
+	ref, err := ociref.ParseRef(src.URL)
+	if err != nil {
+		return err
+	}
+	from, err := ociref.Open(ctx, ref, reg, false)
+	if err != nil {
+		return ociref.Explain("save", ref, err)
+	}
+	res, err := modulepkg.Resolve(ctx, from, r.Version)
+	if err != nil {
+		return err
+	}
+	if got, want := res.Layer().Digest.Encoded(), strings.TrimPrefix(r.ZH, "zh:"); got != want {
+		return fmt.Errorf("%s@%s holds the zip sha256:%s, not the %s the module walk hashed", src.URL, r.Version, got, r.ZH)
+	}
+	var found []ocispec.Descriptor
+	_, err = ocicopy.Copy(ctx, from, tl, []string{r.Version}, ocicopy.Options{
+		SizesOnly: true, // the tarball hashes each blob as it goes in
+		DstTag: func(t string) string {
+			if t == r.Version {
+				return repo + ":" + tag
+			}
+			return repo + ":" + t // the .sig tag
+		},
+		Referrer: func(d ocispec.Descriptor) { found = append(found, d) },
+	})
+	if err != nil {
+		return ociref.Explain("save", ref, err)
+	}
+	return recordReferrers(ctx, tl, repo, found)
 }
 
 // PrintedModule is one loaded module call and the oci:// source address of its package below a

@@ -222,7 +222,7 @@ func writeModuleBundle(t *testing.T, r *module.Resolved, edit func(*Listing)) st
 		t.Fatal(err)
 	}
 	l := &Listing{Format: ListingFormat}
-	m, err := putModule(ctx, tl, r, nil, map[string]string{})
+	m, err := putModule(ctx, tl, r, nil, map[string]string{}, ociref.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
