@@ -52,7 +52,11 @@ func (l *load) checkModules(ctx context.Context, report *LoadReport) ([]*loadMod
 	seen := map[string]bool{}
 	for _, m := range l.b.Listing.Modules {
 		at := fmt.Sprintf("module call %s (source %s)", m.Call, m.Source)
-		if err := checkListedModule(m); err != nil {
+		err := checkListedModule(m)
+		if a, ok := l.addrs[m.Repository]; ok && err == nil {
+			err = fmt.Errorf("it puts the module in %s, the repository of the provider %s", m.Repository, a)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("the bundle's listing (%s) does not match what the bundle holds: %s: %w; nothing was pushed", ListingName, at, err)
 		}
 		ref, err := l.dstRef(m.Repository)

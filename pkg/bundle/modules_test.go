@@ -194,7 +194,9 @@ func TestModulesLoadRefusesHostileBundles(t *testing.T) {
 	mod := resolvedModule(t, "module.net", "registry.example.com/acme/net/aws", "1.2.0", "# net\n")
 	liar := writeModuleBundle(t, mod, func(l *Listing) { l.Modules[0].H1 = "h1:" + strings.Repeat("A", 43) + "=" })
 	evil := writeModuleBundle(t, resolvedZip(t, "module.evil", "registry.example.com/acme/evil/aws", "1.0.0", evilZip(t)), nil)
-	for name, c := range map[string]struct{ path, want string }{"lying hash": {liar, "the bundle was changed"}, "escaping zip": {evil, ".."}} {
+	moved := writeModuleBundle(t, mod, func(l *Listing) { l.Modules[0].Repository = "modules/registry.example.com/acme/other/aws" })
+	for name, c := range map[string]struct{ path, want string }{"lying hash": {liar, "the bundle was changed"}, "escaping zip": {evil, ".."},
+		"repository not its source's": {moved, "not \"modules/registry.example.com/acme/net/aws\""}} {
 		to := t.TempDir()
 		_, err := loadInto(t, c.path, to)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was pushed") {
