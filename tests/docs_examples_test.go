@@ -27,6 +27,7 @@ var docsExampleOrder = []string{
 	"docs/configuration.md",
 	"docs/air-gap.md",
 	"docs/serve.md",
+	"docs/modules.md",
 }
 
 // TestDocsExamples runs every sh block of README.md and docs/ marked <!-- doctest --> as the

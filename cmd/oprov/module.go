@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/zclconf/go-cty/cty"
 	"oras.land/oras-go/v2"
 
 	"github.com/oprov/oprov/internal/scratch"
@@ -65,9 +68,23 @@ func readModule(src string) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	if err := modulepkg.Unpack(data, filepath.Join(tmp, "module")); err != nil {
-		return nil, fmt.Errorf("module %s: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
+		if inner := errors.Unwrap(err); inner != nil { // without the temporary directory's name
+			err = inner
+		}
+		return nil, fmt.Errorf("module %s is not a module's zip that unpacks safely: %w (give the module's directory, or a zip 'oprov package --module' wrote)", src, err)
 	}
 	return data, nil
+}
+
+// moduleHint is what a provider push that failed says when a source looks like a module
+// directory (it holds .tf files): that modules are pushed with --module.
+func moduleHint(sources []string) string {
+	for _, src := range sources {
+		if tf, _ := filepath.Glob(filepath.Join(src, "*.tf")); len(tf) > 0 {
+			return fmt.Sprintf(" (%s holds .tf files: to publish it as a module, run 'oprov push --module %s REPO:VERSION')", src, src)
+		}
+	}
+	return ""
 }
 
 // describeModule fills what every command prints about a module zip.
@@ -228,9 +245,16 @@ func printPushedModule(o *pushOptions, out moduleJSON, signed *sign.SignResult) 
 		fmt.Fprintf(w, "Signed: %s (%s)\n", signed.Signature, signed.Form)
 	}
 	if out.Source != "" {
-		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs it with:\n\n  module \"NAME\" {\n    source = %q\n  }\n", out.Source)
+		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs it with:\n\n%s", moduleBlock(out.Source))
 	}
 	return nil
+}
+
+// moduleBlock is a module block calling source, written by hclwrite.
+func moduleBlock(source string) []byte {
+	f := hclwrite.NewEmptyFile()
+	f.Body().AppendNewBlock("module", []string{"NAME"}).Body().SetAttributeValue("source", cty.StringVal(source))
+	return f.Bytes()
 }
 
 // lookupModule fetches the manifest ref names and gives it as a module package when it is one. It

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 func writeModule(t *testing.T) string {
@@ -131,5 +135,58 @@ func TestModuleUsageErrors(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "package", "--module", filepath.Join(dir, "main.tf")); code != 1 || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("package --module FILE: exit %d, %q", code, stderr)
+	}
+	// A zip that escapes its directory is refused before anything is pushed.
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("../escape.tf")
+	w.Write([]byte("# out"))
+	zw.Close()
+	evil := filepath.Join(t.TempDir(), "evil.zip")
+	os.WriteFile(evil, buf.Bytes(), 0o644)
+	layout := filepath.Join(t.TempDir(), "never")
+	if _, stderr, code := runCLI(t, "push", "--module", evil, "oci-layout:"+layout+":1.0.0"); code != 1 || !strings.Contains(stderr, "path traversal") {
+		t.Errorf("push --module of a zip with ../: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(layout); err == nil {
+		t.Error("a refused module zip created the layout")
+	}
+}
+
+// TestModuleMovedTagRefused: a tag moved onto another version's signed manifest does not verify:
+// the signed manifest names its version, and the tag says another.
+func TestModuleMovedTagRefused(t *testing.T) {
+	dir := writeModule(t)
+	key, pub := keyPair(t, "mod")
+	layout := filepath.Join(t.TempDir(), "layout")
+	repo := "oci-layout:" + layout
+	var pushed moduleOut
+	cliJSON(t, &pushed, "push", "--module", dir, repo+":1.0.0", "--sign", "--key", key)
+	ref, err := oci.ParseRef(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := oci.Open(context.Background(), ref, oci.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := target.Resolve(context.Background(), "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Tag(context.Background(), desc, "2.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "verify", repo+":2.0.0", "--key", pub)
+	if code != 1 || !strings.Contains(stderr, "the tag says version 2.0.0 but the signed index is version 1.0.0") {
+		t.Fatalf("verify of a moved tag: exit %d, %s", code, stderr)
+	}
+}
+
+func TestModuleBlock(t *testing.T) {
+	got := string(moduleBlock("oci://127.0.0.1:5000/modules/net?tag=1.0.0"))
+	want := "module \"NAME\" {\n  source = \"oci://127.0.0.1:5000/modules/net?tag=1.0.0\"\n}\n"
+	if got != want {
+		t.Errorf("module block:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -111,7 +111,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	}
 	rel, err := release.Collect(ctx, o.Sources)
 	if err != nil {
-		return fmt.Errorf("push: %w", err)
+		return fmt.Errorf("push: %w%s", err, moduleHint(o.Sources))
 	}
 	if ref, err = versionTagged(ref, rel); err != nil {
 		return err

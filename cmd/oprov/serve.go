@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,8 @@ type serveOptions struct {
 	Source      string
 	Address     string
 	Include     []string
+	Modules     string   // module repository template (modules.v1)
+	ModIncl     []string // --module-include
 	Listen      string
 	URL         string
 	TLSCert     string
@@ -46,7 +49,7 @@ type serveOptions struct {
 func newServeCmd(ios *IOStreams) *cobra.Command {
 	o := &serveOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "serve (TEMPLATE | oci-layout:DIR --address HOST/NS/TYPE)",
+		Use:   "serve (TEMPLATE | oci-layout:DIR --address HOST/NS/TYPE) [--modules MODULE_TEMPLATE]",
 		Short: "Serve providers from OCI repositories as a verifying network mirror, for any OpenTofu or Terraform",
 		Long: `Serve the Provider Network Mirror Protocol over HTTPS, from an OCI registry or an OCI layout,
 so that any OpenTofu or Terraform installs through a network_mirror block: no OCI support, and
@@ -67,20 +70,30 @@ connections and lets downloads under way finish (a second one cuts them off).
 GET / is a catalog page (and ?format=json): each provider served, its versions with platforms,
 sizes and signers, and the versions refused with the reason. It is read in the background every
 --catalog-refresh; with a template with variables, a provider appears once --include names it
-exactly or a client has asked for it.`,
+exactly or a client has asked for it.
+
+` + serveModulesHelp,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
   oprov serve oci-layout:./layout --address example.com/acme/hello
+  oprov serve --modules 'registry.example.com/modules/${namespace}/${name}/${system}' \
+    --module-include 'modules.example.com/*/*/*' --policy oprov-policy.hcl
   oprov serve 'registry.example.com/providers/${namespace}/${type}' --listen :8443 \
     --tls-cert cert.pem --tls-key key.pem --url https://mirror.example.com/ --cache-dir /var/cache/oprov`,
-		Args: argsRange(1, 1, "one source: a repository template or oci-layout:DIR"),
+		Args: argsRange(0, 1, "one source: a repository template or oci-layout:DIR"),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Source = args[0]
+			if len(args) == 1 {
+				o.Source = args[0]
+			} else if o.Modules == "" {
+				return usageErrorf("serve wants one source: a repository template or oci-layout:DIR (or --modules MODULE_TEMPLATE to serve modules only) (see 'oprov serve --help')")
+			}
 			return runServe(c.Context(), o)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.Address, "address", "", "the provider a template without variables (one repository or layout) holds")
 	f.StringSliceVar(&o.Include, "include", nil, "serve only providers matching these patterns (HOST/NAMESPACE/TYPE, * allowed); required, naming those parts, when the template's registry host holds ${hostname}, ${namespace} or ${type}")
+	f.StringVar(&o.Modules, "modules", "", "also serve registry modules (modules.v1) from this repository template, with ${namespace}, ${name}, ${system} and optionally ${hostname}")
+	f.StringSliceVar(&o.ModIncl, "module-include", nil, "with --modules: serve only modules matching these patterns (HOSTNAME/NAMESPACE/NAME/SYSTEM, * allowed); a host block is printed for each hostname named")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8443", "address to listen on (port 0 picks a free one)")
 	f.StringVar(&o.URL, "url", "", "the base URL clients use, for the printed CLI configuration and the local certificate's name; set it behind a load balancer (default from --listen)")
 	f.StringVar(&o.TLSCert, "tls-cert", "", "server certificate (PEM); without it, a local CA and certificate are made")
@@ -109,6 +122,20 @@ exactly or a client has asked for it.`,
 	return c
 }
 
+// serveModulesHelp is serve's help on --modules.
+const serveModulesHelp = `With --modules MODULE_TEMPLATE, serve also answers the Module Registry Protocol (modules.v1) for
+registry modules (HOSTNAME/NAMESPACE/NAME/SYSTEM, as a module block's source names them with a
+version constraint), from module packages ('oprov push --module') in OCI repositories, under the
+same policy and bounds: versions are the repository's version tags, and only those that verify
+are listed; a version's download is its zip, fetched by the digest its verified manifest names.
+MODULE_TEMPLATE maps an address to its repository with ${namespace}, ${name}, ${system} and
+optionally ${hostname} (HOST/PATH or oci-layout:DIR). --module-include limits the modules served
+(required, naming those parts, when the template's registry host holds a variable). The base URL
+of hostname H is URL/modules/v1/H/; serve prints a host block per hostname --module-include names,
+which points plain tofu or terraform at it (and answers service discovery for its own hostname).
+TEMPLATE may then be left out to serve modules only. Only registry modules can be served this
+way: git and HTTP module sources need 'oprov init'.`
+
 // serveInfo is what serve prints once it listens.
 type serveInfo struct {
 	URL       string `json:"url"`
@@ -117,6 +144,8 @@ type serveInfo struct {
 	CAFile    string `json:"ca_file,omitempty"`
 	Catalog   string `json:"catalog_url,omitempty"`
 	CLIConfig string `json:"cli_config"`
+	// ModulesURL is the modules.v1 base URL pattern (HOSTNAME standing for a module hostname).
+	ModulesURL string `json:"modules_url,omitempty"`
 }
 
 func runServe(ctx context.Context, o *serveOptions) error {
@@ -157,7 +186,15 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if o.Catalog > 0 {
 		info.Catalog = info.URL
 	}
-	info.CLIConfig = serve.CLIConfig(info.URL, include)
+	moduleHosts := o.moduleHosts()
+	if cfg.Modules != nil {
+		srv.SetModuleHostname(urlHostname(info.URL))
+		info.ModulesURL = serve.ModuleBaseURL(info.URL, "HOSTNAME")
+		if len(moduleHosts) == 0 {
+			fmt.Fprintln(o.io.ErrOut, "Note: no --module-include names a hostname, so no host block is printed: clients reach module hostname H through a host block whose modules.v1 is "+info.ModulesURL)
+		}
+	}
+	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts)
 	if err := o.printInfo(info); err != nil {
 		return err
 	}
@@ -176,9 +213,14 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	if o.Concurrency < 1 {
 		return serve.Config{}, nil, usageErrorf("serve: --registry-concurrency must be at least 1")
 	}
-	tmpl, err := serve.ParseTemplate(o.Source, o.Address)
-	if err != nil {
-		return serve.Config{}, nil, usageErrorf("serve: %v", err)
+	var tmpl *serve.Template
+	var err error
+	if o.Source != "" {
+		if tmpl, err = serve.ParseTemplate(o.Source, o.Address); err != nil {
+			return serve.Config{}, nil, usageErrorf("serve: %v", err)
+		}
+	} else if o.Address != "" || len(o.Include) > 0 {
+		return serve.Config{}, nil, usageErrorf("serve: --address and --include name providers: give the providers' repository template too")
 	}
 	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
@@ -203,6 +245,9 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 		return serve.Config{}, nil, usageErrorf("serve: --catalog-refresh must not be negative (0 turns the catalog off)")
 	}
 	cfg.Providers = exactAddresses(o.Include)
+	if cfg.Modules, err = o.moduleConfig(); err != nil {
+		return serve.Config{}, nil, err
+	}
 	return cfg, include, nil
 }
 
@@ -220,6 +265,9 @@ func (o *serveOptions) check(ctx context.Context, srv *serve.Server, cfg serve.C
 		cfg.Log.Warn("cannot list the versions yet; serving anyway", slog.String("error", err.Error()))
 	case n == 0 && cfg.Template.Fixed() != nil:
 		cfg.Log.Warn("the repository holds no versions yet", slog.String("source", o.Source))
+	}
+	for addr, err := range srv.CheckModules(ctx) {
+		cfg.Log.Warn("cannot serve a module --module-include names yet; serving anyway", slog.String("module", addr), slog.String("error", err.Error()))
 	}
 	return nil
 }
@@ -243,7 +291,12 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 		return writeJSON(o.io.Out, info)
 	}
 	w := o.io.Out
-	fmt.Fprintf(w, "Serving %s at %s\n", info.Source, info.URL)
+	if info.Source != "" {
+		fmt.Fprintf(w, "Serving %s at %s\n", info.Source, info.URL)
+	}
+	if o.Modules != "" {
+		fmt.Fprintf(w, "Serving modules from %s at %s\n", o.Modules, info.ModulesURL)
+	}
 	if info.Catalog != "" {
 		fmt.Fprintf(w, "The catalog of what is served: %s\n", info.Catalog)
 	}
@@ -267,4 +320,47 @@ func exactAddresses(patterns []string) []manifest.ProviderAddress {
 		}
 	}
 	return out
+}
+
+// moduleConfig checks the module flags and gives the module registry's configuration (nil
+// without --modules).
+func (o *serveOptions) moduleConfig() (*serve.ModuleConfig, error) {
+	if o.Modules == "" {
+		if len(o.ModIncl) > 0 {
+			return nil, usageErrorf("serve: --module-include goes with --modules MODULE_TEMPLATE")
+		}
+		return nil, nil
+	}
+	t, err := serve.ParseModuleTemplate(o.Modules)
+	if err != nil {
+		return nil, usageErrorf("serve: --modules: %v", err)
+	}
+	pats, err := serve.CheckModuleInclude(t, o.ModIncl)
+	if err != nil {
+		return nil, usageErrorf("serve: %v", err)
+	}
+	return &serve.ModuleConfig{Template: t, Include: pats}, nil
+}
+
+// moduleHosts are the module hostnames --module-include names (not *), for the host blocks.
+func (o *serveOptions) moduleHosts() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range o.ModIncl {
+		p, err := serve.ParseModulePattern(s)
+		if err == nil && p[0] != "*" && !seen[p[0]] {
+			seen[p[0]] = true
+			out = append(out, p[0])
+		}
+	}
+	return out
+}
+
+// urlHostname is the host (and port) of a URL, the hostname service discovery answers for.
+func urlHostname(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }

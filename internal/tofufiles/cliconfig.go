@@ -66,6 +66,8 @@ type Item struct {
 	// From and Line say where it was read, for messages.
 	From string
 	Line int
+	// Assign writes an object value as an attribute (services = { ... }), not as a block.
+	Assign bool
 }
 
 // Kinds of Value.
@@ -214,7 +216,7 @@ func appendItem(body *hclwrite.Body, it Item) error {
 	if len(it.Keys) == 0 {
 		return fmt.Errorf("an item without a name")
 	}
-	if !it.IsBlock() {
+	if !it.IsBlock() || it.Assign {
 		if len(it.Keys) > 1 { // HCL 1 reads a b = v as a { b = v }
 			return appendItem(body, block(it.Keys[:1], Item{Keys: it.Keys[1:], Value: it.Value}))
 		}

@@ -127,11 +127,18 @@ func Resolve(ctx context.Context, src oras.ReadOnlyTarget, ref string) (*Resolve
 func FromManifest(desc ocispec.Descriptor, data []byte) (*Resolved, error) {
 	m, err := ParseManifest(data)
 	if err != nil {
-		return nil, err
+		return nil, &NotModuleError{err}
 	}
 	desc.ArtifactType = m.ArtifactType
 	return &Resolved{Manifest: desc, Parsed: m}, nil
 }
+
+// NotModuleError is a manifest that is not a module package (a provider's index, an image, or a
+// malformed package).
+type NotModuleError struct{ Err error }
+
+func (e *NotModuleError) Error() string { return e.Err.Error() }
+func (e *NotModuleError) Unwrap() error { return e.Err }
 
 // IsModule reports whether a manifest says it is a module package (its artifactType), whether or
 // not the rest of it is valid: for commands that take a provider or a module and must tell which.

@@ -1,6 +1,8 @@
 package modulepkg
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -29,19 +31,20 @@ func UnpackContext(ctx context.Context, zipData []byte, dest string) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(parent, "."+filepath.Base(dest)+".zip-")
+	if _, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData))); err != nil {
+		return fmt.Errorf("unpacking a module into %s: the module's zip is not a valid zip: %w", dest, err)
+	}
+	// unzip.Extract reads a file; it names it by its base name in messages: module.zip.
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".zip-")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(zipData)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer os.RemoveAll(tmp)
+	zipPath := filepath.Join(tmp, "module.zip")
+	if err := os.WriteFile(zipPath, zipData, 0o600); err != nil {
 		return err
 	}
-	if err := unzip.Extract(ctx, f.Name(), parent, dest, DefaultLimits, nil); err != nil {
+	if err := unzip.Extract(ctx, zipPath, parent, dest, DefaultLimits, nil); err != nil {
 		return fmt.Errorf("unpacking a module into %s: %w", dest, err)
 	}
 	return nil

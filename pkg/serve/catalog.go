@@ -47,6 +47,8 @@ type Catalog struct {
 	// Policy says whether versions are checked against a trust policy.
 	Policy    bool              `json:"policy"`
 	Providers []CatalogProvider `json:"providers"`
+	// Modules are the registry modules served (modcatalog.go).
+	Modules []CatalogModule `json:"modules"`
 	// Truncated is set when clients asked for more providers than the catalog keeps.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -105,7 +107,7 @@ type catalogState struct {
 
 func newCatalogState(cfg Config) *catalogState {
 	c := &catalogState{known: map[string]manifest.ProviderAddress{}, kick: make(chan struct{}, 1)}
-	c.snap.Store(&Catalog{Policy: cfg.Policy != nil, Providers: []CatalogProvider{}})
+	c.snap.Store(&Catalog{Policy: cfg.Policy != nil, Providers: []CatalogProvider{}, Modules: []CatalogModule{}})
 	if a := cfg.Template.Fixed(); a != nil {
 		c.known[a.String()] = *a
 	}
@@ -189,9 +191,19 @@ func (s *Server) refreshCatalog(ctx context.Context) *Catalog {
 		out.Providers = append(out.Providers, s.catalogProvider(pctx, g, a))
 		cancel()
 	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryTimeout)
+	if s.cfg.Limits != nil {
+		mctx = oci.WithLimits(mctx, *s.cfg.Limits)
+	}
+	mods, mfull := s.catalogModules(mctx)
+	cancel()
+	if mods == nil { // ctx ended during the modules
+		return nil
+	}
+	out.Modules, out.Truncated = mods, out.Truncated || mfull
 	out.Updated = time.Now().UTC()
 	s.cat.snap.Store(out)
-	s.log.Info("catalog read", slog.Int("providers", len(out.Providers)), slog.Bool("truncated", full))
+	s.log.Info("catalog read", slog.Int("providers", len(out.Providers)), slog.Int("modules", len(out.Modules)), slog.Bool("truncated", out.Truncated))
 	return out
 }
 

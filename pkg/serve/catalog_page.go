@@ -29,6 +29,7 @@ var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncM
 	"short":  shortDigest,
 	"signer": splitSigner,
 	"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
+	"mview":  func(m CatalogModule, detail, policy bool) moduleView { return moduleView{&m, detail, policy} },
 }).Parse(catalogHTML))
 
 // providerView is one provider as the "provider" template shows it: in detail on its own page.
@@ -38,12 +39,20 @@ type providerView struct {
 	Policy bool
 }
 
+// moduleView is one module as the "module" template shows it.
+type moduleView struct {
+	M      *CatalogModule
+	Detail bool
+	Policy bool
+}
+
 // catalogPage is what the template renders: the whole catalog, or one provider of it.
 type catalogPage struct {
 	Title   string
 	Catalog *Catalog
-	// One is set on a provider's page.
-	One *CatalogProvider
+	// One is set on a provider's page, OneModule on a module's.
+	One       *CatalogProvider
+	OneModule *CatalogModule
 }
 
 // serveCatalog answers GET / with the catalog, rendered once per round (the whole catalog can be

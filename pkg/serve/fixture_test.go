@@ -90,6 +90,14 @@ func (f *layoutFixture) keyPolicy(t *testing.T) *sign.Policy {
 	return &sign.Policy{Path: "test", Mode: sign.ModeEnforce, Rules: []*sign.Rule{rule}}
 }
 
+// do answers one GET request.
+func (s *testServer) do(t *testing.T, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
+}
+
 // get answers one GET request and gives the status and body.
 func (s *testServer) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()

@@ -64,6 +64,7 @@ func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 // or the server's layout (those go to the access log, under the same request id).
 var reasons = map[string]string{
 	"not_found":     "no such provider, version or archive here",
+	"not_module":    "no such module or version here",
 	"policy":        "no such provider, version or archive here",
 	"digest":        "the registry sent bytes that do not match their digest",
 	"h1":            "the package does not match the hash its registry states",

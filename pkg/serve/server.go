@@ -57,6 +57,9 @@ type Config struct {
 	CatalogRefresh time.Duration
 	// Providers are listed in the catalog from the start (others once a client asks for them).
 	Providers []manifest.ProviderAddress
+	// Modules, when set, also serves the Module Registry Protocol (modules.go); Template may
+	// then be nil (no providers).
+	Modules *ModuleConfig
 }
 
 // Server answers the protocol, the catalog, /healthz and /metrics.
@@ -67,6 +70,7 @@ type Server struct {
 	sem      chan struct{}
 	verified *source.Verified
 	cat      *catalogState
+	mods     *moduleState
 
 	limits   ClientLimits
 	archives chan struct{} // one per archive response under way
@@ -84,8 +88,8 @@ type Server struct {
 
 // New makes a server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Template == nil || cfg.Cache == nil {
-		return nil, fmt.Errorf("serve: a template and a cache are needed")
+	if (cfg.Template == nil && cfg.Modules == nil) || cfg.Cache == nil {
+		return nil, fmt.Errorf("serve: a template (or a module template) and a cache are needed")
 	}
 	if cfg.Template.HostFromRequest() && cfg.Include == nil {
 		return nil, fmt.Errorf("serve: template takes the registry host from the request: an include list is needed")
@@ -106,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 		sem:      make(chan struct{}, cfg.RegistryConcurrency),
 		verified: source.NewVerified(4096),
 		cat:      newCatalogState(cfg),
+		mods:     newModuleState(),
 		limits:   limits,
 		archives: make(chan struct{}, limits.MaxArchives),
 		idPre:    hex.EncodeToString(pre[:]),
@@ -113,7 +118,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler gives the HTTP handler: the catalog at / and /providers/HOST/NAMESPACE/TYPE, the
-// protocol below /, /healthz and /metrics, with the access log.
+// protocol below /, the module registry below ModulesPath (with service discovery), /healthz and
+// /metrics, with the access log.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +130,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.serveCatalog)
 	mux.HandleFunc("GET /providers/{host}/{ns}/{type}", s.serveProviderPage)
 	mux.HandleFunc("GET /", s.serveProtocol)
+	s.routeModules(mux)
 	return s.accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.admit(w, r) {
 			mux.ServeHTTP(w, r)
@@ -141,6 +148,21 @@ func route(path string) string {
 		return path[1:]
 	case "/":
 		return "catalog"
+	case "/.well-known/terraform.json":
+		return "discovery"
+	}
+	if strings.HasPrefix(path, "/modules/") && !strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") == 5 {
+		return "catalog"
+	}
+	if strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") >= 7 {
+		switch {
+		case strings.HasSuffix(path, "/versions"):
+			return "module_versions"
+		case strings.HasSuffix(path, "/download"):
+			return "module_download"
+		case strings.HasSuffix(path, "/module.zip"):
+			return "module_zip"
+		}
 	}
 	rq, err := parsePath(path)
 	if err != nil {
@@ -189,7 +211,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		sw.rearm() // for what the server still flushes once the handler returns
 		d := time.Since(start)
 		s.metrics.request(rt, rw.status, d)
-		if rt == "archive" {
+		if rt == "archive" || rt == "module_zip" {
 			s.metrics.archiveBytes.AddInt64(rw.bytes)
 		}
 		level := slog.LevelInfo

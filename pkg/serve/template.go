@@ -63,7 +63,7 @@ func (t *Template) HostFromRequest() bool { return len(t.hostVars()) > 0 }
 // hostVars lists the variables in the template's registry part, as the pattern fields that fix
 // them.
 func (t *Template) hostVars() []string {
-	if strings.HasPrefix(t.raw, oci.LayoutScheme) {
+	if t == nil || strings.HasPrefix(t.raw, oci.LayoutScheme) {
 		return nil
 	}
 	host, _, _ := strings.Cut(t.raw, "/")
@@ -113,10 +113,18 @@ func partNames(vars []string) string {
 }
 
 // Fixed gives the one provider a template without variables holds, or nil.
-func (t *Template) Fixed() *manifest.ProviderAddress { return t.fixed }
+func (t *Template) Fixed() *manifest.ProviderAddress {
+	if t == nil { // a server of modules only
+		return nil
+	}
+	return t.fixed
+}
 
 // Repository gives the repository that holds addr, or an error when the template does not serve it.
 func (t *Template) Repository(addr manifest.ProviderAddress) (oci.Ref, error) {
+	if t == nil {
+		return oci.Ref{}, fmt.Errorf("this server serves modules only, no provider such as %s", addr)
+	}
 	if t.fixed != nil && *t.fixed != addr {
 		return oci.Ref{}, fmt.Errorf("%s holds only %s, not %s", t.raw, t.fixed, addr)
 	}
