@@ -132,6 +132,21 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, ".terraform", "modules", "dns", "main.tf")); err != nil {
 		t.Errorf("tofu did not install the module: %v", err)
 	}
+
+	// A plain fleet: tofu, with the .tf file unchanged (the registry address of the module
+	// registry, now stopped), through oprov serve started with the arguments load printed and
+	// the host block serve printed.
+	args := append(loaded.ServeModules[0], "--cache-dir", filepath.Join(t.TempDir(), "cache"))
+	s := startServe(t, []string{"SSL_CERT_FILE=" + ca.File}, false, args...)
+	fleet := t.TempDir()
+	writeFile(t, filepath.Join(fleet, "tofurc"), s.CLIConfig)
+	writeFile(t, filepath.Join(fleet, "cfg", "main.tf"), fmt.Sprintf("module \"dns\" {\n  source  = %q\n  version = \"1.0.0\"\n}\n\noutput \"zone\" {\n  value = module.dns.zone\n}\n", dns))
+	fenv := []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(fleet, "tofurc"), "SSL_CERT_FILE=" + s.CAFile, "HOME=" + fleet}
+	mustTofu(t, tofu, filepath.Join(fleet, "cfg"), fenv, "init", "-input=false")
+	mustTofu(t, tofu, filepath.Join(fleet, "cfg"), fenv, "apply", "-auto-approve", "-input=false")
+	if out := mustTofu(t, tofu, filepath.Join(fleet, "cfg"), fenv, "output", "-raw", "zone"); strings.TrimSpace(out) != "example.internal" {
+		t.Errorf("through oprov serve, the module gives %q", out)
+	}
 }
 
 // TestSaveConfigModulesDelta: after one module's new version, a delta holds that version's
