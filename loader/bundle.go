@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,28 +9,65 @@ import (
 
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/module"
 )
 
 // BundleWants reads what a configuration requires for a bundle (oprov save --config): every
 // provider of its required_providers (root and local modules), with the lock file's entry and the
 // oci_mirror block of oprov.hcl that maps it, if any (without oprov.hcl, every provider comes from
 // its origin). Providers kept as source are refused: they have no package to carry.
-func BundleWants(dir string) ([]bundle.Want, error) { return BundleWantsWith(dir, nil) }
-
-// BundleWantsWith is BundleWants with more requirements: those of remote modules, which a
-// module walk fetched (module.Tree.Requirements), each provider's constraints joined.
-func BundleWantsWith(dir string, more map[string]*config.Requirement) ([]bundle.Want, error) {
-	cfg := &config.Config{}
-	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
-		if cfg, err = config.LoadConfig(dir); err != nil {
-			return nil, err
-		}
-	}
-	reqs, addrs, lock, err := readRequiredAndLock(dir)
+func BundleWants(dir string) ([]bundle.Want, error) {
+	cfg, err := bundleConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	reqs, addrs = mergeRequirements(reqs, more)
+	reqs, _, lock, err := readRequiredAndLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	return wantsOf(cfg, reqs, lock)
+}
+
+// BundleWantsModules is BundleWants with the configuration's remote modules resolved (module.Walk
+// under the module lock, which judges each one; the trust policies of oprov.hcl verify oci://
+// modules): the providers their required_providers name are wanted too, and the modules come
+// back for the bundle to carry.
+func BundleWantsModules(ctx context.Context, dir string, opts Options) ([]bundle.Want, *module.Tree, error) {
+	cfg, err := bundleConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	mods, err := module.ReadLock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Project{Dir: dir, Config: cfg, Modules: mods}
+	tree, err := module.Walk(ctx, dir, p.moduleOptions(&opts, false))
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := config.ReadLock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	wants, err := wantsOf(cfg, tree.Requirements, lock)
+	return wants, tree, err
+}
+
+// bundleConfig is dir's oprov.hcl, or an empty one when there is none.
+func bundleConfig(dir string) (*config.Config, error) {
+	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
+		return config.LoadConfig(dir)
+	}
+	return &config.Config{}, nil
+}
+
+func wantsOf(cfg *config.Config, reqs map[string]*config.Requirement, lock *config.Lock) ([]bundle.Want, error) {
+	addrs := make([]string, 0, len(reqs))
+	for a := range reqs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
 	from := map[*config.Mirror]*bundle.OCIFrom{}
 	var wants []bundle.Want
 	for _, a := range addrs {
@@ -50,29 +88,4 @@ func BundleWantsWith(dir string, more map[string]*config.Requirement) ([]bundle.
 		wants = append(wants, w)
 	}
 	return wants, nil
-}
-
-// mergeRequirements adds more's requirements to reqs (a copy where both name a provider), and
-// gives the addresses, sorted.
-func mergeRequirements(reqs, more map[string]*config.Requirement) (map[string]*config.Requirement, []string) {
-	out := map[string]*config.Requirement{}
-	for a, r := range reqs {
-		out[a] = r
-	}
-	for a, r := range more {
-		if have := out[a]; have != nil {
-			joined := *have
-			joined.Constraints = append(append([]string(nil), have.Constraints...), r.Constraints...)
-			joined.Where = append(append(joined.Where[:0:0], have.Where...), r.Where...)
-			out[a] = &joined
-			continue
-		}
-		out[a] = r
-	}
-	addrs := make([]string, 0, len(out))
-	for a := range out {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	return out, addrs
 }

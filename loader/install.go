@@ -30,8 +30,10 @@ type InstallResult struct {
 	Installed []Installed  `json:"installed"`
 	Locked    []LockChange `json:"locked,omitempty"`
 	Unmanaged []string     `json:"unmanaged,omitempty"`
-	Sources   []string     `json:"kept_as_source,omitempty"` // launched only by oprov run
-	Network   bool         `json:"network"`
+	// Modules are the remote modules installed into .terraform/modules.
+	Modules []ModuleChange `json:"modules,omitempty"`
+	Sources []string       `json:"kept_as_source,omitempty"` // launched only by oprov run
+	Network bool           `json:"network"`
 	// CredentialFiles are the docker-style credential files the CLI configuration points OpenTofu
 	// at: those oprov read that OpenTofu would not find on its own.
 	CredentialFiles []string `json:"credential_files,omitempty"`
@@ -42,7 +44,15 @@ type InstallResult struct {
 // package (verified per the policy), checks it against the lock, fetches its zip into the cache,
 // and unpacks it into the cache's filesystem mirror. With a warm cache and a complete lock it
 // makes no network request. Nothing is unpacked for a provider whose zip disagrees with the lock.
+//
+// Remote modules are resolved first, each checked against the module lock (those it lacks are
+// locked), and installed into .terraform/modules (with modules.json, so that tofu init keeps
+// them) once every provider is ready: a module or provider refused leaves nothing installed.
 func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, error) {
+	tree, mods, err := p.resolveModules(ctx, &opts, false, false)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(&opts)
 	res := &InstallResult{CredentialFiles: oci.TofuCredentialFiles(opts.Registry.RegistryConfig)}
 	for _, r := range p.Unmanaged {
@@ -80,10 +90,20 @@ func (p *Project) Install(ctx context.Context, opts Options) (*InstallResult, er
 		in.FromCache = in.FromCache && !lockedNow[in.Addr] // locking it just now went to the registry
 		res.Installed = append(res.Installed, *in)
 	}
+	if err := p.installModules(ctx, tree, mods); err != nil {
+		return nil, err
+	}
+	res.Modules = mods
 	if err := p.Lock.Write(); err != nil {
 		return nil, err
 	}
+	if err := p.Modules.Write(); err != nil {
+		return nil, err
+	}
 	res.Network = s.env.Network.Load()
+	for _, m := range mods {
+		res.Network = res.Network || !m.FromInstalled
+	}
 	return res, nil
 }
 

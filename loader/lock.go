@@ -26,7 +26,16 @@ type LockChange struct {
 
 // LockAll resolves every managed provider and writes their lock entries (version, constraints,
 // and zh:/h1: hashes for every platform locked), leaving other entries byte for byte.
+//
+// Remote modules are resolved first (their required_providers join the providers to lock) and
+// recorded in the module lock: a call the module lock records is kept at its version and checked
+// against its hashes unless upgrading.
 func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, error) {
+	_, mods, err := p.resolveModules(ctx, &opts, opts.Upgrade, true)
+	if err != nil {
+		return nil, err
+	}
+	p.LockedModules = mods
 	s := newSession(&opts)
 	var changes []LockChange
 	for _, pv := range p.Managed {
@@ -37,6 +46,9 @@ func (p *Project) LockAll(ctx context.Context, opts Options) ([]LockChange, erro
 		changes = append(changes, *c)
 	}
 	if err := p.Lock.Write(); err != nil {
+		return nil, err
+	}
+	if err := p.Modules.Write(); err != nil {
 		return nil, err
 	}
 	return changes, nil

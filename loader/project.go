@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -30,6 +32,9 @@ type Options struct {
 	Progress oci.Progress
 	// Host is the platform to install for (default: this machine's).
 	Host manifest.Platform
+	// ModuleMirror, when set, supplies remote modules from module packages in OCI registries
+	// (a loaded bundle) instead of their origins: see module.Options.Mirror.
+	ModuleMirror func(ctx context.Context, r *module.Resolved, locked *module.LockEntry) (oci.ReadOnly, oci.Ref, bool, error)
 }
 
 func hostPlatform() manifest.Platform {
@@ -54,7 +59,7 @@ type Provider struct {
 // Addr is the provider's address.
 func (p *Provider) Addr() string { return p.Req.Addr.String() }
 
-// Project is a configuration directory with its oprov.hcl and lock file.
+// Project is a configuration directory with its oprov.hcl, lock file and module lock.
 type Project struct {
 	Dir       string
 	Config    *config.Config
@@ -62,34 +67,39 @@ type Project struct {
 	Local     []*Provider           // kept as source, launched by oprov run; sorted by address
 	Unmanaged []*config.Requirement // providers no block selects: OpenTofu installs them as usual
 	Lock      *config.Lock
+	// Modules is the module lock (.terraform.modules.lock.hcl) beside the lock file.
+	Modules *module.Lock
+	// LockedModules says what LockAll did to the remote modules.
+	LockedModules []ModuleChange
+	// remoteModules is set when a module call of the configuration is remote: its providers
+	// are known once the modules are resolved (the walk adds them to Managed and Unmanaged).
+	remoteModules bool
 }
 
-// Open reads a configuration directory: oprov.hcl, the modules' required_providers, and the lock.
+// Open reads a configuration directory: oprov.hcl, the modules' required_providers (those of
+// remote modules join when they are resolved), the lock and the module lock.
 func Open(dir string) (*Project, error) {
 	cfg, err := config.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	reqs, addrs, lock, err := readRequiredAndLock(dir)
+	reqs, remote, err := module.Local(dir)
 	if err != nil {
 		return nil, err
 	}
-	p := &Project{Dir: dir, Config: cfg, Lock: lock}
-	for _, a := range addrs {
-		r := reqs[a]
-		switch sp, m := cfg.SourceFor(r.Addr), cfg.MirrorFor(r.Addr); {
-		case sp != nil:
-			p.Local = append(p.Local, &Provider{Req: r, Kept: sp})
-		case m != nil:
-			if _, err := m.RepositoryRef(r.Addr); err != nil {
-				return nil, err
-			}
-			p.Managed = append(p.Managed, &Provider{Req: r, Mirror: m})
-		default:
-			p.Unmanaged = append(p.Unmanaged, r)
-		}
+	lock, err := config.ReadLock(dir)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.Managed) == 0 && len(p.Local) == 0 {
+	mods, err := module.ReadLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Project{Dir: dir, Config: cfg, Lock: lock, Modules: mods, remoteModules: remote > 0}
+	if err := p.classify(reqs); err != nil {
+		return nil, err
+	}
+	if len(p.Managed) == 0 && len(p.Local) == 0 && !p.remoteModules {
 		return nil, fmt.Errorf("no provider in %s's required_providers matches an oci_mirror or provider block of %s (check include and exclude)", dir, cfg.Path)
 	}
 	for _, sp := range cfg.Sources {

@@ -33,7 +33,7 @@ func moduleZip(t testing.TB, files map[string]string) []byte {
 }
 
 // lockModules writes the configuration's module lock as `oprov lock` records it (module.Walk,
-// then Lock.Record).
+// then Lock.Record; `oprov lock` itself wants an oprov.hcl with something to manage).
 func lockModules(t testing.TB, cfg, caFile string) {
 	t.Helper()
 	lock, err := module.ReadLock(cfg)

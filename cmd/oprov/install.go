@@ -91,6 +91,9 @@ func printInstalled(w io.Writer, res *loader.InstallResult) {
 		}
 		fmt.Fprintf(w, "Installed %s %s (%s, %s%s)\n", in.Addr, in.Version, in.Platform, from, authNote(in.Auth))
 	}
+	for _, m := range res.Modules {
+		fmt.Fprintf(w, "Installed module %s from %s%s into %s (%s)\n", m.Call, m.Source, moduleVersionNote(m), m.Dir, m.H1)
+	}
 	if len(res.Unmanaged) > 0 {
 		fmt.Fprintf(w, "Left to tofu: %s\n", strings.Join(res.Unmanaged, ", "))
 	}
@@ -113,4 +116,22 @@ func authNote(a source.Authentication) string {
 	default:
 		return ", no signature required"
 	}
+}
+
+// moduleVersionNote gives a module's version, commit or digest, and how it was verified.
+func moduleVersionNote(m loader.ModuleChange) string {
+	note := ""
+	if m.Version != "" {
+		note = " " + m.Version
+	}
+	if m.Previous != "" {
+		note += " (was " + m.Previous + ")"
+	}
+	if m.Auth != "" {
+		note += ", " + m.Auth
+	}
+	if m.FromInstalled {
+		note += ", already installed and matching the module lock"
+	}
+	return note
 }

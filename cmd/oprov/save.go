@@ -12,6 +12,7 @@ import (
 	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/origin"
 )
 
@@ -137,11 +138,13 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
-	mods, modLock, err := walkModules(ctx, o)
+	// Remote modules are resolved (checked against the module lock): the bundle carries them, and
+	// the providers they require.
+	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.registry.options(), Log: o.io.ErrOut})
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w (nothing was written)", o.Config, err)
 	}
-	wants, err := loader.BundleWantsWith(o.Config, mods.Requirements)
+	modLock, err := module.ReadLock(o.Config)
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w", o.Config, err)
 	}

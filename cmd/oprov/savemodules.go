@@ -1,28 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/oprov/oprov/pkg/bundle"
-	"github.com/oprov/oprov/pkg/module"
 )
-
-// walkModules resolves every remote module call of the configuration (module.Walk), following
-// its module lock, for save --config to carry: each module is fetched, zipped and hashed, and
-// refused when the lock records other hashes.
-func walkModules(ctx context.Context, o *saveOptions) (*module.Tree, *module.Lock, error) {
-	lock, err := module.ReadLock(o.Config)
-	if err != nil {
-		return nil, nil, err
-	}
-	reg := o.registry.options()
-	tree, err := module.Walk(ctx, o.Config, module.Options{Lock: lock, CAFile: reg.CAFile, Registry: reg, Log: o.io.ErrOut})
-	if err != nil {
-		return nil, nil, err
-	}
-	return tree, lock, nil
-}
 
 // printSavedModules says, a line each, which module calls save --config carried.
 func printSavedModules(o *saveOptions, l *bundle.Listing) {

@@ -55,7 +55,11 @@ func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEn
 	if typ == "" {
 		return w.indirect(ctx, r, u, e)
 	}
-	resp, body, err := w.get(ctx, u, w.opts.Limits.MaxPackage)
+	if f, ok := w.fetched[src.Package()]; ok {
+		r.OriginChecksum = f.origin
+		return f.dir, nil
+	}
+	resp, body, err := w.getProgress(ctx, u, w.opts.Limits.MaxPackage, w.opts.Progress)
 	if err != nil {
 		return fail(err)
 	}
@@ -72,6 +76,7 @@ func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEn
 		}
 		return fail(fmt.Errorf("the archive (%s; %s) is refused: %w; nothing was installed", r.OriginChecksum, locked, err))
 	}
+	w.remember(src, fetched{dir: dir, origin: r.OriginChecksum})
 	return dir, nil
 }
 

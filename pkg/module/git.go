@@ -17,6 +17,10 @@ const gitTimeout = 10 * time.Minute
 // and checks out the ref (a tag, a branch or a commit; the default branch when none), recording
 // the commit it is at.
 func (w *walker) git(ctx context.Context, r *Resolved, src Source) (string, error) {
+	if f, ok := w.fetched[src.Package()]; ok {
+		r.Version, r.OriginChecksum = f.version, f.origin
+		return f.dir, nil
+	}
 	dir := w.newDir("git")
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
@@ -33,6 +37,7 @@ func (w *walker) git(ctx context.Context, r *Resolved, src Source) (string, erro
 	}
 	r.Version = commit
 	r.OriginChecksum = commit
+	w.remember(src, fetched{dir: dir, version: commit, origin: commit})
 	return dir, nil
 }
 
@@ -75,4 +80,12 @@ func (w *walker) runGit(ctx context.Context, dir string, args ...string) (string
 		return "", fmt.Errorf("git %s: %v: %s", args[0], err, msg)
 	}
 	return out.String(), nil
+}
+
+// remember keeps a fetched package for the rest of the walk.
+func (w *walker) remember(src Source, f fetched) {
+	if w.fetched == nil {
+		w.fetched = map[string]fetched{}
+	}
+	w.fetched[src.Package()] = f
 }

@@ -50,6 +50,27 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // get GETs u and gives the answer with its body read, at most max bytes.
 func (w *walker) get(ctx context.Context, u *url.URL, max int64) (*http.Response, []byte, error) {
+	return w.getProgress(ctx, u, max, nil)
+}
+
+// progressReader tells a Progress of the bytes read through it.
+type progressReader struct {
+	r       io.Reader
+	p       oci.Progress
+	unsized bool // no Content-Length: each read is planned as it arrives
+}
+
+func (pr *progressReader) Read(b []byte) (int, error) {
+	n, err := pr.r.Read(b)
+	if pr.unsized {
+		pr.p.Plan(int64(n))
+	}
+	pr.p.Advance(int64(n))
+	return n, err
+}
+
+// getProgress is get that reports the body's bytes to p (when set) as they arrive.
+func (w *walker) getProgress(ctx context.Context, u *url.URL, max int64, p oci.Progress) (*http.Response, []byte, error) {
 	c, err := w.client()
 	if err != nil {
 		return nil, nil, err
@@ -66,7 +87,14 @@ func (w *walker) get(ctx context.Context, u *url.URL, max int64) (*http.Response
 	if resp.ContentLength > max {
 		return nil, nil, fmt.Errorf("GET %s: the answer is %d bytes, over the limit of %d", u.Redacted(), resp.ContentLength, max)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	var rd io.Reader = resp.Body
+	if p != nil && resp.StatusCode == http.StatusOK {
+		if resp.ContentLength > 0 {
+			p.Plan(resp.ContentLength)
+		}
+		rd = &progressReader{r: rd, p: p, unsized: resp.ContentLength < 0}
+	}
+	body, err := io.ReadAll(io.LimitReader(rd, max+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u.Redacted(), err)
 	}

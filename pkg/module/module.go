@@ -60,6 +60,8 @@ type Resolved struct {
 	Zip []byte
 	// OriginChecksum is the origin's own checksum where it has one (the OCI manifest digest).
 	OriginChecksum string
+	// FromInstalled is set when the module was taken from its installed copy (no request).
+	FromInstalled bool
 	// Auth says how an oci:// module was authenticated (its signature under the policy).
 	Auth string
 	// Range is where the call is written.

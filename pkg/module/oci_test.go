@@ -10,6 +10,7 @@ import (
 
 	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/pkg/modulepkg"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -111,4 +112,65 @@ func TestOCIModuleRefused(t *testing.T) {
 			t.Error("something was installed")
 		}
 	})
+}
+
+// TestMirrorStandsInForOrigins: modules locked from their origins are installed, with the origins
+// gone, from module packages in an OCI registry (as a loaded bundle gives them), judged by the
+// same lock entries: the zip oprov made of each origin's tree is the package's layer.
+func TestMirrorStandsInForOrigins(t *testing.T) {
+	w := lockedWorld(t)
+	tr, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := testfix.StartRegistry(t)
+	key := testfix.SharedKey(t, 0)
+	refs := map[string]oci.Ref{}
+	for _, r := range tr.Modules {
+		repo := reg.Repo(t, "mirror/"+r.Key)
+		ann := map[string]string{modulepkg.AnnotationSource: r.Source, modulepkg.AnnotationVersion: r.Version}
+		if r.Subdir != "" {
+			ann[AnnotationSubdir] = r.Subdir
+		}
+		desc, err := modulepkg.Push(context.Background(), repo.Target, r.Zip, "v1", ann)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo.Sign(t, desc, "v1", key)
+		refs[r.Source] = repo.Ref.WithReference("v1")
+	}
+	w.reg.srv.Close()
+	w.git.srv.Close()
+	w.opts.Registry = reg.Options
+	w.opts.Policies = []*sign.Policy{trusting(key)}
+	w.opts.Mirror = func(ctx context.Context, r *Resolved, e *LockEntry) (oci.ReadOnly, oci.Ref, bool, error) {
+		ref, ok := refs[r.Source]
+		if !ok {
+			return nil, oci.Ref{}, false, nil
+		}
+		tg, err := oci.Open(ctx, ref, reg.Options, false)
+		return tg, ref, err == nil, err
+	}
+	got, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := byKey(tr)
+	for _, r := range got.Modules {
+		if w := want[r.Key]; r.H1 != w.H1 || r.ZH != w.ZH || r.Version != w.Version || !strings.Contains(r.Auth, "cosign") {
+			t.Errorf("%s from the mirror: %s %s %s (%s), want %s %s %s", r.Key, r.Version, r.H1, r.ZH, r.Auth, w.Version, w.H1, w.ZH)
+		}
+	}
+	if len(got.Modules) != len(tr.Modules) {
+		t.Errorf("%d modules from the mirror, want %d", len(got.Modules), len(tr.Modules))
+	}
+	// A mirror whose package differs from the lock is refused like the origin would be.
+	bad := reg.Repo(t, "mirror/bad")
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"main.tf": "# not the locked module\n"})
+	z, _ := modulepkg.Zip(src)
+	desc, _ := modulepkg.Push(context.Background(), bad.Target, z, "v1", map[string]string{modulepkg.AnnotationVersion: "1.1.0"})
+	bad.Sign(t, desc, "v1", key)
+	refs[w.reg.host()+"/acme/vpc/aws"] = bad.Ref.WithReference("v1")
+	refused(t, w, ErrLockMismatch, "module.vpc")
 }

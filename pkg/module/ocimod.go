@@ -40,19 +40,76 @@ func (w *walker) oci(ctx context.Context, r *Resolved, src Source) error {
 	if err != nil {
 		return fail(err)
 	}
-	m, err := modulepkg.Resolve(ctx, target, ref)
+	m, err := w.fetchPackage(ctx, r, target, oref)
 	if err != nil {
 		return fail(err)
 	}
 	r.Version = m.Manifest.Digest.String()
 	r.OriginChecksum = r.Version
-	if err := w.verify(ctx, r, target, oref, m); err != nil {
-		return fail(err)
-	}
-	if r.Zip, err = m.FetchZip(ctx, target, w.opts.Limits.MaxPackage); err != nil {
-		return fail(err)
-	}
 	return nil
+}
+
+// fetchPackage resolves a module package, verifies its signature under the policies, and
+// fetches its zip into r.Zip.
+func (w *walker) fetchPackage(ctx context.Context, r *Resolved, t oci.ReadOnly, ref oci.Ref) (*modulepkg.Resolved, error) {
+	m, err := modulepkg.Resolve(ctx, t, ref.Reference)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.verify(ctx, r, t, ref, m); err != nil {
+		return nil, err
+	}
+	if p := w.opts.Progress; p != nil {
+		p.Plan(m.Layer().Size)
+	}
+	if r.Zip, err = m.FetchZip(ctx, t, w.opts.Limits.MaxPackage); err != nil {
+		return nil, err
+	}
+	if p := w.opts.Progress; p != nil {
+		p.Advance(int64(len(r.Zip)))
+	}
+	return m, nil
+}
+
+// AnnotationSubdir, on a module package that stands in for a registry module, names the module's
+// directory inside the package when the registry's download location gave one (//subdir).
+const AnnotationSubdir = "io.oprov.module.subdir"
+
+// mirror fetches a module from Options.Mirror when it has the module: the package's provenance
+// annotations give its version (the lock's when it has none) and subdirectory.
+func (w *walker) mirror(ctx context.Context, r *Resolved, e *LockEntry) (bool, error) {
+	if w.opts.Mirror == nil {
+		return false, nil
+	}
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("%s: %s: %s: from the mirror: %w", r.Where(), r.Call, r.Source, err)
+	}
+	t, ref, ok, err := w.opts.Mirror(ctx, r, e)
+	if err != nil {
+		return fail(err)
+	}
+	if !ok {
+		return false, nil
+	}
+	m, err := w.fetchPackage(ctx, r, t, ref)
+	if err != nil {
+		return fail(err)
+	}
+	ann := m.Parsed.Annotations
+	r.Version, r.OriginChecksum = ann[modulepkg.AnnotationVersion], ann[modulepkg.AnnotationOriginChecksum]
+	if r.Version == "" && e != nil {
+		r.Version = e.Version
+	}
+	if r.Version == "" && r.Kind == KindOCI {
+		r.Version = m.Manifest.Digest.String()
+	}
+	if sub := ann[AnnotationSubdir]; sub != "" {
+		if r.Subdir, err = cleanSubdir(sub); err != nil {
+			return fail(err)
+		}
+	}
+	w.logf("%s: %s from the mirror %s", r.Call, r.Source, ref)
+	return true, nil
 }
 
 // verify checks an OCI module's signatures under the policy that has a rule for its repository

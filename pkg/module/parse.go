@@ -21,6 +21,9 @@ type call struct {
 	Source  string // as written
 	Version string // the version argument, as written
 	Range   hcl.Range
+	// Unreadable says why source or version is not a literal string (OpenTofu's static
+	// expressions, var.x): a walk cannot resolve the call.
+	Unreadable error
 }
 
 // parsed is what oprov reads of one module directory: its module calls, in file order, and its
@@ -42,8 +45,10 @@ var (
 // maxModuleFile bounds one configuration file oprov parses (a remote module's files are not ours).
 const maxModuleFile = 8 << 20
 
-// parseDir reads a module directory's .tf, .tofu and their .json files.
-func parseDir(dir string) (*parsed, error) {
+// parseDir reads a module directory's .tf, .tofu and their .json files. Messages name the files
+// under shown: the directory as the user knows it (a remote module's is where it is installed,
+// .terraform/modules/KEY, as OpenTofu names it).
+func parseDir(dir, shown string) (*parsed, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading module %s: %w", dir, err)
@@ -55,7 +60,7 @@ func parseDir(dir string) (*parsed, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") {
 			continue
 		}
-		path := filepath.Join(dir, name)
+		path, display := filepath.Join(dir, name), filepath.Join(shown, name)
 		var f *hcl.File
 		var d hcl.Diagnostics
 		switch {
@@ -64,13 +69,13 @@ func parseDir(dir string) (*parsed, error) {
 			if err != nil {
 				return nil, err
 			}
-			f, d = parser.ParseHCL(src, path)
+			f, d = parser.ParseHCL(src, display)
 		case strings.HasSuffix(name, ".tf.json"), strings.HasSuffix(name, ".tofu.json"):
 			src, err := readBounded(path)
 			if err != nil {
 				return nil, err
 			}
-			f, d = parser.ParseJSON(src, path)
+			f, d = parser.ParseJSON(src, display)
 		default:
 			continue
 		}
@@ -132,13 +137,14 @@ func readCall(b *hcl.Block) (call, error) {
 	}
 	var err error
 	if c.Source, err = literal(mc.Attributes["source"]); err != nil {
-		return c, fmt.Errorf("%s: module %q: source %w", where(c.Range), c.Name, err)
+		c.Unreadable = fmt.Errorf("%s: module %q: source %w", where(c.Range), c.Name, err)
+		return c, nil
 	}
 	if c.Source == "" {
 		return c, fmt.Errorf("%s: module %q has no source", where(c.Range), c.Name)
 	}
 	if c.Version, err = literal(mc.Attributes["version"]); err != nil {
-		return c, fmt.Errorf("%s: module %q: version %w", where(c.Range), c.Name, err)
+		c.Unreadable = fmt.Errorf("%s: module %q: version %w", where(c.Range), c.Name, err)
 	}
 	return c, nil
 }

@@ -16,6 +16,21 @@ import (
 // registryBase finds a registry host's modules.v1 base URL: the Services override (a CLI
 // configuration host block), or service discovery (https://HOST/.well-known/terraform.json).
 func (w *walker) registryBase(ctx context.Context, host string) (*url.URL, error) {
+	if b := w.bases[host]; b != nil {
+		return b, nil
+	}
+	b, err := w.discover(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if w.bases == nil {
+		w.bases = map[string]*url.URL{}
+	}
+	w.bases[host] = b
+	return b, nil
+}
+
+func (w *walker) discover(ctx context.Context, host string) (*url.URL, error) {
 	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
 	rel, ok := w.opts.Services[host]
 	if !ok {
@@ -111,14 +126,14 @@ func chooseVersion(r *Resolved, list registryVersions, e *LockEntry) (versions.V
 			return versions.Unspecified, fmt.Errorf("the module lock's version %q: %w", e.Version, err)
 		}
 		if !set.Has(v) {
-			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock -upgrade')", v, r.Constraints, ErrUpgrade)
+			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock --upgrade')", v, r.Constraints, ErrUpgrade)
 		}
 		for _, o := range offered {
 			if o.Same(v) {
 				return v, nil
 			}
 		}
-		return versions.Unspecified, fmt.Errorf("the registry no longer offers the locked version %s (run 'oprov lock -upgrade' to pick another, and review it)", v)
+		return versions.Unspecified, fmt.Errorf("the registry no longer offers the locked version %s (run 'oprov lock --upgrade' to pick another, and review it)", v)
 	}
 	if v := offered.NewestInSet(set); v != versions.Unspecified {
 		return v, nil

@@ -29,7 +29,7 @@ func (w *walker) entry(r *Resolved) (*LockEntry, error) {
 		return nil, nil
 	}
 	if e.Source != r.Source {
-		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock -upgrade' to lock the new source, and review the change)",
+		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock --upgrade' to lock the new source, and review the change)",
 			r.Where(), r.Call, r.Source, filepath.Base(w.opts.Lock.Path), e.Source, ErrUpgrade)
 	}
 	return e, nil
@@ -44,14 +44,21 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 		return "", err
 	}
 	var dir string
-	switch src.Kind {
-	case KindRegistry:
+	ready := w.installed(r, e) // else a mirror's package, else the origin
+	if !ready {
+		if ready, err = w.mirror(ctx, r, e); err != nil {
+			return "", err
+		}
+	}
+	switch {
+	case ready:
+	case src.Kind == KindRegistry:
 		dir, err = w.registry(ctx, r, src, e)
-	case KindGit:
+	case src.Kind == KindGit:
 		dir, err = w.git(ctx, r, src)
-	case KindHTTP:
+	case src.Kind == KindHTTP:
 		dir, err = w.archive(ctx, r, src, e)
-	case KindOCI:
+	case src.Kind == KindOCI:
 		err = w.oci(ctx, r, src)
 	}
 	if err != nil {
@@ -72,7 +79,7 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 	if err := modulepkg.UnpackContext(ctx, r.Zip, unpacked); err != nil {
 		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
-	w.logf("%s: %s %s (%s)", r.Call, r.Source, r.Version, r.H1)
+	w.logf("%s: %s%s (%s)", r.Call, r.Source, strings.TrimRight(" "+r.Version, " "), r.H1)
 	return unpacked, nil
 }
 
@@ -95,7 +102,7 @@ func checkLocked(r *Resolved, e *LockEntry) error {
 	case r.Kind == KindHTTP:
 		what = "the archive now holds other files"
 	}
-	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock -upgrade' and review it)",
+	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock --upgrade' and review it)",
 		r.Where(), r.Call, r.Source, ErrLockMismatch, what, strings.Join(e.Hashes, " "), r.H1, r.ZH)
 }
 

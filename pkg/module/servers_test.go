@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -36,8 +37,9 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 // gitRepos is a directory of git repositories served by git http-backend (net/http/cgi) on
 // 127.0.0.1.
 type gitRepos struct {
-	root string
-	srv  *httptest.Server
+	root    string
+	srv     *httptest.Server
+	fetches atomic.Int64 // ref advertisements: one a clone
 }
 
 func newGitRepos(t *testing.T) *gitRepos {
@@ -49,7 +51,12 @@ func newGitRepos(t *testing.T) *gitRepos {
 	g := &gitRepos{root: t.TempDir()}
 	h := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + g.root, "GIT_HTTP_EXPORT_ALL=1"}}
-	g.srv = httptest.NewServer(h)
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			g.fetches.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(g.srv.Close)
 	return g
 }

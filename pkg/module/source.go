@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	tfaddr "github.com/opentofu/registry-address"
 )
@@ -46,12 +48,18 @@ type Source struct {
 // ErrSource marks a source address oprov cannot resolve.
 var ErrSource = errors.New("unsupported module source address")
 
+// ErrOtherGetter marks a well-formed address of a kind oprov does not resolve (go-getter's s3::,
+// gcs::, hg::, and the github.com and bitbucket.org shorthands); it wraps ErrSource.
+var ErrOtherGetter = fmt.Errorf("%w (a kind oprov does not resolve)", ErrSource)
+
 // ParseSource parses a module call's source argument as OpenTofu does for the forms oprov
 // resolves: local paths, registry addresses, git::, HTTP(S) archives and oci://.
 func ParseSource(raw string) (Source, error) {
 	switch {
 	case raw == "":
 		return Source{}, fmt.Errorf("%w: empty source", ErrSource)
+	case !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl):
+		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", ErrSource, raw)
 	case strings.HasPrefix(raw, "./"), strings.HasPrefix(raw, "../"), raw == ".", raw == "..":
 		clean := path.Clean(raw)
 		if !strings.HasPrefix(clean, ".") {
@@ -72,7 +80,12 @@ func ParseSource(raw string) (Source, error) {
 		return parseGetter(KindHTTP, raw)
 	case strings.Contains(raw, "::"):
 		getter, _, _ := strings.Cut(raw, "::")
-		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", ErrSource, raw, getter)
+		if getter == "ext" || getter == "file" {
+			return Source{}, fmt.Errorf("%w: %q: the %s:: getter is not allowed", ErrSource, raw, getter)
+		}
+		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", ErrOtherGetter, raw, getter)
+	case strings.HasPrefix(raw, "github.com/"), strings.HasPrefix(raw, "bitbucket.org/"):
+		return Source{}, fmt.Errorf("%w: %q (a shorthand; write git::https://%s.git instead)", ErrOtherGetter, raw, strings.SplitN(raw, "?", 2)[0])
 	}
 	m, err := tfaddr.ParseModuleSource(raw)
 	if err != nil {
@@ -82,7 +95,22 @@ func ParseSource(raw string) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	if err := displayable(m.Package); err != nil {
+		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+	}
 	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: sub}, nil
+}
+
+// displayable checks that a registry package can be written out: the hostname library panics
+// on a hostname it accepted but cannot display.
+func displayable(p tfaddr.ModulePackage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid hostname: %v", r)
+		}
+	}()
+	_ = p.String()
+	return nil
 }
 
 // cleanSubdir normalizes a package subdirectory, refusing one that leaves the package.
@@ -131,6 +159,9 @@ func splitSubdir(s string) (string, string, error) {
 
 // parseGetter parses a git or HTTP address: scheme://host/path[//subdir][?query].
 func parseGetter(kind Kind, raw string) (Source, error) {
+	if strings.Contains(raw, "#") {
+		return Source{}, fmt.Errorf("%w: %q: a module address has no #fragment", ErrSource, raw)
+	}
 	rest, sub, err := splitSubdir(raw)
 	if err != nil {
 		return Source{}, err

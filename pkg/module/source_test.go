@@ -48,7 +48,7 @@ func TestParseSourceRefuses(t *testing.T) {
 		"git::https://example.com/x.git//../../etc?ref=v1", "https://example.com/x.zip//..", "s3::https://s3.amazonaws.com/b/x.zip",
 		"oci://example.com/x?tag=1&digest=sha256:ab", "oci://example.com", "oci://example.com/x?foo=1",
 		"ftp://example.com/x.zip", "https://user:pw@example.com/x.zip", "hashicorp/consul", "github.com/hashicorp/example",
-		"git::https://example.com/x.git?ref=a&ref=b",
+		"git::https://example.com/x.git?ref=a&ref=b", "file::/etc",
 	} {
 		if s, err := ParseSource(in); err == nil {
 			t.Errorf("%q: parsed as %s %q, want an error", in, s.Kind, s.String())
@@ -87,4 +87,17 @@ func FuzzParseSource(f *testing.F) {
 			t.Fatalf("%q: %q parses to %q", in, s.String(), again.String())
 		}
 	})
+}
+
+func TestOtherGetters(t *testing.T) {
+	for _, in := range []string{"s3::https://s3.amazonaws.com/b/x.zip", "github.com/hashicorp/example", "hg::http://example.com/r", "bitbucket.org/a/b"} {
+		if _, err := ParseSource(in); !errors.Is(err, ErrOtherGetter) {
+			t.Errorf("%q: %v, want ErrOtherGetter", in, err)
+		}
+	}
+	for _, in := range []string{"git::ext::sh -c x", "file::/etc", "git::file:///etc"} {
+		if _, err := ParseSource(in); err == nil || errors.Is(err, ErrOtherGetter) {
+			t.Errorf("%q: %v, want a refusal", in, err)
+		}
+	}
 }

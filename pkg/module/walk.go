@@ -2,9 +2,11 @@ package module
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,9 +60,20 @@ type Options struct {
 	// Policies are the trust policies an oci:// module is verified under: the first with a rule
 	// for its repository. None: oci:// modules are used unverified (with a warning in Log).
 	Policies []*sign.Policy
+	// Mirror, when set, is asked first for each remote module: a module package (modulepkg) that
+	// stands in for its origin, as a bundle loaded into an internal registry does. It gives the
+	// repository and reference of the package, or ok false to fetch from the origin. The package
+	// is verified under Policies like an oci:// module and judged by the lock like the origin's.
+	Mirror func(ctx context.Context, r *Resolved, locked *LockEntry) (t oci.ReadOnly, ref oci.Ref, ok bool, err error)
+	// Installed, when set, is a working directory whose .terraform/modules may already hold the
+	// modules: a module recorded there with the same source, whose files hash to what its lock
+	// entry records, is taken from there without a request.
+	Installed string
 	// Git is the git program (default "git").
 	Git    string
 	Limits Limits
+	// Progress hears the bytes of archives and module zips as they download.
+	Progress oci.Progress
 	// Log hears a line per module fetched.
 	Log io.Writer
 }
@@ -85,7 +98,7 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := &frame{dir: abs, pkgRoot: abs}
+	root := &frame{dir: abs, pkgRoot: abs, shown: dir}
 	if err := w.module(ctx, root); err != nil {
 		return nil, err
 	}
@@ -95,31 +108,46 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 // Requirements reads the required_providers of the module in dir and of every module it calls by
 // a local path, fetching nothing: what a configuration declares without its remote modules.
 func Requirements(dir string) (map[string]*Requirement, error) {
+	reqs, _, err := Local(dir)
+	return reqs, err
+}
+
+// Local reads the module in dir and the modules it calls by local paths, fetching nothing: their
+// required_providers, and how many remote module calls they make.
+func Local(dir string) (map[string]*Requirement, int, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	w := &walker{tree: &Tree{Requirements: map[string]*Requirement{}}, localOnly: true}
 	w.opts.Limits = Limits{}.withDefaults()
-	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs}); err != nil {
-		return nil, err
+	if err := w.module(context.Background(), &frame{dir: abs, pkgRoot: abs, shown: dir}); err != nil {
+		return nil, 0, err
 	}
-	return w.tree.Requirements, nil
+	return w.tree.Requirements, w.remote, nil
 }
+
+// fetched is a git or HTTP package already fetched in this walk (its directory is never changed).
+type fetched struct{ dir, version, origin string }
 
 type walker struct {
 	opts Options
 	tmp  string
 	tree *Tree
 	n    int // packages fetched, for their temporary directories
-	// localOnly follows local calls only (Requirements).
+	// localOnly follows local calls only (Local), counting the remote ones.
 	localOnly bool
+	remote    int
+	manifest  map[string]manifestRecord // Installed's modules.json, once read
+	bases     map[string]*url.URL       // registry hosts' modules.v1, discovered once a walk
+	fetched   map[string]fetched        // git and HTTP packages by address, fetched once a walk
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not
 // leave it), its call path, and the remote module that owns it (nil: the root's own package).
 type frame struct {
 	dir, pkgRoot string
+	shown        string   // dir as messages name it
 	path         []string // call names from the root
 	owner        *Resolved
 	dirs         []string // directories of the local modules on the way here (cycles)
@@ -136,7 +164,7 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := parseDir(f.dir)
+	p, err := parseDir(f.dir, f.shown)
 	if err != nil {
 		return err
 	}
@@ -155,10 +183,28 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 // call follows one module call.
 func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	callName, key := f.callPath(c.Name)
+	if c.Unreadable != nil {
+		if w.localOnly {
+			w.remote++ // what it calls is known only to a walk
+			return nil
+		}
+		// OpenTofu evaluates such sources itself (static variables): the module is left to
+		// tofu init, unlocked, its providers not counted, and the log says so.
+		w.logf("warning: %v; %s is left to tofu init: not locked, and the providers it requires are not counted", c.Unreadable, callName)
+		return nil
+	}
 	if len(f.path)+1 > w.opts.Limits.MaxDepth {
 		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
 	}
 	src, err := ParseSource(c.Source)
+	if errors.Is(err, ErrOtherGetter) {
+		if w.localOnly {
+			w.remote++
+		} else {
+			w.logf("warning: %s: %s: %v; it is left to tofu init: not locked, and the providers it requires are not counted", where(c.Range), callName, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", where(c.Range), callName, err)
 	}
@@ -166,6 +212,7 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 		return w.local(ctx, f, c, src, callName)
 	}
 	if w.localOnly {
+		w.remote++
 		return nil
 	}
 	full := src.String()
@@ -185,7 +232,8 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	}
 	w.tree.Modules = append(w.tree.Modules, r)
 	next := &frame{dir: filepath.Join(pkgDir, filepath.FromSlash(r.Subdir)), pkgRoot: pkgDir,
-		path: append(append([]string{}, f.path...), c.Name), owner: r,
+		shown: filepath.Join(filepath.FromSlash(ModulesDir), r.Key, filepath.FromSlash(r.Subdir)),
+		path:  append(append([]string{}, f.path...), c.Name), owner: r,
 		sources: append(append([]string{}, f.sources...), full)}
 	if fi, err := os.Stat(next.dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: %s: %s has no directory %q", where(c.Range), callName, full, r.Subdir)
@@ -213,7 +261,8 @@ func (w *walker) local(ctx context.Context, f *frame, c call, src Source, callNa
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: %s: the module directory %s is not there", where(c.Range), callName, dir)
 	}
-	next := &frame{dir: dir, pkgRoot: f.pkgRoot, path: append(append([]string{}, f.path...), c.Name),
+	next := &frame{dir: dir, pkgRoot: f.pkgRoot, shown: filepath.Join(f.shown, filepath.FromSlash(src.Local)),
+		path:  append(append([]string{}, f.path...), c.Name),
 		owner: f.owner, dirs: append(append([]string{}, f.dirs...), f.dir), sources: f.sources}
 	return w.module(ctx, next)
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/internal/testing/progresstest"
 )
 
 // world is a configuration calling modules of every remote kind, with the servers that hold them.
@@ -129,6 +131,12 @@ func TestWalkResolvesEveryKind(t *testing.T) {
 		if r.Range.Filename == "" || r.Range.Start.Line == 0 {
 			t.Errorf("%s: no call range", r.Key)
 		}
+	}
+	if n := w.git.fetches.Load(); n != 1 {
+		t.Errorf("the git module was fetched %d times, want once a walk", n)
+	}
+	if n := w.reg.hits["/.well-known/terraform.json"]; n != 1 {
+		t.Errorf("discovery ran %d times", n)
 	}
 	if m["net"].H1 != m["vpc.net"].H1 {
 		t.Errorf("the same git module hashes differently: %s %s", m["net"].H1, m["vpc.net"].H1)
@@ -269,13 +277,99 @@ func TestLocksHold(t *testing.T) {
 		w := lockedWorld(t)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "~> 1.0", ">= 2.0.0", 1)})
-		refused(t, w, ErrUpgrade, "module.vpc", "1.1.0", "-upgrade")
+		refused(t, w, ErrUpgrade, "module.vpc", "1.1.0", "--upgrade")
 	})
 	t.Run("git ref changed", func(t *testing.T) {
 		w := lockedWorld(t)
 		w.git.commit(t, "net.git", "v1.1.0", nil)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "ref=v1.0.0\"\n}\nmodule \"app\"", "ref=v1.1.0\"\n}\nmodule \"app\"", 1)})
-		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "-upgrade")
+		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "--upgrade")
 	})
+}
+
+// TestInstalledModulesNeedNoNetwork: modules installed and matching the lock are taken from
+// .terraform/modules with every server gone; a changed installed file is fetched again.
+func TestInstalledModulesNeedNoNetwork(t *testing.T) {
+	w := lockedWorld(t)
+	tr, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Install(context.Background(), w.dir, tr); err != nil {
+		t.Fatal(err)
+	}
+	w.reg.srv.Close()
+	w.git.srv.Close()
+	w.opts.Installed = w.dir
+	again, err := w.walk(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range again.Modules {
+		if !r.FromInstalled || r.H1 != byKey(tr)[r.Key].H1 {
+			t.Errorf("%s: from installed %v, %s", r.Key, r.FromInstalled, r.H1)
+		}
+	}
+	writeTree(t, w.dir, map[string]string{".terraform/modules/vpc/main.tf": "# changed on disk\n"})
+	if _, err := w.walk(t); err == nil || !strings.Contains(err.Error(), "module.vpc") {
+		t.Fatalf("a changed installed module was kept: %v", err)
+	}
+}
+
+// TestWalkProgress: archive and zip downloads are reported by bytes, never past what was planned.
+func TestWalkProgress(t *testing.T) {
+	w := newWorld(t)
+	p := &progresstest.PlanCheck{T: t}
+	w.opts.Progress = p
+	if _, err := w.walk(t); err != nil {
+		t.Fatal(err)
+	}
+	w.reg.mu.Lock()
+	want := int64(len(w.reg.files["/archives/vpc-1.1.0.tar.gz"]) + len(w.reg.files["/archives/web.zip"]))
+	w.reg.mu.Unlock()
+	if planned, done := p.Totals(); done != want || planned != want {
+		t.Errorf("progress planned %d, moved %d, want %d", planned, done, want)
+	}
+}
+
+func TestNonLiteralSources(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": "variable \"v\" {}\nmodule \"m\" {\n  source = var.v\n}\n" +
+		"module \"gh\" {\n  source = \"github.com/hashicorp/example\"\n}\n" +
+		"terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n  }\n}\n"})
+	reqs, remote, err := Local(dir)
+	if err != nil || remote != 2 || reqs["registry.opentofu.org/hashicorp/null"] == nil {
+		t.Fatalf("Local: %v %d %v", reqs, remote, err)
+	}
+	var log strings.Builder
+	tr, err := Walk(context.Background(), dir, Options{Log: &log})
+	if err != nil || len(tr.Modules) != 0 || !strings.Contains(log.String(), "not a literal string") || !strings.Contains(log.String(), "main.tf:2") || !strings.Contains(log.String(), "left to tofu init") || !strings.Contains(log.String(), "module.gh") {
+		t.Fatalf("Walk: %v, log %q", err, log.String())
+	}
+}
+
+// TestGitRefs: ?ref= names a tag, a branch or a commit; none means the default branch.
+func TestGitRefs(t *testing.T) {
+	g := newGitRepos(t)
+	first := g.commit(t, "r.git", "v1", map[string]string{"main.tf": "# one\n"})
+	g.git(t, filepath.Join(g.root, "r.git"), "branch", "stable")
+	second := g.commit(t, "r.git", "", map[string]string{"main.tf": "# two\n"})
+	for ref, want := range map[string]string{"?ref=v1": first, "?ref=stable": first, "?ref=" + first: first, "": second, "?ref=main": second} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("r.git") + ref + "\"\n}\n"})
+		tr, err := Walk(context.Background(), dir, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", ref, err)
+			continue
+		}
+		if got := tr.Modules[0].Version; got != want {
+			t.Errorf("%q: commit %s, want %s", ref, got, want)
+		}
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("r.git") + "?ref=nope\"\n}\n"})
+	if _, err := Walk(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), `no tag, branch or commit "nope"`) {
+		t.Errorf("a missing ref: %v", err)
+	}
 }
