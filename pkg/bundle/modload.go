@@ -38,7 +38,7 @@ func (l *Listing) moduleRepos() map[string]bool {
 }
 
 // checkModules checks every module the listing names before anything is pushed: its repository
-// is the one its source address gives (ModuleRepository, computed again), its tag the one its
+// is the one its source address gives (moduleRepository, computed again), its tag the one its
 // version gives, and, held in the bundle, the package under that tag is the listed manifest, a
 // module package (one zip layer) whose provenance names the listed source, whose zip hashes to
 // the listed h1: and zh: and unpacks without leaving its directory; under a policy whose rule
@@ -88,7 +88,7 @@ func (l *load) checkModules(ctx context.Context, report *LoadReport) ([]*loadMod
 // checkListedModule checks what a listing says of one module against itself: the repository and
 // tag its source and version give.
 func checkListedModule(m ListedModule) error {
-	repo, err := ModuleRepository(m.Source)
+	repo, err := moduleRepository(m.Source)
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,12 @@ type ListedModule struct {
 	InBundle bool `json:"in_bundle"`
 }
 
-// ModuleRepository is the repository a module package goes to, in a bundle and below a load's
+// moduleRepository is the repository a module package goes to, in a bundle and below a load's
 // destination, from its source address alone (load computes it again rather than trust the
 // listing): registry modules under modules/HOST/NAMESPACE/NAME/SYSTEM (the layout `oprov serve`
 // answers the Module Registry Protocol from), others under modules/KIND/ and their URL's host
 // and path, each part made a valid repository component.
-func ModuleRepository(source string) (string, error) {
+func moduleRepository(source string) (string, error) {
 	s, err := module.ParseSource(source)
 	if err != nil {
 		return "", err
@@ -220,7 +220,7 @@ func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[
 	if err != nil {
 		return nil, err
 	}
-	repo, err := ModuleRepository(r.Source)
+	repo, err := moduleRepository(r.Source)
 	if err != nil {
 		return nil, err
 	}

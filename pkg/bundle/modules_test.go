@@ -369,7 +369,7 @@ func FuzzModuleRepository(f *testing.F) {
 		f.Add(s, "1.0.0")
 	}
 	f.Fuzz(func(t *testing.T, source, version string) {
-		repo, err := ModuleRepository(source)
+		repo, err := moduleRepository(source)
 		if err != nil {
 			return
 		}
