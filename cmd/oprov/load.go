@@ -109,7 +109,8 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 			TofuRC   string          `json:"tofurc"`
 			OprovHCL string          `json:"oprov_hcl"`
 			Left     []string        `json:"left_out,omitempty"`
-		}{res, tofurc, oprovHCL, rep.Left})
+			loadedModules
+		}{res, tofurc, oprovHCL, rep.Left, modulesLoaded(rep, o.To)})
 	}
 	for _, l := range res {
 		fmt.Fprintf(o.io.Out, "Loaded %s into %s: %d uploaded, %d already there\n", strings.Join(l.Result.Tags, ", "), l.Repository, l.Result.Uploaded, l.Result.Skipped)
@@ -118,6 +119,7 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	if oprovHCL != "" {
 		fmt.Fprintf(o.io.Out, "\nOpenTofu >= 1.10 installs them from there with this CLI configuration:\n\n%s\nand oprov (oprov.hcl):\n\n%s", tofurc, oprovHCL)
 	}
+	printLoadedModules(o, modulesLoaded(rep, o.To))
 	return nil
 }
 

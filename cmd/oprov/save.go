@@ -12,6 +12,7 @@ import (
 	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/bundle"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/origin"
 )
 
@@ -36,9 +37,11 @@ func newSaveCmd(ios *IOStreams) *cobra.Command {
 cosign signatures into one OCI image-layout tarball, to carry across an air gap. Inside it each
 tag is named REPOSITORY:TAG, so 'oprov load' recreates the repositories under another registry.
 
-With --config DIR, write every provider the configuration requires (its required_providers and
-those of its local modules), at the lock file's versions (the highest that match where the lock
-has none), for the --platform given or else the platforms the lock file records: providers
+With --config DIR, write every provider the configuration requires (the required_providers of
+its root and of every module it calls, remote ones included), at the lock file's versions (the
+highest that match where the lock has none), for the --platform given or else the platforms the
+lock file records, and every remote module it calls (registry, git, HTTP, oci://) as OpenTofu's
+module package, at the module lock's version, its hashes checked against that lock: providers
 oprov.hcl maps to OCI repositories are copied from there with their signatures, verified under
 its policy; every other one comes from its origin registry, its SHA256SUMS signature checked
 and attached as mirror does. Everything is resolved and checked before anything is written. The
@@ -135,9 +138,13 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
-	// Remote modules are resolved (checked against the module lock) so that the providers they
-	// require are carried too.
-	wants, _, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut})
+	// Remote modules are resolved (checked against the module lock): the bundle carries them, and
+	// the providers they require.
+	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut})
+	if err != nil {
+		return fmt.Errorf("save --config %s: %w (nothing was written)", o.Config, err)
+	}
+	modLock, err := module.ReadLock(o.Config)
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w", o.Config, err)
 	}
@@ -148,7 +155,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	bar := newProgress(o.io, "saving")
 	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
 		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.io.Deps.registry(o.registry), TrustedKeys: pinned,
-		Base: base, Progress: bar, Log: o.io.ErrOut,
+		Base: base, Progress: bar, Log: o.io.ErrOut, Modules: mods.Modules, ModuleLock: modLock,
 	}, o.Out)
 	bar.Finish()
 	if err != nil {
@@ -168,9 +175,14 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 		}
 		fmt.Fprintf(o.io.Out, "%s %s [%s] from %s (%s), version: %s%s\n", p.Address, p.Version, strings.Join(p.Platforms, ", "), p.Source, p.Evidence, p.VersionFrom, state)
 	}
+	printSavedModules(o, l)
 	st, _ := os.Stat(o.Out)
 	written := len(l.Blobs) - len(l.Omitted) // Blobs holds the base's too
-	fmt.Fprintf(o.io.Out, "Saved %s to %s (%s; %d blobs", plural(len(l.Providers), "provider"), o.Out, humanBytes(st.Size()), written)
+	fmt.Fprintf(o.io.Out, "Saved %s", plural(len(l.Providers), "provider"))
+	if len(l.Modules) > 0 {
+		fmt.Fprintf(o.io.Out, " and %s", plural(len(l.Modules), "module call"))
+	}
+	fmt.Fprintf(o.io.Out, " to %s (%s; %d blobs", o.Out, humanBytes(st.Size()), written)
 	if base != nil {
 		fmt.Fprintf(o.io.Out, "; the base's %d not repeated", len(l.Omitted))
 	}

@@ -89,6 +89,11 @@ func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits
 	return nil
 }
 
+// CheckEntries refuses a zip whose entries Extract would refuse before writing anything (an
+// escaping or absolute name, a link, a name twice, more than the limits declare), writing nothing:
+// for a zip that is checked but not unpacked.
+func CheckEntries(zr *zip.Reader, limits Limits) error { return checkEntries(zr, limits) }
+
 // checkEntries refuses unsafe entries before anything is written.
 func checkEntries(zr *zip.Reader, limits Limits) error {
 	if len(zr.File) > limits.MaxFiles {

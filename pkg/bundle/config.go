@@ -20,15 +20,17 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/mirror"
+	"github.com/oprov/oprov/pkg/module"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -47,6 +49,7 @@ const listingFormat = "oprov-bundle/v1"
 type Listing struct {
 	Format    string           `json:"format"`
 	Providers []ListedProvider `json:"providers"`
+	Modules   []ListedModule   `json:"modules,omitempty"`
 	Blobs     []string         `json:"blobs"`
 	Omitted   []string         `json:"omitted,omitempty"`
 	Base      string           `json:"base,omitempty"` // the listing a delta was made against
@@ -110,6 +113,10 @@ type ConfigOptions struct {
 	Log         io.Writer
 	// Cache keeps what OCI sources learn of each version (the same cache install uses).
 	Cache *cache.Cache
+	// Modules are the configuration's remote module calls, resolved (module.Walk); each goes
+	// into the bundle as a module package, checked against ModuleLock (nil: no lock).
+	Modules    []*module.Resolved
+	ModuleLock *module.Lock
 }
 
 // planned is one provider resolved before anything is downloaded.
@@ -121,7 +128,7 @@ type planned struct {
 	oci       *OCIFrom
 	platforms []manifest.Platform
 	listed    ListedProvider
-	scratch   string // an origin provider's own layout
+	evidence  *cache.Evidence // an origin version's, for publishOrigin
 }
 
 // SaveConfig writes one tarball holding every provider a configuration requires (root and local
@@ -134,7 +141,7 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	if opts.Registry == nil {
 		opts.Registry = ociref.NewClient(ociref.Options{})
 	}
-	if len(opts.Wants) == 0 {
+	if len(opts.Wants) == 0 && len(opts.Modules) == 0 {
 		return nil, fmt.Errorf("%s requires no provider (no required_providers in it or its local modules)", opts.Dir)
 	}
 	plan, err := planConfig(ctx, opts)
@@ -147,9 +154,6 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 		return nil, err
 	}
 	defer work.Release()
-	if err := mirrorOrigins(ctx, plan, opts, work.Path); err != nil {
-		return nil, err
-	}
 	listing := &Listing{Format: listingFormat}
 	base := map[digest.Digest]bool{}
 	if opts.Base != nil {
@@ -164,7 +168,7 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	}
 	var data []byte
 	err = work.WriteFile(out, func(w io.Writer) error {
-		data, err = writeConfigTar(ctx, w, plan, srcs, base, opts, listing)
+		data, err = writeConfigTar(ctx, w, work.Path, plan, srcs, base, opts, listing)
 		return err
 	})
 	if err != nil {
@@ -176,32 +180,15 @@ func SaveConfig(ctx context.Context, opts ConfigOptions, out string) (*Listing, 
 	return listing, nil
 }
 
-// mirrorOrigins downloads and packages the origin providers of plan side by side, each into a
-// layout of its own under work.
-func mirrorOrigins(ctx context.Context, plan []*planned, opts ConfigOptions, work string) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(ociref.DefaultConcurrency)
-	for i, p := range plan {
-		if p.oci != nil {
-			continue
-		}
-		p.scratch = filepath.Join(work, fmt.Sprintf("origin-%d", i))
-		g.Go(func() error {
-			if err := mirrorPlanned(gctx, p, opts); err != nil {
-				return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
-			}
-			return nil
-		})
-	}
-	return g.Wait()
-}
-
-// openAll opens every planned provider's source and resolves its tag, listing each; a version the
-// base holds as it is stays out of the bundle, tags and all. It fails when nothing changed.
+// openAll opens every planned OCI provider's source and resolves its tag; a version the base
+// holds as it is stays out of the bundle, tags and all. Origin providers are streamed into the
+// tarball (streamOrigin), which is where their index digest is learnt.
 func openAll(ctx context.Context, plan []*planned, opts ConfigOptions, base map[digest.Digest]bool, listing *Listing) ([]ociref.ReadOnly, error) {
 	srcs := make([]ociref.ReadOnly, len(plan))
-	changed := 0
 	for i, p := range plan {
+		if p.oci == nil {
+			continue
+		}
 		src, err := openPlanned(ctx, p, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
@@ -211,14 +198,7 @@ func openAll(ctx context.Context, plan []*planned, opts ConfigOptions, base map[
 			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
 		}
 		p.listed.Index, p.listed.InBundle = d.Digest.String(), !base[d.Digest]
-		if p.listed.InBundle {
-			changed++
-		}
 		srcs[i] = src
-		listing.Providers = append(listing.Providers, p.listed)
-	}
-	if opts.Base != nil && changed == 0 {
-		return nil, errors.New("nothing changed since the base bundle: no bundle written")
 	}
 	return srcs, nil
 }
@@ -226,20 +206,19 @@ func openAll(ctx context.Context, plan []*planned, opts ConfigOptions, base map[
 // writeConfigTar streams every planned provider the bundle holds into the tarball w, then the
 // listing (with every blob a registry holds once this bundle is loaded on its base: the next
 // delta's base), and gives the listing's bytes.
-func writeConfigTar(ctx context.Context, w io.Writer, plan []*planned, srcs []ociref.ReadOnly, base map[digest.Digest]bool, opts ConfigOptions, listing *Listing) ([]byte, error) {
+func writeConfigTar(ctx context.Context, w io.Writer, spill string, plan []*planned, srcs []ociref.ReadOnly, base map[digest.Digest]bool, opts ConfigOptions, listing *Listing) ([]byte, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	tl, err := newTarLayout(ctx, bw)
+	pos := &iox.CountingWriter{W: bw}
+	tl, err := newTarLayout(ctx, pos)
 	if err != nil {
 		return nil, err
 	}
-	tl.skip = base
-	for i, p := range plan {
-		if !p.listed.InBundle {
-			continue
-		}
-		if err := copyPlanned(ctx, p, srcs[i], tl, opts); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
-		}
+	tl.skip, tl.spill = base, spill
+	if ra, ok := w.(io.ReaderAt); ok {
+		tl.back = &readBack{flush: bw.Flush, at: ra, pos: pos}
+	}
+	if err := writeProviders(ctx, tl, plan, srcs, base, opts, listing); err != nil {
+		return nil, err
 	}
 	all := map[string]bool{}
 	for _, b := range opts.baseBlobs() {
@@ -264,6 +243,65 @@ func writeConfigTar(ctx context.Context, w io.Writer, plan []*planned, srcs []oc
 		return nil, err
 	}
 	return data, bw.Flush()
+}
+
+// writeProviders streams every planned provider the bundle holds into tl (origin ones from
+// their origin, OCI ones copied with their referrers) and lists each. It fails when a delta
+// would hold nothing new.
+func writeProviders(ctx context.Context, tl *tarLayout, plan []*planned, srcs []ociref.ReadOnly, base map[digest.Digest]bool, opts ConfigOptions, listing *Listing) error {
+	rels, err := streamOrigins(ctx, plan, tl, opts)
+	if err != nil {
+		return err
+	}
+	changed := 0
+	for i, p := range plan {
+		var err error
+		switch {
+		case p.oci == nil:
+			err = publishOrigin(ctx, p, rels[i], tl, base)
+		case p.listed.InBundle:
+			err = copyPlanned(ctx, p, srcs[i], tl, opts)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+		if p.listed.InBundle {
+			changed++
+		}
+		listing.Providers = append(listing.Providers, p.listed)
+	}
+	n, err := saveModules(ctx, tl, opts, base, listing)
+	if err != nil {
+		return err
+	}
+	if changed += n; opts.Base != nil && changed == 0 {
+		return errors.New("nothing changed since the base bundle: no bundle written")
+	}
+	return nil
+}
+
+// streamOrigins streams every origin provider's zips into tl, one after another (a tar has one
+// writer), each read back and checked beside the next download; it gives each one's release
+// once every check has passed.
+func streamOrigins(ctx context.Context, plan []*planned, tl *tarLayout, opts ConfigOptions) ([]*release.Release, error) {
+	rels := make([]*release.Release, len(plan))
+	checks, cctx := errgroup.WithContext(ctx)
+	checks.SetLimit(2)
+	for i, p := range plan {
+		if p.oci != nil {
+			continue
+		}
+		rel, err := streamOrigin(cctx, p, tl, opts, checks)
+		if err != nil {
+			checks.Wait()
+			return nil, fmt.Errorf("%s %s: %w", p.addr, p.version, err)
+		}
+		rels[i] = rel
+	}
+	if err := checks.Wait(); err != nil {
+		return nil, err
+	}
+	return rels, nil
 }
 
 // planConfig resolves every required provider: its source, version, platforms and each
@@ -392,30 +430,11 @@ func platformNames(ps []manifest.Platform) []string {
 	return out
 }
 
-// mirrorPlanned downloads an origin provider's packages (each checked against the signed
-// SHA256SUMS) and packages them, the SHA256SUMS evidence attached, into a layout of its own.
-func mirrorPlanned(ctx context.Context, p *planned, opts ConfigOptions) error {
-	to := ociref.Ref{Layout: p.scratch}
-	t, err := opts.Registry.Open(ctx, to, true)
-	if err != nil {
-		return err
-	}
-	_, err = mirror.MirrorFrom(ctx, t, p.src, mirror.Options{
-		Address: p.addr, Constraint: "= " + p.version.String(), Platforms: p.platforms, To: to,
-		Registry: opts.Registry, TrustedKeys: opts.TrustedKeys, Progress: opts.Progress, TempDir: filepath.Dir(p.scratch),
-	})
-	return err
-}
-
-// openPlanned opens where a planned provider is copied from: an OCI one's repository, or the
-// layout mirrorPlanned wrote for an origin one.
+// openPlanned opens the repository a planned OCI provider is copied from.
 func openPlanned(ctx context.Context, p *planned, opts ConfigOptions) (ociref.ReadOnly, error) {
-	ref := ociref.Ref{Layout: p.scratch}
-	if p.oci != nil {
-		var err error
-		if ref, err = p.oci.RepoFor(p.addr); err != nil {
-			return nil, err
-		}
+	ref, err := p.oci.RepoFor(p.addr)
+	if err != nil {
+		return nil, err
 	}
 	src, err := opts.Registry.Open(ctx, ref, false)
 	if err != nil {

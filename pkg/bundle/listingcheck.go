@@ -134,5 +134,6 @@ func (l *load) printable(report *LoadReport, trusted map[string]bool, warnings m
 		}
 		out.Providers = append(out.Providers, p)
 	}
+	out.Modules = l.printMods
 	report.Printable = out
 }

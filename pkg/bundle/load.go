@@ -54,6 +54,8 @@ type load struct {
 	views    map[string]ociref.ReadOnly
 	versions map[string][]string
 	addrs    map[string]string // repository -> provider address, from the checked listing
+	// printMods are the listed modules checked (or found where a delta's base was loaded).
+	printMods []ListedModule
 }
 
 // Load pushes a bundle's repositories below opts.To, all or nothing. Before the first byte is
@@ -68,8 +70,11 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) (*LoadReport, error)
 		opts.Registry = ociref.NewClient(ociref.Options{})
 	}
 	l := &load{b: b, opts: opts, views: map[string]ociref.ReadOnly{}, versions: map[string][]string{}}
+	modRepos := b.Listing.moduleRepos()
 	for r := range b.Repos {
-		l.repos = append(l.repos, r)
+		if !modRepos[r] { // module packages are checked and pushed apart (checkModules)
+			l.repos = append(l.repos, r)
+		}
 	}
 	sort.Strings(l.repos)
 	var err error
@@ -84,11 +89,15 @@ func Load(ctx context.Context, b *Bundle, opts LoadOptions) (*LoadReport, error)
 		return nil, fmt.Errorf("nothing was pushed: %w", err)
 	}
 	report := &LoadReport{}
+	mods, err := l.checkModules(ctx, report)
+	if err != nil {
+		return nil, err
+	}
 	base, err := l.checkBase(ctx, report)
 	if err != nil {
 		return nil, err
 	}
-	if report.Loaded, err = l.push(ctx); err != nil {
+	if report.Loaded, err = l.push(ctx, mods); err != nil {
 		return nil, err
 	}
 	l.printable(report, trusted, warnings, base)
@@ -216,7 +225,7 @@ func hasOriginEvidence(ctx context.Context, t ociref.ReadOnly, v *artifact.Versi
 
 // push copies every repository's content, tagging nothing, and then writes every tag (each .sig
 // tag before its version's): a failure before the tags leaves no version tagged.
-func (l *load) push(ctx context.Context) ([]Loaded, error) {
+func (l *load) push(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 	type dest struct {
 		ref     ociref.Ref
 		dst     ociref.Target
@@ -244,6 +253,10 @@ func (l *load) push(ctx context.Context) ([]Loaded, error) {
 		}
 		dests = append(dests, dest{ref, dst, res, pending})
 	}
+	loadedMods, err := l.pushModules(ctx, mods)
+	if err != nil {
+		return nil, err
+	}
 	var out []Loaded
 	for _, d := range dests {
 		if err := ocicopy.ApplyTags(ctx, d.dst, d.pending); err != nil {
@@ -251,5 +264,8 @@ func (l *load) push(ctx context.Context) ([]Loaded, error) {
 		}
 		out = append(out, Loaded{Repository: d.ref.Repo(), Result: d.res})
 	}
-	return out, nil
+	if err := l.tagModules(ctx, mods); err != nil {
+		return out, err
+	}
+	return append(out, loadedMods...), nil
 }

@@ -33,6 +33,12 @@ type tarLayout struct {
 	order     []string
 	// skip holds blobs to leave out as if present (a delta's base has them).
 	skip map[digest.Digest]bool
+	// back, when set, reads back what was written (streamBlob checks a zip where it landed);
+	// spill is where streamBlob keeps a blob it cannot write straight into the tarball.
+	back  *readBack
+	spill string
+	// broken is set when a blob stopped halfway into the tarball: nothing more may go in.
+	broken error
 }
 
 func newTarLayout(ctx context.Context, w io.Writer) (*tarLayout, error) {
@@ -63,7 +69,10 @@ func (t *tarLayout) Push(ctx context.Context, d ocispec.Descriptor, r io.Reader)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.have[d.Digest] {
+	if t.broken != nil {
+		return t.broken
+	}
+	if t.have[d.Digest] || t.skip[d.Digest] {
 		return nil
 	}
 	h := &tar.Header{Name: "blobs/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded(), Typeflag: tar.TypeReg,
@@ -155,6 +164,9 @@ func (t *tarLayout) Predecessors(context.Context, ocispec.Descriptor) ([]ocispec
 func (t *tarLayout) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.broken != nil {
+		return t.broken
+	}
 	refs := append([]string(nil), t.order...)
 	sort.Strings(refs)
 	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}

@@ -208,10 +208,7 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 		Auth: cache.Authentication{Method: "gpg", Keys: []string{r.signed.keyID}, Evidence: r.signed.evidence(addr, version.String())},
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
 			h := sha256.New()
-			var dst io.Writer = io.MultiWriter(w, h)
-			if progress != nil {
-				dst = &progressWriter{w: dst, p: progress}
-			}
+			dst := &progressWriter{w: io.MultiWriter(w, h), p: progress, to: w}
 			limits := r.origin.reg.Bounds()
 			if n, err := r.origin.Fetch(ctx, u, dst, limits.MaxPackageSize); n > limits.MaxPackageSize {
 				return &oci.LimitError{What: "the origin's " + d.Filename + " package goes on", Limit: "the maximum package size of " + oci.FormatSize(limits.MaxPackageSize), Setting: oci.SettingMaxPackageSize}
@@ -226,22 +223,33 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 	}, nil
 }
 
+// progressWriter passes a download to w (and its hash), advancing p (when set), and tells the
+// writer it fetches into (to), when that wants it, how large the download is.
 type progressWriter struct {
 	w       io.Writer
 	p       oci.Progress
+	to      io.Writer
 	planned atomic.Bool
 }
 
 // ExpectSize plans the download's bytes, once: without it, bytes downloaded would count against
 // the push's plan and the display would pass 100%.
 func (pw *progressWriter) ExpectSize(n int64) {
-	if pw.planned.CompareAndSwap(false, true) {
+	if !pw.planned.CompareAndSwap(false, true) {
+		return
+	}
+	if e, ok := pw.to.(interface{ ExpectSize(int64) }); ok {
+		e.ExpectSize(n)
+	}
+	if pw.p != nil {
 		pw.p.Plan(n)
 	}
 }
 
 func (pw *progressWriter) Write(b []byte) (int, error) {
 	n, err := pw.w.Write(b)
-	pw.p.Advance(int64(n))
+	if pw.p != nil {
+		pw.p.Advance(int64(n))
+	}
 	return n, err
 }

@@ -32,23 +32,32 @@ func ZipH1(ctx context.Context, path string) (string, error) {
 		return "", fmt.Errorf("h1 hash of %s: %w", path, err)
 	}
 	defer zr.Close()
+	h1, err := ReaderH1(ctx, &zr.Reader)
+	if err != nil {
+		return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+	}
+	return h1, nil
+}
+
+// ReaderH1 computes an opened zip's h1: hash, as ZipH1 does, ending when ctx is done.
+func ReaderH1(ctx context.Context, zr *zip.Reader) (string, error) {
 	sums := map[string][]byte{}
 	for _, f := range zr.File {
 		if _, dup := sums[f.Name]; dup {
-			return "", fmt.Errorf("h1 hash of %s: zip entry %q appears twice", path, f.Name)
+			return "", fmt.Errorf("zip entry %q appears twice", f.Name)
 		}
 		sums[f.Name] = nil
 	}
 	for _, f := range zr.File {
 		rc, err := f.Open()
 		if err != nil {
-			return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+			return "", err
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, iox.ContextReader(ctx, rc))
 		rc.Close()
 		if err != nil {
-			return "", fmt.Errorf("h1 hash of %s: %w", path, err)
+			return "", err
 		}
 		sums[f.Name] = h.Sum(nil)
 	}

@@ -254,6 +254,10 @@ func checkArtifact(ctx context.Context, a *Artifact, sums Sums) error {
 	return nil
 }
 
+// CheckZip checks an opened release zip as Collect checks each: it holds the provider executable
+// the file name calls for, and no entry whose path could escape; it gives the executable's name.
+func CheckZip(zr *zip.Reader, name Filename) (string, error) { return findExecutable(zr, name) }
+
 // findExecutable finds the provider executable at the zip's root: a regular file whose name
 // starts with terraform-provider-TYPE (ending in .exe on windows). It also refuses entries whose
 // paths could escape the directory they are unpacked into.
@@ -274,8 +278,9 @@ func findExecutable(zr *zip.Reader, name Filename) (string, error) {
 		if name.Platform.OS == "windows" && !strings.HasSuffix(n, ".exe") {
 			continue
 		}
-		found = n
-		break
+		if found == "" {
+			found = n // every later entry's path is still checked
+		}
 	}
 	if found == "" {
 		want := ExecutableName(name.Type, name.Version, name.Platform.OS)

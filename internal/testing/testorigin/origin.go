@@ -63,6 +63,8 @@ type Faults struct {
 	// answers them with a redirect there.
 	FilesElsewhere bool
 	RedirectFiles  bool
+	// NoContentLength sends every answer without a Content-Length (chunked), as some servers do.
+	NoContentLength bool
 }
 
 // Request is one request either server received.
@@ -260,8 +262,15 @@ func (o *Origin) serve(w http.ResponseWriter, r *http.Request, isOrigin bool) {
 		truncate(w, body)
 		return
 	}
-	w.Header().Set("Content-Length", fmt.Sprint(len(body))) // as real origins and CDNs announce sizes
+	if !f.NoContentLength {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body))) // as real origins and CDNs announce sizes
+	}
 	w.WriteHeader(a.status)
+	if f.NoContentLength && len(body) > 1 {
+		w.Write(body[:1]) // the first byte goes out alone, so the answer must be chunked
+		w.(http.Flusher).Flush()
+		body = body[1:]
+	}
 	w.Write(body)
 }
 
