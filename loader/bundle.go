@@ -12,26 +12,13 @@ import (
 	"github.com/oprov/oprov/pkg/module"
 )
 
-// BundleWants reads what a configuration requires for a bundle (oprov save --config): every
-// provider of its required_providers (root and local modules), with the lock file's entry and the
-// oci_mirror block of oprov.hcl that maps it, if any (without oprov.hcl, every provider comes from
-// its origin). Providers kept as source are refused: they have no package to carry.
-func BundleWants(dir string) ([]bundle.Want, error) {
-	cfg, err := bundleConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	reqs, _, lock, err := readRequiredAndLock(dir)
-	if err != nil {
-		return nil, err
-	}
-	return wantsOf(cfg, reqs, lock)
-}
-
-// BundleWantsModules is BundleWants with the configuration's remote modules resolved (module.Walk
-// under the module lock, which judges each one; the trust policies of oprov.hcl verify oci://
-// modules): the providers their required_providers name are wanted too, and the modules come
-// back for the bundle to carry.
+// BundleWantsModules reads what a configuration requires for a bundle (oprov save --config):
+// every provider of its required_providers, in the root, its local modules and its remote modules
+// (resolved by module.Walk under the module lock, which judges each one; the trust policies of
+// oprov.hcl verify oci:// modules), with the lock file's entry and the oci_mirror block of
+// oprov.hcl that maps it, if any (without oprov.hcl, every provider comes from its origin); and
+// the modules, for the bundle to carry. Providers kept as source are refused: they have no package
+// to carry.
 func BundleWantsModules(ctx context.Context, dir string, opts Options) ([]bundle.Want, *module.Tree, error) {
 	cfg, err := bundleConfig(dir)
 	if err != nil {

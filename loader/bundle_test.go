@@ -1,12 +1,14 @@
 package loader_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/bundle"
 )
 
 func TestBundleWants(t *testing.T) {
@@ -33,7 +35,7 @@ func TestBundleWants(t *testing.T) {
   hashes  = ["zh:aaaa"]
 }
 `)
-	wants, err := loader.BundleWants(dir)
+	wants, err := bundleWants(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,13 @@ func TestBundleWants(t *testing.T) {
 	}
 
 	write("oprov.hcl", "provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n")
-	if _, err := loader.BundleWants(dir); err == nil || !strings.Contains(err.Error(), "kept as source") {
+	if _, err := bundleWants(dir); err == nil || !strings.Contains(err.Error(), "kept as source") {
 		t.Errorf("a provider kept as source: %v", err)
 	}
+}
+
+// bundleWants is what save --config wants of a configuration.
+func bundleWants(dir string) ([]bundle.Want, error) {
+	wants, _, err := loader.BundleWantsModules(context.Background(), dir, loader.Options{})
+	return wants, err
 }

@@ -131,7 +131,7 @@ func TestLockAllLocksModulesAndTheirProviders(t *testing.T) {
 func TestBundleWantsModules(t *testing.T) {
 	w := newWorld(t)
 	dir, _ := moduleProject(t, w)
-	local, err := loader.BundleWants(dir)
+	local, _, err := module.Local(dir) // what the configuration declares without its remote modules
 	if err != nil {
 		t.Fatal(err)
 	}

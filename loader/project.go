@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
 
 	"github.com/apparentlymart/go-versions/versions"
 
@@ -180,23 +179,4 @@ func checkAgainstLock(e *config.LockEntry, pkg *cache.Package) error {
 		return fmt.Errorf("%s %s: the lock file records no zh: or h1: hash to check the package against (run 'oprov lock')", pkg.Addr, e.Version)
 	}
 	return nil
-}
-
-// readRequiredAndLock reads a configuration's required_providers (root and local modules), their
-// addresses sorted, and its lock file.
-func readRequiredAndLock(dir string) (map[string]*config.Requirement, []string, *config.Lock, error) {
-	reqs, err := config.ReadRequirements(dir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	lock, err := config.ReadLock(dir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	addrs := make([]string, 0, len(reqs))
-	for a := range reqs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	return reqs, addrs, lock, nil
 }

@@ -111,13 +111,17 @@ func TestSaveConfigModulesAcrossAirGap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := modulepkg.Fetch(context.Background(), dst, m.Tag, 1<<20)
+		f, err := modulepkg.Resolve(context.Background(), dst, m.Tag)
 		if err != nil {
 			t.Fatalf("%s: %v", m.Call, err)
 		}
-		h1, zh, _ := modulepkg.Hashes(f.Zip)
-		if h1 != m.H1 || zh != m.ZH || f.Manifest.Digest.String() != m.Manifest || f.Annotations[modulepkg.AnnotationSource] == "" {
-			t.Errorf("%s: loaded %s %s %s %v, saved %s %s %s", m.Call, h1, zh, f.Manifest.Digest, f.Annotations, m.H1, m.ZH, m.Manifest)
+		zip, err := f.FetchZip(context.Background(), dst, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Call, err)
+		}
+		h1, zh, _ := modulepkg.Hashes(zip)
+		if h1 != m.H1 || zh != m.ZH || f.Manifest.Digest.String() != m.Manifest || f.Parsed.Annotations[modulepkg.AnnotationSource] == "" {
+			t.Errorf("%s: loaded %s %s %s %v, saved %s %s %s", m.Call, h1, zh, f.Manifest.Digest, f.Parsed.Annotations, m.H1, m.ZH, m.Manifest)
 		}
 	}
 	// Plain tofu installs the loaded dns module from its printed oci:// source.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/module"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -92,7 +93,7 @@ module "back" {
   source = "../.."
 }
 `)
-	reqs, err := ReadRequirements(dir)
+	reqs, _, err := module.Local(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ module "back" {
 		t.Errorf("random (legacy form): %+v", r)
 	}
 	write("bad.tf", "terraform {\n  required_providers {\n    x = { source = var.s }\n  }\n}\n")
-	if _, err := ReadRequirements(dir); err == nil || !strings.Contains(err.Error(), "bad.tf:3") {
+	if _, _, err := module.Local(dir); err == nil || !strings.Contains(err.Error(), "bad.tf:3") {
 		t.Errorf("non-literal source: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/module"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -43,7 +44,7 @@ module "remote" { source = "git::https://example.com/mod.git" }
 module "up" { source = "../.." }
 `,
 	})
-	reqs, err := ReadRequirements(dir)
+	reqs, _, err := module.Local(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestReadRequirementsRefusesBadInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, map[string]string{"main.tf": tf})
-			if _, err := ReadRequirements(dir); err == nil || !strings.Contains(err.Error(), "main.tf") {
+			if _, _, err := module.Local(dir); err == nil || !strings.Contains(err.Error(), "main.tf") {
 				t.Errorf("got %v, want an error naming main.tf", err)
 			}
 		})

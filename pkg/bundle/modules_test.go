@@ -134,15 +134,19 @@ func TestModulesSaveAndLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := modulepkg.Fetch(context.Background(), dst, m.Tag, 1<<20)
+		f, err := modulepkg.Resolve(context.Background(), dst, m.Tag)
 		if err != nil {
 			t.Fatalf("%s: %v", m.Call, err)
 		}
-		if !bytes.Equal(f.Zip, mods[i].Zip) || f.Manifest.Digest.String() != m.Manifest {
+		zip, err := f.FetchZip(context.Background(), dst, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Call, err)
+		}
+		if !bytes.Equal(zip, mods[i].Zip) || f.Manifest.Digest.String() != m.Manifest {
 			t.Errorf("%s: loaded package differs from the saved one", m.Call)
 		}
-		if f.Annotations[modulepkg.AnnotationSource] == "" || mods[i].Version != "" && f.Annotations[modulepkg.AnnotationVersion] != mods[i].Version {
-			t.Errorf("%s: provenance %v", m.Call, f.Annotations)
+		if f.Parsed.Annotations[modulepkg.AnnotationSource] == "" || mods[i].Version != "" && f.Parsed.Annotations[modulepkg.AnnotationVersion] != mods[i].Version {
+			t.Errorf("%s: provenance %v", m.Call, f.Parsed.Annotations)
 		}
 	}
 	src := rep.Printable.ModuleSources("oci-layout:" + to)

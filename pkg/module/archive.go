@@ -20,9 +20,9 @@ import (
 	"github.com/oprov/oprov/internal/unzip"
 )
 
-// ErrUnsafeArchive marks an archive refused: entries that leave its directory, links, or more
+// errUnsafeArchive marks an archive refused: entries that leave its directory, links, or more
 // than the limits.
-var ErrUnsafeArchive = unzip.ErrUnsafeArchive
+var errUnsafeArchive = unzip.ErrUnsafeArchive
 
 // archiveType is an archive's type from ?archive= or the URL's name: zip, tar.gz or tar.
 func archiveType(src Source, u *url.URL) string {
@@ -98,7 +98,7 @@ func (w *walker) indirect(ctx context.Context, r *Resolved, u *url.URL, e *LockE
 		return fail(fmt.Errorf("%s is no archive (.zip, .tar.gz, .tgz, .tar or ?archive=) and gives no X-Terraform-Get location: %w", u.Redacted(), err))
 	}
 	inner, err := ParseSource(loc)
-	if err != nil || (inner.Kind != KindGit && inner.Kind != KindHTTP) {
+	if err != nil || (inner.Kind != KindGit && inner.Kind != kindHTTP) {
 		return fail(fmt.Errorf("the X-Terraform-Get location %q is not a git or HTTP(S) archive address", loc))
 	}
 	if inner.Subdir != "" {
@@ -157,7 +157,7 @@ func (w *walker) untar(ctx context.Context, rd io.Reader, dir string) error {
 			return fmt.Errorf("reading the tar: %w", err)
 		}
 		if n >= w.opts.Limits.MaxFiles {
-			return fmt.Errorf("%w: more than %d entries", ErrUnsafeArchive, w.opts.Limits.MaxFiles)
+			return fmt.Errorf("%w: more than %d entries", errUnsafeArchive, w.opts.Limits.MaxFiles)
 		}
 		if budget, err = untarEntry(tr, h, tmp, seen, budget); err != nil {
 			return err
@@ -172,11 +172,11 @@ func untarEntry(tr *tar.Reader, h *tar.Header, tmp string, seen map[string]bool,
 		return budget, nil
 	}
 	if err := unzip.CheckEntryPath(name); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnsafeArchive, strings.Replace(err.Error(), "zip entry", "tar entry", 1))
+		return 0, fmt.Errorf("%w: %v", errUnsafeArchive, strings.Replace(err.Error(), "zip entry", "tar entry", 1))
 	}
 	clean := path.Clean(name)
 	if seen[clean] {
-		return 0, fmt.Errorf("%w: tar entry %q appears twice", ErrUnsafeArchive, name)
+		return 0, fmt.Errorf("%w: tar entry %q appears twice", errUnsafeArchive, name)
 	}
 	seen[clean] = true
 	target := filepath.Join(tmp, filepath.FromSlash(clean))
@@ -185,7 +185,7 @@ func untarEntry(tr *tar.Reader, h *tar.Header, tmp string, seen map[string]bool,
 		return budget, os.MkdirAll(target, 0o755)
 	case tar.TypeReg:
 	default:
-		return 0, fmt.Errorf("%w: tar entry %q is not a regular file or directory (links are refused)", ErrUnsafeArchive, name)
+		return 0, fmt.Errorf("%w: tar entry %q is not a regular file or directory (links are refused)", errUnsafeArchive, name)
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return 0, err
@@ -206,7 +206,7 @@ func untarEntry(tr *tar.Reader, h *tar.Header, tmp string, seen map[string]bool,
 		return 0, fmt.Errorf("tar entry %q: %w", name, err)
 	}
 	if n > budget {
-		return 0, fmt.Errorf("%w: unpacks to more than %d bytes (a bomb?)", ErrUnsafeArchive, budget)
+		return 0, fmt.Errorf("%w: unpacks to more than %d bytes (a bomb?)", errUnsafeArchive, budget)
 	}
 	return budget - n, nil
 }

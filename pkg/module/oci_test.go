@@ -130,7 +130,7 @@ func TestMirrorStandsInForOrigins(t *testing.T) {
 		repo := reg.Repo(t, "mirror/"+r.Key)
 		ann := map[string]string{modulepkg.AnnotationSource: r.Source, modulepkg.AnnotationVersion: r.Version}
 		if r.Subdir != "" {
-			ann[AnnotationSubdir] = r.Subdir
+			ann[annotationSubdir] = r.Subdir
 		}
 		desc, err := modulepkg.Push(context.Background(), repo.Target, r.Zip, "v1", ann)
 		if err != nil {

@@ -71,9 +71,9 @@ func (w *walker) fetchPackage(ctx context.Context, r *Resolved, t oci.ReadOnly, 
 	return m, nil
 }
 
-// AnnotationSubdir, on a module package that stands in for a registry module, names the module's
+// annotationSubdir, on a module package that stands in for a registry module, names the module's
 // directory inside the package when the registry's download location gave one (//subdir).
-const AnnotationSubdir = "io.oprov.module.subdir"
+const annotationSubdir = "io.oprov.module.subdir"
 
 // mirror fetches a module from Options.Mirror when it has the module: the package's provenance
 // annotations give its version (the lock's when it has none) and subdirectory.
@@ -103,7 +103,7 @@ func (w *walker) mirror(ctx context.Context, r *Resolved, e *LockEntry) (bool, e
 	if r.Version == "" && r.Kind == KindOCI {
 		r.Version = m.Manifest.Digest.String()
 	}
-	if sub := ann[AnnotationSubdir]; sub != "" {
+	if sub := ann[annotationSubdir]; sub != "" {
 		if r.Subdir, err = cleanSubdir(sub); err != nil {
 			return fail(err)
 		}

@@ -91,7 +91,7 @@ func (w *walker) registry(ctx context.Context, r *Resolved, src Source, e *LockE
 		return fail(fmt.Errorf("version %s: %w", r.Version, err))
 	}
 	inner, err := ParseSource(loc)
-	if err != nil || (inner.Kind != KindGit && inner.Kind != KindHTTP) {
+	if err != nil || (inner.Kind != KindGit && inner.Kind != kindHTTP) {
 		return fail(fmt.Errorf("version %s: the registry's download location %q is not a git or HTTP(S) archive address", r.Version, loc))
 	}
 	if inner.Subdir != "" {
@@ -126,7 +126,7 @@ func chooseVersion(r *Resolved, list registryVersions, e *LockEntry) (versions.V
 			return versions.Unspecified, fmt.Errorf("the module lock's version %q: %w", e.Version, err)
 		}
 		if !set.Has(v) {
-			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock --upgrade')", v, r.Constraints, ErrUpgrade)
+			return versions.Unspecified, fmt.Errorf("the locked version %s does not meet the call's version %q: %w (run 'oprov lock --upgrade')", v, r.Constraints, errUpgrade)
 		}
 		for _, o := range offered {
 			if o.Same(v) {

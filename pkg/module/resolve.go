@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/oprov/oprov/pkg/modulepkg"
 )
 
-// ErrUpgrade marks a module call the lock no longer covers: its source or constraints changed.
-var ErrUpgrade = errors.New("the module lock no longer meets the module call")
+// errUpgrade marks a module call the lock no longer covers: its source or constraints changed.
+var errUpgrade = errors.New("the module lock no longer meets the module call")
 
 // ErrLockMismatch marks a module whose bytes differ from what the lock records for the same
 // version, commit or archive.
@@ -30,7 +29,7 @@ func (w *walker) entry(r *Resolved) (*LockEntry, error) {
 	}
 	if e.Source != r.Source {
 		return nil, fmt.Errorf("%s: %s: its source is now %s but %s locks %s: %w (run 'oprov lock --upgrade' to lock the new source, and review the change)",
-			r.Where(), r.Call, r.Source, filepath.Base(w.opts.Lock.Path), e.Source, ErrUpgrade)
+			r.Where(), r.Call, r.Source, filepath.Base(w.opts.Lock.Path), e.Source, errUpgrade)
 	}
 	return e, nil
 }
@@ -56,7 +55,7 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 		dir, err = w.registry(ctx, r, src, e)
 	case src.Kind == KindGit:
 		dir, err = w.git(ctx, r, src)
-	case src.Kind == KindHTTP:
+	case src.Kind == kindHTTP:
 		dir, err = w.archive(ctx, r, src, e)
 	case src.Kind == KindOCI:
 		err = w.oci(ctx, r, src)
@@ -99,7 +98,7 @@ func checkLocked(r *Resolved, e *LockEntry) error {
 		what = fmt.Sprintf("its tag now points at %s, not the locked %s (the tag was moved)", r.Version, e.Version)
 	case r.Kind == KindRegistry:
 		what = fmt.Sprintf("the registry now serves other bytes for version %s", r.Version)
-	case r.Kind == KindHTTP:
+	case r.Kind == kindHTTP:
 		what = "the archive now holds other files"
 	}
 	return fmt.Errorf("%s: %s: %s %w: %s; locked %s, got %s %s, so nothing was installed (if the change is expected, run 'oprov lock --upgrade' and review it)",
@@ -119,7 +118,3 @@ func (w *walker) logf(format string, args ...any) {
 }
 
 // mkdir makes a fresh directory under the walk's temporary directory.
-func (w *walker) mkdir(what string) (string, error) {
-	d := w.newDir(what)
-	return d, os.Mkdir(d, 0o700)
-}

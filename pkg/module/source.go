@@ -20,7 +20,7 @@ const (
 	KindLocal    Kind = iota // ./dir or ../dir: part of its caller
 	KindRegistry             // [host/]namespace/name/system, through the Module Registry Protocol
 	KindGit                  // git::URL[?ref=...]
-	KindHTTP                 // an HTTP(S) archive (.zip, .tar.gz, .tgz, .tar, or ?archive=)
+	kindHTTP                 // an HTTP(S) archive (.zip, .tar.gz, .tgz, .tar, or ?archive=)
 	KindOCI                  // oci://host/repository[?tag=|?digest=]
 )
 
@@ -34,7 +34,7 @@ type Source struct {
 	// Registry is the registry package (KindRegistry).
 	Registry tfaddr.ModulePackage
 	// URL is the package's location without its getter prefix and subdirectory, its query kept
-	// but for the parameters below (KindGit, KindHTTP); host/repository for KindOCI.
+	// but for the parameters below (KindGit, kindHTTP); host/repository for KindOCI.
 	URL string
 	// Ref is a git ?ref= (tag, branch or commit); Tag and Digest an OCI ?tag= or ?digest=;
 	// Archive an HTTP ?archive= type.
@@ -45,21 +45,21 @@ type Source struct {
 	Local string
 }
 
-// ErrSource marks a source address oprov cannot resolve.
-var ErrSource = errors.New("unsupported module source address")
+// errSource marks a source address oprov cannot resolve.
+var errSource = errors.New("unsupported module source address")
 
-// ErrOtherGetter marks a well-formed address of a kind oprov does not resolve (go-getter's s3::,
-// gcs::, hg::, and the github.com and bitbucket.org shorthands); it wraps ErrSource.
-var ErrOtherGetter = fmt.Errorf("%w (a kind oprov does not resolve)", ErrSource)
+// errOtherGetter marks a well-formed address of a kind oprov does not resolve (go-getter's s3::,
+// gcs::, hg::, and the github.com and bitbucket.org shorthands); it wraps errSource.
+var errOtherGetter = fmt.Errorf("%w (a kind oprov does not resolve)", errSource)
 
 // ParseSource parses a module call's source argument as OpenTofu does for the forms oprov
 // resolves: local paths, registry addresses, git::, HTTP(S) archives and oci://.
 func ParseSource(raw string) (Source, error) {
 	switch {
 	case raw == "":
-		return Source{}, fmt.Errorf("%w: empty source", ErrSource)
+		return Source{}, fmt.Errorf("%w: empty source", errSource)
 	case !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl):
-		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", errSource, raw)
 	case strings.HasPrefix(raw, "./"), strings.HasPrefix(raw, "../"), raw == ".", raw == "..":
 		clean := path.Clean(raw)
 		if !strings.HasPrefix(clean, ".") {
@@ -72,31 +72,31 @@ func ParseSource(raw string) (Source, error) {
 		return parseOCI(raw)
 	case strings.HasPrefix(raw, "http::"), strings.HasPrefix(raw, "https::"):
 		_, rest, _ := strings.Cut(raw, "::")
-		return parseGetter(KindHTTP, rest)
+		return parseGetter(kindHTTP, rest)
 	case strings.HasPrefix(raw, "https://"), strings.HasPrefix(raw, "http://"):
 		if strings.HasSuffix(strings.SplitN(raw, "?", 2)[0], ".git") {
 			return parseGetter(KindGit, raw)
 		}
-		return parseGetter(KindHTTP, raw)
+		return parseGetter(kindHTTP, raw)
 	case strings.Contains(raw, "::"):
 		getter, _, _ := strings.Cut(raw, "::")
 		if getter == "ext" || getter == "file" {
-			return Source{}, fmt.Errorf("%w: %q: the %s:: getter is not allowed", ErrSource, raw, getter)
+			return Source{}, fmt.Errorf("%w: %q: the %s:: getter is not allowed", errSource, raw, getter)
 		}
-		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", ErrOtherGetter, raw, getter)
+		return Source{}, fmt.Errorf("%w: %q (the %s:: getter; oprov resolves registry addresses, git::, http(s):// archives, oci:// and local paths)", errOtherGetter, raw, getter)
 	case strings.HasPrefix(raw, "github.com/"), strings.HasPrefix(raw, "bitbucket.org/"):
-		return Source{}, fmt.Errorf("%w: %q (a shorthand; write git::https://%s.git instead)", ErrOtherGetter, raw, strings.SplitN(raw, "?", 2)[0])
+		return Source{}, fmt.Errorf("%w: %q (a shorthand; write git::https://%s.git instead)", errOtherGetter, raw, strings.SplitN(raw, "?", 2)[0])
 	}
 	m, err := tfaddr.ParseModuleSource(raw)
 	if err != nil {
-		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+		return Source{}, fmt.Errorf("%w: %q: %v", errSource, raw, err)
 	}
 	sub, err := cleanSubdir(m.Subdir)
 	if err != nil {
 		return Source{}, err
 	}
 	if err := displayable(m.Package); err != nil {
-		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+		return Source{}, fmt.Errorf("%w: %q: %v", errSource, raw, err)
 	}
 	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: sub}, nil
 }
@@ -124,7 +124,7 @@ func cleanSubdir(sub string) (string, error) {
 	}
 	for _, part := range strings.Split(sub, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: subdirectory %q leads outside the module package", ErrSource, sub)
+			return "", fmt.Errorf("%w: subdirectory %q leads outside the module package", errSource, sub)
 		}
 	}
 	return sub, nil
@@ -151,7 +151,7 @@ func splitSubdir(s string) (string, string, error) {
 		return s, "", nil
 	}
 	if c := path.Clean(sub); c == ".." || strings.HasPrefix(c, "../") {
-		return "", "", fmt.Errorf("%w: subdirectory %q leads outside the module package", ErrSource, sub)
+		return "", "", fmt.Errorf("%w: subdirectory %q leads outside the module package", errSource, sub)
 	}
 	sub, err := cleanSubdir(sub)
 	return s, sub, err
@@ -160,7 +160,7 @@ func splitSubdir(s string) (string, string, error) {
 // parseGetter parses a git or HTTP address: scheme://host/path[//subdir][?query].
 func parseGetter(kind Kind, raw string) (Source, error) {
 	if strings.Contains(raw, "#") {
-		return Source{}, fmt.Errorf("%w: %q: a module address has no #fragment", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q: a module address has no #fragment", errSource, raw)
 	}
 	rest, sub, err := splitSubdir(raw)
 	if err != nil {
@@ -171,21 +171,21 @@ func parseGetter(kind Kind, raw string) (Source, error) {
 		if kind == KindGit && scpLike(rest) {
 			return parseSCP(rest, sub)
 		}
-		return Source{}, fmt.Errorf("%w: %q is not a URL with a host", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q is not a URL with a host", errSource, raw)
 	}
 	switch {
-	case kind == KindHTTP && u.Scheme != "https" && u.Scheme != "http":
-		return Source{}, fmt.Errorf("%w: %q: an archive is fetched over http or https only", ErrSource, raw)
+	case kind == kindHTTP && u.Scheme != "https" && u.Scheme != "http":
+		return Source{}, fmt.Errorf("%w: %q: an archive is fetched over http or https only", errSource, raw)
 	case kind == KindGit && !gitSchemes[u.Scheme]:
-		return Source{}, fmt.Errorf("%w: %q: git over %q is not allowed (use https, http, ssh or git)", ErrSource, raw, u.Scheme)
-	case u.User != nil && kind == KindHTTP:
-		return Source{}, fmt.Errorf("%w: %q: credentials in an archive URL are not allowed", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q: git over %q is not allowed (use https, http, ssh or git)", errSource, raw, u.Scheme)
+	case u.User != nil && kind == kindHTTP:
+		return Source{}, fmt.Errorf("%w: %q: credentials in an archive URL are not allowed", errSource, raw)
 	}
 	q := u.Query()
 	s := Source{Kind: kind, Subdir: sub}
 	take := func(k string) (string, error) {
 		if vs := q[k]; len(vs) > 1 {
-			return "", fmt.Errorf("%w: %q gives ?%s= more than once", ErrSource, raw, k)
+			return "", fmt.Errorf("%w: %q gives ?%s= more than once", errSource, raw, k)
 		}
 		v := q.Get(k)
 		q.Del(k)
@@ -196,10 +196,10 @@ func parseGetter(kind Kind, raw string) (Source, error) {
 			return Source{}, err
 		}
 		if q.Has("depth") || q.Has("sshkey") {
-			return Source{}, fmt.Errorf("%w: %q: ?depth= and ?sshkey= are not supported", ErrSource, raw)
+			return Source{}, fmt.Errorf("%w: %q: ?depth= and ?sshkey= are not supported", errSource, raw)
 		}
 		if strings.HasPrefix(s.Ref, "-") {
-			return Source{}, fmt.Errorf("%w: %q: a ref may not start with '-'", ErrSource, raw)
+			return Source{}, fmt.Errorf("%w: %q: a ref may not start with '-'", errSource, raw)
 		}
 	} else if s.Archive, err = take("archive"); err != nil {
 		return Source{}, err
@@ -223,11 +223,11 @@ func parseSCP(raw, sub string) (Source, error) {
 	addr, query, _ := strings.Cut(raw, "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+		return Source{}, fmt.Errorf("%w: %q: %v", errSource, raw, err)
 	}
 	s := Source{Kind: KindGit, Subdir: sub, Ref: q.Get("ref")}
 	if len(q["ref"]) > 1 || strings.HasPrefix(s.Ref, "-") {
-		return Source{}, fmt.Errorf("%w: %q: bad ?ref=", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q: bad ?ref=", errSource, raw)
 	}
 	q.Del("ref")
 	s.URL = addr
@@ -246,18 +246,18 @@ func parseOCI(raw string) (Source, error) {
 	addr, query, _ := strings.Cut(strings.TrimPrefix(rest, "oci://"), "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Source{}, fmt.Errorf("%w: %q: %v", ErrSource, raw, err)
+		return Source{}, fmt.Errorf("%w: %q: %v", errSource, raw, err)
 	}
 	s := Source{Kind: KindOCI, URL: addr, Tag: q.Get("tag"), Digest: q.Get("digest"), Subdir: sub}
 	q.Del("tag")
 	q.Del("digest")
 	switch {
 	case len(q) > 0:
-		return Source{}, fmt.Errorf("%w: %q: an oci:// address takes only ?tag= or ?digest=", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q: an oci:// address takes only ?tag= or ?digest=", errSource, raw)
 	case s.Tag != "" && s.Digest != "":
-		return Source{}, fmt.Errorf("%w: %q gives both ?tag= and ?digest=", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q gives both ?tag= and ?digest=", errSource, raw)
 	case !strings.Contains(addr, "/") || strings.HasPrefix(addr, "/"):
-		return Source{}, fmt.Errorf("%w: %q: want oci://HOST/REPOSITORY", ErrSource, raw)
+		return Source{}, fmt.Errorf("%w: %q: want oci://HOST/REPOSITORY", errSource, raw)
 	}
 	return s, nil
 }

@@ -52,8 +52,8 @@ func TestParseSourceRefuses(t *testing.T) {
 	} {
 		if s, err := ParseSource(in); err == nil {
 			t.Errorf("%q: parsed as %s %q, want an error", in, s.Kind, s.String())
-		} else if !errors.Is(err, ErrSource) {
-			t.Errorf("%q: %v is not ErrSource", in, err)
+		} else if !errors.Is(err, errSource) {
+			t.Errorf("%q: %v is not errSource", in, err)
 		}
 	}
 }
@@ -91,12 +91,12 @@ func FuzzParseSource(f *testing.F) {
 
 func TestOtherGetters(t *testing.T) {
 	for _, in := range []string{"s3::https://s3.amazonaws.com/b/x.zip", "github.com/hashicorp/example", "hg::http://example.com/r", "bitbucket.org/a/b"} {
-		if _, err := ParseSource(in); !errors.Is(err, ErrOtherGetter) {
-			t.Errorf("%q: %v, want ErrOtherGetter", in, err)
+		if _, err := ParseSource(in); !errors.Is(err, errOtherGetter) {
+			t.Errorf("%q: %v, want errOtherGetter", in, err)
 		}
 	}
 	for _, in := range []string{"git::ext::sh -c x", "file::/etc", "git::file:///etc"} {
-		if _, err := ParseSource(in); err == nil || errors.Is(err, ErrOtherGetter) {
+		if _, err := ParseSource(in); err == nil || errors.Is(err, errOtherGetter) {
 			t.Errorf("%q: %v, want a refusal", in, err)
 		}
 	}

@@ -105,13 +105,6 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 	return w.tree, nil
 }
 
-// Requirements reads the required_providers of the module in dir and of every module it calls by
-// a local path, fetching nothing: what a configuration declares without its remote modules.
-func Requirements(dir string) (map[string]*Requirement, error) {
-	reqs, _, err := Local(dir)
-	return reqs, err
-}
-
 // Local reads the module in dir and the modules it calls by local paths, fetching nothing: their
 // required_providers, and how many remote module calls they make.
 func Local(dir string) (map[string]*Requirement, int, error) {
@@ -197,7 +190,7 @@ func (w *walker) call(ctx context.Context, f *frame, c call) error {
 		return fmt.Errorf("%s: %s: modules nest deeper than %d calls (a cycle?)", where(c.Range), callName, w.opts.Limits.MaxDepth)
 	}
 	src, err := ParseSource(c.Source)
-	if errors.Is(err, ErrOtherGetter) {
+	if errors.Is(err, errOtherGetter) {
 		if w.localOnly {
 			w.remote++
 		} else {

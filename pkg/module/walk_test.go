@@ -268,7 +268,7 @@ func TestLocksHold(t *testing.T) {
 			w.reg.files["/archives/vpc-1.1.0.tar.gz"] = tarGz(t, map[string]string{"main.tf": "", "../../escape.tf": "x"})
 		})
 		e := w.opts.Lock.Entries["vpc"]
-		refused(t, w, ErrUnsafeArchive, "module.vpc", "../../escape.tf", "sha256:", e.Hashes[0])
+		refused(t, w, errUnsafeArchive, "module.vpc", "../../escape.tf", "sha256:", e.Hashes[0])
 		if _, err := os.Stat(filepath.Join(filepath.Dir(w.dir), "escape.tf")); err == nil {
 			t.Error("the entry escaped")
 		}
@@ -277,14 +277,14 @@ func TestLocksHold(t *testing.T) {
 		w := lockedWorld(t)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "~> 1.0", ">= 2.0.0", 1)})
-		refused(t, w, ErrUpgrade, "module.vpc", "1.1.0", "--upgrade")
+		refused(t, w, errUpgrade, "module.vpc", "1.1.0", "--upgrade")
 	})
 	t.Run("git ref changed", func(t *testing.T) {
 		w := lockedWorld(t)
 		w.git.commit(t, "net.git", "v1.1.0", nil)
 		src, _ := os.ReadFile(filepath.Join(w.dir, "main.tf"))
 		writeTree(t, w.dir, map[string]string{"main.tf": strings.Replace(string(src), "ref=v1.0.0\"\n}\nmodule \"app\"", "ref=v1.1.0\"\n}\nmodule \"app\"", 1)})
-		refused(t, w, ErrUpgrade, "module.net", "ref=v1.1.0", "--upgrade")
+		refused(t, w, errUpgrade, "module.net", "ref=v1.1.0", "--upgrade")
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 )
 
-// FuzzParseManifest: whatever a registry sends, ParseManifest never panics, and what it accepts
+// FuzzParseManifest: whatever a registry sends, parseManifest never panics, and what it accepts
 // is a module package with one zip layer.
 func FuzzParseManifest(f *testing.F) {
 	_, good, err := Build([]byte("PK"), map[string]string{AnnotationSource: "a/b/c"})
@@ -20,7 +20,7 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`))
 	f.Add([]byte(`{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.opentofu.modulepkg","layers":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseManifest(data)
+		m, err := parseManifest(data)
 		if err != nil {
 			return
 		}

@@ -92,13 +92,6 @@ func pushIfMissing(ctx context.Context, dst oras.Target, desc ocispec.Descriptor
 	return nil
 }
 
-// Fetched is a module package read from a target, every digest and size checked.
-type Fetched struct {
-	Manifest    ocispec.Descriptor
-	Zip         []byte
-	Annotations map[string]string
-}
-
 // Resolved is a module package's manifest, resolved from a tag or digest and checked.
 type Resolved struct {
 	Manifest ocispec.Descriptor // artifactType set
@@ -106,7 +99,7 @@ type Resolved struct {
 }
 
 // Resolve resolves ref (a tag or digest) in src, fetches the manifest (its digest checked, at most
-// the manifest size limit) and checks that it is a module package (ParseManifest).
+// the manifest size limit) and checks that it is a module package (parseManifest).
 func Resolve(ctx context.Context, src oras.ReadOnlyTarget, ref string) (*Resolved, error) {
 	desc, data, err := oras.FetchBytes(ctx, src, ref, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
 	if errors.Is(err, errdef.ErrSizeExceedsLimit) {
@@ -125,7 +118,7 @@ func Resolve(ctx context.Context, src oras.ReadOnlyTarget, ref string) (*Resolve
 // FromManifest checks a manifest already fetched (its digest checked against desc) and gives it
 // as a resolved module package.
 func FromManifest(desc ocispec.Descriptor, data []byte) (*Resolved, error) {
-	m, err := ParseManifest(data)
+	m, err := parseManifest(data)
 	if err != nil {
 		return nil, &NotModuleError{err}
 	}
@@ -166,22 +159,6 @@ func (r *Resolved) FetchZip(ctx context.Context, src oras.ReadOnlyTarget, maxByt
 	return zipData, nil
 }
 
-// Fetch resolves ref (a tag or digest) in src, fetches the manifest and checks that it is a module
-// package (an image manifest, not an index; artifactType modulepkg; exactly one archive/zip layer),
-// then fetches the zip, refusing one over maxBytes before any byte of it is read and checking its
-// digest and size.
-func Fetch(ctx context.Context, src oras.ReadOnlyTarget, ref string, maxBytes int64) (*Fetched, error) {
-	r, err := Resolve(ctx, src, ref)
-	if err != nil {
-		return nil, err
-	}
-	zipData, err := r.FetchZip(ctx, src, maxBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref, err)
-	}
-	return &Fetched{Manifest: r.Manifest, Zip: zipData, Annotations: r.Parsed.Annotations}, nil
-}
-
 func fetchBlob(ctx context.Context, src oras.ReadOnlyTarget, desc ocispec.Descriptor) ([]byte, error) {
 	rc, err := src.Fetch(ctx, desc)
 	if err != nil {
@@ -191,10 +168,10 @@ func fetchBlob(ctx context.Context, src oras.ReadOnlyTarget, desc ocispec.Descri
 	return io.ReadAll(oci.NewVerifyReader(rc, desc, oci.SenderOf(src)))
 }
 
-// ParseManifest checks that data is a module package's manifest and parses it: an image manifest
+// parseManifest checks that data is a module package's manifest and parses it: an image manifest
 // (an index is a provider or a multi-platform image), artifactType modulepkg, exactly one layer of
 // media type archive/zip with a valid digest.
-func ParseManifest(data []byte) (*ocispec.Manifest, error) {
+func parseManifest(data []byte) (*ocispec.Manifest, error) {
 	if len(data) > manifest.MaxManifestSize {
 		return nil, fmt.Errorf("manifest is %d bytes, over the %d byte limit", len(data), manifest.MaxManifestSize)
 	}

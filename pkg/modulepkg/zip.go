@@ -22,8 +22,8 @@ import (
 	"github.com/oprov/oprov/pkg/pkghash"
 )
 
-// MaxTreeBytes bounds the files Zip reads from a module directory: far above any real module.
-const MaxTreeBytes = 256 << 20
+// maxTreeBytes bounds the files Zip reads from a module directory: far above any real module.
+const maxTreeBytes = 256 << 20
 
 // zipTime is the one modification time on every entry. Unlike provider zips it ignores
 // SOURCE_DATE_EPOCH: a module's zh: is recomputed from the fetched tree on both sides of an air
@@ -63,7 +63,7 @@ func Zip(dir string) ([]byte, error) {
 	return writeZip(files)
 }
 
-// listTree lists the files of a module tree, dot-entries left out, bounded by MaxTreeBytes.
+// listTree lists the files of a module tree, dot-entries left out, bounded by maxTreeBytes.
 func listTree(root string) ([]file, error) {
 	var files []file
 	var total int64
@@ -91,8 +91,8 @@ func listTree(root string) ([]file, error) {
 		if err != nil {
 			return err
 		}
-		if total += size; total > MaxTreeBytes {
-			return fmt.Errorf("the module's files pass %d bytes, over the limit for a module", MaxTreeBytes)
+		if total += size; total > maxTreeBytes {
+			return fmt.Errorf("the module's files pass %d bytes, over the limit for a module", maxTreeBytes)
 		}
 		files = append(files, f)
 		return nil
@@ -161,7 +161,7 @@ func copyFile(w io.Writer, f file) error {
 		return err
 	}
 	defer r.Close()
-	if _, err := io.Copy(w, io.LimitReader(r, MaxTreeBytes+1)); err != nil {
+	if _, err := io.Copy(w, io.LimitReader(r, maxTreeBytes+1)); err != nil {
 		return fmt.Errorf("%s: %w", f.name, err)
 	}
 	return nil

@@ -2,15 +2,9 @@ package serve
 
 import "github.com/oprov/oprov/internal/tofufiles"
 
-// CLIConfig renders the CLI configuration (provider_installation) with which OpenTofu and
-// Terraform install from a mirror at url: the providers include names (patterns allowed) from the
-// mirror and everything else directly, or every provider from the mirror when include is empty.
-func CLIConfig(url string, include []string) string {
-	return CLIConfigFor(url, true, include, nil)
-}
-
 // CLIConfigFor renders the CLI configuration for a server at url: the provider_installation block
-// when it serves providers (see CLIConfig), and a host block for each module hostname, whose
+// when it serves providers (the providers include names from the mirror, everything else
+// directly; every provider from the mirror when include is empty), and a host block for each module hostname, whose
 // modules.v1 service is then this server's.
 func CLIConfigFor(url string, providers bool, include, moduleHosts []string) string {
 	cfg := &tofufiles.CLIConfig{}

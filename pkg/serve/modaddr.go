@@ -21,9 +21,9 @@ func (a ModuleAddress) String() string {
 	return a.Hostname + "/" + a.Namespace + "/" + a.Name + "/" + a.System
 }
 
-// ParseModuleAddress parses HOSTNAME/NAMESPACE/NAME/SYSTEM as OpenTofu does (the hostname is
+// parseModuleAddress parses HOSTNAME/NAMESPACE/NAME/SYSTEM as OpenTofu does (the hostname is
 // required here; no subdirectory).
-func ParseModuleAddress(s string) (a ModuleAddress, err error) {
+func parseModuleAddress(s string) (a ModuleAddress, err error) {
 	if strings.Count(s, "/") != 3 || strings.Contains(s, "//") {
 		return a, fmt.Errorf("module address %q: want HOSTNAME/NAMESPACE/NAME/SYSTEM", s)
 	}
@@ -66,8 +66,6 @@ func ParseModuleTemplate(s string) (*ModuleTemplate, error) {
 	}
 	return t, nil
 }
-
-func (t *ModuleTemplate) String() string { return t.raw }
 
 // Repository gives the repository that holds a module.
 func (t *ModuleTemplate) Repository(a ModuleAddress) (oci.Ref, error) {

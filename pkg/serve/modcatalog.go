@@ -116,7 +116,7 @@ func (s *Server) serveModulePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, fmt.Errorf("the catalog is off (--catalog-refresh 0)"))
 		return
 	}
-	a, err := ParseModuleAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
+	a, err := parseModuleAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	if err != nil {
 		s.fail(w, r, refusal{http.StatusNotFound, "not_found"}, err)
 		return

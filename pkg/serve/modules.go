@@ -22,7 +22,7 @@ import (
 )
 
 // The Module Registry Protocol (modules.v1), for registry modules held as OpenTofu module
-// packages in OCI repositories (ModuleTemplate), below ModulesPath:
+// packages in OCI repositories (ModuleTemplate), below modulesPath:
 //
 //	HOSTNAME/NAMESPACE/NAME/SYSTEM/versions            the versions (under a policy, those that verify)
 //	HOSTNAME/NAMESPACE/NAME/SYSTEM/VERSION/download    204, X-Terraform-Get: the zip below
@@ -33,8 +33,8 @@ import (
 // the base URL, so one server answers for every hostname the template and --module-include allow,
 // each through a host block in the client's CLI configuration (ModuleHostBlocks).
 
-// ModulesPath is where the module registry's base URLs begin.
-const ModulesPath = "/modules/v1/"
+// modulesPath is where the module registry's base URLs begin.
+const modulesPath = "/modules/v1/"
 
 // ModuleConfig is what a server serves as a module registry.
 type ModuleConfig struct {
@@ -56,7 +56,7 @@ func (s *Server) SetModuleHostname(h string) {
 
 // ModuleBaseURL is the modules.v1 base URL of one module hostname on a server at url.
 func ModuleBaseURL(url, hostname string) string {
-	return trimSlash(url) + ModulesPath + hostname + "/"
+	return trimSlash(url) + modulesPath + hostname + "/"
 }
 
 func trimSlash(s string) string {
@@ -129,7 +129,7 @@ func (m *moduleState) knownVerified(d digest.Digest) (moduleVersion, bool) {
 // routeModules adds the module registry's routes.
 func (s *Server) routeModules(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/terraform.json", s.serveDiscovery)
-	base := "GET " + ModulesPath + "{host}/{ns}/{name}/{system}/"
+	base := "GET " + modulesPath + "{host}/{ns}/{name}/{system}/"
 	mux.HandleFunc(base+"versions", s.serveModuleVersions)
 	mux.HandleFunc(base+"{version}/download", s.serveModuleDownload)
 	mux.HandleFunc(base+"{version}/module.zip", s.serveModuleZip)
@@ -141,7 +141,7 @@ func (s *Server) routeModules(mux *http.ServeMux) {
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	out := map[string]string{}
 	if m := s.cfg.Modules; m != nil && m.Hostname != "" {
-		out["modules.v1"] = ModulesPath + m.Hostname + "/"
+		out["modules.v1"] = modulesPath + m.Hostname + "/"
 	}
 	writeJSON(w, out)
 }
@@ -156,7 +156,7 @@ func (s *Server) moduleRequest(w http.ResponseWriter, r *http.Request) (ModuleAd
 	if m == nil {
 		return fail(fmt.Errorf("this server serves no modules (no module template)"))
 	}
-	a, err := ParseModuleAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
+	a, err := parseModuleAddress(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	if err != nil {
 		return fail(err)
 	}
@@ -224,7 +224,7 @@ func (s *Server) serveModuleDownload(w http.ResponseWriter, r *http.Request) {
 		s.failModule(w, r, a, err)
 		return
 	}
-	w.Header().Set("X-Terraform-Get", ModulesPath+a.String()+"/"+r.PathValue("version")+"/module.zip")
+	w.Header().Set("X-Terraform-Get", modulesPath+a.String()+"/"+r.PathValue("version")+"/module.zip")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -94,7 +94,7 @@ func moduleServer(t *testing.T, withPolicy bool) (*testServer, string) {
 
 func moduleVersions(t *testing.T, s *testServer, addr string) []string {
 	t.Helper()
-	code, body := s.get(t, ModulesPath+addr+"/versions")
+	code, body := s.get(t, modulesPath+addr+"/versions")
 	if code != http.StatusOK {
 		t.Fatalf("versions of %s: %d %s", addr, code, body)
 	}
@@ -119,9 +119,9 @@ func TestModuleRegistryProtocol(t *testing.T) {
 	if got := strings.Join(moduleVersions(t, s, addr), " "); got != "1.2.0 1.0.0" {
 		t.Fatalf("versions under the policy: %q, want the two signed ones", got)
 	}
-	rec := s.do(t, ModulesPath+addr+"/1.2.0/download")
+	rec := s.do(t, modulesPath+addr+"/1.2.0/download")
 	loc := rec.Header().Get("X-Terraform-Get")
-	if rec.Code != http.StatusNoContent || loc != ModulesPath+addr+"/1.2.0/module.zip" {
+	if rec.Code != http.StatusNoContent || loc != modulesPath+addr+"/1.2.0/module.zip" {
 		t.Fatalf("download: %d, X-Terraform-Get %q", rec.Code, loc)
 	}
 	code, body := s.get(t, loc)
@@ -129,12 +129,12 @@ func TestModuleRegistryProtocol(t *testing.T) {
 		t.Fatalf("module zip: %d, %d bytes", code, len(body))
 	}
 	for _, path := range []string{
-		ModulesPath + addr + "/1.1.0/download",              // unsigned
-		ModulesPath + addr + "/1.1.0/module.zip",            // unsigned
-		ModulesPath + addr + "/9.9.9/download",              // no such version
-		ModulesPath + "other.example/acme/net/aws/versions", // not included
-		ModulesPath + "modules.example/acme/nope/aws/versions",
-		ModulesPath + addr + "/1.0/download", // not a version
+		modulesPath + addr + "/1.1.0/download",              // unsigned
+		modulesPath + addr + "/1.1.0/module.zip",            // unsigned
+		modulesPath + addr + "/9.9.9/download",              // no such version
+		modulesPath + "other.example/acme/net/aws/versions", // not included
+		modulesPath + "modules.example/acme/nope/aws/versions",
+		modulesPath + addr + "/1.0/download", // not a version
 	} {
 		if code, body := s.get(t, path); code != http.StatusNotFound {
 			t.Errorf("%s: %d %s, want 404", path, code, body)
@@ -170,7 +170,7 @@ func TestModuleRegistryProtocol(t *testing.T) {
 	if got := route("/modules/modules.example/acme/net/aws"); got != "catalog" {
 		t.Errorf("route of a module page: %q", got)
 	}
-	if got := route(ModulesPath + "modules.example/acme/net/aws/1.0.0/module.zip"); got != "module_zip" {
+	if got := route(modulesPath + "modules.example/acme/net/aws/1.0.0/module.zip"); got != "module_zip" {
 		t.Errorf("route of a module zip: %q", got)
 	}
 }
@@ -202,11 +202,11 @@ func TestModuleTemplateAndInclude(t *testing.T) {
 		t.Error(err)
 	}
 	for _, bad := range []string{"a/b/c", "h.example/a/b/c/d", "h.example/a/b/NOT_SYSTEM", "bad host/a/b/c"} {
-		if _, err := ParseModuleAddress(bad); err == nil {
+		if _, err := parseModuleAddress(bad); err == nil {
 			t.Errorf("address %q accepted", bad)
 		}
 	}
-	a, err := ParseModuleAddress("Modules.Example/acme/net/aws")
+	a, err := parseModuleAddress("Modules.Example/acme/net/aws")
 	if err != nil || a.String() != "modules.example/acme/net/aws" {
 		t.Fatalf("address: %v %s", err, a)
 	}
@@ -220,11 +220,11 @@ func FuzzModuleAddress(f *testing.F) {
 	f.Add("Ünï.example/a-b/c_d/x9", "oci-layout:/srv/${hostname}/${namespace}/${name}/${system}")
 	f.Add("h/a/b/c", "reg.io/${namespace}/${name}/${system}:1")
 	f.Fuzz(func(t *testing.T, s, tmpl string) {
-		a, err := ParseModuleAddress(s)
+		a, err := parseModuleAddress(s)
 		if err != nil {
 			return
 		}
-		b, err := ParseModuleAddress(a.String())
+		b, err := parseModuleAddress(a.String())
 		if err != nil || b != a {
 			t.Fatalf("%q parsed as %+v; its own form %q parses as %+v, %v", s, a, a.String(), b, err)
 		}
@@ -252,7 +252,7 @@ func TestModuleZipTampered(t *testing.T) {
 	if err := os.WriteFile(blob, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, body := s.get(t, ModulesPath+addr+"/1.2.0/module.zip")
+	code, body := s.get(t, modulesPath+addr+"/1.2.0/module.zip")
 	if code != http.StatusBadGateway || !strings.Contains(string(body), "do not match their digest") {
 		t.Fatalf("a tampered zip: %d %s", code, body)
 	}
@@ -293,7 +293,7 @@ func TestModuleVerificationCachedByDigest(t *testing.T) {
 func TestModuleZipOverSizeLimit(t *testing.T) {
 	s, _ := moduleServer(t, true)
 	s.cfg.Registry.Limits.MaxPackageSize = 10
-	code, body := s.get(t, ModulesPath+"modules.example/acme/net/aws/1.2.0/module.zip")
+	code, body := s.get(t, modulesPath+"modules.example/acme/net/aws/1.2.0/module.zip")
 	if code != http.StatusBadGateway || !strings.Contains(string(body), "over this server's size limit") {
 		t.Fatalf("a module zip over the limit: %d %s", code, body)
 	}

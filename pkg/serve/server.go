@@ -120,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler gives the HTTP handler: the catalog at / and /providers/HOST/NAMESPACE/TYPE, the
-// protocol below /, the module registry below ModulesPath (with service discovery), /healthz and
+// protocol below /, the module registry below modulesPath (with service discovery), /healthz and
 // /metrics, with the access log.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -153,10 +153,10 @@ func route(path string) string {
 	case "/.well-known/terraform.json":
 		return "discovery"
 	}
-	if strings.HasPrefix(path, "/modules/") && !strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") == 5 {
+	if strings.HasPrefix(path, "/modules/") && !strings.HasPrefix(path, modulesPath) && strings.Count(path, "/") == 5 {
 		return "catalog"
 	}
-	if strings.HasPrefix(path, ModulesPath) && strings.Count(path, "/") >= 7 {
+	if strings.HasPrefix(path, modulesPath) && strings.Count(path, "/") >= 7 {
 		switch {
 		case strings.HasSuffix(path, "/versions"):
 			return "module_versions"
