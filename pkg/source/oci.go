@@ -286,7 +286,7 @@ func (rv *Resolved) PackageFor(ctx context.Context, addr manifest.ProviderAddres
 	}
 	e, _ := rv.v.Parsed.Lookup(platform)
 	pkg := &cache.Package{
-		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, H1: e.H1, Auth: rv.auth,
+		Addr: addr, Version: rv.v.Version, Platform: platform, Filename: p.Filename, Zip: p.Zip.Digest, Size: p.Zip.Size, MaxSize: rv.src.env.limits().MaxPackageSize, H1: e.H1, Auth: rv.auth,
 		FromCache: rv.fromCache,
 		Fetch: func(ctx context.Context, w io.Writer, progress oci.Progress) error {
 			t, err := rv.src.target(ctx, rv.ref) // zips come from the registry, never the recorder
