@@ -9,6 +9,7 @@ import (
 
 	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -42,8 +43,12 @@ func (p *Project) moduleOptions(opts *Options, upgrade bool) module.Options {
 	if opts.Registry == nil {
 		opts.Registry = oci.NewClient(oci.Options{})
 	}
+	mirror := opts.ModuleMirror
+	if mirror == nil && p.Config.ModuleMirror != nil {
+		mirror = loadedModules(p.Config.ModuleMirror.Prefix, opts.Registry)
+	}
 	return module.Options{Lock: p.Modules, Upgrade: upgrade, CAFile: opts.Registry.CAFile,
-		Registry: opts.Registry, Policies: pols, Log: opts.Log, Mirror: opts.ModuleMirror,
+		Registry: opts.Registry, Policies: pols, Log: opts.Log, Mirror: mirror,
 		Services: p.moduleServices(), Progress: opts.Progress}
 }
 
@@ -155,4 +160,31 @@ func tofuProgramName() string {
 		return filepath.Base(p)
 	}
 	return "tofu"
+}
+
+// loadedModules supplies remote modules from where 'oprov load --to PREFIX' put a bundle's
+// modules (a module_mirror block): each locked module at the repository and tag its source
+// address and locked version give (bundle.ModuleRef). A module the lock does not record has no
+// place there, and comes from its origin.
+func loadedModules(prefix string, reg *oci.Client) func(context.Context, *module.Resolved, *module.LockEntry) (oci.ReadOnly, oci.Ref, bool, error) {
+	return func(ctx context.Context, r *module.Resolved, e *module.LockEntry) (oci.ReadOnly, oci.Ref, bool, error) {
+		if e == nil {
+			return nil, oci.Ref{}, false, nil
+		}
+		zh := ""
+		for _, h := range e.Hashes {
+			if strings.HasPrefix(h, "zh:") {
+				zh = h
+			}
+		}
+		ref, err := bundle.ModuleRef(prefix, e.Source, e.Version, zh)
+		if err != nil {
+			return nil, oci.Ref{}, false, err
+		}
+		t, err := reg.Open(ctx, ref.WithReference(""), false)
+		if err != nil {
+			return nil, oci.Ref{}, false, oci.Explain("open", ref, err)
+		}
+		return t, ref, true, nil
+	}
 }

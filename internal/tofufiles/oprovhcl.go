@@ -58,9 +58,13 @@ func (m OprovMirror) writeTrust(body *hclwrite.Body) {
 }
 
 // OprovHCL renders oci_mirror blocks of oprov.hcl with hclwrite: strings escaped as HCL 2 reads
-// them, the template written as the template it is.
-func OprovHCL(mirrors []OprovMirror) string {
+// them, the template written as the template it is; and, when modulePrefix is set, a module_mirror
+// block naming where a bundle's modules were loaded.
+func OprovHCL(mirrors []OprovMirror, modulePrefix string) string {
 	f := hclwrite.NewEmptyFile()
+	if modulePrefix != "" {
+		f.Body().AppendNewBlock("module_mirror", nil).Body().SetAttributeValue("repository_prefix", cty.StringVal(modulePrefix))
+	}
 	for _, m := range mirrors {
 		body := f.Body().AppendNewBlock("oci_mirror", nil).Body()
 		body.SetAttributeRaw("repository_template", hcl2Template(m.RepositoryTemplate))

@@ -40,6 +40,15 @@ type Config struct {
 	Rules []*middleware.Rule
 	// Sandboxes confine the providers oprov launches (sandbox blocks).
 	Sandboxes []*Sandbox
+	// ModuleMirror, from a module_mirror block, is the registry prefix a bundle's modules were
+	// loaded below ('oprov load --to'): remote modules are taken from there, not their origins.
+	ModuleMirror *ModuleMirror
+}
+
+// ModuleMirror is a module_mirror block: where a loaded bundle keeps the configuration's modules.
+type ModuleMirror struct {
+	Prefix string // HOST[:PORT][/PATH], as load's --to
+	Range  hcl.Range
 }
 
 // SourceProvider is a provider kept as Go source beside the configuration: oprov run builds and
@@ -62,11 +71,17 @@ type Mirror struct {
 }
 
 type configFile struct {
-	Mirrors   []mirrorFile   `hcl:"oci_mirror,block"`
-	Providers []providerFile `hcl:"provider,block"`
-	Audit     *auditFile     `hcl:"audit,block"`
-	Rules     []ruleFile     `hcl:"rule,block"`
-	Sandboxes []sandboxFile  `hcl:"sandbox,block"`
+	Mirrors   []mirrorFile      `hcl:"oci_mirror,block"`
+	Providers []providerFile    `hcl:"provider,block"`
+	Audit     *auditFile        `hcl:"audit,block"`
+	Rules     []ruleFile        `hcl:"rule,block"`
+	Sandboxes []sandboxFile     `hcl:"sandbox,block"`
+	Modules   *moduleMirrorFile `hcl:"module_mirror,block"`
+}
+
+type moduleMirrorFile struct {
+	Prefix    string    `hcl:"repository_prefix"`
+	DeclRange hcl.Range `hcl:",def_range"`
 }
 
 type providerFile struct {
@@ -107,6 +122,12 @@ func parseConfig(path string, src []byte) (*Config, error) {
 		return nil, err
 	}
 	cfg := &Config{Path: path}
+	if m := cf.Modules; m != nil {
+		if _, err := oci.ParseRef(strings.TrimSuffix(m.Prefix, "/") + "/x"); err != nil || m.Prefix == "" {
+			return nil, fmt.Errorf("%s: module_mirror: repository_prefix %q is not a registry prefix (write HOST[:PORT][/PATH], as 'oprov load --to' took it)", hcldiag.At(m.DeclRange), m.Prefix)
+		}
+		cfg.ModuleMirror = &ModuleMirror{Prefix: strings.TrimSuffix(m.Prefix, "/"), Range: m.DeclRange}
+	}
 	for _, mf := range cf.Mirrors {
 		m, err := parseMirror(path, src, mf)
 		if err != nil {

@@ -597,5 +597,9 @@ func (l *Listing) OprovHCL(to string, trust PrintedTrust) string {
 		mirrors = append(mirrors, tofufiles.OprovMirror{RepositoryTemplate: template(to, h), Include: groups[h],
 			Policy: trust.Policy, PublicKeys: trust.PublicKeys, Identities: ids, TrustedRoot: trust.TrustedRoot})
 	}
-	return tofufiles.OprovHCL(mirrors)
+	prefix := ""
+	if len(l.Modules) > 0 {
+		prefix = strings.TrimSuffix(to, "/")
+	}
+	return tofufiles.OprovHCL(mirrors, prefix)
 }

@@ -213,6 +213,25 @@ func saveModules(ctx context.Context, tl *tarLayout, opts ConfigOptions, base ma
 	return changed, nil
 }
 
+// ModuleRef is where a loaded bundle keeps a module below prefix (load's --to): the repository its
+// source address gives and the tag its locked version (or, for an HTTP archive, its zh: hash)
+// gives, as save wrote them.
+func ModuleRef(prefix, source, version, zh string) (ociref.Ref, error) {
+	src, err := module.ParseSource(source)
+	if err != nil {
+		return ociref.Ref{}, err
+	}
+	repo, err := moduleRepository(source)
+	if err != nil {
+		return ociref.Ref{}, err
+	}
+	tag, err := moduleTag(src.Kind.String(), version, zh)
+	if err != nil {
+		return ociref.Ref{}, err
+	}
+	return ociref.ParseRef(strings.TrimSuffix(prefix, "/") + "/" + repo + ":" + tag)
+}
+
 // putModule writes one module package into the tarball (unless done or the base holds it) and
 // gives its listing entry, VersionFrom left to the caller.
 func putModule(ctx context.Context, tl *tarLayout, r *module.Resolved, base map[digest.Digest]bool, done map[string]string, reg *ociref.Client) (*ListedModule, error) {

@@ -50,14 +50,20 @@ func (w *walker) oci(ctx context.Context, r *Resolved, src Source) error {
 }
 
 // fetchPackage resolves a module package, verifies its signature under the policies, and
-// fetches its zip into r.Zip.
+// fetches its zip into r.Zip. Only an oci:// module must be signed: a registry, git or HTTP module
+// that a mirror holds as a package (a loaded bundle's, unsigned) is judged by the module lock's
+// hashes, as it would be from its origin (a mirror is asked only for modules the lock records);
+// its signature, when it has one that passes, is said as well.
 func (w *walker) fetchPackage(ctx context.Context, r *Resolved, t oci.ReadOnly, ref oci.Ref) (*modulepkg.Resolved, error) {
 	m, err := modulepkg.Resolve(ctx, t, ref.Reference)
 	if err != nil {
 		return nil, err
 	}
 	if err := w.verify(ctx, r, t, ref, m); err != nil {
-		return nil, err
+		if r.Kind == KindOCI {
+			return nil, err
+		}
+		r.Auth = "the module lock's hashes (the mirror's package: " + err.Error() + ")"
 	}
 	if p := w.opts.Progress; p != nil {
 		p.Plan(m.Layer().Size)
