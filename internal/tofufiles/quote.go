@@ -47,26 +47,35 @@ func hcl1Literal(s string) (string, error) {
 			b.WriteString(`\u0024`)
 		case r == '%' && strings.HasPrefix(next, "{"):
 			b.WriteString(`\u0025`)
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
 		case r == '\r':
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case !unicode.IsPrint(r) && r < 0x10000:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\U%08x`, r)
 		default:
-			b.WriteRune(r)
+			escapeRune(&b, r)
 		}
 		i += size
 	}
 	return b.String(), nil
+}
+
+// escapeRune writes r as the inside of a quoted string that HCL 1 and HCL 2 both read back as r:
+// a quote, a backslash, a newline and any character that is not printable escaped.
+func escapeRune(b *strings.Builder, r rune) {
+	switch {
+	case r == '"':
+		b.WriteString(`\"`)
+	case r == '\\':
+		b.WriteString(`\\`)
+	case r == '\n':
+		b.WriteString(`\n`)
+	case !unicode.IsPrint(r) && r < 0x10000:
+		fmt.Fprintf(b, `\u%04x`, r)
+	case !unicode.IsPrint(r):
+		fmt.Fprintf(b, `\U%08x`, r)
+	default:
+		b.WriteRune(r)
+	}
 }
 
 // plainInterpolation gives the length of a "${NAME}" at the start of s (NAME an HCL identifier),
@@ -104,20 +113,7 @@ func TemplateLiteral(s string) string {
 func hcl2Template(src string) hclwrite.Tokens {
 	var b strings.Builder
 	for _, r := range src {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case !unicode.IsPrint(r) && r < 0x10000:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			b.WriteRune(r)
-		}
+		escapeRune(&b, r)
 	}
 	return hclwrite.Tokens{
 		{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)},
