@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/oprov/oprov/internal/protoconflict"
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
@@ -62,7 +61,6 @@ func main() {
 	if printedVersion(os.Stdout, os.Args[1:]) {
 		os.Exit(exitOK)
 	}
-	protoconflict.Restore()
 	if len(os.Args) > 1 && os.Args[1] == stdioHostCommand {
 		os.Exit(runStdioHost(os.Args[2:], os.Stderr))
 	}

@@ -27,7 +27,7 @@ var rules = []layer{
 		may: nil},
 	{name: "primitives", packages: []string{
 		"internal/iox", "internal/signals", "internal/progress", "internal/hcldiag",
-		"internal/protoconflict", "internal/bindelta", "internal/tofufiles", "internal/tfcreds",
+		"internal/bindelta", "internal/tofufiles", "internal/tfcreds",
 		"internal/scratch", "internal/unzip", "internal/doccheck", "internal/build",
 		"internal/referrers", "internal/ocicopy", "internal/layers",
 		"pkg/pkghash", "pkg/release", "pkg/oci", "pkg/artifact", "pkg/sandbox", "pkg/modulepkg"},

@@ -81,8 +81,8 @@ type Provider struct {
 	client   *goplugin.Client
 	cmd      *exec.Cmd
 	stderr   *tailBuffer
-	v5       tfplugin5.ProviderClient
-	v6       tfplugin6.ProviderClient
+	v5       *client5
+	v6       *client6
 	conn     *grpc.ClientConn
 	dir      string // the private directory (see Options.Dir)
 	ownDir   bool   // Start made dir, and Stop removes it
@@ -182,9 +182,9 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	p.TLS = !opts.ForReattach || servesTLS(reattachTLS)
 	switch p.Protocol {
 	case 5:
-		p.v5 = tfplugin5.NewProviderClient(p.conn)
+		p.v5 = &client5{p.conn}
 	case 6:
-		p.v6 = tfplugin6.NewProviderClient(p.conn)
+		p.v6 = &client6{p.conn}
 	default:
 		p.kill()
 		return nil, fmt.Errorf("provider %s negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", opts.Path, p.Protocol)

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
-	_ "github.com/oprov/oprov/internal/protoconflict" // before tf6server registers tfplugin6 twice
 )
 
 // protocolVersion is the stdio protocol version oprov speaks.
