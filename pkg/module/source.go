@@ -62,8 +62,8 @@ func ParseSource(raw string) (Source, error) {
 		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", errSource, raw)
 	case strings.HasPrefix(raw, "./"), strings.HasPrefix(raw, "../"), raw == ".", raw == "..":
 		clean := path.Clean(raw)
-		if !strings.HasPrefix(clean, ".") {
-			clean = "./" + clean
+		if clean != "." && clean != ".." && !strings.HasPrefix(clean, "../") {
+			clean = "./" + clean // ./.x stays local: .x would read as a registry address
 		}
 		return Source{Kind: KindLocal, Local: clean}, nil
 	case strings.HasPrefix(raw, "git::"):
