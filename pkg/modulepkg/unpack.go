@@ -24,11 +24,6 @@ var DefaultLimits = unzip.Limits{MaxTotal: 512 << 20, MaxFiles: 20000, MaxRatio:
 // "../", symbolic links and other non-regular entries, duplicate names and archives that unpack
 // beyond DefaultLimits.
 func Unpack(zipData []byte, dest string) error {
-	return UnpackContext(context.Background(), zipData, dest)
-}
-
-// UnpackContext is Unpack that ends when ctx is done.
-func UnpackContext(ctx context.Context, zipData []byte, dest string) error {
 	abs, err := filepath.Abs(dest)
 	if err != nil {
 		return err
@@ -42,7 +37,7 @@ func UnpackContext(ctx context.Context, zipData []byte, dest string) error {
 		return err
 	}
 	defer root.Close()
-	if _, err := UnpackIn(ctx, zipData, root, filepath.Base(abs), DefaultLimits); err != nil {
+	if _, err := UnpackIn(context.Background(), zipData, root, filepath.Base(abs), DefaultLimits); err != nil {
 		return fmt.Errorf("unpacking a module into %s: %w", dest, err)
 	}
 	return nil
