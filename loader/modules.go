@@ -49,7 +49,7 @@ func (p *Project) moduleOptions(opts *Options, upgrade bool) module.Options {
 	}
 	return module.Options{Lock: p.Modules, Upgrade: upgrade, CAFile: opts.Registry.CAFile,
 		Registry: opts.Registry, Policies: pols, Log: opts.Log, Mirror: mirror,
-		Services: p.moduleServices(), Progress: opts.Progress}
+		Services: p.moduleServices(), Progress: opts.Progress, Limits: opts.ModuleLimits}
 }
 
 // resolveModules walks every module call (remote modules fetched and checked against the module

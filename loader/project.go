@@ -35,6 +35,8 @@ type Options struct {
 	// ModuleMirror, when set, supplies remote modules from module packages in OCI registries
 	// (a loaded bundle) instead of their origins: see module.Options.Mirror.
 	ModuleMirror func(ctx context.Context, r *module.Resolved, locked *module.LockEntry) (oci.ReadOnly, oci.Ref, bool, error)
+	// ModuleLimits bound the module walk (zero fields: module.Walk's defaults).
+	ModuleLimits module.Limits
 }
 
 func hostPlatform() manifest.Platform {

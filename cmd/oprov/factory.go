@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -23,6 +24,9 @@ type Factory struct {
 	// Limits bound what a registry can make the command do: the flags and the environment's,
 	// set before the command runs.
 	Limits oci.Limits
+	// ModuleLimits bound a module walk (lock, init, install, run, save --config): the
+	// environment's, zero for the defaults.
+	ModuleLimits module.Limits
 }
 
 // registry builds the command's registry client from its flags, the limits and the user agent.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -21,6 +22,11 @@ const (
 	envMaxTags        = "OPROV_MAX_TAGS"
 	envMaxTagPages    = "OPROV_MAX_TAG_PAGES"
 
+	// The module walk's bounds (module.Limits).
+	envMaxModuleBytes = "OPROV_MAX_MODULE_BYTES"
+	envMaxModuleFiles = "OPROV_MAX_MODULE_FILES"
+	envMaxModuleRatio = "OPROV_MAX_MODULE_RATIO"
+
 	flagStallTimeout   = "--stall-timeout"
 	flagMaxPackageSize = "--max-package-size"
 )
@@ -32,6 +38,10 @@ var knobs = map[oci.Setting]string{
 	oci.SettingMaxPlatforms:   envMaxPlatforms,
 	oci.SettingMaxTags:        envMaxTags,
 	oci.SettingMaxTagPages:    envMaxTagPages,
+
+	module.SettingMaxModuleBytes: envMaxModuleBytes + " (such as 8GiB)",
+	module.SettingMaxModuleFiles: envMaxModuleFiles,
+	module.SettingMaxModuleRatio: envMaxModuleRatio,
 }
 
 // limitAdvice says how to raise the limit an error ran into, or "".
@@ -66,8 +76,37 @@ func registerLimits(root *cobra.Command, deps *Factory) {
 			return &usageError{err}
 		}
 		deps.Limits = l
+		if deps.ModuleLimits, err = moduleLimitsFromEnv(); err != nil {
+			return &usageError{err}
+		}
 		return nil
 	}
+}
+
+// moduleLimitsFromEnv gives the module walk's bounds the environment sets; the rest are left
+// at zero, which module.Walk takes as its defaults.
+func moduleLimitsFromEnv() (module.Limits, error) {
+	var l module.Limits
+	if v := os.Getenv(envMaxModuleBytes); v != "" {
+		n, err := oci.ParseSize(v)
+		if err != nil {
+			return l, fmt.Errorf("%s=%s: %w", envMaxModuleBytes, v, err)
+		}
+		l.MaxBytes = n
+	}
+	for _, e := range []struct {
+		name string
+		set  func(int)
+	}{{envMaxModuleFiles, func(n int) { l.MaxTotalFiles = n }}, {envMaxModuleRatio, func(n int) { l.MaxRatio = int64(n) }}} {
+		if v := os.Getenv(e.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return l, fmt.Errorf("%s=%s: want a positive whole number", e.name, v)
+			}
+			e.set(n)
+		}
+	}
+	return l, nil
 }
 
 func (f *limitFlags) limits() (oci.Limits, error) {

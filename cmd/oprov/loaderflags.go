@@ -32,7 +32,7 @@ func (f *loaderFlags) open(ios *IOStreams) (*loader.Project, loader.Options, err
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
-	return p, loader.Options{Cache: cache, Registry: ios.Deps.registry(f.registry), Log: ios.ErrOut}, nil
+	return p, loader.Options{Cache: cache, Registry: ios.Deps.registry(f.registry), Log: ios.ErrOut, ModuleLimits: ios.Deps.ModuleLimits}, nil
 }
 
 func (s *IOStreams) streams() loader.Streams {

@@ -140,7 +140,7 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	}
 	// Remote modules are resolved (checked against the module lock): the bundle carries them, and
 	// the providers they require.
-	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut})
+	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Deps.ModuleLimits})
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w (nothing was written)", o.Config, err)
 	}

@@ -152,7 +152,7 @@ func (o *schemaOptions) loaderOptions() (loader.Options, error) {
 	if err != nil {
 		return loader.Options{}, err
 	}
-	return loader.Options{Cache: cache, Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut}, nil
+	return loader.Options{Cache: cache, Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Deps.ModuleLimits}, nil
 }
 
 // looksLikePath tells a path from a reference: it starts like one, or is no reference at all.

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/internal/unzip"
+	"github.com/oprov/oprov/pkg/modulepkg"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // errUnsafeArchive marks an archive refused: entries that leave its directory, links, or more
@@ -43,9 +45,9 @@ func archiveType(src Source, u *url.URL) string {
 
 // archive fetches an HTTP(S) archive (bounded) and unpacks it safely into a temporary directory.
 // An address with no archive type is asked, as go-getter asks, for an X-Terraform-Get location.
-func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEntry) (string, error) {
-	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEntry) (*fetched, error) {
+	fail := func(err error) (*fetched, error) {
+		return nil, fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
 	u, err := url.Parse(src.URL)
 	if err != nil {
@@ -57,7 +59,7 @@ func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEn
 	}
 	if f, ok := w.fetched[src.Package()]; ok {
 		r.OriginChecksum = f.origin
-		return f.dir, nil
+		return f, nil
 	}
 	resp, body, err := w.getProgress(ctx, u, w.opts.Limits.MaxPackage, w.opts.Progress)
 	if err != nil {
@@ -68,23 +70,25 @@ func (w *walker) archive(ctx context.Context, r *Resolved, src Source, e *LockEn
 	}
 	sum := sha256.Sum256(body)
 	r.OriginChecksum = "sha256:" + hex.EncodeToString(sum[:])
-	dir := w.newDir("archive")
-	if err := w.unpackArchive(ctx, typ, body, dir); err != nil {
+	dir := w.newName("archive")
+	held, err := w.unpackArchive(ctx, typ, body, dir)
+	if err != nil {
 		locked := "no lock entry"
 		if e != nil {
 			locked = "locked " + strings.Join(e.Hashes, " ")
 		}
 		return fail(fmt.Errorf("the archive (%s; %s) is refused: %w; nothing was installed", r.OriginChecksum, locked, err))
 	}
-	w.remember(src, fetched{dir: dir, origin: r.OriginChecksum})
-	return dir, nil
+	f := &fetched{raw: filepath.Join(w.tmp, dir), held: held, origin: r.OriginChecksum}
+	w.remember(src, f)
+	return f, nil
 }
 
 // indirect follows an HTTP address that is no archive: GET ?terraform-get=1 and the
 // X-Terraform-Get header it answers with, once.
-func (w *walker) indirect(ctx context.Context, r *Resolved, u *url.URL, e *LockEntry) (string, error) {
-	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+func (w *walker) indirect(ctx context.Context, r *Resolved, u *url.URL, e *LockEntry) (*fetched, error) {
+	fail := func(err error) (*fetched, error) {
+		return nil, fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
 	if r.Kind == KindRegistry || r.OriginChecksum == "indirect" {
 		return fail(fmt.Errorf("%s is not an archive (.zip, .tar.gz, .tgz, .tar or ?archive=)", u.Redacted()))
@@ -111,102 +115,151 @@ func (w *walker) indirect(ctx context.Context, r *Resolved, u *url.URL, e *LockE
 	return w.archive(ctx, r, inner, e)
 }
 
-// unpackArchive unpacks an archive into dir (which must not exist), whole or not at all.
-func (w *walker) unpackArchive(ctx context.Context, typ string, body []byte, dir string) error {
+// unpackArchive unpacks an archive into dir (a name in the walk's root, which must not exist),
+// whole or not at all, within the package's limits and the walk's budget, which it charges.
+func (w *walker) unpackArchive(ctx context.Context, typ string, body []byte, dir string) (usage, error) {
 	switch typ {
 	case "zip":
-		f := dir + ".zip"
-		if err := os.WriteFile(f, body, 0o600); err != nil {
-			return err
-		}
-		defer os.Remove(f)
-		lim := unzip.Limits{MaxTotal: w.opts.Limits.MaxPackage, MaxFiles: w.opts.Limits.MaxFiles, MaxRatio: 200}
-		return unzip.Extract(ctx, f, filepath.Dir(dir), dir, lim, nil)
-	case "tar.gz":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
+		u, err := zipDeclared(body, w.opts.Limits.MaxRatio)
 		if err != nil {
-			return fmt.Errorf("not a gzip stream: %w", err)
+			return usage{}, err
 		}
-		return w.untar(ctx, zr, dir)
+		if err := w.budget.charge("the archive", u); err != nil {
+			return usage{}, err
+		}
+		lim := unzip.Limits{MaxTotal: w.opts.Limits.MaxPackage, MaxFiles: w.opts.Limits.MaxFiles, MaxRatio: w.opts.Limits.MaxRatio}
+		if _, err := modulepkg.UnpackIn(ctx, body, w.root, dir, lim); err != nil {
+			w.budget.credit(u)
+			return usage{}, err
+		}
+		return u, nil
+	case "tar.gz":
+		in := &counter{r: bytes.NewReader(body)}
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return usage{}, fmt.Errorf("not a gzip stream: %w", err)
+		}
+		return w.untar(ctx, &ratioReader{r: zr, in: in, maxRatio: w.opts.Limits.MaxRatio}, dir)
 	case "tar":
 		return w.untar(ctx, bytes.NewReader(body), dir)
 	}
-	return fmt.Errorf("archive type %q is not one oprov unpacks (zip, tar.gz, tgz, tar)", typ)
+	return usage{}, fmt.Errorf("archive type %q is not one oprov unpacks (zip, tar.gz, tgz, tar)", typ)
 }
 
-// untar unpacks a tar stream into dir: regular files and directories only, no name that leaves
-// dir, no name twice, at most MaxFiles entries and MaxPackage bytes as written.
-func (w *walker) untar(ctx context.Context, rd io.Reader, dir string) error {
+// untar unpacks a tar stream into dir (a name in the walk's root): regular files and directories
+// only, no name that leaves dir, no name twice, at most MaxFiles entries and MaxPackage bytes as
+// written, each byte charged to the walk's budget as it is written.
+func (w *walker) untar(ctx context.Context, rd io.Reader, dir string) (usage, error) {
 	tmp := dir + ".part"
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return err
+	if err := w.root.Mkdir(tmp, 0o700); err != nil {
+		return usage{}, err
 	}
-	defer os.RemoveAll(tmp)
+	x := &untarring{w: w, tmp: tmp, seen: map[string]bool{}, left: w.opts.Limits.MaxPackage}
+	defer func() {
+		w.root.RemoveAll(tmp)
+		if x.held != (usage{}) && !x.done {
+			w.budget.credit(x.held)
+		}
+	}()
 	tr := tar.NewReader(rd)
-	seen := map[string]bool{}
-	budget := w.opts.Limits.MaxPackage
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return err
+			return usage{}, err
 		}
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading the tar: %w", err)
+			var le *oci.LimitError
+			if errors.As(err, &le) {
+				return usage{}, err
+			}
+			return usage{}, fmt.Errorf("reading the tar: %w", err)
 		}
 		if n >= w.opts.Limits.MaxFiles {
-			return fmt.Errorf("%w: more than %d entries", errUnsafeArchive, w.opts.Limits.MaxFiles)
+			return usage{}, fmt.Errorf("%w: more than %d entries", errUnsafeArchive, w.opts.Limits.MaxFiles)
 		}
-		if budget, err = untarEntry(tr, h, tmp, seen, budget); err != nil {
-			return err
+		if err := x.entry(tr, h); err != nil {
+			return usage{}, err
 		}
 	}
-	return os.Rename(tmp, dir)
+	if err := w.root.Rename(tmp, dir); err != nil {
+		return usage{}, err
+	}
+	x.done = true
+	return x.held, nil
 }
 
-func untarEntry(tr *tar.Reader, h *tar.Header, tmp string, seen map[string]bool, budget int64) (int64, error) {
+// untarring is one tar being unpacked: what it has written (charged), and what the package may
+// still write.
+type untarring struct {
+	w    *walker
+	tmp  string
+	seen map[string]bool
+	left int64 // bytes of the package's limit left
+	held usage
+	done bool
+}
+
+func (x *untarring) entry(tr *tar.Reader, h *tar.Header) error {
 	name := strings.TrimPrefix(h.Name, "./")
 	if name == "" || name == "." || h.Typeflag == tar.TypeXGlobalHeader {
-		return budget, nil
+		return nil
 	}
 	if err := unzip.CheckEntryPath(name); err != nil {
-		return 0, fmt.Errorf("%w: %v", errUnsafeArchive, strings.Replace(err.Error(), "zip entry", "tar entry", 1))
+		return fmt.Errorf("%w: %v", errUnsafeArchive, strings.Replace(err.Error(), "zip entry", "tar entry", 1))
 	}
 	clean := path.Clean(name)
-	if seen[clean] {
-		return 0, fmt.Errorf("%w: tar entry %q appears twice", errUnsafeArchive, name)
+	if x.seen[clean] {
+		return fmt.Errorf("%w: tar entry %q appears twice", errUnsafeArchive, name)
 	}
-	seen[clean] = true
-	target := filepath.Join(tmp, filepath.FromSlash(clean))
+	x.seen[clean] = true
+	target := path.Join(x.tmp, clean)
+	root := x.w.root
 	switch h.Typeflag {
 	case tar.TypeDir:
-		return budget, os.MkdirAll(target, 0o755)
+		return root.MkdirAll(target, 0o755)
 	case tar.TypeReg:
 	default:
-		return 0, fmt.Errorf("%w: tar entry %q is not a regular file or directory (links are refused)", errUnsafeArchive, name)
+		return fmt.Errorf("%w: tar entry %q is not a regular file or directory (links are refused)", errUnsafeArchive, name)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return 0, err
+	if err := x.w.budget.charge("the archive", usage{files: 1}); err != nil {
+		return err
+	}
+	x.held.files++
+	if err := root.MkdirAll(path.Dir(target), 0o755); err != nil {
+		return err
 	}
 	mode := os.FileMode(0o644)
 	if h.Mode&0o111 != 0 {
 		mode = 0o755
 	}
-	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := root.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	n, err := io.Copy(f, io.LimitReader(tr, budget+1))
+	// Never more than the package's limit or the walk's budget allows, whatever the header says.
+	packageBinds := x.left <= x.w.budget.room()
+	allow := min(x.left, x.w.budget.room())
+	n, err := io.Copy(f, io.LimitReader(tr, allow+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return 0, fmt.Errorf("tar entry %q: %w", name, err)
+	charged := min(n, allow)
+	x.w.budget.bytes += charged
+	x.held.bytes += charged
+	x.left -= charged
+	var le *oci.LimitError
+	switch {
+	case errors.As(err, &le):
+		return err
+	case err != nil:
+		return fmt.Errorf("tar entry %q: %w", name, err)
+	case n > allow && packageBinds:
+		return fmt.Errorf("%w: unpacks to more than %d bytes (a bomb?)", errUnsafeArchive, x.w.opts.Limits.MaxPackage)
+	case n > allow:
+		return x.w.budget.charge(fmt.Sprintf("tar entry %q", name), usage{bytes: n - allow})
 	}
-	if n > budget {
-		return 0, fmt.Errorf("%w: unpacks to more than %d bytes (a bomb?)", errUnsafeArchive, budget)
-	}
-	return budget - n, nil
+	return nil
 }

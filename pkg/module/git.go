@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/oprov/oprov/internal/scratch"
 )
 
 // gitTimeout bounds one git command: a clone of a module repository, or a checkout.
@@ -15,15 +17,16 @@ const gitTimeout = 10 * time.Minute
 
 // git clones the repository (as OpenTofu does, with the git program) into a temporary directory
 // and checks out the ref (a tag, a branch or a commit; the default branch when none), recording
-// the commit it is at.
-func (w *walker) git(ctx context.Context, r *Resolved, src Source) (string, error) {
+// the commit it is at. The clone is measured against the walk's budget when it is done (git
+// writes it, not oprov).
+func (w *walker) git(ctx context.Context, r *Resolved, src Source) (*fetched, error) {
 	if f, ok := w.fetched[src.Package()]; ok {
 		r.Version, r.OriginChecksum = f.version, f.origin
-		return f.dir, nil
+		return f, nil
 	}
 	dir := w.newDir("git")
-	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	fail := func(err error) (*fetched, error) {
+		return nil, fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
 	if _, err := w.runGit(ctx, "", "clone", "--quiet", "--no-checkout", "--", src.URL, dir); err != nil {
 		return fail(err)
@@ -35,10 +38,17 @@ func (w *walker) git(ctx context.Context, r *Resolved, src Source) (string, erro
 	if _, err := w.runGit(ctx, dir, "checkout", "--quiet", "--detach", commit); err != nil {
 		return fail(err)
 	}
+	var held usage
+	held.bytes, held.files = scratch.Usage(dir)
+	if err := w.budget.charge("the git checkout", held); err != nil {
+		os.RemoveAll(dir)
+		return fail(err)
+	}
 	r.Version = commit
 	r.OriginChecksum = commit
-	w.remember(src, fetched{dir: dir, version: commit, origin: commit})
-	return dir, nil
+	f := &fetched{raw: dir, held: held, version: commit, origin: commit}
+	w.remember(src, f)
+	return f, nil
 }
 
 // gitCommit finds the commit a ref names in a fresh clone: a tag, a remote branch, or a commit.
@@ -83,9 +93,9 @@ func (w *walker) runGit(ctx context.Context, dir string, args ...string) (string
 }
 
 // remember keeps a fetched package for the rest of the walk.
-func (w *walker) remember(src Source, f fetched) {
+func (w *walker) remember(src Source, f *fetched) {
 	if w.fetched == nil {
-		w.fetched = map[string]fetched{}
+		w.fetched = map[string]*fetched{}
 	}
 	w.fetched[src.Package()] = f
 }

@@ -2,11 +2,15 @@ package module
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 func TestHostileRegistry(t *testing.T) {
@@ -117,4 +121,80 @@ func TestCyclesAndDepthAreBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "deeper than 3") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestWalkBudget: the walk as a whole is bounded, each limit named in its refusal: a gzip
+// stream that expands past the ratio (whatever budget is left), and packages, each within the
+// package limits, that together pass the walk's byte or file budget.
+func TestWalkBudget(t *testing.T) {
+	noise := func(n int) string { // text that compresses little, as a module's files might not
+		var b strings.Builder
+		x := uint32(1)
+		for b.Len() < n {
+			x = x*1664525 + 1013904223
+			b.WriteString(strconv.FormatUint(uint64(x), 36))
+		}
+		return b.String()
+	}
+	t.Run("a gzip bomb", func(t *testing.T) {
+		// 64 files of 1 MiB of zeros: each under any per-entry ratio check, the whole under the
+		// package limit, 64 KiB of gzip. It is stopped at its first MiB.
+		w := newWorld(t)
+		bomb := map[string]string{"main.tf": ""}
+		for i := 0; i < 64; i++ {
+			bomb["f"+strconv.Itoa(i)+".bin"] = strings.Repeat("\x00", 1<<20)
+		}
+		w.reg.set(func() { w.reg.files["/archives/vpc-1.1.0.tar.gz"] = tarGz(t, bomb) })
+		_, err := w.walk(t)
+		var le *oci.LimitError
+		if !errors.As(err, &le) || le.Setting != SettingMaxModuleRatio || !strings.Contains(err.Error(), "module.vpc") || !strings.Contains(err.Error(), "expansion limit of 200x") {
+			t.Fatalf("got %v, want the expansion limit", err)
+		}
+	})
+	t.Run("one archive past the byte budget", func(t *testing.T) {
+		w := newWorld(t)
+		w.opts.Limits.MaxBytes = 1 << 20
+		w.reg.set(func() {
+			w.reg.files["/archives/vpc-1.1.0.tar.gz"] = tarGz(t, map[string]string{"main.tf": "", "a.tf": "# " + noise(3<<20)})
+		})
+		_, err := w.walk(t)
+		var le *oci.LimitError
+		if !errors.As(err, &le) || le.Setting != SettingMaxModuleBytes || !strings.Contains(err.Error(), "module.vpc") || !strings.Contains(err.Error(), "byte budget of 1 MiB") {
+			t.Fatalf("got %v, want the byte budget", err)
+		}
+	})
+	t.Run("packages past the byte budget together", func(t *testing.T) {
+		w := newWorld(t)
+		w.opts.Limits.MaxBytes = 1 << 20
+		w.reg.set(func() {
+			for _, v := range []string{"1.1.0"} {
+				w.reg.files["/archives/vpc-"+v+".tar.gz"] = tarGz(t, map[string]string{"main.tf": "", "a.tf": "# " + noise(600<<10)})
+			}
+			w.reg.files["/archives/web.zip"] = zipOf(t, map[string]string{"main.tf": "# " + noise(600<<10)})
+		})
+		_, err := w.walk(t)
+		var le *oci.LimitError
+		if !errors.As(err, &le) || le.Setting != SettingMaxModuleBytes || !strings.Contains(err.Error(), "module.app.module.web") {
+			t.Fatalf("got %v, want the byte budget, at the second package", err)
+		}
+		// Held once each (what the origin gave goes once zipped), the same packages fit in 1.5 MiB.
+		w.opts.Limits.MaxBytes = 3 << 19
+		if _, err := w.walk(t); err != nil {
+			t.Fatalf("with room for one copy of each package: %v", err)
+		}
+	})
+	t.Run("past the file budget", func(t *testing.T) {
+		w := newWorld(t)
+		w.opts.Limits.MaxTotalFiles = 20
+		files := map[string]string{"main.tf": ""}
+		for i := 0; i < 30; i++ {
+			files["f"+strconv.Itoa(i)+".tf"] = ""
+		}
+		w.reg.set(func() { w.reg.files["/archives/vpc-1.1.0.tar.gz"] = tarGz(t, files) })
+		_, err := w.walk(t)
+		var le *oci.LimitError
+		if !errors.As(err, &le) || le.Setting != SettingMaxModuleFiles || !strings.Contains(err.Error(), "file budget of 20 files") {
+			t.Fatalf("got %v, want the file budget", err)
+		}
+	})
 }

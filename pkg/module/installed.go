@@ -31,7 +31,9 @@ func readManifest(workDir string) map[string]manifestRecord {
 	}
 	out := map[string]manifestRecord{}
 	for _, r := range mj.Modules {
-		out[r.Key] = r
+		if checkKey(r.Key) == nil { // the root's record ("") and any key no call can have are left out
+			out[r.Key] = r
+		}
 	}
 	return out
 }

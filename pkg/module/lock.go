@@ -43,6 +43,11 @@ func ReadLock(dir string) (*Lock, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%w (fix the module lock, or delete it and run 'oprov lock')", hcldiag.Error(diags))
 	}
+	for key := range l.Entries {
+		if err := checkKey(key); err != nil {
+			return nil, fmt.Errorf("%s: %w (the lock was not written by oprov from a valid configuration: delete the entry, or the file, and run 'oprov lock')", path, err)
+		}
+	}
 	return &Lock{Path: path, ModuleLock: l, src: src}, nil
 }
 

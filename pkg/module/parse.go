@@ -1,6 +1,7 @@
 package module
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/oprov/oprov/internal/hcldiag"
@@ -41,6 +43,25 @@ var (
 	terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}}
 	moduleSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "source"}, {Name: "version"}}}
 )
+
+// errCallName marks a module call whose name is no identifier, as OpenTofu refuses it too.
+var errCallName = errors.New("a module name must be an identifier (letters, digits, '_' and '-', not starting with a digit or '-'), as OpenTofu requires; rename the module block")
+
+// checkKey refuses a call key (vpc, vpc.subnets: the names of the calls from the root, joined by
+// dots) that is not made of identifiers. Keys name directories under .terraform/modules, and come
+// back from files a module or another machine could have written: the module lock and
+// modules.json.
+func checkKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("an empty module key: %w", errCallName)
+	}
+	for _, name := range strings.Split(key, ".") {
+		if !hclsyntax.ValidIdentifier(name) {
+			return fmt.Errorf("module key %q: %w", key, errCallName)
+		}
+	}
+	return nil
+}
 
 // maxModuleFile bounds one configuration file oprov parses (a remote module's files are not ours).
 const maxModuleFile = 8 << 20
@@ -131,6 +152,10 @@ func (p *parsed) readFile(f *hcl.File) error {
 
 func readCall(b *hcl.Block) (call, error) {
 	c := call{Name: b.Labels[0], Range: b.DefRange}
+	if !hclsyntax.ValidIdentifier(c.Name) {
+		// The name becomes a directory under .terraform/modules: "../x" would be a path.
+		return c, fmt.Errorf("%s: module %q: %w", where(c.Range), c.Name, errCallName)
+	}
 	mc, _, d := b.Body.PartialContent(moduleSchema)
 	if d.HasErrors() {
 		return c, hcldiag.Error(d)

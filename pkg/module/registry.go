@@ -67,9 +67,9 @@ type registryVersions struct {
 // registry resolves a registry module: the versions the registry offers, the one to use (the
 // locked one while it meets the call's constraints, else the newest that does), and the package
 // the download answer's location (X-Terraform-Get) points at, fetched as a git or HTTP source.
-func (w *walker) registry(ctx context.Context, r *Resolved, src Source, e *LockEntry) (string, error) {
-	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+func (w *walker) registry(ctx context.Context, r *Resolved, src Source, e *LockEntry) (*fetched, error) {
+	fail := func(err error) (*fetched, error) {
+		return nil, fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
 	}
 	pkg := src.Registry
 	base, err := w.registryBase(ctx, pkg.Host.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -36,13 +37,17 @@ func (w *walker) entry(r *Resolved) (*LockEntry, error) {
 
 // resolve fetches a remote module's package, zips and hashes it, checks it against the lock, and
 // unpacks the zip into a temporary directory, which it gives: what is walked further is exactly
-// what was hashed, and what will be installed.
+// what was hashed, and what will be installed. A package is held on disk once: what its origin
+// gave is removed once zipped, and calls of the same package share its tree.
 func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, error) {
 	e, err := w.entry(r)
 	if err != nil {
 		return "", err
 	}
-	var dir string
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	}
+	var f *fetched             // a git or HTTP package, shared by every call of it
 	ready := w.installed(r, e) // else a mirror's package, else the origin
 	if !ready {
 		if ready, err = w.mirror(ctx, r, e); err != nil {
@@ -52,34 +57,63 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 	switch {
 	case ready:
 	case src.Kind == KindRegistry:
-		dir, err = w.registry(ctx, r, src, e)
+		f, err = w.registry(ctx, r, src, e)
 	case src.Kind == KindGit:
-		dir, err = w.git(ctx, r, src)
+		f, err = w.git(ctx, r, src)
 	case src.Kind == kindHTTP:
-		dir, err = w.archive(ctx, r, src, e)
+		f, err = w.archive(ctx, r, src, e)
 	case src.Kind == KindOCI:
 		err = w.oci(ctx, r, src)
 	}
 	if err != nil {
 		return "", err
 	}
-	if r.Zip == nil {
-		if r.Zip, err = modulepkg.Zip(dir); err != nil {
-			return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+	if f != nil {
+		if f.zip == nil {
+			if f.zip, err = modulepkg.Zip(f.raw); err != nil {
+				return fail(err)
+			}
+			os.RemoveAll(f.raw)
+			w.budget.credit(f.held)
+			f.raw, f.held = "", usage{}
 		}
+		r.Zip = f.zip
 	}
 	if r.H1, r.ZH, err = modulepkg.Hashes(r.Zip); err != nil {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
+		return fail(err)
 	}
 	if err := checkLocked(r, e); err != nil {
 		return "", err
 	}
-	unpacked := w.newDir("tree")
-	if err := modulepkg.UnpackContext(ctx, r.Zip, unpacked); err != nil {
-		return "", fmt.Errorf("%s: %s: %s: %w", r.Where(), r.Call, r.Source, err)
-	}
 	w.logf("%s: %s%s (%s)", r.Call, r.Source, strings.TrimRight(" "+r.Version, " "), r.H1)
-	return unpacked, nil
+	if f != nil && f.tree != "" {
+		return f.tree, nil
+	}
+	tree, err := w.unpackTree(ctx, r.Zip)
+	if err != nil {
+		return fail(err)
+	}
+	if f != nil {
+		f.tree = tree
+	}
+	return tree, nil
+}
+
+// unpackTree unpacks a module zip into a fresh directory of the walk, charged to its budget.
+func (w *walker) unpackTree(ctx context.Context, zip []byte) (string, error) {
+	u, err := zipDeclared(zip, w.opts.Limits.MaxRatio)
+	if err != nil {
+		return "", err
+	}
+	if err := w.budget.charge("the module's files", u); err != nil {
+		return "", err
+	}
+	name := w.newName("tree")
+	if _, err := modulepkg.UnpackIn(ctx, zip, w.root, name, modulepkg.DefaultLimits); err != nil {
+		w.budget.credit(u)
+		return "", err
+	}
+	return filepath.Join(w.tmp, name), nil
 }
 
 // checkLocked refuses a module whose hashes are not those its lock entry records.
@@ -105,16 +139,17 @@ func checkLocked(r *Resolved, e *LockEntry) error {
 		r.Where(), r.Call, r.Source, ErrLockMismatch, what, strings.Join(e.Hashes, " "), r.H1, r.ZH)
 }
 
-// newDir names a fresh directory under the walk's temporary directory (not created).
-func (w *walker) newDir(what string) string {
+// newName names a fresh directory in the walk's root (not created).
+func (w *walker) newName(what string) string {
 	w.n++
-	return filepath.Join(w.tmp, fmt.Sprintf("%s-%d", what, w.n))
+	return fmt.Sprintf("%s-%d", what, w.n)
 }
+
+// newDir is newName's path.
+func (w *walker) newDir(what string) string { return filepath.Join(w.tmp, w.newName(what)) }
 
 func (w *walker) logf(format string, args ...any) {
 	if w.opts.Log != nil {
 		fmt.Fprintf(w.opts.Log, format+"\n", args...)
 	}
 }
-
-// mkdir makes a fresh directory under the walk's temporary directory.

@@ -62,8 +62,8 @@ func ParseSource(raw string) (Source, error) {
 		return Source{}, fmt.Errorf("%w: %q holds invalid UTF-8 or control characters", errSource, raw)
 	case strings.HasPrefix(raw, "./"), strings.HasPrefix(raw, "../"), raw == ".", raw == "..":
 		clean := path.Clean(raw)
-		if !strings.HasPrefix(clean, ".") {
-			clean = "./" + clean
+		if clean != "." && clean != ".." && !strings.HasPrefix(clean, "../") {
+			clean = "./" + clean // ./.x stays local: .x would read as a registry address
 		}
 		return Source{Kind: KindLocal, Local: clean}, nil
 	case strings.HasPrefix(raw, "git::"):
@@ -74,7 +74,7 @@ func ParseSource(raw string) (Source, error) {
 		_, rest, _ := strings.Cut(raw, "::")
 		return parseGetter(kindHTTP, rest)
 	case strings.HasPrefix(raw, "https://"), strings.HasPrefix(raw, "http://"):
-		if strings.HasSuffix(strings.SplitN(raw, "?", 2)[0], ".git") {
+		if looksGit(raw) {
 			return parseGetter(KindGit, raw)
 		}
 		return parseGetter(kindHTTP, raw)
@@ -99,6 +99,17 @@ func ParseSource(raw string) (Source, error) {
 		return Source{}, fmt.Errorf("%w: %q: %v", errSource, raw, err)
 	}
 	return Source{Kind: KindRegistry, Registry: m.Package, Subdir: sub}, nil
+}
+
+// looksGit says whether an http(s):// address without a getter names a git repository: its path,
+// without the //subdirectory and the query, ends in .git. The subdirectory is taken out first, so
+// that the address and its canonical form (String) are read as the same kind.
+func looksGit(raw string) bool {
+	rest, _, err := splitSubdir(raw)
+	if err != nil {
+		rest = raw
+	}
+	return strings.HasSuffix(strings.SplitN(rest, "?", 2)[0], ".git")
 }
 
 // displayable checks that a registry package can be written out: the hostname library panics
@@ -274,7 +285,11 @@ func (s Source) Package() string {
 	case KindGit:
 		return "git::" + withParam(s.URL, "ref", s.Ref)
 	default:
-		return withParam(s.URL, "archive", s.Archive)
+		p := withParam(s.URL, "archive", s.Archive)
+		if looksGit(p) {
+			return "http::" + p // forced: without the getter it would read as a git repository
+		}
+		return p
 	}
 }
 

@@ -21,6 +21,14 @@ type Limits struct {
 	MaxModules int   // remote modules in all (default 500)
 	MaxPackage int64 // bytes of one package: downloaded, and unpacked (default 256 MiB)
 	MaxFiles   int   // files in one package (default 20000)
+	// MaxBytes and MaxTotalFiles bound the module files a walk holds on disk at once, across
+	// every package: archives as unpacked, git checkouts, module trees (default 4 GiB and
+	// 200000 files). Each package is held once: what its origin gave goes once it is zipped.
+	MaxBytes      int64
+	MaxTotalFiles int
+	// MaxRatio bounds how many times a compressed archive may expand: a zip entry, or a gzip
+	// stream as a whole, past its first MiB (default 200).
+	MaxRatio int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -35,6 +43,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = 20000
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = 4 << 30
+	}
+	if l.MaxTotalFiles <= 0 {
+		l.MaxTotalFiles = 200000
+	}
+	if l.MaxRatio <= 0 {
+		l.MaxRatio = 200
 	}
 	return l
 }
@@ -89,8 +106,14 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	w := &walker{opts: opts, tmp: tmp, tree: &Tree{Requirements: map[string]*Requirement{}}}
+	root, err := os.OpenRoot(tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	w := &walker{opts: opts, tmp: tmp, root: root, tree: &Tree{Requirements: map[string]*Requirement{}}}
 	w.opts.Limits = opts.Limits.withDefaults()
+	w.budget = budget{maxBytes: w.opts.Limits.MaxBytes, maxFiles: w.opts.Limits.MaxTotalFiles}
 	if w.opts.Git == "" {
 		w.opts.Git = "git"
 	}
@@ -98,8 +121,7 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := &frame{dir: abs, pkgRoot: abs, shown: dir}
-	if err := w.module(ctx, root); err != nil {
+	if err := w.module(ctx, &frame{dir: abs, pkgRoot: abs, shown: dir}); err != nil {
 		return nil, err
 	}
 	return w.tree, nil
@@ -120,20 +142,30 @@ func Local(dir string) (map[string]*Requirement, int, error) {
 	return w.tree.Requirements, w.remote, nil
 }
 
-// fetched is a git or HTTP package already fetched in this walk (its directory is never changed).
-type fetched struct{ dir, version, origin string }
+// fetched is a git or HTTP package fetched in this walk: at first the directory its origin gave
+// (raw), and once it is zipped only its zip and the tree unpacked from it (never changed).
+type fetched struct {
+	raw     string
+	held    usage // what raw holds on disk
+	zip     []byte
+	tree    string
+	version string
+	origin  string
+}
 
 type walker struct {
-	opts Options
-	tmp  string
-	tree *Tree
-	n    int // packages fetched, for their temporary directories
+	opts   Options
+	tmp    string
+	root   *os.Root // tmp: every unpack goes through it
+	budget budget
+	tree   *Tree
+	n      int // packages fetched, for their temporary directories
 	// localOnly follows local calls only (Local), counting the remote ones.
 	localOnly bool
 	remote    int
 	manifest  map[string]manifestRecord // Installed's modules.json, once read
 	bases     map[string]*url.URL       // registry hosts' modules.v1, discovered once a walk
-	fetched   map[string]fetched        // git and HTTP packages by address, fetched once a walk
+	fetched   map[string]*fetched       // git and HTTP packages by address, fetched once a walk
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not
