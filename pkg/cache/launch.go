@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -15,7 +17,8 @@ import (
 //
 //   - the cache must be this user's alone: every directory from the file system's root down to an
 //     entry, and every file of an unpacked entry, owned by this user (or root) and writable by
-//     nobody else (directories above the cache may be shared if sticky, as /tmp is). Whoever else
+//     nobody else (directories above the cache may be shared if sticky, as /tmp is, and writable
+//     by the group if that is the user's own private group, as ~/.cache often is). Whoever else
 //     could write there could swap a file between its check and its launch, so such a cache is
 //     refused, naming the path and the fix (checkPrivate);
 //   - the executable is opened for launch and its descriptor's status compared with the
@@ -25,7 +28,7 @@ import (
 
 // checkPrivate refuses a cache entry (dir, under the cache) that another user could change: the
 // directories above the cache must be this user's or root's and writable by no one else unless
-// sticky; the cache's directories down to dir this user's or root's and writable by no one else;
+// sticky (or only by the user's own private group); the cache's directories down to dir this user's or root's and writable by no one else;
 // and with tree, every file and directory under dir the same.
 func (c *Cache) checkPrivate(dir string, tree bool) error {
 	rel, err := filepath.Rel(c.Dir, dir)
@@ -83,7 +86,8 @@ func checkAbove(p, cacheDir string) error {
 	if uid != os.Geteuid() && uid != 0 {
 		return notOwned(p, uid, cacheDir)
 	}
-	if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 {
+	shared := st.Mode().Perm()&0o002 != 0 || st.Mode().Perm()&0o020 != 0 && !ownGroup(st)
+	if shared && st.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("%s, above the cache %s, can be written by its group or by others and is not sticky (mode %s): whoever can write it can put other files in the cache's place between a provider's check and its launch, so nothing was used (run 'chmod go-w %s', or set OPROV_CACHE_DIR to a cache of your own)",
 			p, cacheDir, st.Mode(), p)
 	}
@@ -108,6 +112,22 @@ func checkOwn(p, cacheDir string, dir bool) error {
 			p, st.Mode(), cacheDir)
 	}
 	return nil
+}
+
+// ownGroup reports whether a file's group is this user's private group (named as the user, and
+// the user's primary group): a group-writable directory of such a group, as a umask of 002 makes
+// (~/.cache on many systems), is writable by this user alone.
+func ownGroup(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || int(sys.Gid) != os.Getegid() {
+		return false
+	}
+	u, err := user.Current()
+	if err != nil {
+		return false
+	}
+	g, err := user.LookupGroupId(strconv.Itoa(int(sys.Gid)))
+	return err == nil && g.Name == u.Username && u.Gid == g.Gid
 }
 
 func notOwned(p string, uid int, cacheDir string) error {

@@ -37,6 +37,12 @@ func TestInstallRefusesACacheOthersCanWrite(t *testing.T) {
 	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); err != nil {
 		t.Errorf("under a sticky shared directory: %v", err)
 	}
+	// Writable by its group: only if that is the user's own private group (umask 002).
+	os.Chmod(above, 0o775)
+	st2, _ := os.Stat(above)
+	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); (err == nil) != ownGroup(st2) {
+		t.Errorf("under a directory writable by its group (the user's own: %v): %v", ownGroup(st2), err)
+	}
 	os.Chmod(above, 0o777)
 	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); err == nil || !strings.Contains(err.Error(), above) || !strings.Contains(err.Error(), "sticky") {
 		t.Errorf("under a shared directory that is not sticky: %v", err)
