@@ -35,19 +35,8 @@ func (c *Cache) checkPrivate(dir string, tree bool) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fmt.Errorf("%s is not in the cache %s", dir, c.Dir)
 	}
-	roots := []string{c.Dir}
-	if real, err := filepath.EvalSymlinks(c.Dir); err == nil && real != c.Dir {
-		roots = append(roots, real)
-	}
-	for _, root := range roots {
-		for p := filepath.Dir(root); ; p = filepath.Dir(p) {
-			if err := checkAbove(p, c.Dir); err != nil {
-				return err
-			}
-			if p == filepath.Dir(p) {
-				break
-			}
-		}
+	if err := c.checkAboveOnce(); err != nil {
+		return err
 	}
 	// Down from the cache to dir; what does not exist yet will be made by this process.
 	p := c.Dir
@@ -73,6 +62,28 @@ func (c *Cache) checkPrivate(dir string, tree bool) error {
 		}
 		return checkOwn(p, c.Dir, d.IsDir())
 	})
+}
+
+// checkAboveOnce checks the directories above the cache (its path as given, and as resolved
+// through links) once per Cache: only their owners, this user or root, can change them.
+func (c *Cache) checkAboveOnce() error {
+	c.aboveOnce.Do(func() {
+		roots := []string{c.Dir}
+		if real, err := filepath.EvalSymlinks(c.Dir); err == nil && real != c.Dir {
+			roots = append(roots, real)
+		}
+		for _, root := range roots {
+			for p := filepath.Dir(root); ; p = filepath.Dir(p) {
+				if c.aboveErr = checkAbove(p, c.Dir); c.aboveErr != nil {
+					return
+				}
+				if p == filepath.Dir(p) {
+					break
+				}
+			}
+		}
+	})
+	return c.aboveErr
 }
 
 // checkAbove checks a directory above the cache: a symbolic link there is judged by its own

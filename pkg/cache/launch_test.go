@@ -34,19 +34,32 @@ func TestInstallRefusesACacheOthersCanWrite(t *testing.T) {
 	st, _ := os.Stat(above)
 	defer os.Chmod(above, st.Mode().Perm())
 	os.Chmod(above, 0o777|os.ModeSticky)
+	f.c = reopen(t, f.c) // the directories above a cache are checked once per Cache
 	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); err != nil {
 		t.Errorf("under a sticky shared directory: %v", err)
 	}
 	// Writable by its group: only if that is the user's own private group (umask 002).
 	os.Chmod(above, 0o775)
 	st2, _ := os.Stat(above)
+	f.c = reopen(t, f.c)
 	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); (err == nil) != ownGroup(st2) {
 		t.Errorf("under a directory writable by its group (the user's own: %v): %v", ownGroup(st2), err)
 	}
 	os.Chmod(above, 0o777)
+	f.c = reopen(t, f.c)
 	if _, err := f.c.Install(ctx, f.pkg, vouchFor(f.h1), nil); err == nil || !strings.Contains(err.Error(), above) || !strings.Contains(err.Error(), "sticky") {
 		t.Errorf("under a shared directory that is not sticky: %v", err)
 	}
+}
+
+func reopen(t *testing.T, c *Cache) *Cache {
+	t.Helper()
+	c2, err := Open(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2.Close() })
+	return c2
 }
 
 // OpenExecutable gives the file checked, and refuses one put in its place since.
