@@ -23,6 +23,8 @@ type Installed struct {
 	Executable string               `json:"executable"`
 	FromCache  bool                 `json:"from_cache"` // nothing was downloaded for it
 	Auth       cache.Authentication `json:"authentication"`
+
+	entry *cache.Installed // the cache's entry, as checked in this call (for launching)
 }
 
 // InstallResult is what Install did.
@@ -158,7 +160,7 @@ func (o *Options) install(ctx context.Context, pkg *cache.Package, e *config.Loc
 	return &Installed{
 		Addr: pkg.Addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(), Zip: pkg.Zip.String(),
 		MirrorRoot: entry.Root, Dir: entry.Dir, Executable: entry.Executable,
-		Auth: pkg.Auth, FromCache: pkg.FromCache && !entry.Fetched,
+		Auth: pkg.Auth, FromCache: pkg.FromCache && !entry.Fetched, entry: entry,
 	}, nil
 }
 

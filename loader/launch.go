@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"os"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
@@ -47,6 +48,9 @@ type Launchable struct {
 	Version    string
 	Executable string
 	What       string
+	// Open opens Executable for launch, refusing a file that is not the one checked when it was
+	// installed (cache.Installed.OpenExecutable); the provider is run from that descriptor.
+	Open func() (*os.File, error)
 }
 
 // Launchables installs the managed providers and builds the ones kept as source, and gives the
@@ -59,7 +63,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			return nil, err
 		}
 		for _, in := range res.Installed {
-			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: in.Executable, What: in.Version})
+			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: in.Executable, What: in.Version, Open: in.entry.OpenExecutable})
 		}
 	}
 	s := p.session(&opts)
@@ -73,7 +77,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in)})
+		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in), Open: in.OpenExecutable})
 	}
 	return out, nil
 }
@@ -92,6 +96,7 @@ func Members(ls []Launchable, base plugin.Options) []plugin.Member {
 	for i, l := range ls {
 		o := base
 		o.Path = l.Executable
+		o.Open = l.Open
 		out[i] = plugin.Member{Addr: l.Addr, Options: o}
 	}
 	return out

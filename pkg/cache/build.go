@@ -18,7 +18,18 @@ func (c *Cache) installBuild(ctx context.Context, pkg *Package) (*Installed, err
 	}
 	dir := c.buildDir(b.Key)
 	in := &Installed{Root: dir, Dir: dir, Executable: filepath.Join(dir, b.Name)}
+	// The directories down to the build, and its executable, must be this user's alone; what a
+	// build holds besides (a Python environment) is not walked on every launch.
+	if err := c.checkPrivate(filepath.Dir(dir), false); err != nil {
+		return nil, fmt.Errorf("provider %s: %w", pkg.Addr, err)
+	}
 	if isFile(in.Executable) {
+		if err := c.checkPrivate(dir, false); err != nil {
+			return nil, fmt.Errorf("provider %s: %w", pkg.Addr, err)
+		}
+		if err := checkOwn(in.Executable, c.Dir, false); err != nil {
+			return nil, fmt.Errorf("provider %s: %w", pkg.Addr, err)
+		}
 		c.markUsed(dir)
 		return in, nil
 	}

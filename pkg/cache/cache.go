@@ -51,6 +51,9 @@ type Cache struct {
 	tmp     *scratch.Dir  // this Cache's own temporary directory, from first use until Close
 	swept   scratch.Swept // what Open removed of processes that are gone
 	checked sync.Map      // zip digests re-hashed (or stored) by this Cache
+
+	aboveOnce sync.Once // the directories above the cache checked (launch.go)
+	aboveErr  error
 }
 
 // DefaultDir is $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov, else ~/.cache/oprov.

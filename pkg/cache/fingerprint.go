@@ -153,11 +153,16 @@ func stampDir(dir string) ([]fileStamp, error) {
 			return errors.New("no file status")
 		}
 		rel, _ := filepath.Rel(dir, p)
-		out = append(out, fileStamp{Path: filepath.ToSlash(rel), Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mode: uint32(st.Mode),
-			Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()})
+		out = append(out, stampOf(filepath.ToSlash(rel), st))
 		return nil
 	})
 	return out, err
+}
+
+// stampOf is the fingerprint of the file at rel whose status is st.
+func stampOf(rel string, st *syscall.Stat_t) fileStamp {
+	return fileStamp{Path: rel, Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mode: uint32(st.Mode),
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 
 func (f *fingerprint) mac(key []byte) string {
@@ -167,48 +172,47 @@ func (f *fingerprint) mac(key []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// fingerprintedH1 gives the h1: recorded for dir, if its record is authentic and every file is
-// exactly as fingerprinted; "" otherwise.
-func (c *Cache) fingerprintedH1(root, dir string) string {
+// fingerprinted gives the h1: recorded for dir, and its files' fingerprints as they are now, if
+// its record is authentic and every file is exactly as fingerprinted; "" otherwise.
+func (c *Cache) fingerprinted(root, dir string) (string, []fileStamp) {
 	key := c.fingerprintKey()
 	if key == nil {
-		return ""
+		return "", nil
 	}
 	var rec fingerprint
 	if !readRecord(filepath.Join(root, fingerprintFile), &rec) || rec.Dir != dir {
-		return ""
+		return "", nil
 	}
 	if !hmac.Equal([]byte(rec.MAC), []byte(rec.mac(key))) {
-		return ""
+		return "", nil
 	}
 	now, err := stampDir(dir)
-	if err != nil || len(now) != len(rec.Files) {
-		return ""
+	if err != nil || !sameStamps(now, rec.Files) {
+		return "", nil
 	}
-	for i := range now {
-		if now[i] != rec.Files[i] {
-			return ""
-		}
-	}
-	return rec.H1
+	return rec.H1, now
 }
 
-// recordFingerprint records that dir's files hash to h1, which the caller computed (from files
-// fingerprinted as before just before) and checked: only if nothing changed while it hashed.
-// Failing to record costs a hash next time, nothing more.
-func (c *Cache) recordFingerprint(root, dir, h1 string, before []fileStamp) {
-	key := c.fingerprintKey()
-	if key == nil || before == nil {
-		return
+// sameStamps reports whether two fingerprints of a directory's files are the same.
+func sameStamps(a, b []fileStamp) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	files, err := stampDir(dir)
-	if err != nil || len(files) != len(before) {
-		return
-	}
-	for i := range files {
-		if files[i] != before[i] {
-			return
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
+	}
+	return true
+}
+
+// recordFingerprint records that dir's files, as fingerprinted in files, hash to h1, which the
+// caller computed and checked (and found files unchanged while it hashed). Failing to record
+// costs a hash next time, nothing more.
+func (c *Cache) recordFingerprint(root, dir, h1 string, files []fileStamp) {
+	key := c.fingerprintKey()
+	if key == nil || files == nil {
+		return
 	}
 	rec := fingerprint{Dir: dir, H1: h1, Files: files}
 	rec.MAC = rec.mac(key)

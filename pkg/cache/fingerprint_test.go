@@ -9,6 +9,12 @@ import (
 	"testing"
 )
 
+// fingerprintedH1 is the h1: fingerprinted gives, or "".
+func (c *Cache) fingerprintedH1(root, dir string) string {
+	h1, _ := c.fingerprinted(root, dir)
+	return h1
+}
+
 func TestFingerprintSkipsTheHashOnlyWhileNothingChanged(t *testing.T) {
 	t.Setenv("OPROV_STATE_DIR", t.TempDir())
 	f := newInstallFixture(t)

@@ -43,6 +43,9 @@ type Installed struct {
 	H1         string
 	Fetched    bool // its zip was downloaded in this call
 	Built      bool // it was made from source in this call
+
+	stamps []fileStamp // Dir's files as checked in this call (unpacked entries), for exe
+	exe    *fileStamp  // Executable as checked in this call; nil for a build (launch.go)
 }
 
 // ErrDamaged marks a cache entry whose bytes no longer match what they were checked against when
@@ -68,6 +71,9 @@ func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge, progress
 	}
 	in := &Installed{Root: c.mirrorRoot(pkg)}
 	in.Dir = filepath.Join(in.Root, mirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	if err := c.checkPrivate(in.Dir, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+	}
 	var err error
 	if c.hasDir(in.Root) {
 		err = c.checkUnpacked(ctx, pkg, in, judge)
@@ -78,6 +84,9 @@ func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge, progress
 		return nil, err
 	}
 	if in.Executable, err = findExecutable(in.Dir, pkg.Addr.Type); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
+	}
+	if err := in.pinExecutable(); err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg.name(), err)
 	}
 	return in, nil
@@ -125,6 +134,11 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		}
 		return fmt.Errorf("%s: %w", pkg.name(), err)
 	}
+	// The files as this call wrote them, in this process's own directory: the rename moves the
+	// directory above them, which changes none of their fingerprints.
+	if in.stamps, err = stampDir(dir); err != nil {
+		return fmt.Errorf("%s: %w", pkg.name(), err)
+	}
 	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(in.H1+"\n"), 0o644); err != nil {
 		return err
 	}
@@ -145,22 +159,29 @@ func (c *Cache) checkUnpacked(ctx context.Context, pkg *Package, in *Installed, 
 	if err := c.judgeUnpacked(ctx, pkg, in, judge); err != nil {
 		return err
 	}
-	if hashed != nil {
-		c.recordFingerprint(in.Root, in.Dir, got, hashed)
+	if hashed {
+		c.recordFingerprint(in.Root, in.Dir, got, in.stamps)
 	}
 	return nil
 }
 
 // unpackedH1 is the h1: of an unpacked entry's files: as fingerprinted, when every file is exactly
-// as it was when last hashed (fingerprint.go), else hashed now. When it hashed, it also gives the
-// files' fingerprints from before hashing, to record once the hash has passed its checks.
-func (c *Cache) unpackedH1(in *Installed) (string, []fileStamp, error) {
-	if h1 := c.fingerprintedH1(in.Root, in.Dir); h1 != "" {
-		return h1, nil, nil
+// as it was when last hashed (fingerprint.go), else hashed now; hashed says which. It sets
+// in.stamps to the files' fingerprints as checked, when they are known to be the ones the h1:
+// describes: no file changed while it hashed (else nil, and the entry cannot be launched).
+func (c *Cache) unpackedH1(in *Installed) (h1 string, hashed bool, err error) {
+	if h1, now := c.fingerprinted(in.Root, in.Dir); h1 != "" {
+		in.stamps = now
+		return h1, false, nil
 	}
 	before, _ := stampDir(in.Dir)
-	got, err := hashDir(in.Dir)
-	return got, before, err
+	if h1, err = hashDir(in.Dir); err != nil {
+		return "", true, err
+	}
+	if after, err := stampDir(in.Dir); err == nil && before != nil && sameStamps(before, after) {
+		in.stamps = before
+	}
+	return h1, true, nil
 }
 
 // judgeUnpacked checks the h1: of an entry unpacked earlier (in.H1) as unpack checks a fresh one.

@@ -72,6 +72,10 @@ type Options struct {
 	// Hint, when set, hears a suggestion for the sandbox block whenever the sandboxed provider's
 	// stderr reports a permission error (see hint.Suggest).
 	Hint func(string)
+	// Open, when set, opens the executable at Path as it was checked (the cache's
+	// OpenExecutable), or refuses: the provider is then exec'd from that descriptor where the
+	// system allows (pinned_linux.go), so a file put in Path's place after the check never runs.
+	Open func() (*os.File, error)
 }
 
 // Provider is a running provider.
@@ -153,11 +157,22 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		}
 	}
 	cmd, err := command(opts)
+	var pinned *os.File
+	if err == nil && opts.Open != nil {
+		pinned, err = opts.Open()
+	}
 	if err != nil {
 		if ownDir {
 			os.RemoveAll(opts.Dir)
 		}
 		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
+	}
+	if pinned != nil {
+		// Closed once the process has started (or failed to): the child holds its own copy.
+		defer pinned.Close()
+		if opts.Sandbox == nil {
+			runPinned(cmd, pinned)
+		}
 	}
 	// The last value of a variable wins: the provider's sockets and temporary files go in the
 	// private directory, whatever oprov's own environment says.

@@ -1,9 +1,12 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +60,44 @@ func TestBadExecutables(t *testing.T) {
 	os.WriteFile(notExec, []byte("x"), 0o644)
 	if _, err := Start(context.Background(), Options{Path: notExec}); err == nil || !strings.Contains(err.Error(), "not an executable") {
 		t.Errorf("non-executable: %v", err)
+	}
+}
+
+// With Open, the provider runs from the descriptor Open gave (an ELF executable): a file put in
+// its path's place after Open does not run.
+func TestStartRunsTheOpenedExecutable(t *testing.T) {
+	echo, err := exec.LookPath("echo")
+	if err != nil {
+		t.Skip("no echo program")
+	}
+	data, err := os.ReadFile(echo)
+	if err != nil || !bytes.HasPrefix(data, []byte("\x7fELF")) {
+		t.Skip("echo is not an ELF executable here")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "terraform-provider-pinned")
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "swapped-ran")
+	open := func() (*os.File, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		swap := filepath.Join(dir, "swap")
+		os.WriteFile(swap, []byte("#!/bin/sh\necho swapped > '"+marker+"'\n"), 0o755)
+		return f, os.Rename(swap, path)
+	}
+	p, err := Start(context.Background(), Options{Path: path, Args: []string{"the-opened-bytes"}, Open: open, StartTimeout: 5 * time.Second})
+	if err == nil {
+		p.Stop(context.Background())
+		t.Fatal("echo started as a provider")
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatalf("the file put in place after Open ran: %v", err)
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(err.Error(), "the-opened-bytes") {
+		t.Errorf("the opened executable did not run: %v", err)
 	}
 }

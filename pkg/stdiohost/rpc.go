@@ -179,6 +179,9 @@ func (p *process) deliver(line []byte) error {
 		return fmt.Errorf("%s wrote something that is not a JSON-RPC 2.0 message on stdout: %q; "+
 			"a provider writes only protocol messages on stdout, one per line, and its logs on stderr; stopped it", p.name, clip(line, 200))
 	}
+	if err := checkWire(line); err != nil {
+		return fmt.Errorf("%s wrote a message the protocol does not allow on stdout: %v; stopped it", p.name, err)
+	}
 	if msg.ID == nil {
 		return nil // a notification: ignored
 	}

@@ -97,6 +97,12 @@ func FuzzDeliver(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"path":["a",1]}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"note"}`))
+	// What the protocol refuses (wire.go): a huge number, one past every bound, bytes that are
+	// not UTF-8, a lone surrogate.
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"n":` + strings.Repeat("9", 5000) + `}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"n":1e999999999}}`))
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"s\":\"caf\xe9\"}}"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"s":"\ud800"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		p := &process{name: "x", pending: map[int64]chan reply{1: make(chan reply, 1)}}
 		_ = p.deliver(line)

@@ -194,13 +194,13 @@ func primitiveFromJSON(j any, ty cty.Type, path cty.Path) (cty.Value, error) {
 	case cty.Number:
 		switch x := j.(type) {
 		case json.Number:
-			v, err := cty.ParseNumberVal(x.String())
+			v, err := parseNumber(x.String())
 			if err != nil {
 				return cty.NilVal, &pathError{path, err.Error()}
 			}
 			return v, nil
 		case string:
-			if v, err := cty.ParseNumberVal(x); err == nil {
+			if v, err := parseNumber(x); err == nil {
 				return v, nil
 			}
 		}
@@ -211,6 +211,26 @@ func primitiveFromJSON(j any, ty cty.Type, path cty.Path) (cty.Value, error) {
 		}
 		return cty.NilVal, &pathError{path, fmt.Sprintf("want a bool, got %s", jsonKind(j))}
 	}
+}
+
+// maxNumberText bounds the text of a number parsed (a JSON number, or a string read as a
+// number): its digits, a sign, a point and an exponent (wire.go).
+const maxNumberText = maxNumberDigits + 8
+
+// parseNumber parses a number as cty does, bounded in length before parsing (big.ParseFloat is
+// quadratic in it), and refuses one that is not finite.
+func parseNumber(s string) (cty.Value, error) {
+	if len(s) > maxNumberText {
+		return cty.NilVal, fmt.Errorf("a number of %d characters; at most %d are allowed", len(s), maxNumberText)
+	}
+	v, err := cty.ParseNumberVal(s)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if v.AsBigFloat().IsInf() {
+		return cty.NilVal, fmt.Errorf("%s is not a finite number", clip([]byte(s), 40))
+	}
+	return v, nil
 }
 
 func collectionFromJSON(j any, ty cty.Type, path cty.Path, allowUnknown bool) (cty.Value, error) {

@@ -89,6 +89,10 @@ func TestUnknownsOnlyInHooks(t *testing.T) {
 func FuzzFromJSON(f *testing.F) {
 	f.Add(`{"n":1.5,"s":["a"],"o":{"k":"v"}}`)
 	f.Add(`{"n":"12","s":[],"o":null}`)
+	f.Add(`{"n":` + strings.Repeat("9", 5000) + `}`)
+	f.Add(`{"n":1e999999999}`)
+	f.Add(`{"n":"1e999999999"}`)
+	f.Add("{\"n\":1,\"s\":[\"caf\xe9\"]}")
 	ty := cty.Object(map[string]cty.Type{"n": cty.Number, "s": cty.Set(cty.String), "o": cty.Map(cty.String)})
 	f.Fuzz(func(t *testing.T, in string) {
 		j, err := decodeJSON([]byte(in))
