@@ -10,6 +10,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/internal/unzip"
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/cache"
@@ -189,6 +191,19 @@ func writeMeta(t *testing.T, s *scene, repo, tag string) error {
 	return c.WriteMeta(oci.Ref{Registry: "registry.example", Repository: repo}, &cache.VersionMeta{Repository: repo, Tag: tag, Version: "1.0.0"})
 }
 
+// linkWith links a package installed under a mirror root into a configuration's provider
+// directory, its version set to name.
+func linkWith(t *testing.T, s *scene, version string) error {
+	t.Helper()
+	t.Setenv("TF_DATA_DIR", "")
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	platform := testfix.Host().String()
+	in := loader.Installed{Addr: "example.com/acme/hello", Version: version, Platform: platform, MirrorRoot: mirror,
+		Dir: filepath.Join(mirror, "example.com", "acme", "hello", version, platform)}
+	errs := (&loader.Project{Dir: s.target}).LinkProviders(&loader.InstallResult{Installed: []loader.Installed{in}})
+	return errors.Join(errs...)
+}
+
 var writers = []writer{
 	{"unzip.Extract: a zip entry's name", false, func(t *testing.T, s *scene, name string) error {
 		return unzip.Extract(context.Background(), writeZip(t, rawZip(t, name)), s.target, filepath.Join(s.target, "pkg"), unzip.DefaultLimits, nil)
@@ -225,6 +240,9 @@ var writers = []writer{
 		}
 		defer root.Close()
 		return d.WriteFileIn(root, filepath.Join("sub", name), func(w io.Writer) error { _, err := io.WriteString(w, "escaped"); return err })
+	}},
+	{"loader.LinkProviders: a package's version", false, func(t *testing.T, s *scene, name string) error {
+		return linkWith(t, s, name)
 	}},
 	{"cache.WriteMeta: a version's tag", false, func(t *testing.T, s *scene, name string) error {
 		return writeMeta(t, s, "acme/hello", name)
@@ -263,6 +281,11 @@ func TestSymlinkedParentsAreNotFollowedOut(t *testing.T) {
 		}
 		defer root.Close()
 		s.check(t, unzip.ExtractIn(context.Background(), writeZip(t, providerZip(t)), root, filepath.Join("pkg", marker), unzip.DefaultLimits, nil))
+	})
+	t.Run("loader.LinkProviders: a host's directory", func(t *testing.T) {
+		s := newScene(t)
+		s.plantLink(t, ".terraform/providers/example.com")
+		s.check(t, linkWith(t, s, "1.0.0"))
 	})
 	t.Run("cache.Install: the mirror directory", func(t *testing.T) {
 		s := newScene(t)
