@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+
+	"github.com/oprov/oprov/internal/iox"
 )
 
 // providerDir is OpenTofu's (and Terraform's) per-configuration provider directory,
@@ -39,46 +42,88 @@ func (p *Project) LinkProviders(res *InstallResult) []error {
 	}
 	var errs []error
 	host := hostPlatform().String()
+	var root *os.Root
 	for _, in := range res.Installed {
 		if in.Platform != host {
 			continue
 		}
-		rel, err := filepath.Rel(in.MirrorRoot, in.Dir) // HOST/NS/TYPE/VERSION/OS_ARCH, tofu's layout too
+		rel, err := packagePath(in)
+		if err == nil && root == nil {
+			root, err = openProviderDir(p.providerDir())
+		}
 		if err == nil {
-			err = linkPackage(in.Dir, filepath.Join(p.providerDir(), rel))
+			err = linkPackage(root, in.Dir, rel)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", in.Addr, in.Version, err))
 		}
 	}
+	if root != nil {
+		root.Close()
+	}
 	return errs
 }
 
-// linkPackage makes link a symlink to target unless it is one already or is a real directory.
-func linkPackage(target, link string) error {
-	st, err := os.Lstat(link)
+// packagePath is where a package goes in the provider directory: its directory relative to its
+// mirror root, HOST/NS/TYPE/VERSION/OS_ARCH (tofu's layout too), refused unless it is exactly
+// those five names, none of them "." or "..".
+func packagePath(in Installed) (string, error) {
+	rel, err := filepath.Rel(in.MirrorRoot, in.Dir)
+	if err != nil {
+		return "", err
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	bad := len(parts) != 5
+	for _, part := range parts {
+		bad = bad || iox.CheckComponent(part) != nil
+	}
+	if bad {
+		return "", fmt.Errorf("its package directory %s is not HOST/NAMESPACE/TYPE/VERSION/OS_ARCH below its mirror %s: not linked", in.Dir, in.MirrorRoot)
+	}
+	return rel, nil
+}
+
+// openProviderDir makes the provider directory and opens it as the root every link is made
+// through: a link planted below it (a HOST directory that leads elsewhere) cannot take the
+// links out of it.
+func openProviderDir(dir string) (*os.Root, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(dir)
+}
+
+// linkPackage makes rel, below root, a symlink to target unless it is one already or is a real
+// directory. Every step goes through root.
+func linkPackage(root *os.Root, target, rel string) error {
+	st, err := root.Lstat(rel)
 	switch {
 	case err == nil && st.Mode()&fs.ModeSymlink == 0:
 		return nil // tofu's own copy: tofu checks it against the lock
 	case err == nil:
-		if old, _ := os.Readlink(link); old == target {
+		if old, _ := root.Readlink(rel); old == target {
 			return nil
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return linkError(root, rel, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		return err
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return linkError(root, rel, err)
 	}
 	// Made beside the link and renamed over it, so the link is never missing or half-made.
-	tmp := fmt.Sprintf("%s.oprov-%d", link, os.Getpid())
-	os.Remove(tmp)
-	if err := os.Symlink(target, tmp); err != nil {
-		return err
+	tmp := fmt.Sprintf("%s.oprov-%d", rel, os.Getpid())
+	root.Remove(tmp)
+	if err := root.Symlink(target, tmp); err != nil {
+		return linkError(root, rel, err)
 	}
-	if err := os.Rename(tmp, link); err != nil {
-		os.Remove(tmp)
-		return err
+	if err := root.Rename(tmp, rel); err != nil {
+		root.Remove(tmp)
+		return linkError(root, rel, err)
 	}
 	return nil
+}
+
+// linkError says which link could not be made, and why.
+func linkError(root *os.Root, rel string, err error) error {
+	return fmt.Errorf("linking %s: %w", filepath.Join(root.Name(), rel), err)
 }

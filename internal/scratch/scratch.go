@@ -212,3 +212,35 @@ func finish(f *os.File, dest string, write func(io.Writer) error) error {
 	}
 	return err
 }
+
+// WriteFileIn writes name, a path relative to root, through a temporary file in d: written,
+// synced, then renamed into place through root, so dest is either whole or absent and the name
+// cannot lead the write out of root (no "..", no absolute name, no link followed out). d must be
+// below root.
+func (d *Dir) WriteFileIn(root *os.Root, name string, write func(io.Writer) error) error {
+	tmpRel, err := filepath.Rel(root.Name(), d.Path)
+	if err != nil || tmpRel == ".." || strings.HasPrefix(tmpRel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("temporary directory %s is not below %s", d.Path, root.Name())
+	}
+	f, err := os.CreateTemp(d.Path, filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(filepath.Join(tmpRel, filepath.Base(f.Name())), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

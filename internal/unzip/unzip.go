@@ -5,7 +5,9 @@ package unzip
 import (
 	"archive/zip"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +51,9 @@ func Extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits
 	return extract(ctx, zipPath, tmpParent, dest, limits, check)
 }
 
-// extract unpacks; a nil ctx never ends.
+// extract unpacks; a nil ctx never ends. dest and tmpParent are the caller's paths; every name
+// from the archive is written through an os.Root opened on the temporary directory, so no entry
+// name (and no link planted there) can lead a write out of it.
 func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
@@ -67,26 +71,79 @@ func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	sums, err := unpack(ctx, &zr.Reader, tmp, limits)
+	root, err := os.OpenRoot(tmp)
 	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
+		return err
 	}
-	if check != nil {
-		h1, err := pkghash.H1(sums)
-		if err == nil {
-			err = check(h1)
-		}
-		if err != nil {
-			return err
-		}
+	err = unpackChecked(ctx, &zr.Reader, root, filepath.Base(zipPath), limits, check)
+	if cerr := root.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dest); err != nil {
+	return os.Rename(tmp, dest)
+}
+
+// ExtractIn is Extract with dest a name relative to root, which may come from outside (a
+// provider's address, version and platform): dest's parents are made, the temporary directory
+// is made beside dest, and it is renamed to dest, all through root, so neither dest nor any entry
+// of the zip can lead a write out of root, whatever its parts hold.
+func ExtractIn(ctx context.Context, zipPath string, root *os.Root, dest string, limits Limits, check func(h1 string) error) error {
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
+	}
+	defer zr.Close()
+	if err := checkEntries(&zr.Reader, limits); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
+	}
+	if err := root.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return fmt.Errorf("unpacking into %s: %w", filepath.Join(root.Name(), dest), err)
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
-	return nil
+	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-"+hex.EncodeToString(rnd[:]))
+	if err := root.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("unpacking into %s: %w", filepath.Join(root.Name(), dest), err)
+	}
+	defer root.RemoveAll(tmp) // a no-op once renamed
+	sub, err := root.OpenRoot(tmp)
+	if err != nil {
+		return err
+	}
+	err = unpackChecked(ctx, &zr.Reader, sub, filepath.Base(zipPath), limits, check)
+	if cerr := sub.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := root.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return root.Rename(tmp, dest)
+}
+
+// unpackChecked unpacks zr into root and hands the h1: of what it wrote to check, if set.
+func unpackChecked(ctx context.Context, zr *zip.Reader, root *os.Root, zipName string, limits Limits, check func(h1 string) error) error {
+	sums, err := unpack(ctx, zr, root, limits)
+	if err != nil {
+		return fmt.Errorf("%s: %w", zipName, err)
+	}
+	if check == nil {
+		return nil
+	}
+	h1, err := pkghash.H1(sums)
+	if err != nil {
+		return err
+	}
+	return check(h1)
 }
 
 // CheckEntries refuses a zip whose entries Extract would refuse before writing anything (an
@@ -147,33 +204,38 @@ func isDirEntry(zr *zip.Reader, lowerName string) bool {
 	return false
 }
 
-// unpack writes the entries under dir and gives the sha256 of each entry's content, by entry
-// name (a directory entry's content is empty), for the package's h1: hash.
-func unpack(ctx context.Context, zr *zip.Reader, dir string, limits Limits) (map[string][]byte, error) {
+// unpack writes the entries under root and gives the sha256 of each entry's content, by entry
+// name (a directory entry's content is empty), for the package's h1: hash. Every name goes
+// through root: checkEntries refused escaping names already, and root refuses any that slipped
+// past it, or that a link would carry elsewhere.
+func unpack(ctx context.Context, zr *zip.Reader, root *os.Root, limits Limits) (map[string][]byte, error) {
+	dirs := &dirRoots{root: root, open: map[string]*os.Root{}}
+	defer dirs.close()
 	var total int64
 	sums := map[string][]byte{}
 	for _, f := range zr.File {
-		target := filepath.Join(dir, filepath.FromSlash(path.Clean(f.Name)))
-		if !strings.HasPrefix(target, dir+string(os.PathSeparator)) {
-			return nil, unsafef("zip entry %q points outside the package", f.Name)
+		if err := CheckEntryPath(f.Name); err != nil {
+			return nil, unsafef("%v", err)
 		}
+		name := filepath.FromSlash(path.Clean(f.Name))
 		if f.Mode().IsDir() || strings.HasSuffix(f.Name, "/") {
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return nil, err
+			if _, err := dirs.get(name); err != nil {
+				return nil, unsafef("zip entry %q: %v", f.Name, err)
 			}
 			empty := sha256.Sum256(nil)
 			sums[f.Name] = empty[:]
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return nil, err
+		dir, err := dirs.get(filepath.Dir(name))
+		if err != nil {
+			return nil, unsafef("zip entry %q: %v", f.Name, err)
 		}
 		mode := os.FileMode(0o644)
 		if f.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
 		h := sha256.New()
-		n, err := writeEntry(ctx, f, target, mode, limits.MaxTotal-total, h)
+		n, err := writeEntry(ctx, f, dir, filepath.Base(name), mode, limits.MaxTotal-total, h)
 		total += n
 		if err != nil {
 			return nil, err
@@ -186,17 +248,57 @@ func unpack(ctx context.Context, zr *zip.Reader, dir string, limits Limits) (map
 	return sums, nil
 }
 
-// writeEntry writes one entry (and into sum), never more than budget bytes whatever its header
-// claims.
-func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
+// dirRoots makes the directories of an archive below root and keeps each open as an os.Root of
+// its own, so that a file is created with one call in its directory rather than by walking every
+// component of its name again (the walk os.Root does, component by component, to stay inside).
+type dirRoots struct {
+	root *os.Root
+	open map[string]*os.Root
+}
+
+// maxOpenDirs bounds the directories dirRoots keeps open: one descriptor each.
+const maxOpenDirs = 64
+
+// get makes dir (relative to the root) and its parents through the root, and gives it opened.
+func (d *dirRoots) get(dir string) (*os.Root, error) {
+	if dir == "." {
+		return d.root, nil
+	}
+	if r, ok := d.open[dir]; ok {
+		return r, nil
+	}
+	if err := d.root.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if len(d.open) >= maxOpenDirs { // archives list a directory's files together: start afresh
+		d.close()
+		clear(d.open)
+	}
+	r, err := d.root.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d.open[dir] = r
+	return r, nil
+}
+
+func (d *dirRoots) close() {
+	for _, r := range d.open {
+		r.Close()
+	}
+}
+
+// writeEntry writes one entry as name under root (and into sum), never more than budget bytes
+// whatever its header claims.
+func writeEntry(ctx context.Context, f *zip.File, root *os.Root, name string, mode os.FileMode, budget int64, sum io.Writer) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
 	defer rc.Close()
-	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return 0, err
+		return 0, unsafef("zip entry %q: %v", f.Name, err)
 	}
 	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(iox.ContextReader(ctx, rc), budget+1))
 	if cerr := out.Close(); err == nil {
@@ -211,13 +313,15 @@ func writeEntry(ctx context.Context, f *zip.File, target string, mode os.FileMod
 	return n, nil
 }
 
-// CheckEntryPath refuses zip entry names that are absolute, contain "..", or use backslashes.
+// CheckEntryPath refuses zip entry names that are absolute, contain "..", or use backslashes or NULs.
 func CheckEntryPath(name string) error {
 	switch {
 	case name == "":
 		return errors.New("zip entry with an empty name")
 	case strings.Contains(name, "\\"):
 		return fmt.Errorf("zip entry %q contains a backslash", name)
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("zip entry %q contains a NUL", name)
 	case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || (len(name) > 1 && name[1] == ':'):
 		return fmt.Errorf("zip entry %q is an absolute path", name)
 	}

@@ -241,7 +241,7 @@ func (l *load) push(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		dst, err := l.opts.Registry.Open(ctx, ref, true)
+		dst, err := l.openDst(ctx, repo, ref)
 		if err != nil {
 			return nil, ociref.Explain("load", ref, err)
 		}

@@ -230,7 +230,7 @@ func (l *load) moduleAtBase(ctx context.Context, ref ociref.Ref, m ListedModule)
 func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 	var out []Loaded
 	for _, m := range mods {
-		dst, err := l.opts.Registry.Open(ctx, m.ref.WithReference(""), true)
+		dst, err := l.openDst(ctx, m.listed.Repository, m.ref.WithReference(""))
 		if err != nil {
 			return nil, ociref.Explain("load", m.ref, err)
 		}

@@ -330,24 +330,89 @@ func (c *Cache) ReadMeta(repo oci.Ref, tag string) (*VersionMeta, error) {
 	return &m, nil
 }
 
-// WriteMeta stores a version's metadata atomically.
+// WriteMeta stores a version's metadata atomically. The repository's parts and the tag name
+// directories and a file of the cache: each must be one path component, and the write goes
+// through an os.Root on the cache.
 func (c *Cache) WriteMeta(repo oci.Ref, m *VersionMeta) error {
-	p := c.metaPath(repo, m.Tag)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := checkRepoNames(repo, m.Tag); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return c.writeFile(p, func(w io.Writer) error { _, err := w.Write(data); return err })
+	return c.writeFile(c.metaPath(repo, m.Tag), func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
-// writeFile writes a file of the cache through this Cache's temporary directory.
+// checkRepoNames refuses a repository (its registry and each part of its path) or a tag that is
+// not one path component each, naming which. A layout's reference has neither registry nor
+// repository.
+func checkRepoNames(repo oci.Ref, tag string) error {
+	if !repo.IsLayout() {
+		if err := iox.CheckComponent(repo.Registry); err != nil {
+			return fmt.Errorf("cache: the registry of %s/%s cannot name a directory of the cache: %v; refused, nothing was written", repo.Registry, repo.Repository, err)
+		}
+		for _, part := range strings.Split(repo.Repository, "/") {
+			if err := iox.CheckComponent(part); err != nil {
+				return fmt.Errorf("cache: the repository %q cannot name directories of the cache: %v; refused, nothing was written", repo.Repository, err)
+			}
+		}
+	}
+	if !validTag(tag) {
+		return fmt.Errorf("cache: tag %q of %s/%s is not a valid tag (one path component, at most 128 characters): refused, nothing was written", tag, repo.Registry, repo.Repository)
+	}
+	return nil
+}
+
+// writeFile writes dest, a path below the cache's directory, through this Cache's temporary
+// directory: its parents are made and it is renamed into place through an os.Root on the cache,
+// so no name in it (nor a link planted in the cache) can lead the write out of the cache.
 func (c *Cache) writeFile(dest string, write func(io.Writer) error) error {
 	d, err := c.owned()
 	if err != nil {
 		return err
 	}
-	return d.WriteFile(dest, write)
+	rel, err := c.rel(dest)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return fmt.Errorf("cache: writing %s: %w", dest, err)
+	}
+	return d.WriteFileIn(root, rel, write)
+}
+
+// renameIn renames from to to, both below the cache's directory, through an os.Root on it.
+func (c *Cache) renameIn(from, to string) error {
+	relFrom, err := c.rel(from)
+	if err != nil {
+		return err
+	}
+	relTo, err := c.rel(to)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.Rename(relFrom, relTo); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+// rel is p relative to the cache's directory; p must be below it.
+func (c *Cache) rel(p string) (string, error) {
+	rel, err := filepath.Rel(c.Dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("cache: %s is not below the cache %s: refused", p, c.Dir)
+	}
+	return rel, nil
 }

@@ -18,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -54,9 +55,6 @@ func (c *Cache) putEvidence(d digest.Digest, data []byte) error {
 	if st, err := os.Stat(p); err == nil && st.Size() == int64(len(data)) {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
 	return c.writeFile(p, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
@@ -87,9 +85,6 @@ func (c *Cache) readEvidence(desc ocispec.Descriptor) ([]byte, error) {
 func (c *Cache) writeRecord(p string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
 	return c.writeFile(p, func(w io.Writer) error { _, err := w.Write(data); return err })
@@ -193,7 +188,7 @@ func (e *evidenceStore) Tags(context.Context, string, func([]string) error) erro
 
 // validTag keeps a tag read from outside from naming a path elsewhere.
 func validTag(tag string) bool {
-	return tag != "" && len(tag) <= 128 && !strings.ContainsAny(tag, "/\\") && tag != "." && tag != ".."
+	return len(tag) <= 128 && iox.CheckComponent(tag) == nil
 }
 
 // Recording wraps t, a target for repo, so that what a version's check reads through it (tags

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/mod/sumdb/dirhash"
 
+	"github.com/oprov/oprov/internal/iox"
 	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
@@ -69,6 +70,9 @@ func (c *Cache) Install(ctx context.Context, pkg *Package, judge Judge, progress
 	if judge == nil {
 		judge = func(string) (bool, error) { return false, nil }
 	}
+	if err := checkNames(pkg); err != nil {
+		return nil, err
+	}
 	in := &Installed{Root: c.mirrorRoot(pkg)}
 	in.Dir = filepath.Join(in.Root, mirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
 	if err := c.checkPrivate(in.Dir, true); err != nil {
@@ -117,7 +121,12 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	dir := filepath.Join(tmp, mirrorPath(pkg.Addr, pkg.Version, pkg.Platform))
+	root, err := os.OpenRoot(tmp)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	rel := mirrorPath(pkg.Addr, pkg.Version, pkg.Platform)
 	var refused error // the judge's own errors are returned as they are
 	check := func(h1 string) error {
 		in.H1 = h1
@@ -128,7 +137,9 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 		}
 		return refused
 	}
-	if err := unzip.Extract(ctx, z.Path, filepath.Dir(dir), dir, unzip.DefaultLimits, check); err != nil {
+	// The package's names are written through root: checkNames refused what is not one path
+	// component each, and root refuses anything that would still leave tmp.
+	if err := unzip.ExtractIn(ctx, z.Path, root, rel, unzip.DefaultLimits, check); err != nil {
 		if refused != nil {
 			return refused
 		}
@@ -136,16 +147,31 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 	}
 	// The files as this call wrote them, in this process's own directory: the rename moves the
 	// directory above them, which changes none of their fingerprints.
-	if in.stamps, err = stampDir(dir); err != nil {
+	if in.stamps, err = stampDir(filepath.Join(tmp, rel)); err != nil {
 		return fmt.Errorf("%s: %w", pkg.name(), err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, unpackedSum), []byte(in.H1+"\n"), 0o644); err != nil {
+	if err := root.WriteFile(unpackedSum, []byte(in.H1+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	return os.Rename(tmp, in.Root)
+	return c.renameIn(tmp, in.Root)
+}
+
+// checkNames refuses a package whose address, version or platform is not one path component
+// each: they name the directories of its filesystem mirror (mirrorPath). Their parsers refuse
+// such names where they enter; this is for a caller that built a Package by hand.
+func checkNames(pkg *Package) error {
+	for _, n := range []struct{ what, name string }{
+		{"hostname", pkg.Addr.Hostname.String()}, {"namespace", pkg.Addr.Namespace}, {"type", pkg.Addr.Type},
+		{"version", pkg.Version}, {"platform's OS", pkg.Platform.OS}, {"platform's architecture", pkg.Platform.Arch},
+	} {
+		if err := iox.CheckComponent(n.name); err != nil {
+			return fmt.Errorf("%s %s: the provider's %s cannot name a directory of the cache: %v; refused, nothing was installed", pkg.Addr, pkg.Version, n.what, err)
+		}
+	}
+	return nil
 }
 
 // checkUnpacked hashes an entry unpacked earlier and checks it as unpack checks a fresh one. A
