@@ -29,8 +29,8 @@ func TestOneRegistrationPerName(t *testing.T) {
 	cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", fmt.Sprintf(kvConfig, db, kvFunctionOutput))
 	env = append(env, conflict)
 	mustOprov(t, env, "run", "-v", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
-	if got := readKV(t, db)["b"].Value; got != "a" {
-		t.Errorf("through the stdio provider, kv b = %q, want a", got)
+	if got := readKV(t, db)["b"].Value; got != "kv:a" {
+		t.Errorf("through the stdio provider, kv b = %q, want kv:a", got)
 	}
 
 	cfg = t.TempDir()
