@@ -41,6 +41,9 @@ func handledFS(abi int) uint64 {
 // the thread that calls execve.
 func apply(s Spec) error {
 	runtime.LockOSThread()
+	if err := detachTerminal(); err != nil {
+		return err
+	}
 	if err := setLimits(s.Limits); err != nil {
 		return err
 	}
@@ -60,6 +63,28 @@ func apply(s Spec) error {
 		}
 	} else if !s.BestEffort {
 		return errors.New("no seccomp filter was planned and best_effort is not set: refusing to start the provider")
+	}
+	return nil
+}
+
+// detachTerminal keeps the provider away from the user's terminal: it starts a session of its
+// own (no controlling terminal, so nothing it does reaches the terminal's job control or input)
+// and takes /dev/null as stdin, in place of whatever it inherited (go-plugin hands a plugin
+// oprov's stdin; the handshake is on stdout and the calls on a socket, so a provider needs none).
+// The seccomp filter refuses TIOCSTI and TIOCLINUX on any terminal a descriptor still reaches.
+func detachTerminal() error {
+	if _, err := unix.Setsid(); err != nil {
+		if sid, _ := unix.Getsid(0); sid != unix.Getpid() {
+			return fmt.Errorf("starting a session of its own, away from the user's terminal: %w (the exec step must not be a process group leader: start it with setsid instead of setpgid)", err)
+		}
+	}
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening /dev/null as the provider's stdin: %w", err)
+	}
+	defer unix.Close(null)
+	if err := unix.Dup3(null, 0, 0); err != nil {
+		return fmt.Errorf("giving the provider /dev/null as stdin: %w", err)
 	}
 	return nil
 }

@@ -21,7 +21,9 @@ const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWU
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
 
 // filterPolicy is the seccomp filter: everything is allowed but deniedSyscalls, clone with a
-// namespace flag, clone3 (whose flags a filter cannot see: it fails with ENOSYS, and the C
+// namespace flag, the terminal ioctls that type into a terminal or paste its selection
+// (TIOCSTI, TIOCLINUX; and any ioctl whose request has bits above the 32 the kernel reads, which
+// would slip past a comparison of the whole register), clone3 (whose flags a filter cannot see: it fails with ENOSYS, and the C
 // library falls back to clone), and sockets that pass around Landlock's TCP rules (raw sockets,
 // packet sockets, and Multipath TCP, which Landlock does not restrict).
 func filterPolicy() seccomp.Policy {
@@ -30,6 +32,9 @@ func filterPolicy() seccomp.Policy {
 	}
 	sockets := []seccomp.NameWithConditions{
 		cond("clone", 0, seccomp.BitsSet, namespaceFlags),
+		cond("ioctl", 1, seccomp.Equal, unix.TIOCSTI),
+		cond("ioctl", 1, seccomp.Equal, unix.TIOCLINUX),
+		cond("ioctl", 1, seccomp.GreaterThan, 0xffffffff),
 		cond("socket", 0, seccomp.Equal, unix.AF_PACKET),
 		cond("socket", 2, seccomp.Equal, unix.IPPROTO_MPTCP),
 	}
