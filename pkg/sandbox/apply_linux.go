@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"syscall"
 
@@ -163,8 +162,8 @@ func addPath(fd int, path string, rights uint64) error {
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0)
 }
 
-// execProvider replaces this process by the provider, with the environment as it is.
-func execProvider(argv []string) error {
-	err := syscall.Exec(argv[0], argv, os.Environ())
+// execProvider replaces this process by the provider, with the environment env.
+func execProvider(argv, env []string) error {
+	err := syscall.Exec(argv[0], argv, env)
 	return fmt.Errorf("exec %s: %w", argv[0], err)
 }
