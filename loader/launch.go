@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
@@ -47,6 +48,9 @@ type Launchable struct {
 	Version    string
 	Executable string
 	What       string
+	// Launcher is what oprov recorded of the launcher it made for a provider kept as source (a
+	// stdio provider's host, a venv's script), or nil: a sandbox grants what it runs from this.
+	Launcher *source.Launcher
 }
 
 // Launchables installs the managed providers and builds the ones kept as source, and gives the
@@ -73,7 +77,13 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in)})
+		var rec *source.Launcher
+		if pkg.Build != nil { // made by oprov in the cache's build directories, record and all
+			if rec, err = source.ReadLauncher(filepath.Dir(in.Executable)); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in), Launcher: rec})
 	}
 	return out, nil
 }
