@@ -60,6 +60,9 @@ func apply(s Spec) error {
 		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: filterPolicy()}); err != nil {
 			return fmt.Errorf("seccomp filter: %w", err)
 		}
+		if err := loadNativeFilter(); err != nil {
+			return err
+		}
 	} else if !s.BestEffort {
 		return errors.New("no seccomp filter was planned and best_effort is not set: refusing to start the provider")
 	}
