@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
@@ -51,6 +52,9 @@ type Launchable struct {
 	// Open opens Executable for launch, refusing a file that is not the one checked when it was
 	// installed (cache.Installed.OpenExecutable); the provider is run from that descriptor.
 	Open func() (*os.File, error)
+	// Launcher is what oprov recorded of the launcher it made for a provider kept as source (a
+	// stdio provider's host, a venv's script), or nil: a sandbox grants what it runs from this.
+	Launcher *source.Launcher
 }
 
 // Launchables installs the managed providers and builds the ones kept as source, and gives the
@@ -77,7 +81,14 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in), Open: in.OpenExecutable})
+		var rec *source.Launcher
+		if pkg.Build != nil { // made by oprov in the cache's build directories, record and all
+			if rec, err = source.ReadLauncher(filepath.Dir(in.Executable)); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, Launchable{Addr: pv.Addr(), Version: pkg.Version, Executable: in.Executable, What: detail(pkg, in),
+			Open: in.OpenExecutable, Launcher: rec})
 	}
 	return out, nil
 }

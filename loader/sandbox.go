@@ -1,23 +1,27 @@
 package loader
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/source"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
@@ -80,33 +84,70 @@ func sandboxSpec(l Launchable, b *config.Sandbox) (sandbox.Spec, error) {
 			*d.to = append(*d.to, p)
 		}
 	}
-	s.Exec = append(s.Exec, stdioNeeds(l.Executable)...)
-	if py, err := pythonNeeds(l.Executable, s.Env); err != nil {
+	needs, err := launcherNeeds(l, b)
+	if err != nil {
 		return s, err
-	} else if py != nil {
-		s.Exec = append(s.Exec, py.exec...)
-		s.Write = append(s.Write, py.write...)
 	}
+	s.Exec = append(s.Exec, needs.exec...)
+	s.Write = append(s.Write, needs.write...)
+	s.SetEnv = needs.env
 	return s, nil
 }
 
-// stdioQuoted is the last single-quoted word of the stdio launcher's exec line (shell-quoted as
-// pkg/source writes it).
-var stdioQuoted = regexp.MustCompile(`'((?:[^']|'\\'')*)'\s*$`)
+// needs are the paths a provider's launcher needs beyond its package, and the variables oprov
+// sets for it.
+type needs struct{ exec, write, env []string }
 
-// stdioNeeds recognises oprov's stdio launchers (kept as source: an exec of this oprov with the
-// provider's directory; packaged: an exec of the oprov on PATH with the script's own directory)
-// and gives what they run: the shell and its tools, the oprov that hosts the program, the
-// provider's directory, and the interpreter its manifest names with its tree. nil otherwise.
-func stdioNeeds(exe string) []string {
-	data, err := os.ReadFile(exe)
-	if err != nil || len(data) > 64<<10 || !bytes.HasPrefix(data, []byte("#!/bin/sh\n")) || !bytes.Contains(data, []byte(" __stdio-host ")) {
-		return nil
+// launcherNeeds recognises oprov's own launchers and gives what they run. A launcher oprov made on
+// this machine (a provider kept as source) is known by the record oprov wrote beside it
+// (l.Launcher); a packaged one only when its bytes are exactly those oprov's packaging writes,
+// which tells what it does. What they are granted comes from that record, the configuration and
+// this machine's PATH, never from a path the package names: any other provider gets nothing here.
+func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
+	addr, err := manifest.ParseProviderAddress(l.Addr)
+	if err != nil {
+		return needs{}, err
 	}
-	dir := filepath.Dir(exe)
-	if m := stdioQuoted.FindSubmatch(bytes.TrimSpace(data)); m != nil {
-		dir = strings.ReplaceAll(string(m[1]), `'\''`, "'")
+	if r := l.Launcher; r != nil {
+		switch r.Kind {
+		case source.LauncherStdio:
+			return stdioNeeds(r.Source, []string{r.Host}, b)
+		case source.LauncherVenv:
+			return pythonNeeds(l.Executable, true, b)
+		}
+		return needs{}, nil
 	}
+	data, err := readSmall(l.Executable, 64<<10)
+	if err != nil || data == nil {
+		return needs{}, err
+	}
+	switch {
+	case stdiohost.IsLauncher(data, addr.Type):
+		return stdioNeeds(filepath.Dir(l.Executable), nil, b)
+	case pybuild.IsLauncher(data, release.ProviderPrefix+addr.Type):
+		return pythonNeeds(l.Executable, false, b)
+	}
+	return needs{}, nil
+}
+
+// readSmall reads a file of at most max bytes; nil for a larger one.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil || int64(len(data)) > max {
+		return nil, err
+	}
+	return data, nil
+}
+
+// stdioNeeds is what oprov's stdio launchers run: the shell and its tools, the oprov that hosts the
+// program (this one, the one on PATH, and hosts), the provider's directory dir, and the
+// interpreter its manifest names (commandNeeds).
+func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
 	out := []string{dir}
 	for _, t := range append(slices.Clip(launcherTools), "dirname", "oprov") {
 		if p, err := exec.LookPath(t); err == nil {
@@ -114,52 +155,88 @@ func stdioNeeds(exe string) []string {
 		}
 	}
 	if self, err := os.Executable(); err == nil {
-		out = append(out, resolved(self)...)
+		hosts = append(hosts, self)
+	}
+	for _, h := range hosts {
+		if _, err := os.Stat(h); err == nil {
+			out = append(out, resolved(h)...)
+		}
 	}
 	if m, err := stdiohost.ReadManifest(dir); err == nil && len(m.Command) > 0 {
-		cmd := m.Command[0]
-		if !filepath.IsAbs(cmd) && strings.ContainsRune(cmd, '/') {
-			cmd = filepath.Join(dir, cmd)
+		more, err := commandNeeds(dir, m.Command[0], b)
+		if err != nil {
+			return needs{}, err
 		}
-		if p, err := exec.LookPath(cmd); err == nil {
-			out = append(out, interpreterTree(p)...)
-		}
+		out = append(out, more...)
 	}
-	return out
+	return needs{exec: out}, nil
 }
 
-// pyNeeds are the paths a Python provider needs beyond its package.
-type pyNeeds struct{ exec, write []string }
+// commandNeeds is what running a stdio provider's command needs beyond its directory. A command
+// inside the directory needs nothing more; a bare name is looked up on PATH and gets its
+// interpreter's tree (interpreterTree), short of the home directory, any directory holding it, and
+// /. Any other command (an absolute path, or one leaving the directory) is refused unless the
+// block's execute list covers it: the package does not choose what the sandbox allows.
+func commandNeeds(dir, cmd string, b *config.Sandbox) ([]string, error) {
+	if !strings.ContainsRune(cmd, '/') {
+		p, err := exec.LookPath(cmd)
+		if err != nil {
+			return nil, nil // the provider fails to start, and says so
+		}
+		home, _ := os.UserHomeDir()
+		var out []string
+		for _, q := range interpreterTree(p) {
+			if q != "/" && (home == "" || q != home && !strings.HasPrefix(home, q+"/")) {
+				out = append(out, q)
+			}
+		}
+		return out, nil
+	}
+	if filepath.IsLocal(cmd) {
+		real, err1 := filepath.EvalSymlinks(filepath.Join(dir, cmd))
+		root, err2 := filepath.EvalSymlinks(dir)
+		if err1 != nil || err2 != nil || within(root, real) {
+			return nil, nil
+		}
+	}
+	for _, e := range b.Execute {
+		if within(e, cmd) {
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: sandbox %q: the stdio provider in %s names the command %q, which is outside its directory: under a sandbox a provider runs only a program inside its own directory or one named bare and found on PATH. Name it so in %s, or add the program's directory to the block's execute list",
+		b.At(), b.Label, dir, cmd, stdiohost.ManifestName)
+}
 
-// pythonNeeds recognises oprov's Python launchers (packaged, or a venv kept as source) and gives
-// what they need: the shell and the few programs the launcher runs, every interpreter it may
-// pick with the tree it was installed in, and the user's cache directories it writes (made when
-// missing, as the launcher would). nil for any other provider.
-func pythonNeeds(exe string, env []string) (*pyNeeds, error) {
-	head := make([]byte, 512)
-	f, err := os.Open(exe)
-	if err != nil {
-		return nil, err
-	}
-	n, _ := io.ReadFull(f, head)
-	f.Close()
-	head = head[:n]
-	if !bytes.HasPrefix(head, []byte("#!/bin/sh\n")) || !bytes.Contains(head, []byte("by oprov")) {
-		return nil, nil
-	}
+// within reports whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// pythonNeeds is what oprov's Python launchers need: the shell and the few programs the launcher
+// runs, every interpreter it may pick (the venv's beside it, for a venv oprov built; else
+// OPROV_PROVIDER_PYTHON, or python3 and python3.X on PATH) with the tree it was installed in, and
+// a writable directory of this package alone (pythonHome), where oprov points the launcher's
+// writes (HOME and XDG_CACHE_HOME).
+func pythonNeeds(exe string, venv bool, b *config.Sandbox) (needs, error) {
+	env := append(slices.Clip(sandboxEnv), b.Env...)
 	getenv := func(k string) string {
 		if sandbox.EnvAllowed(k, env) {
 			return os.Getenv(k)
 		}
 		return ""
 	}
-	py := &pyNeeds{}
+	var py needs
 	for _, t := range launcherTools {
 		if p, err := exec.LookPath(t); err == nil {
 			py.exec = append(py.exec, resolved(p)...)
 		}
 	}
-	candidates := []string{filepath.Join(filepath.Dir(exe), "venv", "bin", "python")}
+	var candidates []string
+	if venv {
+		candidates = append(candidates, filepath.Join(filepath.Dir(exe), "venv", "bin", "python"))
+	}
 	if v := getenv("OPROV_PROVIDER_PYTHON"); v != "" {
 		candidates = append(candidates, v)
 	} else {
@@ -173,13 +250,52 @@ func pythonNeeds(exe string, env []string) (*pyNeeds, error) {
 			py.exec = append(py.exec, interpreterTree(p)...)
 		}
 	}
-	for _, d := range pybuild.LauncherWrites(getenv) {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("the Python provider's cache directory %s: %w", d, err)
-		}
-		py.write = append(py.write, d)
+	home, err := pythonHome(filepath.Dir(exe))
+	if err != nil {
+		return needs{}, err
 	}
+	vars, dirs := pybuild.LauncherHome(home)
+	for _, d := range dirs {
+		if err := privateDir(d); err != nil {
+			return needs{}, fmt.Errorf("the Python provider's own cache directory %s: %w", d, err)
+		}
+	}
+	py.write, py.env = []string{home}, vars
 	return py, nil
+}
+
+// pythonHome is the directory of the sandboxed Python provider whose package is pkgDir: in the
+// user's cache, under oprov-sandbox, named by a hash of the package directory's real path (the
+// cache keeps a package by its contents' digest, so another package never shares it).
+func pythonHome(pkgDir string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the user's cache directory, where a sandboxed Python provider keeps its bytecode: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(pkgDir); err == nil {
+		pkgDir = real
+	}
+	sum := sha256.Sum256([]byte(pkgDir))
+	return filepath.Join(base, "oprov-sandbox", hex.EncodeToString(sum[:16])), nil
+}
+
+// privateDir makes dir (and its missing parents) with mode 0700 and checks that it is a directory
+// of this user, not a link, that no one else may write.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return errors.New("is not a directory (remove it: oprov makes it again)")
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("belongs to user %d, not to you (remove it: oprov makes it again)", sys.Uid)
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // resolved is path and, when it is a link, the file it leads to.

@@ -92,7 +92,7 @@ func (g *Group) proxy(i int) error {
 		mw = w(mw)
 	}
 	var err error
-	g.Proxies[i], err = startProxy(g.Providers[i], mw)
+	g.Proxies[i], err = startProxy(g.Dir, g.Providers[i], mw)
 	return err
 }
 

@@ -177,7 +177,11 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	// The last value of a variable wins: the provider's sockets and temporary files go in the
 	// private directory, whatever oprov's own environment says.
 	cmd.Env = append(providerEnv(opts), "PLUGIN_UNIX_SOCKET_DIR="+opts.Dir, "TMPDIR="+opts.Dir)
-	ownGroup(cmd)
+	if opts.Sandbox != nil {
+		ownSession(cmd)
+	} else {
+		ownGroup(cmd)
+	}
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir, sandboxed: opts.Sandbox != nil}
 	reattachTLS := p.newClient(opts, sets)
 	rpc, err := p.client.Client()

@@ -17,7 +17,8 @@ import (
 //   - it is the provider's TMPDIR too, for providers whose go-plugin predates
 //     PLUGIN_UNIX_SOCKET_DIR and for SDKs that make their own socket under the temporary
 //     directory (the Python tf SDK);
-//   - the proxy's socket is made inside it.
+//   - the proxy's socket is made inside the run's directory, beside the members' own, never in a
+//     member's, which is that provider's TMPDIR and which a sandbox lets it write.
 
 // maxBaseLen bounds the temporary directory the private one is made in: a unix socket's path is
 // limited to about 104 bytes, and go-plugin adds some 40 below it.

@@ -91,10 +91,11 @@ type Proxy struct {
 	srv    *grpc.Server
 }
 
-// startProxy serves a proxy for p on a unix socket in a private directory (mode 0700) inside the
-// provider's own.
-func startProxy(p *Provider, mw Middleware) (*Proxy, error) {
-	dir, err := os.MkdirTemp(p.dir, "proxy-")
+// startProxy serves a proxy for p on a unix socket in a private directory (mode 0700) made in
+// base, the run's directory: never inside the provider's own, its TMPDIR, which a sandbox lets it
+// write, and where it could put a socket of its own in the proxy's place, past audit and rules.
+func startProxy(base string, p *Provider, mw Middleware) (*Proxy, error) {
+	dir, err := os.MkdirTemp(base, "proxy-")
 	if err != nil {
 		return nil, err
 	}

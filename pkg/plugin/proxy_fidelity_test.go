@@ -87,7 +87,7 @@ func proxyFidelity(t *testing.T, mw Middleware) {
 	go srv.Serve(ln)
 	defer srv.Stop()
 
-	proxy, err := startProxy(&Provider{conn: dialUnix(t, sock), Protocol: 6}, mw)
+	proxy, err := startProxy("", &Provider{conn: dialUnix(t, sock), Protocol: 6}, mw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +133,19 @@ func proxiedAndDirect(b *testing.B) (proxied, direct *grpc.ClientConn, req []byt
 	}
 	req = protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "acme_thing")
 	return conn, g.Providers[0].conn, req, func() { g.Stop(); stopProxied() }
+}
+
+// The proxy's socket, which tofu reattaches to, is outside the provider's private directory (its
+// TMPDIR, which a sandbox lets it write): a provider that replaced it would talk to tofu itself,
+// past the audit and the rules.
+func TestProxySocketOutsideProviderDir(t *testing.T) {
+	g, err := StartGroup(context.Background(), []Member{{Addr: "example.com/acme/echo", Options: selfAsProvider(t), Middleware: func(*Provider) (Middleware, error) { return nopMiddleware{}, nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	sock, own := g.Proxies[0].socket, g.Providers[0].dir
+	if strings.HasPrefix(sock, own+"/") || !strings.HasPrefix(sock, g.Dir+"/") {
+		t.Errorf("the proxy's socket %s is inside the provider's directory %s, or outside the run's %s", sock, own, g.Dir)
+	}
 }

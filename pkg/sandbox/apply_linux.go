@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"syscall"
 
@@ -41,6 +40,9 @@ func handledFS(abi int) uint64 {
 // the thread that calls execve.
 func apply(s Spec) error {
 	runtime.LockOSThread()
+	if err := detachTerminal(); err != nil {
+		return err
+	}
 	if err := setLimits(s.Limits); err != nil {
 		return err
 	}
@@ -58,8 +60,33 @@ func apply(s Spec) error {
 		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: filterPolicy()}); err != nil {
 			return fmt.Errorf("seccomp filter: %w", err)
 		}
+		if err := loadNativeFilter(); err != nil {
+			return err
+		}
 	} else if !s.BestEffort {
 		return errors.New("no seccomp filter was planned and best_effort is not set: refusing to start the provider")
+	}
+	return nil
+}
+
+// detachTerminal keeps the provider away from the user's terminal: it starts a session of its
+// own (no controlling terminal, so nothing it does reaches the terminal's job control or input)
+// and takes /dev/null as stdin, in place of whatever it inherited (go-plugin hands a plugin
+// oprov's stdin; the handshake is on stdout and the calls on a socket, so a provider needs none).
+// The seccomp filter refuses TIOCSTI and TIOCLINUX on any terminal a descriptor still reaches.
+func detachTerminal() error {
+	if _, err := unix.Setsid(); err != nil {
+		if sid, _ := unix.Getsid(0); sid != unix.Getpid() {
+			return fmt.Errorf("starting a session of its own, away from the user's terminal: %w (the exec step must not be a process group leader: start it with setsid instead of setpgid)", err)
+		}
+	}
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening /dev/null as the provider's stdin: %w", err)
+	}
+	defer unix.Close(null)
+	if err := unix.Dup3(null, 0, 0); err != nil {
+		return fmt.Errorf("giving the provider /dev/null as stdin: %w", err)
 	}
 	return nil
 }
@@ -138,8 +165,8 @@ func addPath(fd int, path string, rights uint64) error {
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0)
 }
 
-// execProvider replaces this process by the provider, with the environment as it is.
-func execProvider(argv []string) error {
-	err := syscall.Exec(argv[0], argv, os.Environ())
+// execProvider replaces this process by the provider, with the environment env.
+func execProvider(argv, env []string) error {
+	err := syscall.Exec(argv[0], argv, env)
 	return fmt.Errorf("exec %s: %w", argv[0], err)
 }

@@ -2,17 +2,25 @@ package sandbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets this test binary be the exec step, as oprov is.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ExecCommand {
 		os.Exit(Main(os.Args[2:]))
+	}
+	if os.Getenv(typeIntoEnv) != "" {
+		typeInto()
+		return
 	}
 	os.Exit(m.Run())
 }
@@ -88,4 +96,104 @@ func existingPaths(ps []string) []string {
 		}
 	}
 	return out
+}
+
+// typeIntoEnv makes this test binary a hostile provider (typeInto) instead of the tests.
+const typeIntoEnv = "OPROV_TEST_TYPE_INTO"
+
+// typeInto is what a hostile provider does to the user's terminal: it types a command into it
+// with TIOCSTI (and TIOCLINUX's paste) on its stdin and on fd 3, and says what happened and
+// whether it still has a controlling terminal.
+func typeInto() {
+	for _, fd := range []int{0, 3} {
+		for _, c := range []byte("echo typed\n") {
+			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+				fmt.Printf("fd %d TIOCSTI: %v\n", fd, e)
+				break
+			}
+		}
+		sub := byte(3) // TIOCL_PASTESEL
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub))); e != 0 {
+			fmt.Printf("fd %d TIOCLINUX: %v\n", fd, e)
+		}
+	}
+	// The high half of ioctl's request is ignored by the kernel: a filter must not be fooled.
+	c := byte('x')
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCSTI|1<<32, uintptr(unsafe.Pointer(&c))); e != 0 {
+		fmt.Printf("fd 3 TIOCSTI|1<<32: %v\n", e)
+	}
+	sid, _ := unix.Getsid(0)
+	fmt.Printf("session leader: %v\n", sid == os.Getpid())
+	var in, null unix.Stat_t
+	unix.Fstat(0, &in)
+	unix.Stat("/dev/null", &null)
+	fmt.Printf("stdin is /dev/null: %v\n", in.Rdev == null.Rdev && in.Mode&unix.S_IFMT == unix.S_IFCHR)
+}
+
+// openPty makes a pseudo-terminal and gives its two ends.
+func openPty(t *testing.T) (ptmx, pts *os.File) {
+	t.Helper()
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	ptmx = os.NewFile(uintptr(m), "/dev/ptmx")
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(m, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pts.Close() })
+	return ptmx, pts
+}
+
+// TestApplyNoTerminalInjection: a sandboxed provider started with the user's terminal as its
+// stdin (as go-plugin starts it) and holding another descriptor of it cannot type into it:
+// its stdin is /dev/null, it is in a session of its own, and TIOCSTI and TIOCLINUX are refused.
+func TestApplyNoTerminalInjection(t *testing.T) {
+	sup := Probe()
+	if sup.LandlockABI < abiScope || !sup.Seccomp {
+		t.Skipf("this kernel lacks Landlock ABI %d or seccomp: %+v", abiScope, sup)
+	}
+	_, pts := openPty(t)
+	self, err := filepath.EvalSymlinks(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Plan(Spec{Name: "test", Exec: existingPaths([]string{"/lib", "/lib64", "/usr/lib", self}), Write: []string{"/dev/null"}}, sup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := spec.Args(self, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{typeIntoEnv + "=1"}
+	cmd.Stdin, cmd.ExtraFiles = pts, []*os.File{pts}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the hostile provider: %v\n%s", err, out)
+	}
+	t.Logf("the hostile provider says:\n%s", out)
+	queued, err := unix.IoctlGetInt(int(pts.Fd()), unix.TIOCINQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued != 0 {
+		t.Errorf("the sandboxed provider typed %d bytes into the terminal", queued)
+	}
+	for _, want := range []string{"stdin is /dev/null: true", "fd 3 TIOCSTI: operation not permitted",
+		"fd 3 TIOCLINUX: operation not permitted", "fd 3 TIOCSTI|1<<32: operation not permitted", "session leader: true"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the hostile provider does not say %q", want)
+		}
+	}
 }

@@ -58,7 +58,10 @@ type Spec struct {
 	Connect []uint16 `json:"connect,omitempty"`
 	// Env are the names of the variables passed through (NAME, or PREFIX* for a family); the
 	// parent drops the others before the step starts.
-	Env    []string `json:"env,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// SetEnv are variables (NAME=VALUE) the step sets for the provider, in place of any it has:
+	// where oprov points a provider's writes (its own cache directories).
+	SetEnv []string `json:"set_env,omitempty"`
 	Limits Limits   `json:"limits"`
 	// BestEffort accepts a weaker sandbox where the kernel lacks a part; Dropped says which.
 	BestEffort bool     `json:"best_effort,omitempty"`
@@ -180,6 +183,25 @@ func EnvAllowed(name string, names []string) bool {
 	return false
 }
 
+// withEnv is env with the variables of set (NAME=VALUE) in place of any of the same name.
+func withEnv(env, set []string) []string {
+	if len(set) == 0 {
+		return env
+	}
+	names := map[string]bool{}
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
+}
+
 // parseExecArgs reads the exec step's arguments: the spec and the provider's command line.
 func parseExecArgs(args []string) (Spec, []string, error) {
 	if len(args) < 2 {
@@ -200,7 +222,7 @@ func Main(args []string) int {
 	if err == nil {
 		err = apply(spec)
 		if err == nil {
-			err = execProvider(argv)
+			err = execProvider(argv, withEnv(os.Environ(), spec.SetEnv))
 		}
 	}
 	msg := fmt.Sprintf("oprov sandbox: %v", err)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,12 @@ func TestFilterEnv(t *testing.T) {
 	}
 	if got := FilterEnv(env, nil); len(got) != 0 {
 		t.Errorf("no names pass nothing through: %v", got)
+	}
+}
+
+func TestWithEnv(t *testing.T) {
+	got := withEnv([]string{"HOME=/home/u", "PATH=/bin", "XDG_CACHE_HOMEX=1"}, []string{"HOME=/own", "XDG_CACHE_HOME=/own/.cache"})
+	if want := "[PATH=/bin XDG_CACHE_HOMEX=1 HOME=/own XDG_CACHE_HOME=/own/.cache]"; fmt.Sprint(got) != want {
+		t.Errorf("withEnv: %v, want %s", got, want)
 	}
 }

@@ -42,7 +42,7 @@ func pythonBuild(ctx context.Context, s LocalDir, logf func(string, ...any)) (*c
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: running %s: %w", s.Addr, python, err)
 	}
-	key, err := treeHash(s.Dir, "python\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), pybuild.PySkip)
+	key, err := treeHash(s.Dir, "python\x00record\x00"+strings.TrimSpace(string(ident))+"\x00"+Host().String(), pybuild.PySkip)
 	if err != nil {
 		return nil, err
 	}
@@ -66,5 +66,8 @@ func buildVenv(ctx context.Context, python, dir, tmp, name, entry string) error 
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# %s kept as source, installed in the venv beside this file by oprov.\nexec \"${0%%/*}/venv/bin/python\" -I -c '%s' \"$@\"\n",
 		name, pybuild.PythonEntryCode(name, entry, false))
+	if err := writeLauncher(tmp, Launcher{Kind: LauncherVenv}); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(tmp, name), []byte(script), 0o755)
 }

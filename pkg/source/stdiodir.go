@@ -40,11 +40,15 @@ func stdioLauncher(s LocalDir) (*cache.Build, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: finding oprov's own executable to host it: %w", s.Addr, err)
 	}
-	sum := sha256.Sum256([]byte("stdio\x00" + self + "\x00" + s.Dir))
+	// The key's "record" marks builds that hold the launcher record (older ones are made again).
+	sum := sha256.Sum256([]byte("stdio\x00record\x00" + self + "\x00" + s.Dir))
 	name := "terraform-provider-" + s.Addr.Type
 	return &cache.Build{Key: "stdio-" + hex.EncodeToString(sum[:])[:32], Name: name, Fresh: "source, stdio", Make: func(_ context.Context, dir string) error {
 		script := fmt.Sprintf("#!/bin/sh\n# %s: the stdio provider in %s, hosted by oprov.\nexec %s %s %s\n",
 			name, s.Dir, shellQuote(self), stdiohostCommand, shellQuote(s.Dir))
+		if err := writeLauncher(dir, Launcher{Kind: LauncherStdio, Source: s.Dir, Host: self}); err != nil {
+			return err
+		}
 		return os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755)
 	}}, nil
 }

@@ -54,7 +54,7 @@ func Package(dir string, opts release.PackageOptions) (*release.Packaged, error)
 		return nil, err
 	}
 	launcherPath := filepath.Join(tmp, "launcher")
-	if err := os.WriteFile(launcherPath, []byte(launcher(m.Type, opts.Version)), 0o755); err != nil {
+	if err := os.WriteFile(launcherPath, []byte(Launcher(m.Type, opts.Version)), 0o755); err != nil {
 		return nil, err
 	}
 	var files []release.PlatformFiles
@@ -64,10 +64,10 @@ func Package(dir string, opts release.PackageOptions) (*release.Packaged, error)
 	return release.Write(opts, files)
 }
 
-// launcher is the executable of a packaged stdio provider: it execs the oprov found on PATH
+// Launcher is the executable of a packaged stdio provider: it execs the oprov found on PATH
 // (or $OPROV) as the host of the directory it is in, and says what to do when there is none
 // (on stdout as well, where tofu and Terraform quote it: "Unrecognized remote plugin message").
-func launcher(typ, version string) string {
+func Launcher(typ, version string) string {
 	name := release.ProviderPrefix + typ
 	return `#!/bin/sh
 # ` + name + ` ` + version + `: a stdio provider (oprov's docs/stdio-protocol.md). oprov hosts it:
@@ -83,6 +83,19 @@ if ! command -v "$oprov" >/dev/null 2>&1; then
 fi
 exec "$oprov" __stdio-host "$dir"
 `
+}
+
+// IsLauncher reports whether data is, byte for byte, the launcher Package writes for a provider
+// of type typ (of some version): a program whose behaviour oprov knows, since it wrote it. Only
+// then does a sandbox let it run what the launcher runs (sh, dirname, oprov).
+func IsLauncher(data []byte, typ string) bool {
+	head := "#!/bin/sh\n# " + release.ProviderPrefix + typ + " "
+	rest, ok := strings.CutPrefix(string(data), head)
+	if !ok {
+		return false
+	}
+	version, _, ok := strings.Cut(rest, ": a stdio provider (")
+	return ok && !strings.ContainsAny(version, "\n'`$\\") && string(data) == Launcher(typ, version)
 }
 
 // copyTree copies a provider directory's regular files, leaving out hidden names and

@@ -26,7 +26,7 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 	return b.String()
 }
 
-// pythonLauncher is the executable of a Python release package: a POSIX shell script that finds
+// Launcher is the executable of a Python release package: a POSIX shell script that finds
 // a CPython (with the GIL: the packaged wheels are not built for the free-threaded ABI, abiflags
 // "t", nor for PyPy) whose minor version the package carries dependencies for (lib/cpXY beside the script,
 // symlinks followed), and runs the console script's entry point with them. OPROV_PROVIDER_PYTHON
@@ -44,7 +44,7 @@ func PythonEntryCode(script, entry string, withPath bool) string {
 // no bytecode is read from a place another user can write. Where HOME has no writable ~/.cache (a
 // read-only home), HOME is pointed at a private writable directory, since the tf SDK keeps its
 // certificate under ~/.cache.
-func pythonLauncher(script, entry string, versions []string) string {
+func Launcher(script, entry string, versions []string) string {
 	var names []string
 	for i := len(versions) - 1; i >= 0; i-- {
 		names = append(names, "python"+versions[i])
@@ -107,22 +107,46 @@ fail "it needs CPython %[2]s as python3 on PATH (${found:-no python3 on PATH})"
 `, script, want, strings.Join(names, " "), PythonEntryCode(script, entry, true))
 }
 
-// LauncherWrites are the directories outside its package that pythonLauncher's Python writes, as
-// getenv (the provider's environment) places them: the bytecode and rebuilt extensions under
-// ${XDG_CACHE_HOME:-$HOME/.cache}/oprov-python, and the tf SDK's certificate under
-// $HOME/.cache/tf-python-provider. (Its fallbacks are under TMPDIR.) A sandbox lets it write there.
-func LauncherWrites(getenv func(string) string) []string {
-	home := getenv("HOME")
-	cache := getenv("XDG_CACHE_HOME")
-	if cache == "" && home != "" {
-		cache = home + "/.cache"
+// IsLauncher reports whether data is, byte for byte, a launcher Launcher writes for the
+// console script named script (for some entry point and CPython versions): a program whose
+// behaviour oprov knows, since it wrote it. Only then does a sandbox let it run what the
+// launcher runs (sh and its tools, CPython).
+func IsLauncher(data []byte, script string) bool {
+	text := string(data)
+	rest, ok := strings.CutPrefix(text, "#!/bin/sh\n# "+script+", packaged by oprov: runs the provider with this machine's CPython (")
+	if !ok {
+		return false
 	}
-	var out []string
-	if cache != "" {
-		out = append(out, cache+"/oprov-python")
+	want, _, ok := strings.Cut(rest, "),\n")
+	if !ok {
+		return false
 	}
-	if home != "" {
-		out = append(out, home+"/.cache/tf-python-provider")
+	// The entry point is the last line but one of the Python code: from MOD import FIRST, then
+	// sys.exit(ATTR()).
+	i := strings.LastIndex(text, "\nsys.exit(")
+	if i < 0 {
+		return false
 	}
-	return out
+	attr, _, ok := strings.Cut(text[i+len("\nsys.exit("):], "())\n")
+	j := strings.LastIndex(text[:i], "\nfrom ")
+	if !ok || j < 0 {
+		return false
+	}
+	mod, _, ok := strings.Cut(text[j+len("\nfrom "):i], " import ")
+	if !ok {
+		return false
+	}
+	return text == Launcher(script, mod+":"+attr, strings.Split(want, ", "))
+}
+
+// LauncherHome is what a sandboxed provider's launcher runs with so that every place it writes
+// outside its package is in dir, a directory of that one package: the variables HOME=dir (the tf
+// SDK keeps its certificate in dir/.cache/tf-python-provider) and XDG_CACHE_HOME=dir/.cache
+// (bytecode and rebuilt extensions in dir/.cache/oprov-python), and the directories to make
+// (mode 0700) before it starts. No two packages share one, so no provider writes bytecode
+// another runs.
+func LauncherHome(dir string) (env, dirs []string) {
+	cache := dir + "/.cache"
+	return []string{"HOME=" + dir, "XDG_CACHE_HOME=" + cache},
+		[]string{dir, cache, cache + "/oprov-python", cache + "/tf-python-provider"}
 }

@@ -42,7 +42,7 @@ func cp(v string) fakePy { return fakePy{v, "cpython", false} }
 func writeLauncher(t *testing.T) (pkg, exe string) {
 	pkg = t.TempDir()
 	exe = filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", launcherVersions)), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(Launcher("terraform-provider-x", "x.main:main", launcherVersions)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range launcherVersions {
@@ -208,7 +208,7 @@ func TestPythonLauncherBytecodePlace(t *testing.T) {
 	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 	pkg := t.TempDir()
 	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(Launcher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lib := filepath.Join(pkg, "lib", cpTag(version))
@@ -276,7 +276,7 @@ func TestPythonLauncherPlantedBytecode(t *testing.T) {
 	version, tag, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 	pkg := t.TempDir()
 	exe := filepath.Join(pkg, "terraform-provider-x_v1.0.0")
-	if err := os.WriteFile(exe, []byte(pythonLauncher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
+	if err := os.WriteFile(exe, []byte(Launcher("terraform-provider-x", "x.main:main", []string{version})), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lib := filepath.Join(pkg, "lib", cpTag(version))
@@ -325,6 +325,24 @@ func TestPythonLauncherPlantedBytecode(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		if got := run("XDG_CACHE_HOME=" + xdg); got != "packaged" {
 			t.Errorf("launch %d with the shared cache: %q, want the packaged code's \"packaged\"", i+1, got)
+		}
+	}
+}
+
+// IsLauncher knows Launcher's own bytes, whatever the entry point and versions, and nothing else.
+func TestIsLauncher(t *testing.T) {
+	for _, entry := range []string{"x.main:main", "a.b:c.d"} {
+		text := Launcher("terraform-provider-x", entry, []string{"3.11", "3.13"})
+		if !IsLauncher([]byte(text), "terraform-provider-x") {
+			t.Errorf("%s: its own launcher is not recognised", entry)
+		}
+		for _, bad := range []string{text + ": '/'\n", strings.Replace(text, "exec ", "exec /tmp/x ", 1), text[:len(text)-1]} {
+			if IsLauncher([]byte(bad), "terraform-provider-x") {
+				t.Errorf("%s: a changed launcher is recognised", entry)
+			}
+		}
+		if IsLauncher([]byte(text), "terraform-provider-y") {
+			t.Errorf("%s: another provider's launcher is recognised", entry)
 		}
 	}
 }

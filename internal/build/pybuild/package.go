@@ -98,7 +98,7 @@ func Package(ctx context.Context, dir string, opts release.PackageOptions, py Op
 	}
 	launcher := filepath.Join(tmp, "launcher")
 	script := release.ProviderPrefix + opts.Type
-	if err := os.WriteFile(launcher, []byte(pythonLauncher(script, entry, versions)), 0o755); err != nil {
+	if err := os.WriteFile(launcher, []byte(Launcher(script, entry, versions)), 0o755); err != nil {
 		return nil, err
 	}
 	var files []release.PlatformFiles
