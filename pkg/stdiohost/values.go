@@ -223,6 +223,11 @@ func parseNumber(s string) (cty.Value, error) {
 	if len(s) > maxNumberText {
 		return cty.NilVal, fmt.Errorf("a number of %d characters; at most %d are allowed", len(s), maxNumberText)
 	}
+	if b := []byte(s); len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		if _, _, err := scanNumber(b, 0); err != nil { // the digits' and exponent's bounds
+			return cty.NilVal, err
+		}
+	}
 	v, err := cty.ParseNumberVal(s)
 	if err != nil {
 		return cty.NilVal, err

@@ -46,6 +46,11 @@ func checkWire(line []byte) error {
 			if err != nil {
 				return err
 			}
+			// A string may be read as a number (a number attribute given "1.5", as tofu
+			// converts): one that could be is charged as the number it would be.
+			if work += stringNumberWork(line[i+1 : max(i+1, n-1)]); work > maxNumberWork {
+				return fmt.Errorf("more numbers than one message may carry (a budget of %d units of parsing work: one per number, one per 32 digits, two per bit of an exponent; strings that read as numbers count)", maxNumberWork)
+			}
 			i = n
 		case c == '-' || (c >= '0' && c <= '9'):
 			n, w, err := scanNumber(line, i)
@@ -61,6 +66,19 @@ func checkWire(line []byte) error {
 		}
 	}
 	return nil
+}
+
+// stringNumberWork is the parsing work of a string's contents if it were read as a number: 0 for
+// one that parseNumber would not parse (not number-shaped, or longer than a number may be).
+func stringNumberWork(b []byte) int {
+	if len(b) == 0 || len(b) > maxNumberText || !(b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		return 0
+	}
+	n, w, err := scanNumber(b, 0)
+	if err != nil || n != len(b) {
+		return 0
+	}
+	return w
 }
 
 // scanString skips a string's contents from i (after its opening quote) and gives the index past

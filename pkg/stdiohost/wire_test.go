@@ -94,3 +94,22 @@ func TestWireKeepsNumbersWithinTheBounds(t *testing.T) {
 		t.Errorf("a surrogate pair, and an escaped backslash: %v", err)
 	}
 }
+
+// Strings a provider sends where a number is wanted are parsed as numbers (as tofu converts), so
+// they count against the same budget and bounds: 10,000 strings of a thousand digits with an
+// exponent of -9999 are refused by the wire check as the same numbers are, and a string with an
+// exponent over the bound is not parsed.
+func TestWireCountsStringsThatReadAsNumbers(t *testing.T) {
+	n := `"9.` + strings.Repeat("9", maxNumberDigits-2) + `e-9999"`
+	many := "[" + strings.Repeat(n+",", 10_000) + n + "]"
+	if err := checkWire([]byte(many)); err == nil || !strings.Contains(err.Error(), "strings that read as numbers count") {
+		t.Errorf("10,001 number strings of %d bytes: %v", len(n), err)
+	}
+	words := "[" + strings.Repeat(`"`+strings.Repeat("x", 990)+`",`, 10_000) + `"x"]`
+	if err := checkWire([]byte(words)); err != nil {
+		t.Errorf("strings that are not numbers were charged: %v", err)
+	}
+	if _, err := parseNumber("1e99999"); err == nil || !strings.Contains(err.Error(), "exponents of at most") {
+		t.Errorf("a string 1e99999 read as a number: %v", err)
+	}
+}
