@@ -111,7 +111,7 @@ func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
 	if r := l.Launcher; r != nil {
 		switch r.Kind {
 		case source.LauncherStdio:
-			return stdioNeeds(r.Source, []string{r.Host}, b)
+			return stdioNeeds(r.Source, []string{r.Host}, true, b)
 		case source.LauncherVenv:
 			return pythonNeeds(l.Executable, true, b)
 		}
@@ -123,7 +123,7 @@ func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
 	}
 	switch {
 	case stdiohost.IsLauncher(data, addr.Type):
-		return stdioNeeds(filepath.Dir(l.Executable), nil, b)
+		return stdioNeeds(filepath.Dir(l.Executable), nil, false, b)
 	case pybuild.IsLauncher(data, release.ProviderPrefix+addr.Type):
 		return pythonNeeds(l.Executable, false, b)
 	}
@@ -146,8 +146,8 @@ func readSmall(path string, max int64) ([]byte, error) {
 
 // stdioNeeds is what oprov's stdio launchers run: the shell and its tools, the oprov that hosts the
 // program (this one, the one on PATH, and hosts), the provider's directory dir, and the
-// interpreter its manifest names (commandNeeds).
-func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
+// interpreter its manifest names (commandNeeds; trusted for a provider kept as source).
+func stdioNeeds(dir string, hosts []string, trusted bool, b *config.Sandbox) (needs, error) {
 	out := []string{dir}
 	for _, t := range append(slices.Clip(launcherTools), "dirname", "oprov") {
 		if p, err := exec.LookPath(t); err == nil {
@@ -163,7 +163,7 @@ func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
 		}
 	}
 	if m, err := stdiohost.ReadManifest(dir); err == nil && len(m.Command) > 0 {
-		more, err := commandNeeds(dir, m.Command[0], b)
+		more, err := commandNeeds(dir, m.Command[0], trusted, b)
 		if err != nil {
 			return needs{}, err
 		}
@@ -173,15 +173,22 @@ func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
 }
 
 // commandNeeds is what running a stdio provider's command needs beyond its directory. A command
-// inside the directory needs nothing more; a bare name is looked up on PATH and gets its
-// interpreter's tree (interpreterTree), short of the home directory, any directory holding it, and
-// /. Any other command (an absolute path, or one leaving the directory) is refused unless the
+// inside the directory needs nothing more. A bare name is looked up on PATH and gets the program
+// found (and the file a link leads to); it gets the tree that program was installed in only when
+// it is a known interpreter (knownInterpreter) in the system's own prefixes (systemProgram), or
+// when trusted (a provider kept as source beside the configuration, whose manifest is the user's
+// own): a packaged provider names any program on PATH, and the tree of ~/.cargo/bin/x is
+// ~/.cargo, with its credentials. Whatever else it needs comes from the block's execute and read
+// lists. Any other command (an absolute path, or one leaving the directory) is refused unless the
 // block's execute list covers it: the package does not choose what the sandbox allows.
-func commandNeeds(dir, cmd string, b *config.Sandbox) ([]string, error) {
+func commandNeeds(dir, cmd string, trusted bool, b *config.Sandbox) ([]string, error) {
 	if !strings.ContainsRune(cmd, '/') {
 		p, err := exec.LookPath(cmd)
 		if err != nil {
 			return nil, nil // the provider fails to start, and says so
+		}
+		if !trusted && !(knownInterpreter(cmd) && systemProgram(p)) {
+			return resolved(p), nil
 		}
 		home, _ := os.UserHomeDir()
 		var out []string
@@ -204,8 +211,37 @@ func commandNeeds(dir, cmd string, b *config.Sandbox) ([]string, error) {
 			return nil, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: sandbox %q: the stdio provider in %s names the command %q, which is outside its directory: under a sandbox a provider runs only a program inside its own directory or one named bare and found on PATH. Name it so in %s, or add the program's directory to the block's execute list",
+	return nil, fmt.Errorf("%s: sandbox %q: the stdio provider in %s names the command %q, which is outside its directory: under a sandbox a provider runs only a program inside its own directory or one named bare and found on PATH (which gets that program alone, and its installation only for an interpreter such as python3 in /usr: its libraries elsewhere come from the block's execute and read lists). Name it so in %s, or add the program's directory to the block's execute list",
 		b.At(), b.Label, dir, cmd, stdiohost.ManifestName)
+}
+
+// knownInterpreter reports whether name is an interpreter a packaged stdio provider may name bare
+// and be given its installation (its standard library) with.
+func knownInterpreter(name string) bool {
+	switch name {
+	case "python", "python3", "node", "nodejs", "ruby", "perl", "bash", "sh":
+		return true
+	}
+	v, ok := strings.CutPrefix(name, "python3.")
+	return ok && v != "" && strings.Trim(v, "0123456789") == ""
+}
+
+// systemProgram reports whether the program at p, and the file it leads to, are in the system's
+// own prefixes (/usr, /bin, /sbin; /usr/local), where the administrator installs, rather than in
+// a home or a tool's tree: there an interpreter's tree is the system's, not a user's.
+func systemProgram(p string) bool {
+	for _, q := range resolved(p) {
+		ok := false
+		for _, prefix := range []string{"/usr", "/bin", "/sbin"} {
+			if within(prefix, q) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // within reports whether path is dir or below it.

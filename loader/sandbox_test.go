@@ -236,3 +236,48 @@ func TestSandboxPycacheNotShared(t *testing.T) {
 		t.Errorf("the sandboxed provider cannot write its own bytecode directory: %v %s", err, out)
 	}
 }
+
+// TestSandboxBareCommandGetsNoToolTree: a packaged stdio provider naming a bare command found in
+// a tool's tree (~/.cargo/bin/x) gets that program, not the tree with its credentials; a known
+// interpreter in the system's prefixes still gets its installation.
+func TestSandboxBareCommandGetsNoToolTree(t *testing.T) {
+	tool := t.TempDir()
+	os.MkdirAll(filepath.Join(tool, "bin"), 0o755)
+	creds := filepath.Join(tool, "credentials.toml")
+	os.WriteFile(creds, []byte("token = \"PLANTED\"\n"), 0o600)
+	os.WriteFile(filepath.Join(tool, "bin", "cargo-fmt"), []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", filepath.Join(tool, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	pkg := t.TempDir()
+	exe := filepath.Join(pkg, "terraform-provider-kv")
+	os.WriteFile(exe, []byte(stdiohost.Launcher("kv", "1.0.0")), 0o755)
+	os.WriteFile(filepath.Join(pkg, stdiohost.ManifestName), []byte(`{"type": "kv", "command": ["cargo-fmt"]}`), 0o644)
+	s, err := sandboxSpec(Launchable{Addr: "example.com/acme/kv", Executable: exe}, &config.Sandbox{Label: "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Exec, filepath.Join(tool, "bin", "cargo-fmt")) {
+		t.Errorf("the program the command names is not executable: %v", s.Exec)
+	}
+	for _, p := range append(append(s.Read, s.Write...), s.Exec...) {
+		if covers(p, creds) {
+			t.Errorf("a packaged provider's bare command grants %s, which reaches %s", p, creds)
+		}
+	}
+	// A provider kept as source: its manifest is the user's own, and keeps the tree.
+	if more, err := commandNeeds(pkg, "cargo-fmt", true, &config.Sandbox{Label: "*"}); err != nil || !slices.Contains(more, tool) {
+		t.Errorf("a provider kept as source: %v %v", more, err)
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"python3", true}, {"python3.12", true}, {"node", true}, {"python3.x", false}, {"cargo-fmt", false}, {"python3.", false}} {
+		if knownInterpreter(c.name) != c.ok {
+			t.Errorf("knownInterpreter(%q) = %v", c.name, !c.ok)
+		}
+	}
+	if sh, err := exec.LookPath("sh"); err == nil && systemProgram(sh) {
+		if more, _ := commandNeeds(pkg, "sh", false, &config.Sandbox{Label: "*"}); len(more) <= len(resolved(sh)) {
+			t.Errorf("a system interpreter named bare lost its installation: %v", more)
+		}
+	}
+}
