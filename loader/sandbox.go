@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -286,7 +287,7 @@ func pythonNeeds(exe string, venv bool, b *config.Sandbox) (needs, error) {
 			py.exec = append(py.exec, interpreterTree(p)...)
 		}
 	}
-	home, err := pythonHome(filepath.Dir(exe))
+	home, err := pythonHome(filepath.Dir(exe), b)
 	if err != nil {
 		return needs{}, err
 	}
@@ -300,10 +301,12 @@ func pythonNeeds(exe string, venv bool, b *config.Sandbox) (needs, error) {
 	return py, nil
 }
 
-// pythonHome is the directory of the sandboxed Python provider whose package is pkgDir: in the
-// user's cache, under oprov-sandbox, named by a hash of the package directory's real path (the
-// cache keeps a package by its contents' digest, so another package never shares it).
-func pythonHome(pkgDir string) (string, error) {
+// pythonHome is the directory of the sandboxed Python provider whose package is pkgDir, under
+// block b: in the user's cache, under oprov-sandbox, named by a hash of the package directory's
+// real path and of the rights b grants (the cache keeps a package by its contents' digest, so
+// another package never shares it; the same package under two blocks, one reading secrets and
+// one connecting out, gets two, so that the directory is no channel between the policies).
+func pythonHome(pkgDir string, b *config.Sandbox) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("the user's cache directory, where a sandboxed Python provider keeps its bytecode: %w", err)
@@ -311,7 +314,15 @@ func pythonHome(pkgDir string) (string, error) {
 	if real, err := filepath.EvalSymlinks(pkgDir); err == nil {
 		pkgDir = real
 	}
-	sum := sha256.Sum256([]byte(pkgDir))
+	key, err := json.Marshal(struct {
+		Dir                       string
+		Read, Write, Execute, Env []string
+		Connect                   []uint16
+	}{pkgDir, b.Read, b.Write, b.Execute, b.Env, b.Connect})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(key)
 	return filepath.Join(base, "oprov-sandbox", hex.EncodeToString(sum[:16])), nil
 }
 

@@ -281,3 +281,40 @@ func TestSandboxBareCommandGetsNoToolTree(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxPythonHomePerPolicy: the same Python package under two blocks granting different
+// rights (one reads a secret, one connects out) writes in two directories, so that what one
+// leaves the other cannot pick up; under the same rights it keeps its own.
+func TestSandboxPythonHomePerPolicy(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	exe := pyPackage(t, t.TempDir(), "shared")
+	secret := t.TempDir()
+	own := func(b *config.Sandbox) []string {
+		s, err := sandboxSpec(Launchable{Addr: "example.com/acme/shared", Executable: exe}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range s.Write {
+			if strings.HasPrefix(p, filepath.Join(home, ".cache", "oprov-sandbox")+"/") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	reads := own(&config.Sandbox{Label: "a", Read: []string{secret}})
+	connects := own(&config.Sandbox{Label: "b", Connect: []uint16{443}})
+	if len(reads) != 1 || len(connects) != 1 {
+		t.Fatalf("no directory of its own: %v %v", reads, connects)
+	}
+	for _, p := range connects {
+		if covers(p, reads[0]) || covers(reads[0], p) {
+			t.Errorf("the block that reads secrets and the one that connects out share %s", p)
+		}
+	}
+	if again := own(&config.Sandbox{Label: "c", Read: []string{secret}}); !slices.Equal(again, reads) {
+		t.Errorf("the same rights give another directory: %v, %v", again, reads)
+	}
+}
