@@ -14,16 +14,21 @@ import (
 
 // providerDir is OpenTofu's (and Terraform's) per-configuration provider directory,
 // DATA_DIR/providers/HOST/NAMESPACE/TYPE/VERSION/OS_ARCH, where DATA_DIR is TF_DATA_DIR (relative
-// to the configuration) or .terraform.
-func (p *Project) providerDir() string {
+// to the configuration) or .terraform. It gives the directory the configuration's own path is
+// taken from (p.Dir, or "" when TF_DATA_DIR names a place outside it) and the provider
+// directory's path, relative to that directory when there is one.
+func (p *Project) providerDir() (base, rel string) {
 	data := os.Getenv("TF_DATA_DIR")
 	if data == "" {
 		data = ".terraform"
 	}
+	if filepath.IsLocal(data) {
+		return p.Dir, filepath.Join(data, "providers")
+	}
 	if !filepath.IsAbs(data) {
 		data = filepath.Join(p.Dir, data)
 	}
-	return filepath.Join(data, "providers")
+	return "", filepath.Join(data, "providers")
 }
 
 // LinkProviders places each installed provider for this machine in the configuration's provider
@@ -85,12 +90,30 @@ func packagePath(in Installed) (string, error) {
 
 // openProviderDir makes the provider directory and opens it as the root every link is made
 // through: a link planted below it (a HOST directory that leads elsewhere) cannot take the
-// links out of it.
-func openProviderDir(dir string) (*os.Root, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// links out of it. A provider directory inside the configuration (base set) is reached through
+// the configuration's directory: a .terraform that is a link leading out of it (planted by
+// whoever wrote the configuration) is refused, rather than followed to fill another place with
+// links. One the user's TF_DATA_DIR names outside it is the user's choice, taken by its path.
+func openProviderDir(base, rel string) (*os.Root, error) {
+	if base == "" {
+		if err := os.MkdirAll(rel, 0o755); err != nil {
+			return nil, err
+		}
+		return os.OpenRoot(rel)
+	}
+	top, err := os.OpenRoot(base)
+	if err != nil {
 		return nil, err
 	}
-	return os.OpenRoot(dir)
+	defer top.Close()
+	if err := top.MkdirAll(rel, 0o755); err != nil {
+		return nil, fmt.Errorf("making the provider directory %s: %w (a link leading out of the configuration's directory is not followed: remove it, and tofu init makes the directory)", filepath.Join(base, rel), err)
+	}
+	root, err := top.OpenRoot(rel)
+	if err != nil {
+		return nil, fmt.Errorf("opening the provider directory %s: %w (a link leading out of the configuration's directory is not followed: remove it, and tofu init makes the directory)", filepath.Join(base, rel), err)
+	}
+	return root, nil
 }
 
 // linkPackage makes rel, below root, a symlink to target unless it is one already or is a real

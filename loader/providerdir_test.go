@@ -91,3 +91,31 @@ func writeTestFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLinkProvidersRefusesDataDirLinkOut: a configuration whose .terraform is a link to a
+// directory outside it gets no provider linked there, and the error says why.
+func TestLinkProvidersRefusesDataDirLinkOut(t *testing.T) {
+	t.Setenv("TF_DATA_DIR", "")
+	dir, cache, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, ".terraform")); err != nil {
+		t.Fatal(err)
+	}
+	host := hostPlatform().String()
+	root := filepath.Join(cache, "a")
+	res := &InstallResult{Installed: []Installed{{Addr: "example.com/acme/hello", Version: "1.0.0", Platform: host,
+		MirrorRoot: root, Dir: filepath.Join(root, "example.com", "acme", "hello", "1.0.0", host)}}}
+	errs := (&Project{Dir: dir}).LinkProviders(res)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "leading out of the configuration") {
+		t.Errorf("errors: %v", errs)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("the provider directory was made through the link, in %s: %v", elsewhere, entries)
+	}
+	// A .terraform link that stays inside the configuration is followed.
+	os.Remove(filepath.Join(dir, ".terraform"))
+	os.Mkdir(filepath.Join(dir, "data"), 0o755)
+	os.Symlink("data", filepath.Join(dir, ".terraform"))
+	if errs := (&Project{Dir: dir}).LinkProviders(res); len(errs) != 0 {
+		t.Errorf("a link inside the configuration: %v", errs)
+	}
+}

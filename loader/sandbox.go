@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
 	if r := l.Launcher; r != nil {
 		switch r.Kind {
 		case source.LauncherStdio:
-			return stdioNeeds(r.Source, []string{r.Host}, b)
+			return stdioNeeds(r.Source, []string{r.Host}, true, b)
 		case source.LauncherVenv:
 			return pythonNeeds(l.Executable, true, b)
 		}
@@ -123,7 +124,7 @@ func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
 	}
 	switch {
 	case stdiohost.IsLauncher(data, addr.Type):
-		return stdioNeeds(filepath.Dir(l.Executable), nil, b)
+		return stdioNeeds(filepath.Dir(l.Executable), nil, false, b)
 	case pybuild.IsLauncher(data, release.ProviderPrefix+addr.Type):
 		return pythonNeeds(l.Executable, false, b)
 	}
@@ -146,8 +147,8 @@ func readSmall(path string, max int64) ([]byte, error) {
 
 // stdioNeeds is what oprov's stdio launchers run: the shell and its tools, the oprov that hosts the
 // program (this one, the one on PATH, and hosts), the provider's directory dir, and the
-// interpreter its manifest names (commandNeeds).
-func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
+// interpreter its manifest names (commandNeeds; trusted for a provider kept as source).
+func stdioNeeds(dir string, hosts []string, trusted bool, b *config.Sandbox) (needs, error) {
 	out := []string{dir}
 	for _, t := range append(slices.Clip(launcherTools), "dirname", "oprov") {
 		if p, err := exec.LookPath(t); err == nil {
@@ -163,7 +164,7 @@ func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
 		}
 	}
 	if m, err := stdiohost.ReadManifest(dir); err == nil && len(m.Command) > 0 {
-		more, err := commandNeeds(dir, m.Command[0], b)
+		more, err := commandNeeds(dir, m.Command[0], trusted, b)
 		if err != nil {
 			return needs{}, err
 		}
@@ -173,15 +174,22 @@ func stdioNeeds(dir string, hosts []string, b *config.Sandbox) (needs, error) {
 }
 
 // commandNeeds is what running a stdio provider's command needs beyond its directory. A command
-// inside the directory needs nothing more; a bare name is looked up on PATH and gets its
-// interpreter's tree (interpreterTree), short of the home directory, any directory holding it, and
-// /. Any other command (an absolute path, or one leaving the directory) is refused unless the
+// inside the directory needs nothing more. A bare name is looked up on PATH and gets the program
+// found (and the file a link leads to); it gets the tree that program was installed in only when
+// it is a known interpreter (knownInterpreter) in the system's own prefixes (systemProgram), or
+// when trusted (a provider kept as source beside the configuration, whose manifest is the user's
+// own): a packaged provider names any program on PATH, and the tree of ~/.cargo/bin/x is
+// ~/.cargo, with its credentials. Whatever else it needs comes from the block's execute and read
+// lists. Any other command (an absolute path, or one leaving the directory) is refused unless the
 // block's execute list covers it: the package does not choose what the sandbox allows.
-func commandNeeds(dir, cmd string, b *config.Sandbox) ([]string, error) {
+func commandNeeds(dir, cmd string, trusted bool, b *config.Sandbox) ([]string, error) {
 	if !strings.ContainsRune(cmd, '/') {
 		p, err := exec.LookPath(cmd)
 		if err != nil {
 			return nil, nil // the provider fails to start, and says so
+		}
+		if !trusted && !(knownInterpreter(cmd) && systemProgram(p)) {
+			return resolved(p), nil
 		}
 		home, _ := os.UserHomeDir()
 		var out []string
@@ -204,8 +212,37 @@ func commandNeeds(dir, cmd string, b *config.Sandbox) ([]string, error) {
 			return nil, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: sandbox %q: the stdio provider in %s names the command %q, which is outside its directory: under a sandbox a provider runs only a program inside its own directory or one named bare and found on PATH. Name it so in %s, or add the program's directory to the block's execute list",
+	return nil, fmt.Errorf("%s: sandbox %q: the stdio provider in %s names the command %q, which is outside its directory: under a sandbox a provider runs only a program inside its own directory or one named bare and found on PATH (which gets that program alone, and its installation only for an interpreter such as python3 in /usr: its libraries elsewhere come from the block's execute and read lists). Name it so in %s, or add the program's directory to the block's execute list",
 		b.At(), b.Label, dir, cmd, stdiohost.ManifestName)
+}
+
+// knownInterpreter reports whether name is an interpreter a packaged stdio provider may name bare
+// and be given its installation (its standard library) with.
+func knownInterpreter(name string) bool {
+	switch name {
+	case "python", "python3", "node", "nodejs", "ruby", "perl", "bash", "sh":
+		return true
+	}
+	v, ok := strings.CutPrefix(name, "python3.")
+	return ok && v != "" && strings.Trim(v, "0123456789") == ""
+}
+
+// systemProgram reports whether the program at p, and the file it leads to, are in the system's
+// own prefixes (/usr, /bin, /sbin; /usr/local), where the administrator installs, rather than in
+// a home or a tool's tree: there an interpreter's tree is the system's, not a user's.
+func systemProgram(p string) bool {
+	for _, q := range resolved(p) {
+		ok := false
+		for _, prefix := range []string{"/usr", "/bin", "/sbin"} {
+			if within(prefix, q) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // within reports whether path is dir or below it.
@@ -250,7 +287,7 @@ func pythonNeeds(exe string, venv bool, b *config.Sandbox) (needs, error) {
 			py.exec = append(py.exec, interpreterTree(p)...)
 		}
 	}
-	home, err := pythonHome(filepath.Dir(exe))
+	home, err := pythonHome(filepath.Dir(exe), b)
 	if err != nil {
 		return needs{}, err
 	}
@@ -264,10 +301,12 @@ func pythonNeeds(exe string, venv bool, b *config.Sandbox) (needs, error) {
 	return py, nil
 }
 
-// pythonHome is the directory of the sandboxed Python provider whose package is pkgDir: in the
-// user's cache, under oprov-sandbox, named by a hash of the package directory's real path (the
-// cache keeps a package by its contents' digest, so another package never shares it).
-func pythonHome(pkgDir string) (string, error) {
+// pythonHome is the directory of the sandboxed Python provider whose package is pkgDir, under
+// block b: in the user's cache, under oprov-sandbox, named by a hash of the package directory's
+// real path and of the rights b grants (the cache keeps a package by its contents' digest, so
+// another package never shares it; the same package under two blocks, one reading secrets and
+// one connecting out, gets two, so that the directory is no channel between the policies).
+func pythonHome(pkgDir string, b *config.Sandbox) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("the user's cache directory, where a sandboxed Python provider keeps its bytecode: %w", err)
@@ -275,7 +314,15 @@ func pythonHome(pkgDir string) (string, error) {
 	if real, err := filepath.EvalSymlinks(pkgDir); err == nil {
 		pkgDir = real
 	}
-	sum := sha256.Sum256([]byte(pkgDir))
+	key, err := json.Marshal(struct {
+		Dir                       string
+		Read, Write, Execute, Env []string
+		Connect                   []uint16
+	}{pkgDir, b.Read, b.Write, b.Execute, b.Env, b.Connect})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(key)
 	return filepath.Join(base, "oprov-sandbox", hex.EncodeToString(sum[:16])), nil
 }
 

@@ -236,3 +236,85 @@ func TestSandboxPycacheNotShared(t *testing.T) {
 		t.Errorf("the sandboxed provider cannot write its own bytecode directory: %v %s", err, out)
 	}
 }
+
+// TestSandboxBareCommandGetsNoToolTree: a packaged stdio provider naming a bare command found in
+// a tool's tree (~/.cargo/bin/x) gets that program, not the tree with its credentials; a known
+// interpreter in the system's prefixes still gets its installation.
+func TestSandboxBareCommandGetsNoToolTree(t *testing.T) {
+	tool := t.TempDir()
+	os.MkdirAll(filepath.Join(tool, "bin"), 0o755)
+	creds := filepath.Join(tool, "credentials.toml")
+	os.WriteFile(creds, []byte("token = \"PLANTED\"\n"), 0o600)
+	os.WriteFile(filepath.Join(tool, "bin", "cargo-fmt"), []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", filepath.Join(tool, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	pkg := t.TempDir()
+	exe := filepath.Join(pkg, "terraform-provider-kv")
+	os.WriteFile(exe, []byte(stdiohost.Launcher("kv", "1.0.0")), 0o755)
+	os.WriteFile(filepath.Join(pkg, stdiohost.ManifestName), []byte(`{"type": "kv", "command": ["cargo-fmt"]}`), 0o644)
+	s, err := sandboxSpec(Launchable{Addr: "example.com/acme/kv", Executable: exe}, &config.Sandbox{Label: "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Exec, filepath.Join(tool, "bin", "cargo-fmt")) {
+		t.Errorf("the program the command names is not executable: %v", s.Exec)
+	}
+	for _, p := range append(append(s.Read, s.Write...), s.Exec...) {
+		if covers(p, creds) {
+			t.Errorf("a packaged provider's bare command grants %s, which reaches %s", p, creds)
+		}
+	}
+	// A provider kept as source: its manifest is the user's own, and keeps the tree.
+	if more, err := commandNeeds(pkg, "cargo-fmt", true, &config.Sandbox{Label: "*"}); err != nil || !slices.Contains(more, tool) {
+		t.Errorf("a provider kept as source: %v %v", more, err)
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"python3", true}, {"python3.12", true}, {"node", true}, {"python3.x", false}, {"cargo-fmt", false}, {"python3.", false}} {
+		if knownInterpreter(c.name) != c.ok {
+			t.Errorf("knownInterpreter(%q) = %v", c.name, !c.ok)
+		}
+	}
+	if sh, err := exec.LookPath("sh"); err == nil && systemProgram(sh) {
+		if more, _ := commandNeeds(pkg, "sh", false, &config.Sandbox{Label: "*"}); len(more) <= len(resolved(sh)) {
+			t.Errorf("a system interpreter named bare lost its installation: %v", more)
+		}
+	}
+}
+
+// TestSandboxPythonHomePerPolicy: the same Python package under two blocks granting different
+// rights (one reads a secret, one connects out) writes in two directories, so that what one
+// leaves the other cannot pick up; under the same rights it keeps its own.
+func TestSandboxPythonHomePerPolicy(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	exe := pyPackage(t, t.TempDir(), "shared")
+	secret := t.TempDir()
+	own := func(b *config.Sandbox) []string {
+		s, err := sandboxSpec(Launchable{Addr: "example.com/acme/shared", Executable: exe}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range s.Write {
+			if strings.HasPrefix(p, filepath.Join(home, ".cache", "oprov-sandbox")+"/") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	reads := own(&config.Sandbox{Label: "a", Read: []string{secret}})
+	connects := own(&config.Sandbox{Label: "b", Connect: []uint16{443}})
+	if len(reads) != 1 || len(connects) != 1 {
+		t.Fatalf("no directory of its own: %v %v", reads, connects)
+	}
+	for _, p := range connects {
+		if covers(p, reads[0]) || covers(reads[0], p) {
+			t.Errorf("the block that reads secrets and the one that connects out share %s", p)
+		}
+	}
+	if again := own(&config.Sandbox{Label: "c", Read: []string{secret}}); !slices.Equal(again, reads) {
+		t.Errorf("the same rights give another directory: %v, %v", again, reads)
+	}
+}

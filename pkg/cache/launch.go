@@ -125,9 +125,10 @@ func checkOwn(p, cacheDir string, dir bool) error {
 	return nil
 }
 
-// ownGroup reports whether a file's group is this user's private group (named as the user, and
-// the user's primary group): a group-writable directory of such a group, as a umask of 002 makes
-// (~/.cache on many systems), is writable by this user alone.
+// ownGroup reports whether a file's group is this user's private group (named as the user, the
+// user's primary group, and with no one else in it by the system's files, privateGroup): a
+// group-writable directory of such a group, as a umask of 002 makes (~/.cache on many systems),
+// is writable by this user alone.
 func ownGroup(st os.FileInfo) bool {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok || int(sys.Gid) != os.Getegid() {
@@ -138,7 +139,36 @@ func ownGroup(st os.FileInfo) bool {
 		return false
 	}
 	g, err := user.LookupGroupId(strconv.Itoa(int(sys.Gid)))
-	return err == nil && g.Name == u.Username && u.Gid == g.Gid
+	return err == nil && g.Name == u.Username && u.Gid == g.Gid && privateGroup(u.Username, g.Gid, groupFiles)
+}
+
+// groupFiles are the system's lists of groups and users, read by privateGroup.
+var groupFiles = [2]string{"/etc/group", "/etc/passwd"}
+
+// privateGroup reports whether the group gid has no member but the user name: no group entry
+// for gid (files[0], the group file) lists another member, and no other user (files[1], the
+// password file) has it as primary group. A file that cannot be read makes it not private.
+func privateGroup(name, gid string, files [2]string) bool {
+	for i, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Split(strings.TrimSpace(line), ":")
+			switch {
+			case i == 0 && len(f) >= 4 && f[2] == gid:
+				for _, m := range strings.Split(f[3], ",") {
+					if m = strings.TrimSpace(m); m != "" && m != name {
+						return false
+					}
+				}
+			case i == 1 && len(f) >= 4 && f[3] == gid && f[0] != name:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func notOwned(p string, uid int, cacheDir string) error {

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,5 +84,48 @@ func TestOpenExecutableRefusesAFileSwappedAfterItsCheck(t *testing.T) {
 			f.Close()
 		}
 		t.Errorf("a swapped executable: %v", err)
+	}
+}
+
+// TestOwnGroupNeedsNoOtherMembers: a group named as the user and primary to them is the user's
+// private group only when no one else is in it: listed as a member, or having it as primary
+// group. A list that cannot be read makes it not private.
+func TestOwnGroupNeedsNoOtherMembers(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(data), 0o644)
+		return p
+	}
+	passwd := write("passwd", "alice:x:1000:1000::/home/alice:/bin/sh\nbob:x:1001:1001::/home/bob:/bin/sh\n")
+	for _, c := range []struct {
+		group, passwd string
+		private       bool
+	}{
+		{write("g1", "alice:x:1000:\n"), passwd, true},
+		{write("g2", "alice:x:1000:alice\n"), passwd, true},
+		{write("g3", "alice:x:1000:alice,bob\n"), passwd, false},
+		{write("g4", "alice:x:1000:\nalias:x:1000:bob\n"), passwd, false},
+		{write("g5", "alice:x:1000:\n"), write("p5", "alice:x:1000:1000::/:/bin/sh\nmallory:x:1002:1000::/:/bin/sh\n"), false},
+		{filepath.Join(dir, "missing"), passwd, false},
+	} {
+		if got := privateGroup("alice", "1000", [2]string{c.group, c.passwd}); got != c.private {
+			t.Errorf("%s, %s: private = %v", c.group, c.passwd, got)
+		}
+	}
+	// ownGroup itself consults the lists: a group with another member is not the user's own.
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Skip(err)
+	}
+	old := groupFiles
+	t.Cleanup(func() { groupFiles = old })
+	groupFiles = [2]string{write("g6", u.Username+":x:"+u.Gid+":"+u.Username+",intruder\n"), passwd}
+	if ownGroup(st) {
+		t.Error("a group with another member is taken for the user's private group")
 	}
 }

@@ -12,12 +12,16 @@ import (
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/oprov/oprov/pkg/sandbox"
 	"google.golang.org/grpc"
 )
 
 // TestMain lets the test binary stand in for a provider: with OPROV_TEST_SERVE_PROVIDER set it
 // serves the go-plugin handshake and gRPC health service (protocol 6) and nothing else.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecCommand {
+		os.Exit(sandbox.Main(os.Args[2:])) // as oprov __sandbox-exec
+	}
 	if path := os.Getenv("OPROV_TEST_DIAL"); path != "" {
 		dialAndExit(path)
 	}

@@ -10,3 +10,6 @@ import (
 // runPinned leaves cmd as it is where no /proc/self/fd exists: the executable is run by path,
 // after OpenExecutable's check.
 func runPinned(*exec.Cmd, *os.File) {}
+
+// pinnable reports that no executable can be exec'd from its descriptor here.
+func pinnable(*os.File) bool { return false }

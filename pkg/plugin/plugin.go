@@ -101,20 +101,34 @@ type Provider struct {
 
 // command is the process that becomes the provider: the provider itself, or oprov's sandbox
 // step that execs it once confined.
-func command(opts Options) (*exec.Cmd, error) {
+func command(opts Options, pinned *os.File) (*exec.Cmd, error) {
 	if opts.Sandbox == nil {
-		return exec.Command(opts.Path, opts.Args...), nil
+		cmd := exec.Command(opts.Path, opts.Args...)
+		if pinned != nil {
+			runPinned(cmd, pinned)
+		}
+		return cmd, nil
 	}
 	if opts.SandboxExec == "" {
 		return nil, fmt.Errorf("a sandbox is set but not the oprov executable that applies it")
 	}
 	spec := *opts.Sandbox
 	spec.Write = append(slices.Clip(spec.Write), opts.Dir)
+	// The exec step gets the checked executable as its descriptor 3 and execs that, as an
+	// unsandboxed provider is (runPinned): a file put in the path's place never runs.
+	pin := pinned != nil && pinnable(pinned)
+	if pin {
+		spec.ExecFD = 3
+	}
 	args, err := spec.Args(opts.Path, opts.Args)
 	if err != nil {
 		return nil, err
 	}
-	return exec.Command(opts.SandboxExec, args...), nil
+	cmd := exec.Command(opts.SandboxExec, args...)
+	if pin {
+		cmd.ExtraFiles = []*os.File{pinned}
+	}
+	return cmd, nil
 }
 
 // grpcProvider dispenses the raw gRPC connection; oprov builds its own stubs on it.
@@ -156,23 +170,23 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 			return nil, fmt.Errorf("provider %s: private directory: %w", opts.Path, err)
 		}
 	}
-	cmd, err := command(opts)
 	var pinned *os.File
-	if err == nil && opts.Open != nil {
+	if opts.Open != nil {
 		pinned, err = opts.Open()
+	}
+	if pinned != nil {
+		// Closed once the process has started (or failed to): the child holds its own copy.
+		defer pinned.Close()
+	}
+	var cmd *exec.Cmd
+	if err == nil {
+		cmd, err = command(opts, pinned)
 	}
 	if err != nil {
 		if ownDir {
 			os.RemoveAll(opts.Dir)
 		}
 		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
-	}
-	if pinned != nil {
-		// Closed once the process has started (or failed to): the child holds its own copy.
-		defer pinned.Close()
-		if opts.Sandbox == nil {
-			runPinned(cmd, pinned)
-		}
 	}
 	// The last value of a variable wins: the provider's sockets and temporary files go in the
 	// private directory, whatever oprov's own environment says.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oprov/oprov/pkg/sandbox"
 )
 
 func script(t *testing.T, body string) string {
@@ -64,8 +66,24 @@ func TestBadExecutables(t *testing.T) {
 }
 
 // With Open, the provider runs from the descriptor Open gave (an ELF executable): a file put in
-// its path's place after Open does not run.
+// its path's place after Open does not run; under a sandbox too, where the exec step is handed
+// the descriptor and execs it.
 func TestStartRunsTheOpenedExecutable(t *testing.T) {
+	t.Run("unsandboxed", func(t *testing.T) { testRunsOpened(t, nil) })
+	t.Run("sandboxed", func(t *testing.T) {
+		// The exec step with no Landlock or seccomp (best effort): what is run, not how it is
+		// confined, is what this checks; the confined run is tests' TestSandbox*.
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testRunsOpened(t, func(o *Options) {
+			o.Sandbox, o.SandboxExec = &sandbox.Spec{Name: "test", BestEffort: true, Env: []string{"PATH"}}, self
+		})
+	})
+}
+
+func testRunsOpened(t *testing.T, sandboxed func(*Options)) {
 	echo, err := exec.LookPath("echo")
 	if err != nil {
 		t.Skip("no echo program")
@@ -89,7 +107,11 @@ func TestStartRunsTheOpenedExecutable(t *testing.T) {
 		os.WriteFile(swap, []byte("#!/bin/sh\necho swapped > '"+marker+"'\n"), 0o755)
 		return f, os.Rename(swap, path)
 	}
-	p, err := Start(context.Background(), Options{Path: path, Args: []string{"the-opened-bytes"}, Open: open, StartTimeout: 5 * time.Second})
+	opts := Options{Path: path, Args: []string{"the-opened-bytes"}, Open: open, StartTimeout: 5 * time.Second}
+	if sandboxed != nil {
+		sandboxed(&opts)
+	}
+	p, err := Start(context.Background(), opts)
 	if err == nil {
 		p.Stop(context.Background())
 		t.Fatal("echo started as a provider")

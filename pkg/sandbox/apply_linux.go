@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -165,8 +166,19 @@ func addPath(fd int, path string, rights uint64) error {
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0)
 }
 
-// execProvider replaces this process by the provider, with the environment env.
-func execProvider(argv, env []string) error {
-	err := syscall.Exec(argv[0], argv, env)
+// execProvider replaces this process by the provider, with the environment env: the file open
+// as descriptor fd when fd is set (closed in the provider), else the one at argv[0]. Landlock
+// checks the right to execute on the file the descriptor holds, wherever its path is now.
+func execProvider(argv, env []string, fd int) error {
+	path := argv[0]
+	if fd > 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return fmt.Errorf("the checked executable of %s, descriptor %d, is not an open file (%v): oprov hands it to this step", argv[0], fd, err)
+		}
+		syscall.CloseOnExec(fd)
+		path = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	err := syscall.Exec(path, argv, env)
 	return fmt.Errorf("exec %s: %w", argv[0], err)
 }

@@ -20,6 +20,6 @@ func apply(s Spec) error {
 	return nil
 }
 
-func execProvider(argv, env []string) error {
+func execProvider(argv, env []string, fd int) error {
 	return errors.New("the sandbox exec step runs on Linux only (on " + runtime.GOOS + " oprov starts providers directly)")
 }

@@ -66,6 +66,10 @@ type Spec struct {
 	// BestEffort accepts a weaker sandbox where the kernel lacks a part; Dropped says which.
 	BestEffort bool     `json:"best_effort,omitempty"`
 	Dropped    []string `json:"dropped,omitempty"`
+	// ExecFD, when set, is the exec step's descriptor holding the provider's executable as oprov
+	// checked it (an ELF file): the step execs that file, through /proc/self/fd, not the path
+	// (which stays argv[0]), so a file put in the path's place after the check never runs.
+	ExecFD int `json:"exec_fd,omitempty"`
 }
 
 // Support is what this kernel offers.
@@ -222,7 +226,7 @@ func Main(args []string) int {
 	if err == nil {
 		err = apply(spec)
 		if err == nil {
-			err = execProvider(argv, withEnv(os.Environ(), spec.SetEnv))
+			err = execProvider(argv, withEnv(os.Environ(), spec.SetEnv), spec.ExecFD)
 		}
 	}
 	msg := fmt.Sprintf("oprov sandbox: %v", err)
