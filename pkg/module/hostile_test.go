@@ -2,6 +2,7 @@ package module
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oprov/oprov/pkg/oci"
 )
@@ -195,6 +197,90 @@ func TestWalkBudget(t *testing.T) {
 		var le *oci.LimitError
 		if !errors.As(err, &le) || le.Setting != SettingMaxModuleFiles || !strings.Contains(err.Error(), "file budget of 20 files") {
 			t.Fatalf("got %v, want the file budget", err)
+		}
+	})
+}
+
+// fanOut writes a chain of local modules m1..m<depth> under dir, each calling the next n times
+// (c0, c1, ...), the root calling m1 n times: n^depth calls in all, in depth+1 small files. The
+// last module requires a provider, and calls what leaf says (a module block's body), if anything.
+func fanOut(t *testing.T, dir string, n, depth int, leaf string) {
+	t.Helper()
+	files := map[string]string{}
+	for level := 0; level <= depth; level++ {
+		var b strings.Builder
+		next := "./m1"
+		name := "main.tf"
+		if level > 0 {
+			next = "../m" + strconv.Itoa(level+1)
+			name = "m" + strconv.Itoa(level) + "/main.tf"
+		}
+		if level == depth {
+			b.WriteString("terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n  }\n}\n")
+			if leaf != "" {
+				b.WriteString("module \"r\" {\n" + leaf + "}\n")
+			}
+		} else {
+			for i := 0; i < n; i++ {
+				b.WriteString("module \"c" + strconv.Itoa(i) + "\" {\n  source = \"" + next + "\"\n}\n")
+			}
+		}
+		files[name] = b.String()
+	}
+	writeTree(t, dir, files)
+}
+
+// TestLocalFanOutIsBounded: local modules that call one another many times over are read once
+// each (a walk that followed every call path would read 10^6 frames here), and the calls a walk
+// follows are bounded as a whole, the bound named in the refusal.
+func TestLocalFanOutIsBounded(t *testing.T) {
+	t.Run("read once", func(t *testing.T) {
+		dir := t.TempDir()
+		fanOut(t, dir, 10, 6, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tr, err := Walk(ctx, dir, Options{})
+		if err != nil {
+			t.Fatalf("a walk of 7 small files: %v", err)
+		}
+		if len(tr.Requirements) != 1 {
+			t.Fatalf("requirements %v, want the null provider", tr.Requirements)
+		}
+		if _, _, err := Local(dir); err != nil {
+			t.Fatalf("Local: %v", err)
+		}
+	})
+	t.Run("each call path its own entry", func(t *testing.T) {
+		w := newWorld(t)
+		os.RemoveAll(filepath.Join(w.dir, "app"))
+		os.Remove(filepath.Join(w.dir, "main.tf"))
+		fanOut(t, w.dir, 2, 2, "  source = \"https://"+w.reg.host()+"/archives/web.zip\"\n")
+		tr, err := w.walk(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := byKey(tr)
+		for _, k := range []string{"c0.c0.r", "c0.c1.r", "c1.c0.r", "c1.c1.r"} {
+			if m[k] == nil || m[k].Call != "module."+strings.ReplaceAll(k, ".", ".module.") {
+				t.Errorf("no module %s in %v", k, m)
+			}
+		}
+		if len(m) != 4 {
+			t.Errorf("%d modules, want 4", len(m))
+		}
+	})
+	t.Run("the walk-wide call limit", func(t *testing.T) {
+		w := newWorld(t)
+		os.RemoveAll(filepath.Join(w.dir, "app"))
+		os.Remove(filepath.Join(w.dir, "main.tf"))
+		// Each leaf calls a remote module, so no call path can be skipped: 10^3 of them.
+		fanOut(t, w.dir, 10, 3, "  source = \"https://"+w.reg.host()+"/archives/web.zip\"\n")
+		w.opts.Limits.MaxModules = 5000
+		w.opts.Limits.MaxCalls = 300
+		_, err := w.walk(t)
+		var le *oci.LimitError
+		if !errors.As(err, &le) || le.Setting != SettingMaxModuleCalls || !strings.Contains(err.Error(), "call limit of 300") {
+			t.Fatalf("got %v, want the call limit", err)
 		}
 	})
 }
