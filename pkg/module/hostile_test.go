@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -353,5 +354,34 @@ func TestSparseTarIsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"big.tf"`) || !strings.Contains(err.Error(), "sparse") || !strings.Contains(err.Error(), "module.vpc") {
 			t.Fatalf("gzip %v: got %v, want the sparse entry refused", gz, err)
 		}
+	}
+}
+
+// TestGitTreeIsMeasuredBeforeCheckout: a repository whose tree is larger than the walk's budget
+// (a blob that compresses to almost nothing) is refused from what the tree lists, before git
+// checks it out: the git program, logged here, is never asked to.
+func TestGitTreeIsMeasuredBeforeCheckout(t *testing.T) {
+	g := newGitRepos(t)
+	g.commit(t, "big.git", "v1", map[string]string{"main.tf": "", "big.bin": strings.Repeat("\x00", 4<<20)})
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	bin := t.TempDir()
+	logf := filepath.Join(bin, "log")
+	wrapper := filepath.Join(bin, "git")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$@\" >> '"+logf+"'\nexec '"+real+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("big.git") + "?ref=v1\"\n}\n"})
+	_, err = Walk(context.Background(), dir, Options{Git: wrapper, Limits: Limits{MaxBytes: 1 << 20}})
+	var le *oci.LimitError
+	if !errors.As(err, &le) || le.Setting != SettingMaxModuleBytes || !strings.Contains(err.Error(), "module.m") || !strings.Contains(err.Error(), "byte budget of 1 MiB") || !strings.Contains(err.Error(), "before checkout") {
+		t.Fatalf("got %v, want the byte budget", err)
+	}
+	log, _ := os.ReadFile(logf)
+	if strings.Contains(string(log), " checkout ") {
+		t.Errorf("git checked the tree out before it was measured:\n%s", log)
 	}
 }
