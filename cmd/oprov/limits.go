@@ -26,6 +26,7 @@ const (
 	envMaxModuleBytes = "OPROV_MAX_MODULE_BYTES"
 	envMaxModuleFiles = "OPROV_MAX_MODULE_FILES"
 	envMaxModuleRatio = "OPROV_MAX_MODULE_RATIO"
+	envMaxModuleCalls = "OPROV_MAX_MODULE_CALLS"
 
 	flagStallTimeout   = "--stall-timeout"
 	flagMaxPackageSize = "--max-package-size"
@@ -42,6 +43,7 @@ var knobs = map[oci.Setting]string{
 	module.SettingMaxModuleBytes: envMaxModuleBytes + " (such as 8GiB)",
 	module.SettingMaxModuleFiles: envMaxModuleFiles,
 	module.SettingMaxModuleRatio: envMaxModuleRatio,
+	module.SettingMaxModuleCalls: envMaxModuleCalls,
 }
 
 // limitAdvice says how to raise the limit an error ran into, or "".
@@ -97,7 +99,8 @@ func moduleLimitsFromEnv() (module.Limits, error) {
 	for _, e := range []struct {
 		name string
 		set  func(int)
-	}{{envMaxModuleFiles, func(n int) { l.MaxTotalFiles = n }}, {envMaxModuleRatio, func(n int) { l.MaxRatio = int64(n) }}} {
+	}{{envMaxModuleFiles, func(n int) { l.MaxTotalFiles = n }}, {envMaxModuleRatio, func(n int) { l.MaxRatio = int64(n) }},
+		{envMaxModuleCalls, func(n int) { l.MaxCalls = n }}} {
 		if v := os.Getenv(e.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {

@@ -14,8 +14,9 @@ func TestModuleLimitsFromEnv(t *testing.T) {
 	t.Setenv(envMaxModuleBytes, "8GiB")
 	t.Setenv(envMaxModuleFiles, "300000")
 	t.Setenv(envMaxModuleRatio, "500")
+	t.Setenv(envMaxModuleCalls, "20000")
 	l, err := moduleLimitsFromEnv()
-	if err != nil || l.MaxBytes != 8<<30 || l.MaxTotalFiles != 300000 || l.MaxRatio != 500 {
+	if err != nil || l.MaxBytes != 8<<30 || l.MaxTotalFiles != 300000 || l.MaxRatio != 500 || l.MaxCalls != 20000 {
 		t.Fatalf("got %+v %v", l, err)
 	}
 	t.Setenv(envMaxModuleFiles, "lots")
@@ -23,7 +24,8 @@ func TestModuleLimitsFromEnv(t *testing.T) {
 		t.Errorf("a bad value: %v", err)
 	}
 	for s, env := range map[oci.Setting]string{module.SettingMaxModuleBytes: envMaxModuleBytes,
-		module.SettingMaxModuleFiles: envMaxModuleFiles, module.SettingMaxModuleRatio: envMaxModuleRatio} {
+		module.SettingMaxModuleFiles: envMaxModuleFiles, module.SettingMaxModuleRatio: envMaxModuleRatio,
+		module.SettingMaxModuleCalls: envMaxModuleCalls} {
 		if a := advice(&oci.LimitError{What: "x", Limit: "y", Setting: s}); !strings.Contains(a, env) || !strings.Contains(a, string(s)) {
 			t.Errorf("%s: advice %q does not name %s", s, a, env)
 		}

@@ -139,22 +139,23 @@ func (w *walker) unpackArchive(ctx context.Context, typ string, body []byte, dir
 		if err != nil {
 			return usage{}, fmt.Errorf("not a gzip stream: %w", err)
 		}
-		return w.untar(ctx, &ratioReader{r: zr, in: in, maxRatio: w.opts.Limits.MaxRatio}, dir)
+		return w.untar(ctx, &counter{r: &ratioReader{r: zr, in: in, maxRatio: w.opts.Limits.MaxRatio}}, dir)
 	case "tar":
-		return w.untar(ctx, bytes.NewReader(body), dir)
+		return w.untar(ctx, &counter{r: bytes.NewReader(body)}, dir)
 	}
 	return usage{}, fmt.Errorf("archive type %q is not one oprov unpacks (zip, tar.gz, tgz, tar)", typ)
 }
 
 // untar unpacks a tar stream into dir (a name in the walk's root): regular files and directories
 // only, no name that leaves dir, no name twice, at most MaxFiles entries and MaxPackage bytes as
-// written, each byte charged to the walk's budget as it is written.
-func (w *walker) untar(ctx context.Context, rd io.Reader, dir string) (usage, error) {
+// written, each byte charged to the walk's budget as it is written. rd counts the tar's bytes:
+// no entry may write more than it took from the tar (a sparse file's holes).
+func (w *walker) untar(ctx context.Context, rd *counter, dir string) (usage, error) {
 	tmp := dir + ".part"
 	if err := w.root.Mkdir(tmp, 0o700); err != nil {
 		return usage{}, err
 	}
-	x := &untarring{w: w, tmp: tmp, seen: map[string]bool{}, left: w.opts.Limits.MaxPackage}
+	x := &untarring{w: w, tmp: tmp, seen: map[string]bool{}, left: w.opts.Limits.MaxPackage, in: rd}
 	defer func() {
 		w.root.RemoveAll(tmp)
 		if x.held != (usage{}) && !x.done {
@@ -198,6 +199,7 @@ type untarring struct {
 	tmp  string
 	seen map[string]bool
 	left int64 // bytes of the package's limit left
+	in   *counter
 	held usage
 	done bool
 }
@@ -217,9 +219,16 @@ func (x *untarring) entry(tr *tar.Reader, h *tar.Header) error {
 	x.seen[clean] = true
 	target := path.Join(x.tmp, clean)
 	root := x.w.root
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return fmt.Errorf("%w: tar entry %q is a sparse file (PAX record %s): its holes would unpack to bytes the archive does not hold; repack it without --sparse", errUnsafeArchive, name, k)
+		}
+	}
 	switch h.Typeflag {
 	case tar.TypeDir:
 		return root.MkdirAll(target, 0o755)
+	case tar.TypeGNUSparse:
+		return fmt.Errorf("%w: tar entry %q is a GNU sparse file: its holes would unpack to bytes the archive does not hold; repack it without --sparse", errUnsafeArchive, name)
 	case tar.TypeReg:
 	default:
 		return fmt.Errorf("%w: tar entry %q is not a regular file or directory (links are refused)", errUnsafeArchive, name)
@@ -242,9 +251,14 @@ func (x *untarring) entry(tr *tar.Reader, h *tar.Header) error {
 	// Never more than the package's limit or the walk's budget allows, whatever the header says.
 	packageBinds := x.left <= x.w.budget.room()
 	allow := min(x.left, x.w.budget.room())
+	from := x.in.n
 	n, err := io.Copy(f, io.LimitReader(tr, allow+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && n > x.in.n-from {
+		// Whatever the header said, a regular entry's bytes come from the tar, one for one.
+		err = fmt.Errorf("%w: tar entry %q is a sparse file: %d bytes unpacked from %d of the archive; repack it without --sparse", errUnsafeArchive, name, n, x.in.n-from)
 	}
 	charged := min(n, allow)
 	x.w.budget.bytes += charged

@@ -15,6 +15,7 @@ const (
 	SettingMaxModuleBytes oci.Setting = "module walk's byte budget"
 	SettingMaxModuleFiles oci.Setting = "module walk's file budget"
 	SettingMaxModuleRatio oci.Setting = "module archives' expansion limit"
+	SettingMaxModuleCalls oci.Setting = "module walk's call limit"
 )
 
 // budget is what a walk may hold on disk at once, in bytes and regular files, across every

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/oprov/oprov/internal/scratch"
+	"github.com/oprov/oprov/pkg/oci"
 )
 
 // gitTimeout bounds one git command: a clone of a module repository, or a checkout.
@@ -17,8 +19,9 @@ const gitTimeout = 10 * time.Minute
 
 // git clones the repository (as OpenTofu does, with the git program) into a temporary directory
 // and checks out the ref (a tag, a branch or a commit; the default branch when none), recording
-// the commit it is at. The clone is measured against the walk's budget when it is done (git
-// writes it, not oprov).
+// the commit it is at. Git writes, not oprov, so what it writes is measured before it grows: the
+// clone (objects only, no checkout) as fetched, then the tree at the commit from what git lists
+// of it, both charged to the walk's budget before the checkout writes a file.
 func (w *walker) git(ctx context.Context, r *Resolved, src Source) (*fetched, error) {
 	if f, ok := w.fetched[src.Package()]; ok {
 		r.Version, r.OriginChecksum = f.version, f.origin
@@ -31,13 +34,31 @@ func (w *walker) git(ctx context.Context, r *Resolved, src Source) (*fetched, er
 	if _, err := w.runGit(ctx, "", "clone", "--quiet", "--no-checkout", "--", src.URL, dir); err != nil {
 		return fail(err)
 	}
+	var clone usage
+	clone.bytes, clone.files = scratch.Usage(dir)
+	if err := w.budget.charge("the git clone", clone); err != nil {
+		os.RemoveAll(dir)
+		return fail(err)
+	}
 	commit, err := w.gitCommit(ctx, dir, src.Ref)
+	var tree usage
+	if err == nil {
+		tree, err = w.chargeTree(ctx, dir, commit)
+	}
 	if err != nil {
+		w.budget.credit(clone)
+		os.RemoveAll(dir)
 		return fail(err)
 	}
 	if _, err := w.runGit(ctx, dir, "checkout", "--quiet", "--detach", commit); err != nil {
+		w.budget.credit(tree)
+		w.budget.credit(clone)
+		os.RemoveAll(dir)
 		return fail(err)
 	}
+	// What was charged was an estimate; what the directory holds now is charged instead.
+	w.budget.credit(tree)
+	w.budget.credit(clone)
 	var held usage
 	held.bytes, held.files = scratch.Usage(dir)
 	if err := w.budget.charge("the git checkout", held); err != nil {
@@ -49,6 +70,33 @@ func (w *walker) git(ctx context.Context, r *Resolved, src Source) (*fetched, er
 	f := &fetched{raw: dir, held: held, version: commit, origin: commit}
 	w.remember(src, f)
 	return f, nil
+}
+
+// chargeTree charges the walk's budget with the files of the commit's tree, as git lists them
+// (blob sizes), before they are checked out, and says what it charged.
+func (w *walker) chargeTree(ctx context.Context, dir, commit string) (usage, error) {
+	out, err := w.runGit(ctx, dir, "ls-tree", "-r", "-l", "--full-tree", "--end-of-options", commit)
+	if err != nil {
+		return usage{}, err
+	}
+	var u usage
+	for _, line := range strings.Split(out, "\n") {
+		meta, _, ok := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" {
+			continue // a submodule (a commit) is not checked out
+		}
+		n, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || n < 0 {
+			return usage{}, fmt.Errorf("git ls-tree gave a size %q", f[3])
+		}
+		u.bytes += n
+		u.files++
+	}
+	if err := w.budget.charge(fmt.Sprintf("the git tree at %s (%d files, %s, before checkout)", commit, u.files, oci.FormatSize(u.bytes)), u); err != nil {
+		return usage{}, err
+	}
+	return u, nil
 }
 
 // gitCommit finds the commit a ref names in a fresh clone: a tag, a remote branch, or a commit.

@@ -29,6 +29,9 @@ type Limits struct {
 	// MaxRatio bounds how many times a compressed archive may expand: a zip entry, or a gzip
 	// stream as a whole, past its first MiB (default 200).
 	MaxRatio int64
+	// MaxCalls bounds the module calls a walk follows in all, local and remote, counted by call
+	// path (default 10000): local modules that call one another many times over multiply.
+	MaxCalls int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -52,6 +55,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRatio <= 0 {
 		l.MaxRatio = 200
+	}
+	if l.MaxCalls <= 0 {
+		l.MaxCalls = 10000
 	}
 	return l
 }
@@ -166,6 +172,20 @@ type walker struct {
 	manifest  map[string]manifestRecord // Installed's modules.json, once read
 	bases     map[string]*url.URL       // registry hosts' modules.v1, discovered once a walk
 	fetched   map[string]*fetched       // git and HTTP packages by address, fetched once a walk
+	// parsed holds each module directory read, by path (a package's directory is its own), so
+	// that a local module called many times is read once.
+	parsed map[string]*parsed
+	// settled are the local modules whose calls, followed to the end, were all local and met no
+	// cycle, by owner, directory and depth: following them again adds nothing, so they are not.
+	settled map[settledKey]bool
+	calls   int // calls followed, against MaxCalls
+	effects int // calls that were not local, and cycles cut: what a settled module has none of
+}
+
+type settledKey struct {
+	owner *Resolved
+	dir   string
+	depth int
 }
 
 // frame is one module being read: its directory, the package it is in (local calls may not
@@ -189,9 +209,16 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := parseDir(f.dir, f.shown)
-	if err != nil {
-		return err
+	p := w.parsed[f.dir]
+	if p == nil {
+		var err error
+		if p, err = parseDir(f.dir, f.shown); err != nil {
+			return err
+		}
+		if w.parsed == nil {
+			w.parsed = map[string]*parsed{}
+		}
+		w.parsed[f.dir] = p
 	}
 	merge(w.tree.Requirements, p.Requires)
 	if f.owner != nil {
@@ -208,6 +235,16 @@ func (w *walker) module(ctx context.Context, f *frame) error {
 // call follows one module call.
 func (w *walker) call(ctx context.Context, f *frame, c call) error {
 	callName, key := f.callPath(c.Name)
+	if w.calls++; w.calls > w.opts.Limits.MaxCalls {
+		return &oci.LimitError{
+			What:    fmt.Sprintf("%s: %s: the configuration makes more than %d module calls (local modules that call one another many times over?)", where(c.Range), callName, w.opts.Limits.MaxCalls),
+			Limit:   fmt.Sprintf("the %s of %d", SettingMaxModuleCalls, w.opts.Limits.MaxCalls),
+			Setting: SettingMaxModuleCalls,
+		}
+	}
+	if src, err := ParseSource(c.Source); c.Unreadable != nil || err != nil || src.Kind != KindLocal {
+		w.effects++
+	}
 	if c.Unreadable != nil {
 		if w.localOnly {
 			w.remote++ // what it calls is known only to a walk
@@ -280,14 +317,31 @@ func (w *walker) local(ctx context.Context, f *frame, c call, src Source, callNa
 	}
 	for _, d := range append(f.dirs, f.dir) {
 		if d == dir {
+			w.effects++
 			return nil // already among its callers: read once (a local cycle adds nothing)
 		}
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: %s: the module directory %s is not there", where(c.Range), callName, dir)
 	}
+	// A module whose calls are all local, met again at the same depth for the same owner, has
+	// given its providers already and calls nothing that needs an entry of its own.
+	k := settledKey{owner: f.owner, dir: dir, depth: len(f.path) + 1}
+	if w.settled[k] {
+		return nil
+	}
 	next := &frame{dir: dir, pkgRoot: f.pkgRoot, shown: filepath.Join(f.shown, filepath.FromSlash(src.Local)),
 		path:  append(append([]string{}, f.path...), c.Name),
 		owner: f.owner, dirs: append(append([]string{}, f.dirs...), f.dir), sources: f.sources}
-	return w.module(ctx, next)
+	before := w.effects
+	if err := w.module(ctx, next); err != nil {
+		return err
+	}
+	if w.effects == before {
+		if w.settled == nil {
+			w.settled = map[settledKey]bool{}
+		}
+		w.settled[k] = true
+	}
+	return nil
 }
