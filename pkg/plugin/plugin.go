@@ -198,17 +198,26 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir, sandboxed: opts.Sandbox != nil}
 	reattachTLS := p.newClient(opts, sets)
+	if err := p.connect(opts, reattachTLS); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// connect completes the handshake of the started p, dispenses its gRPC connection, makes the
+// client for the protocol it negotiated, and checks its health; it stops p on any failure.
+func (p *Provider) connect(opts Options, reattachTLS *tls.Config) error {
 	rpc, err := p.client.Client()
 	if err != nil {
 		// Stop it first: go-plugin's Kill waits for its stderr goroutine, so the tail the error
 		// quotes is complete.
 		p.kill()
-		return nil, p.explainStart(err)
+		return p.explainStart(err)
 	}
 	raw, err := rpc.Dispense("provider")
 	if err != nil {
 		p.kill()
-		return nil, fmt.Errorf("provider %s: %w", opts.Path, err)
+		return fmt.Errorf("provider %s: %w", opts.Path, err)
 	}
 	p.conn = raw.(*grpc.ClientConn)
 	p.Protocol = p.client.NegotiatedVersion()
@@ -220,7 +229,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		p.v6 = &client6{p.conn}
 	default:
 		p.kill()
-		return nil, fmt.Errorf("provider %s negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", opts.Path, p.Protocol)
+		return fmt.Errorf("provider %s negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", opts.Path, p.Protocol)
 	}
 	// go-plugin checks the plugin's gRPC health service (service "plugin") on connect; check
 	// it again here so a provider that is up but unhealthy is caught before use.
@@ -228,9 +237,9 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	// gRPC call all the same.
 	if err := rpc.Ping(); err != nil && status.Code(err) != codes.Unimplemented {
 		p.kill()
-		return nil, fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
+		return fmt.Errorf("provider %s is not healthy: %w", opts.Path, err)
 	}
-	return p, nil
+	return nil
 }
 
 // newClient makes the go-plugin client for p.cmd, and returns the TLS configuration a start for
