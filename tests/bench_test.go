@@ -346,7 +346,7 @@ func BenchmarkLaunch(b *testing.B) {
 	dist := helloRelease(b)
 	exeDir := filepath.Join(b.TempDir(), "hello")
 	zipPath := filepath.Join(dist, "terraform-provider-hello_1.0.0_"+helloPlatforms[0]+".zip")
-	if err := unzip.Extract(context.Background(), zipPath, filepath.Dir(exeDir), exeDir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzip.Extract(context.Background(), zipPath, exeDir, unzip.DefaultLimits, nil); err != nil {
 		b.Fatal(err)
 	}
 	exe := filepath.Join(exeDir, "terraform-provider-hello_v1.0.0")

@@ -21,7 +21,7 @@ import (
 func extractProvider(b testing.TB, zipPath, exe string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "pkg")
-	if err := unzip.Extract(context.Background(), zipPath, filepath.Dir(dir), dir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzip.Extract(context.Background(), zipPath, dir, unzip.DefaultLimits, nil); err != nil {
 		b.Fatal(err)
 	}
 	return filepath.Join(dir, exe)

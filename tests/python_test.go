@@ -566,7 +566,7 @@ func startDevProvider(t *testing.T, env []string) string {
 	dist, _ := pyhelloRelease(t)
 	host := runtime.GOOS + "_" + runtime.GOARCH
 	dir := filepath.Join(t.TempDir(), "pkg")
-	if err := unzip.Extract(context.Background(), filepath.Join(dist, "terraform-provider-pyhello_1.0.0_"+host+".zip"), filepath.Dir(dir), dir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzip.Extract(context.Background(), filepath.Join(dist, "terraform-provider-pyhello_1.0.0_"+host+".zip"), dir, unzip.DefaultLimits, nil); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "terraform-provider-pyhello_v1.0.0"), "--dev")

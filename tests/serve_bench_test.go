@@ -24,7 +24,7 @@ func BenchmarkServeInit(b *testing.B) {
 	host := helloPlatforms[0]
 	zip := filepath.Join(helloRelease(b), "terraform-provider-hello_1.0.0_"+host+".zip")
 	unpacked, packed := b.TempDir(), b.TempDir()
-	if err := unzip.Extract(context.Background(), zip, filepath.Dir(filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host)), filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host), unzip.DefaultLimits, nil); err != nil {
+	if err := unzip.Extract(context.Background(), zip, filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host), unzip.DefaultLimits, nil); err != nil {
 		b.Fatal(err)
 	}
 	data, err := os.ReadFile(zip)

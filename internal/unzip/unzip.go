@@ -39,53 +39,24 @@ func unsafef(format string, args ...any) error {
 }
 
 // Extract unpacks the zip at zipPath into dest, which must not exist yet: it is created whole
-// (from a temporary directory made in tmpParent, on dest's file system, renamed at the end) or not
-// at all, and the work ends when ctx is done. It refuses absolute paths, path traversal, symlinks
-// and other non-regular entries, duplicate entries, and archives that unpack beyond limits (zip
-// bombs), counting the bytes actually written rather than trusting the headers. Executables keep
-// their executable bit; nothing else keeps its mode. It computes the package's h1: hash from what
-// it unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a second time) and, when
+// (from a temporary directory made beside it, renamed at the end) or not at all, and the work
+// ends when ctx is done. It refuses absolute paths, path traversal, symlinks and other
+// non-regular entries, duplicate entries, and archives that unpack beyond limits (zip bombs),
+// counting the bytes actually written rather than trusting the headers. Executables keep their
+// executable bit; nothing else keeps its mode. It computes the package's h1: hash from what it
+// unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a second time) and, when
 // check is set, hands it to check before the package is renamed into place: an error from check
-// leaves nothing.
-func Extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
-	return extract(ctx, zipPath, tmpParent, dest, limits, check)
-}
-
-// extract unpacks; a nil ctx never ends. dest and tmpParent are the caller's paths; every name
-// from the archive is written through an os.Root opened on the temporary directory, so no entry
-// name (and no link planted there) can lead a write out of it.
-func extract(ctx context.Context, zipPath, tmpParent, dest string, limits Limits, check func(h1 string) error) error {
-	zr, err := zip.OpenReader(zipPath)
-	if err != nil {
-		return fmt.Errorf("%s is not a valid zip: %w", zipPath, err)
-	}
-	defer zr.Close()
-	if err := checkEntries(&zr.Reader, limits); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(zipPath), err)
-	}
+// leaves nothing. It is ExtractIn on a root at dest's parent, the caller's own path.
+func Extract(ctx context.Context, zipPath, dest string, limits Limits, check func(h1 string) error) error {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(tmpParent, "."+filepath.Base(dest)+".tmp-")
+	root, err := os.OpenRoot(filepath.Dir(dest))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	root, err := os.OpenRoot(tmp)
-	if err != nil {
-		return err
-	}
-	err = unpackChecked(ctx, &zr.Reader, root, filepath.Base(zipPath), limits, check)
-	if cerr := root.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dest)
+	defer root.Close()
+	return ExtractIn(ctx, zipPath, root, filepath.Base(dest), limits, check)
 }
 
 // ExtractIn is Extract with dest a name relative to root, which may come from outside (a

@@ -206,7 +206,7 @@ func linkWith(t *testing.T, s *scene, version string) error {
 
 var writers = []writer{
 	{"unzip.Extract: a zip entry's name", false, func(t *testing.T, s *scene, name string) error {
-		return unzip.Extract(context.Background(), writeZip(t, rawZip(t, name)), s.target, filepath.Join(s.target, "pkg"), unzip.DefaultLimits, nil)
+		return unzip.Extract(context.Background(), writeZip(t, rawZip(t, name)), filepath.Join(s.target, "pkg"), unzip.DefaultLimits, nil)
 	}},
 	{"modulepkg.Unpack: a module zip entry's name", false, func(t *testing.T, s *scene, name string) error {
 		return modulepkg.Unpack(rawZip(t, name), filepath.Join(s.target, "module"))
