@@ -10,6 +10,9 @@ export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "tests/tools/install.sh fails loudly on a failed build (a fake go; nothing real is built)"
+bash tests/tools/install_test.sh
+
 step "installing test peers (cached after the first run)"
 bin=$(bash tests/tools/install.sh)
 export OPROV_TOOLS_DIR=$(dirname "$bin")

@@ -31,6 +31,19 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
 log() { echo "tools: $*" >&2; }
 
+# step NAME WHAT CMD...: says what it is doing for NAME, runs CMD, and on failure says which step
+# failed and returns its status. Every build is a chain of steps joined by '|| return': 'set -e'
+# cannot be relied on, since bash ignores it inside a function or subshell whose status is tested
+# ('f || ...', 'if f', '( ... ) || ...').
+step() {
+  local name=$1 what=$2; shift 2
+  log "$name: $what"
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" -ne 0 ]; then log "$name: FAILED ($what, exit $rc)"; fi
+  return "$rc"
+}
+
 # build NAME VERSION BINARY PKG@VERSION [LINK]: go install into a temp dir, then rename into
 # place; linked into bin as LINK (default BINARY), so two versions of one tool can coexist.
 build() {
@@ -38,11 +51,22 @@ build() {
   local dest="$dir/$name-$version"
   if [ ! -x "$dest/$binary" ]; then
     log "building $name $version (first run only; cached in $dest)"
-    local tmp; tmp=$(mktemp -d "$dir/.tmp-$name-XXXXXX")
-    if ! GOBIN="$tmp" go install "$pkg"; then rm -rf "$tmp"; log "building $name failed"; return 1; fi
-    chmod 755 "$tmp"; rm -rf "$dest"; mv "$tmp" "$dest"
+    local tmp; tmp=$(mktemp -d "$dir/.tmp-$name-XXXXXX") || return 1
+    if ! step "$name" "go install $pkg" env GOBIN="$tmp" go install "$pkg" || ! settle "$name" "$tmp" "$dest" "$binary"; then
+      rm -rf "$tmp"; return 1
+    fi
   fi
   ln -sfn "$dest/$binary" "$dir/bin/$link"
+}
+
+# settle NAME TMP DEST BINARY: moves a finished build into place, only if it holds BINARY as an
+# executable file (so no empty or partial directory can ever be taken for a cached build).
+settle() {
+  local name=$1 tmp=$2 dest=$3 binary=$4
+  if [ ! -f "$tmp/$binary" ] || [ ! -x "$tmp/$binary" ]; then
+    log "$name: FAILED (the build left no executable $binary)"; return 1
+  fi
+  chmod 755 "$tmp" && rm -rf "$dest" && mv "$tmp" "$dest"
 }
 
 # OpenTofu's go.mod carries a replace directive, which 'go install pkg@version' refuses,
@@ -51,27 +75,32 @@ build_tofu() {
   local dest="$dir/tofu-$TOFU_VERSION"
   if [ ! -x "$dest/tofu" ]; then
     log "building tofu $TOFU_VERSION (first run only; cached in $dest)"
-    local tmp; tmp=$(mktemp -d "$dir/.tmp-tofu-XXXXXX")
-    (
-      set -e
-      cd "$tmp"
-      mkdir src && cd src
-      curl -fsSL "$(go env GOPROXY | cut -d, -f1)/github.com/opentofu/opentofu/@v/$TOFU_VERSION.mod" -o upstream.mod
-      cat > go.mod <<MOD
-module oprov.test/tofubuild
-go 1.26
-require github.com/opentofu/opentofu $TOFU_VERSION
-$(grep '^replace ' upstream.mod)
-MOD
-      printf 'package tools\nimport _ "github.com/opentofu/opentofu/cmd/tofu"\n' > tools.go
-      go mod tidy >/dev/null 2>&1 || true
-      go get github.com/opentofu/opentofu/cmd/tofu@$TOFU_VERSION
-      go build -o "$tmp/tofu" -ldflags "-X github.com/opentofu/opentofu/version.dev=no" github.com/opentofu/opentofu/cmd/tofu
-      cd .. && rm -rf src
-    ) || { rm -rf "$tmp"; log "building tofu failed"; return 1; }
-    chmod 755 "$tmp"; rm -rf "$dest"; mv "$tmp" "$dest"
+    local tmp; tmp=$(mktemp -d "$dir/.tmp-tofu-XXXXXX") || return 1
+    if ! tofu_steps "$tmp" || ! settle tofu "$tmp" "$dest" tofu; then
+      rm -rf "$tmp"; log "building tofu $TOFU_VERSION failed (see the step above)"; return 1
+    fi
   fi
   ln -sfn "$dest/tofu" "$dir/bin/tofu"
+}
+
+# tofu_steps TMP: builds TMP/tofu in TMP/src, one step at a time, stopping at the first failure.
+tofu_steps() {
+  local tmp=$1 src="$1/src" proxy
+  mkdir "$src" || return 1
+  proxy=$(go env GOPROXY | cut -d, -f1) || return 1
+  step tofu "downloading OpenTofu's go.mod ($TOFU_VERSION)" \
+    curl -fsSL "$proxy/github.com/opentofu/opentofu/@v/$TOFU_VERSION.mod" -o "$src/upstream.mod" || return
+  local replaces; replaces=$(grep '^replace ' "$src/upstream.mod" || true)
+  printf 'module oprov.test/tofubuild\ngo 1.26\nrequire github.com/opentofu/opentofu %s\n%s\n' "$TOFU_VERSION" "$replaces" > "$src/go.mod" || return 1
+  printf 'package tools\nimport _ "github.com/opentofu/opentofu/cmd/tofu"\n' > "$src/tools.go" || return 1
+  # tidy settles what the import needs; it has been seen to fail on upstream's test-only
+  # requirements, which go get below settles in turn, so its failure alone is not fatal.
+  (cd "$src" && go mod tidy) >/dev/null 2>&1 || true
+  step tofu "go get github.com/opentofu/opentofu/cmd/tofu@$TOFU_VERSION" \
+    go -C "$src" get "github.com/opentofu/opentofu/cmd/tofu@$TOFU_VERSION" || return
+  step tofu "go build github.com/opentofu/opentofu/cmd/tofu" \
+    go -C "$src" build -o "$tmp/tofu" -ldflags "-X github.com/opentofu/opentofu/version.dev=no" github.com/opentofu/opentofu/cmd/tofu || return
+  rm -rf "$src"
 }
 
 # The Python SDK tf, from PyPI through this machine's pip, in a venv of its own. A venv cannot
