@@ -147,7 +147,7 @@ func parseConfig(path string, src []byte) (*Config, error) {
 		}
 		seen[addr.String()] = true
 		if !strings.HasPrefix(pf.Source, "./") && !strings.HasPrefix(pf.Source, "../") {
-			return nil, fmt.Errorf("%s: provider %q: source %q must be a relative path to a Go module (./...)", at, addr, pf.Source)
+			return nil, fmt.Errorf("%s: provider %q: source %q must be a relative path (./... or ../...) to a Go module, a stdio provider or a Python project", at, addr, pf.Source)
 		}
 		dir, err := filepath.Abs(filepath.Join(filepath.Dir(path), filepath.FromSlash(pf.Source)))
 		if err != nil {
