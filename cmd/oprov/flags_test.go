@@ -121,7 +121,7 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 	if stdout, _, code := runCLI(t, "help", "push"); code != 0 || !strings.Contains(stdout, "oprov push SRC... REPO") {
 		t.Errorf("help push: exit %d, %q", code, stdout)
 	}
-	if stdout, _, code := runCLI(t); code != 0 || !strings.Contains(stdout, "Available Commands") {
+	if stdout, _, code := runCLI(t); code != 0 || !strings.Contains(stdout, "Publish providers:") {
 		t.Errorf("oprov without arguments: exit %d, want the help: %q", code, stdout)
 	}
 }
@@ -131,6 +131,9 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 func TestEveryCommandHasAnExample(t *testing.T) {
 	ios, _, _ := testIO()
 	for _, c := range allCommands(newRootCmd(ios)) {
+		if !c.Runnable() && !c.HasSubCommands() {
+			continue // a help topic ('oprov help environment'): text, nothing to run
+		}
 		args := append(strings.Fields(c.CommandPath())[1:], "--help")
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 {

@@ -136,13 +136,20 @@ func usageErrorf(format string, args ...any) error {
 func newRootCmd(io *IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "oprov",
-		Short: "Package, push, sign and load OpenTofu providers through OCI registries",
-		Long: `oprov turns OpenTofu providers into OCI artifacts, publishes them to any container
-registry or OCI layout, and pulls and inspects them. OpenTofu >= 1.10 installs what it
-publishes natively through an oci_mirror block.`,
-		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+		Short: "Publish, sign, install and serve OpenTofu providers through OCI registries",
+		Long: `oprov keeps OpenTofu providers in any OCI registry: one repository per provider, one tag
+per version. Publishers package, push and sign. Beside your .tf files, oprov.hcl says which
+providers oprov manages: 'oprov init' verifies and installs them for tofu, and 'oprov run'
+launches them for tofu under audit, rules and a sandbox. 'oprov serve' is a verifying mirror for
+plain tofu; save and load carry providers and modules into an air gap. OpenTofu 1.10 and later
+also install what oprov publishes through an oci_mirror block.
+
+Concepts, guides and the oprov.hcl reference: ` + docsURL + `
+Environment variables and files: 'oprov help environment'.`,
+		Example: `  oprov package --go ./examples/hello --version 1.0.0 --out-dir dist
   oprov push dist registry.example.com/providers/acme/hello
-  oprov init`,
+  oprov init
+  oprov run -- tofu apply`,
 		Version:       currentVersion().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -198,6 +205,8 @@ publishes natively through an oci_mirror block.`,
 		root.AddCommand(extra(io))
 	}
 	addBuiltinExamples(root)
+	addHelpTopics(root)
+	groupCommands(root)
 	return root
 }
 

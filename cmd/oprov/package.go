@@ -72,7 +72,7 @@ out, sorted, at one fixed time (not SOURCE_DATE_EPOCH: a module's zh: hash must 
 wherever its tree is zipped again). It is written as --out-dir/NAME_VERSION.zip (NAME: --name or
 the directory's name), with its h1: and zh: hashes and the manifest digest 'oprov push --module'
 will give it. --version is optional here.`,
-		Example: `  oprov package --go ./terraform-provider-hello --version 1.0.0 --out-dir dist
+		Example: `  oprov package --go ./examples/hello --version 1.0.0 --out-dir dist
   oprov package --stdio ./kv --version 0.1.0
   oprov package --bin ./bin --name hello --version 1.0.0 --platform linux_amd64 -o json
   oprov package --module ./modules/network --version 1.2.0 -o json`,

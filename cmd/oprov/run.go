@@ -32,8 +32,11 @@ removed, and oprov exits with COMMAND's exit code.
 Providers kept as source are declared in oprov.hcl:
 
     provider "example.com/acme/internal" {
-      source = "./providers/internal"   # a Go module beside the configuration
+      source = "./providers/internal"
     }
+
+The source directory is a Go module, a stdio provider (oprov-provider.json: any language) or a
+Python project (pyproject.toml).
 
 Nothing is published and nothing is installed: edit the source, run again.`,
 		Example: `  oprov run -- tofu init

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// docsURL is where the manual lives; oprov --help points there.
+const docsURL = "https://github.com/oprov/oprov/tree/main/docs"
+
+// environmentHelp is 'oprov help environment': every variable oprov reads and every file it reads
+// or writes. TestEnvironmentHelpComplete fails when code reads an OPROV_* variable not listed here.
+const environmentHelp = `Every environment variable oprov reads, and every file it reads or writes.
+
+oprov's own variables
+  OPROV_CACHE_DIR          the shared cache (default: $XDG_CACHE_HOME/oprov, on Linux ~/.cache/oprov)
+  OPROV_STATE_DIR          where fingerprint.key is kept (default: $XDG_CONFIG_HOME/oprov,
+                           on Linux ~/.config/oprov)
+  OPROV_TOFU               the program init runs, whose CLI configuration files count
+                           (default: tofu); set OPROV_TOFU=terraform for Terraform
+  OPROV_DEBUG_HTTP         set to 1: print every registry request with its status and timing
+                           (never headers or credentials)
+  OPROV_STALL_TIMEOUT      how long a registry may stall (default 30s; --stall-timeout wins)
+  OPROV_MAX_PACKAGE_SIZE   the largest provider zip (default 2GiB; --max-package-size wins)
+  OPROV_MAX_PLATFORMS      most entries in a version's index (default 1000)
+  OPROV_MAX_TAGS           most tags in a repository listing (default 100000)
+  OPROV_MAX_TAG_PAGES      most pages of a tag listing (default 1000)
+  OPROV_MAX_MODULE_BYTES   most module bytes held on disk at once (default 4GiB)
+  OPROV_MAX_MODULE_FILES   most module files held on disk at once (default 200000)
+  OPROV_MAX_MODULE_RATIO   most an archive may expand (default 200 times)
+  OPROV_MAX_MODULE_CALLS   most module calls followed (default 10000)
+  OPROV_STDIO_TIMEOUT      a stdio provider's time per call, as 30s (default: its manifest's
+                           timeout_seconds, else 300s)
+  OPROV_PYTHON             the Python that builds a Python provider's environment (default: python3)
+  OPROV_PROVIDER_PYTHON    the Python a packaged Python provider runs with (default: the newest
+                           python3.X it supports)
+  OPROV_TEST_LANDLOCK_ABI  a test hook: oprov acts as if the kernel had this Landlock version
+                           (it can only make the sandbox use less of the kernel)
+
+Other variables oprov reads
+  TF_CLI_CONFIG_FILE       your CLI configuration; read alone when set
+  TERRAFORM_CONFIG         the same, for Terraform (OPROV_TOFU=terraform)
+  TF_DATA_DIR              tofu's data directory (default: .terraform)
+  TF_REATTACH_PROVIDERS    run keeps the providers already listed, and adds its own
+  TF_LOG, TF_LOG_*         passed to providers; run silences their logs unless -v
+  DOCKER_CONFIG            the directory of docker's config.json
+  REGISTRY_AUTH_FILE       containers' auth.json (podman, skopeo)
+  SSL_CERT_FILE, SSL_CERT_DIR  extra CA certificates
+  COSIGN_PASSWORD          the password of a cosign.key (else a prompt)
+  SIGSTORE_ID_TOKEN        the OIDC token for keyless signing
+  SOURCE_DATE_EPOCH        the time package and push record, for reproducible builds
+  HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR, APPDATA, TMPDIR
+                           where the default paths below are
+
+Files beside your configuration
+  oprov.hcl                        read: what oprov manages ('oprov help' links its reference)
+  .terraform.lock.hcl              read and written by lock, install and init
+  .terraform.modules.lock.hcl      read and written: the remote modules' versions and hashes
+  .terraform/oprov/cli.tfrc        written by install and init: the CLI configuration for tofu
+  .terraform/providers/            links to the unpacked providers, as tofu init makes them
+  .terraform/modules/              the installed modules, and modules.json
+
+Your CLI configuration (read, never written)
+  $TF_CLI_CONFIG_FILE alone when set; else ~/.tofurc (Terraform: ~/.terraformrc),
+  $XDG_CONFIG_HOME/opentofu/tofurc, and ~/.terraform.d/*.tfrc and *.tfrc.json
+  (such as credentials.tfrc.json from tofu login)
+
+Registry credentials
+  $DOCKER_CONFIG/config.json or ~/.docker/config.json, and its credential helpers
+      (read; written by login and logout)
+  $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
+  $XDG_CONFIG_HOME/containers/auth.json (read)
+  --registry-config FILE replaces all of these
+
+Files in your home directory
+  $OPROV_CACHE_DIR (~/.cache/oprov)        the cache: zips, version records, unpacked
+                                           providers, builds; 'oprov cache' manages it
+  $OPROV_STATE_DIR/fingerprint.key (~/.config/oprov/fingerprint.key)
+                                           a secret made on first use (mode 0600): it lets oprov
+                                           skip hashing an unpacked provider nobody changed
+  ~/.cache/oprov-sandbox/HASH              a sandboxed Python provider's writable directory
+  ~/.cache/oprov-python/                   Python providers' bytecode
+  ~/.local/state/oprov/serve/              serve's local certificate authority (--state-dir)
+  $TMPDIR/oprov-run-*                      run's private directory for provider sockets,
+                                           removed when run ends
+
+Files you name
+  keygen writes PREFIX.key and PREFIX.pub (default cosign.key, cosign.pub).
+  Flags such as --policy, --key, --ca-file and --trusted-root name files oprov reads.
+`
+
+// addHelpTopics adds the topics 'oprov help TOPIC' prints.
+func addHelpTopics(root *cobra.Command) {
+	root.AddCommand(&cobra.Command{
+		Use:   "environment",
+		Short: "Environment variables oprov reads, and the files it reads and writes",
+		Long:  environmentHelp,
+	})
+}
+
+// Command groups of 'oprov --help', by the job a person comes with.
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"publish", "Publish providers:", []string{"package", "push", "sign", "keygen", "verify", "pull", "inspect", "attach", "login", "logout"}},
+	{"configure", "Configure and run (beside your .tf files):", []string{"init", "run", "lock", "install", "tofurc", "schema", "provider", "sandbox"}},
+	{"serve", "Serve and air gap:", []string{"serve", "mirror", "copy", "save", "load", "discover"}},
+	{"other", "Other:", nil},
+}
+
+// groupCommands puts every runnable command of root in a group of 'oprov --help'; a command no
+// group names (one added later) lands in Other rather than in an untitled list.
+func groupCommands(root *cobra.Command) {
+	group := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, name := range g.commands {
+			group[name] = g.id
+		}
+	}
+	for _, c := range root.Commands() {
+		if !c.Runnable() && !c.HasSubCommands() {
+			continue // a help topic: cobra lists it under "Additional help topics"
+		}
+		if id, ok := group[c.Name()]; ok {
+			c.GroupID = id
+		} else {
+			c.GroupID = "other"
+		}
+	}
+	root.SetHelpCommandGroupID("other")
+	root.SetCompletionCommandGroupID("other")
+}

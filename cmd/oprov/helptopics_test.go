@@ -1,0 +1,143 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRootHelpGrouped: 'oprov --help' lists the commands by job, its summary names what a
+// newcomer comes for, it links the documentation, and every path its examples name exists.
+func TestRootHelpGrouped(t *testing.T) {
+	stdout, _, code := runCLI(t, "--help")
+	if code != 0 {
+		t.Fatalf("oprov --help: exit %d", code)
+	}
+	for _, want := range []string{"Publish providers:", "Configure and run (beside your .tf files):", "Serve and air gap:", "Other:",
+		"'oprov init'", "'oprov run'", "'oprov serve'", "air gap", docsURL, "oprov help environment"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("oprov --help does not say %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "Available Commands:") {
+		t.Errorf("oprov --help has an ungrouped command list:\n%s", stdout)
+	}
+	root := newRootCmd(&IOStreams{})
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() && c.GroupID == "" {
+			t.Errorf("command %s is in no group of oprov --help", c.Name())
+		}
+	}
+	_, examples, _ := strings.Cut(stdout, "\nExamples:\n")
+	for _, p := range regexp.MustCompile(`\./[\w./-]+`).FindAllString(examples, -1) {
+		if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+			t.Errorf("oprov --help's example names %s, which is not in the repository", p)
+		}
+	}
+}
+
+// TestEnvironmentHelpComplete fails when oprov's code reads an OPROV_* variable that 'oprov help
+// environment' does not list. It reads every Go file of the module but tests and test fixtures,
+// and takes every string literal's OPROV_* names (a Getenv argument, a constant, a launcher script).
+func TestEnvironmentHelpComplete(t *testing.T) {
+	stdout, _, code := runCLI(t, "help", "environment")
+	if code != 0 || !strings.Contains(stdout, "OPROV_CACHE_DIR") {
+		t.Fatalf("oprov help environment: exit %d: %s", code, stdout)
+	}
+	used := oprovVariables(t, "../..")
+	if len(used) < 10 {
+		t.Fatalf("found only %d OPROV_* variables in the code; the scan is broken", len(used))
+	}
+	listed := regexp.MustCompile(`OPROV_[A-Z0-9_]+`)
+	documented := map[string]bool{}
+	for _, v := range listed.FindAllString(stdout, -1) {
+		documented[v] = true
+	}
+	var missing []string
+	for v, where := range used {
+		if !documented[v] {
+			missing = append(missing, v+" (read in "+where+")")
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("oprov reads %s, but 'oprov help environment' does not list it: add it to environmentHelp in cmd/oprov/helptopics.go", m)
+	}
+}
+
+// oprovVariables maps each OPROV_* name in a string literal of the module's code (tests, tests/,
+// internal/testing and examples left out) to one file naming it.
+func oprovVariables(t *testing.T, root string) map[string]string {
+	t.Helper()
+	name := regexp.MustCompile(`OPROV_[A-Z0-9_]*[A-Z0-9]`)
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "tests", "internal/testing", "examples":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return true
+			}
+			for _, v := range name.FindAllString(s, -1) {
+				if _, seen := out[v]; !seen {
+					out[v] = rel
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLoaderHelpAgrees: lock, install and init count the same modules' required_providers, and
+// their help says so alike; run names every kind of source directory it builds.
+func TestLoaderHelpAgrees(t *testing.T) {
+	for _, cmd := range []string{"lock", "install", "init"} {
+		stdout, _, _ := runCLI(t, cmd, "--help")
+		flat := strings.Join(strings.Fields(stdout), " ")
+		if !strings.Contains(flat, "remote") || strings.Contains(flat, "(the root module and local module calls)") {
+			t.Errorf("oprov %s --help does not say remote modules' required_providers count:\n%s", cmd, stdout)
+		}
+	}
+	stdout, _, _ := runCLI(t, "run", "--help")
+	for _, kind := range []string{"Go module", "stdio provider", "Python project"} {
+		if !strings.Contains(strings.Join(strings.Fields(stdout), " "), kind) {
+			t.Errorf("oprov run --help does not name %q among the sources it builds:\n%s", kind, stdout)
+		}
+	}
+}
