@@ -33,6 +33,8 @@ oprov's own variables
   OPROV_PYTHON             the Python that builds a Python provider's environment (default: python3)
   OPROV_PROVIDER_PYTHON    the Python a packaged Python provider runs with (default: the newest
                            python3.X it supports)
+  OPROV                    the oprov a packaged stdio provider's launcher runs (default: oprov
+                           on PATH)
   OPROV_TEST_LANDLOCK_ABI  a test hook: oprov acts as if the kernel had this Landlock version
                            (it can only make the sandbox use less of the kernel)
 

@@ -46,7 +46,8 @@ func TestRootHelpGrouped(t *testing.T) {
 
 // TestEnvironmentHelpComplete fails when oprov's code reads an OPROV_* variable that 'oprov help
 // environment' does not list. It reads every Go file of the module but tests and test fixtures,
-// and takes every string literal's OPROV_* names (a Getenv argument, a constant, a launcher script).
+// and takes every string literal's OPROV_* names (a Getenv argument, a constant, a launcher
+// script's $OPROV).
 func TestEnvironmentHelpComplete(t *testing.T) {
 	stdout, _, code := runCLI(t, "help", "environment")
 	if code != 0 || !strings.Contains(stdout, "OPROV_CACHE_DIR") {
@@ -56,7 +57,7 @@ func TestEnvironmentHelpComplete(t *testing.T) {
 	if len(used) < 10 {
 		t.Fatalf("found only %d OPROV_* variables in the code; the scan is broken", len(used))
 	}
-	listed := regexp.MustCompile(`OPROV_[A-Z0-9_]+`)
+	listed := regexp.MustCompile(`\bOPROV(_[A-Z0-9_]*[A-Z0-9])?\b`)
 	documented := map[string]bool{}
 	for _, v := range listed.FindAllString(stdout, -1) {
 		documented[v] = true
@@ -77,7 +78,7 @@ func TestEnvironmentHelpComplete(t *testing.T) {
 // internal/testing and examples left out) to one file naming it.
 func oprovVariables(t *testing.T, root string) map[string]string {
 	t.Helper()
-	name := regexp.MustCompile(`OPROV_[A-Z0-9_]*[A-Z0-9]`)
+	name := regexp.MustCompile(`OPROV_[A-Z0-9_]*[A-Z0-9]|\$\{?OPROV\b`) // $OPROV: a launcher script's
 	out := map[string]string{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -110,6 +111,7 @@ func oprovVariables(t *testing.T, root string) map[string]string {
 				return true
 			}
 			for _, v := range name.FindAllString(s, -1) {
+				v = strings.TrimLeft(v, "${")
 				if _, seen := out[v]; !seen {
 					out[v] = rel
 				}
