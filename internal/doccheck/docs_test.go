@@ -170,18 +170,12 @@ func userPages(t *testing.T) []string {
 	var out []string
 	for _, m := range ms {
 		rel := "docs/" + filepath.Base(m)
-		if notUserPages[rel] == "" && !notYetShort[rel] {
+		if notUserPages[rel] == "" {
 			out = append(out, rel)
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-// notYetShort are user pages still being rewritten: the two tests below skip them. It is empty
-// when the work is done; a page is taken off it in the commit that rewrites it.
-var notYetShort = map[string]bool{
-	"docs/air-gap.md": true,
 }
 
 // TestUserPagesShortSentences holds every user page to at most maxWordsPerSentence words per
