@@ -201,8 +201,13 @@ func TestUserPagesShortSentences(t *testing.T) {
 // internalsRE finds what a user page should not need: oprov's own packages and source files.
 var internalsRE = regexp.MustCompile("(^|[\\s(`])((pkg|loader|cmd|internal|manifest|tests)/[a-z]\\w*|[\\w/.-]*\\w\\.go\\b)")
 
+// jargonRE finds words of the implementation that user pages once used unexplained: say what
+// happens instead ("hands the provider to tofu", "a signed envelope", "the kernel's version").
+var jargonRE = regexp.MustCompile(`(?i)\breattach|\bDSSE\b|Landlock ABI|\bthe loader\b`)
+
 // TestUserPagesNameNoInternals: a user page names no package or source file of oprov's own
-// (those are for docs/architecture.md and docs/development.md).
+// (those are for docs/architecture.md and docs/development.md), and none of the implementation's
+// jargon.
 func TestUserPagesNameNoInternals(t *testing.T) {
 	for _, p := range userPages(t) {
 		b, err := os.ReadFile(filepath.Join(repoRoot, p))
@@ -212,6 +217,9 @@ func TestUserPagesNameNoInternals(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			if m := internalsRE.FindStringSubmatch(line); m != nil {
 				t.Errorf("%s:%d: names %q, an internal of oprov: say what it does for the reader, and put the name in docs/architecture.md", p, i+1, m[2])
+			}
+			if m := jargonRE.FindString(line); m != "" {
+				t.Errorf("%s:%d: says %q, the implementation's word: say what happens for the reader, and leave the term to docs/architecture.md", p, i+1, m)
 			}
 		}
 	}
