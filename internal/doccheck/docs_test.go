@@ -179,14 +179,14 @@ func userPages(t *testing.T) []string {
 }
 
 // TestUserPagesShortSentences holds every user page to at most maxWordsPerSentence words per
-// sentence on average (doccheck.SentenceLength says what counts), so pages stay easy to read.
+// sentence on average (sentenceLength says what counts), so pages stay easy to read.
 func TestUserPagesShortSentences(t *testing.T) {
 	for _, p := range userPages(t) {
 		b, err := os.ReadFile(filepath.Join(repoRoot, p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		words, sentences := SentenceLength(string(b))
+		words, sentences := sentenceLength(string(b))
 		if sentences == 0 {
 			continue
 		}

@@ -13,9 +13,9 @@ var (
 	tagRE         = regexp.MustCompile(`<[^>]+>`)
 )
 
-// Prose is the running text of a page for measuring: each paragraph, list item and table cell
+// prose is the running text of a page for measuring: each paragraph, list item and table cell
 // outside code, with code spans as one word each, links as their text and no Markdown marks.
-func Prose(text string) []string {
+func prose(text string) []string {
 	var out []string
 	var para []string
 	flush := func() {
@@ -67,12 +67,12 @@ func Prose(text string) []string {
 	return out
 }
 
-// SentenceLength gives a page's words and sentences: a sentence ends at '.', '!' or '?' before a
+// sentenceLength gives a page's words and sentences: a sentence ends at '.', '!' or '?' before a
 // space, and at the end of a paragraph, list item or table cell. A word is a run of non-spaces
 // holding a letter or digit. Fragments of one or two words (table cells such as "none", labels)
 // are not sentences and are not counted.
-func SentenceLength(text string) (words, sentences int) {
-	for _, p := range Prose(text) {
+func sentenceLength(text string) (words, sentences int) {
+	for _, p := range prose(text) {
 		for _, s := range sentenceEndRE.Split(p, -1) {
 			n := 0
 			for _, w := range strings.Fields(s) {
