@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,4 +130,45 @@ func oprovIn(t testing.TB, dir string, env []string, args ...string) result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestStdioProviderWorksWhereTofuDoes: a stdio provider runs in tofu's working directory (its
+// command still found in its own), so ${path.module}/kv.json is the configuration's file; under
+// sandbox "*" {} the refused write gets the suggestion docs/sandbox.md promises.
+func TestStdioProviderWorksWhereTofuDoes(t *testing.T) {
+	tofu := peers.Require(t, "tofu")
+	const tf = `terraform {
+  required_providers {
+    kv = { source = "example.com/acme/kv" }
+  }
+}
+provider "kv" { path = "${path.module}/kv.json" }
+resource "kv_entry" "a" {
+  key   = "a"
+  value = "one"
+}
+`
+	cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", tf)
+	r := oprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if r.Code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if db := readKV(t, filepath.Join(cfg, "kv.json")); db["a"].Value != "one" {
+		t.Errorf("the configuration's kv.json holds %v", db)
+	}
+	if _, err := os.Stat(filepath.Join(cfg, "p", "kv.json")); err == nil {
+		t.Errorf("the provider wrote ${path.module}/kv.json into its own directory")
+	}
+
+	t.Run("refused under a sandbox, with the suggestion", func(t *testing.T) {
+		hcl := mustRead(t, filepath.Join(cfg, "oprov.hcl"))
+		writeFile(t, filepath.Join(cfg, "oprov.hcl"), hcl+"sandbox \"*\" {}\n")
+		defer writeFile(t, filepath.Join(cfg, "oprov.hcl"), hcl)
+		r := oprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+		want := fmt.Sprintf("write = [%q]", cfg)
+		// As tofu shows it (beside the error) or oprov's stderr does; tofu wraps long lines.
+		if flat := strings.Join(strings.Fields(r.Stdout+r.Stderr), " "); r.Code == 0 || !strings.Contains(flat, "Errno 13") || !strings.Contains(flat, want) {
+			t.Errorf("exit %d; want the refusal and the suggestion %s\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+		}
+	})
 }
