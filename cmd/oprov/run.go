@@ -46,7 +46,7 @@ Nothing is published and nothing is installed: edit the source, run again.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr")
+	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
 	o.flags.register(c)
 	return c
 }

@@ -261,6 +261,9 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 	logger := hclog.NewNullLogger()
 	if opts.Log != nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
+		if os.Getenv(debugPluginVariable) == "" {
+			logger = providerLinesOnly{logger}
+		}
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  handshake,
