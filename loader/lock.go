@@ -2,7 +2,9 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/apparentlymart/go-versions/versions"
@@ -13,6 +15,7 @@ import (
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
 
@@ -126,7 +129,7 @@ func (p *Project) chooseVersion(ctx context.Context, s *session, src source.Sour
 		}
 	}
 	if chosen := list.NewestInSet(set); chosen != versions.Unspecified {
-		return chosen, nil
+		return p.newestPassing(ctx, s, src, pv, list.Filter(set))
 	}
 	var have []string
 	for _, v := range list {
@@ -136,6 +139,55 @@ func (p *Project) chooseVersion(ctx context.Context, s *session, src source.Sour
 		have = []string{"none"}
 	}
 	return versions.Unspecified, fmt.Errorf("lock %s: no version in %s meets %q (it has: %s)", pv.Addr(), src.ForDisplay(pv.Req.Addr), pv.Req.ConstraintString(), strings.Join(have, ", "))
+}
+
+// newestPassing gives the newest of candidates that passes the policy, as 'oprov serve' offers
+// only the versions that pass: one unsigned pre-release does not break every consumer. It says on
+// the log which newer versions it passed over and why, and fails, naming each refusal, what to
+// pin and whom to ask, only when none passes.
+func (p *Project) newestPassing(ctx context.Context, s *session, src source.Source, pv *Provider, candidates versions.List) (versions.Version, error) {
+	candidates.Sort()
+	var refused []string
+	var newest *sign.Error
+	for i := len(candidates) - 1; i >= 0; i-- {
+		v := candidates[i]
+		_, err := src.Platforms(ctx, pv.Req.Addr, v) // resolves the version and checks it under the policy
+		var se *sign.Error
+		if errors.As(err, &se) {
+			refused = append(refused, v.String()+": "+se.Reason)
+			if newest == nil {
+				newest = se
+			}
+			continue
+		}
+		if err != nil {
+			return versions.Unspecified, err
+		}
+		for _, r := range refused {
+			logf(s.opts.Log, "oprov: note: %s: chose %s; skipped the newer %s", pv.Addr(), v, r)
+		}
+		return v, nil
+	}
+	repo := src.ForDisplay(pv.Req.Addr)
+	return versions.Unspecified, &noVersionPasses{newest: newest, msg: fmt.Sprintf(
+		"lock %s: no version in %s meeting %q passes the trust policy: %s; pin a version that passes in required_providers, or ask the publisher of %s to sign one with a key the policy trusts",
+		pv.Addr(), repo, pv.Req.ConstraintString(), strings.Join(refused, "; "), repo)}
+}
+
+// noVersionPasses is a lock that found versions meeting the constraints but none the policy
+// accepts; it unwraps to the newest one's refusal, so it is classed as that refusal is.
+type noVersionPasses struct {
+	msg    string
+	newest *sign.Error
+}
+
+func (e *noVersionPasses) Error() string { return e.msg }
+func (e *noVersionPasses) Unwrap() error { return e.newest }
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
 }
 
 func hasVersion(list versions.List, v versions.Version) bool {

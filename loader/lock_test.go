@@ -150,8 +150,9 @@ func TestLockAllRefusals(t *testing.T) {
 	// A version not signed by the trusted key is not locked.
 	w.repos["hello"].Push(t, testfix.NewRelease(t, "hello", "3.0.0"))
 	dir = w.project(t, map[string]string{"hello": "~> 3.0"}, "")
-	if _, err := open(t, dir).LockAll(ctx, w.opts()); err == nil || !strings.Contains(err.Error(), "3.0.0") {
-		t.Errorf("an unsigned version: %v", err)
+	if _, err := open(t, dir).LockAll(ctx, w.opts()); err == nil || !strings.Contains(err.Error(), "3.0.0") ||
+		!strings.Contains(err.Error(), "pin a version") || !strings.Contains(err.Error(), "ask the publisher of "+w.reg.Host+"/providers/acme/hello") {
+		t.Errorf("an unsigned version: %v, want what to pin and whom to ask", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, config.LockFileName)); err == nil {
 		t.Error("a refused version was locked")
@@ -173,5 +174,27 @@ func TestLockWithoutH1Annotations(t *testing.T) {
 	}
 	if e := readLock(t, dir, "example.com/acme/bare"); !slices.Equal(e.Hashes, honest) {
 		t.Errorf("hashes %v, want %v", e.Hashes, honest)
+	}
+}
+
+// TestLockSkipsVersionsThePolicyRefuses: the version locked is the newest that meets the
+// constraints and passes the policy, as 'oprov serve' offers; the newer one refused is named on
+// the log with why.
+func TestLockSkipsVersionsThePolicyRefuses(t *testing.T) {
+	w := newWorld(t)
+	w.repos["hello"].Push(t, testfix.NewRelease(t, "hello", "1.2.0")) // unsigned
+	dir := w.project(t, map[string]string{"hello": "~> 1.0"}, "")
+	var log strings.Builder
+	opts := w.opts()
+	opts.Log = &log
+	changes, err := open(t, dir).LockAll(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes[0].Version != "1.1.0" {
+		t.Errorf("locked %s, want 1.1.0 (1.2.0 is not signed)", changes[0].Version)
+	}
+	if !strings.Contains(log.String(), "chose 1.1.0; skipped the newer 1.2.0: not signed") {
+		t.Errorf("the log does not say why 1.2.0 was skipped: %q", log.String())
 	}
 }

@@ -37,7 +37,14 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if err != nil {
 		return 0, err
 	}
-	base := plugin.Options{ForReattach: true}
+	// The providers work where tofu does, in the configuration directory, as when tofu starts
+	// them itself: a relative path in the configuration (${path.module}/kv.json) means the same
+	// file to both.
+	workDir, err := filepath.Abs(p.Dir)
+	if err != nil {
+		return 0, err
+	}
+	base := plugin.Options{ForReattach: true, WorkDir: workDir}
 	if ro.Verbose {
 		base.Log = ro.Streams.Err
 	}

@@ -405,7 +405,7 @@ func (p *Project) withSandbox(members []plugin.Member, ls []Launchable, warn fun
 		members[i].Options.Sandbox, members[i].Options.SandboxExec = &spec, self
 		addr2 := l.Addr
 		members[i].Options.Hint = func(s string) { warn(addr2 + ": " + s) }
-		members[i].Wrap = middleware.WithHints
+		members[i].Wrap = middleware.WithHints(members[i].Options.WorkDir)
 		desc[i] = spec.Describe()
 	}
 	return desc, nil

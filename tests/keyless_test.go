@@ -112,7 +112,7 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 			t.Errorf("policy verify output:\n%s", r.Stdout)
 		}
 		r = oprov(t, nil, append([]string{"verify", R + ":1.1.0", "--policy", pol}, ca...)...)
-		if r.Code != 1 || !strings.Contains(r.Stderr, nightlyWorkflow.Subject()) || !strings.Contains(r.Stderr, "not a trusted identity") {
+		if r.Code != 10 || !strings.Contains(r.Stderr, nightlyWorkflow.Subject()) || !strings.Contains(r.Stderr, "not a trusted identity") {
 			t.Errorf("another workflow's signature under the policy: exit %d\n%s", r.Code, r.Stderr)
 		}
 	})
@@ -242,7 +242,7 @@ func TestKeylessInteroperatesWithCosign(t *testing.T) {
 				t.Errorf("the identity is not named: %s", r.Stdout)
 			}
 			r = oprov(t, nil, append(append([]string{"verify", R + ":" + f.version}, keylessFlags(st, nightlyWorkflow)...), ca...)...)
-			if r.Code != 1 || !strings.Contains(r.Stderr, "keyless signature by "+releaseWorkflow.Subject()) {
+			if r.Code != 10 || !strings.Contains(r.Stderr, "keyless signature by "+releaseWorkflow.Subject()) {
 				t.Errorf("%s under another identity: exit %d\n%s", f.form, r.Code, r.Stderr)
 			}
 		}
@@ -588,7 +588,7 @@ func TestKeylessWithRekor(t *testing.T) {
 		cp["envelope"] = strings.Replace(cp["envelope"].(string), "127.0.0.1", "127.0.0.2", 1)
 	})
 	r = oprov(t, nil, append(append([]string{"verify", reg.Host + "/" + repo2 + ":1.0.0"}, keylessFlags(st, releaseWorkflow)...), ca...)...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "the transparency-log entry does not check") {
+	if r.Code != 10 || !strings.Contains(r.Stderr, "the transparency-log entry does not check") {
 		t.Errorf("a bundle with a broken inclusion proof: exit %d\n%s", r.Code, r.Stderr)
 	}
 	t.Logf("refused: %s", r.Stderr)

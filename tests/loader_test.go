@@ -197,7 +197,7 @@ func TestLoaderRefuses(t *testing.T) {
 		mustOprov(t, f.env, "push", other, f.repo, "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
 		env := append(append([]string{}, f.env...), "OPROV_CACHE_DIR="+filepath.Join(t.TempDir(), "cold"))
 		r := oprov(t, env, "install", "-C", f.cfg)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "does not match the lock file") || !strings.Contains(r.Stderr, "nothing was installed") {
+		if r.Code != 10 || !strings.Contains(r.Stderr, "does not match the lock file") || !strings.Contains(r.Stderr, "nothing was installed") {
 			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		if n := countEntries(t, filepath.Join(env[len(env)-1][len("OPROV_CACHE_DIR="):], "mirror")); n != 0 {
@@ -212,9 +212,10 @@ func TestLoaderRefuses(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, version, signer, want string
+		code                        int
 	}{
-		{"unsigned release", "2.0.0", "", "not signed"},
-		{"release signed by an untrusted key", "3.0.0", "untrusted", "none by a trusted key"},
+		{"unsigned release", "2.0.0", "", "not signed", 12},
+		{"release signed by an untrusted key", "3.0.0", "untrusted", "none by a trusted key", 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			versionedHello(t, f.reg, "providers/acme/hello", tc.version)
@@ -228,8 +229,8 @@ func TestLoaderRefuses(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "oprov.hcl"), string(data))
 			cache := filepath.Join(t.TempDir(), "cache")
 			r := oprov(t, append(f.env, "OPROV_CACHE_DIR="+cache), "install", "-C", dir)
-			if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Stderr, tc.version) {
-				t.Fatalf("exit %d, stderr %q; want %q", r.Code, r.Stderr, tc.want)
+			if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Stderr, tc.version) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, tc.code, tc.want)
 			}
 			if n := countEntries(t, filepath.Join(cache, "mirror")); n != 0 {
 				t.Errorf("the mirror holds %d entries after a refused install", n)

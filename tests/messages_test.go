@@ -46,7 +46,7 @@ func args(words ...string) func(*testing.T) []string {
 // referenceMessages are mistakes in what names a repository, a file or a flag's value.
 func referenceMessages(reg *testreg.Registry) []messageCase {
 	return []messageCase{
-		{"a repository that does not exist", args("inspect", reg.Host+"/providers/acme/nothing-here"), 1,
+		{"a repository that does not exist", args("inspect", reg.Host+"/providers/acme/nothing-here"), 11,
 			"no repository providers/acme/nothing-here on " + reg.Host, "'oprov push' creates a repository"},
 		{"schema of a missing file", args("schema", "./terraform-provider-missing"), 2,
 			"schema ./terraform-provider-missing: no such file", "give the path of a provider executable or source directory, or REPO:VERSION"},
@@ -63,7 +63,7 @@ func referenceMessages(reg *testreg.Registry) []messageCase {
 		{"--concurrency 0", func(t *testing.T) []string {
 			return []string{"push", t.TempDir(), reg.Host + "/providers/acme/hello", "--concurrency", "0"}
 		}, 2, `invalid argument "0" for "--concurrency" flag`, "give at least 1"},
-		{"mirror from an origin that cannot be reached", args("mirror", "127.0.0.1:1/acme/hello", "--to", reg.Host+"/m/hello"), 1,
+		{"mirror from an origin that cannot be reached", args("mirror", "127.0.0.1:1/acme/hello", "--to", reg.Host+"/m/hello"), 3,
 			"cannot reach the origin 127.0.0.1:1: connection refused", "carry the result over with 'oprov save' and 'oprov load'"},
 		{"a missing argument", args("push", "dist"), 2, "push wants release files and a repository", "see 'oprov push --help'"},
 	}

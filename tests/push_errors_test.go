@@ -88,6 +88,7 @@ type badPushCase struct {
 	repo  func(repo string) string                // the REPO argument, from the default
 	reg   *testreg.Registry
 	want  string // a phrase the error must contain
+	code  int    // the exit code, when not 1
 }
 
 // badReleaseCases are releases that are wrong in themselves.
@@ -160,6 +161,7 @@ func badTargetCases(authReg *testreg.Registry) []badPushCase {
 			},
 			repo: func(string) string { return "127.0.0.1:1/providers/acme/x" },
 			want: "cannot reach 127.0.0.1:1",
+			code: 3,
 		},
 		{
 			name: "401 from the registry",
@@ -169,6 +171,7 @@ func badTargetCases(authReg *testreg.Registry) []badPushCase {
 			},
 			reg:  authReg,
 			want: "oprov login " + authReg.Host,
+			code: 4,
 		},
 		{
 			name: "tag that is not a version",
@@ -207,8 +210,8 @@ func expectPushRefused(t *testing.T, reg *testreg.Registry, i int, tc badPushCas
 	args := append([]string{"push"}, tc.setup(t, t.TempDir())...)
 	args = append(args, repo, "--ca-file", r.CAFile, "--registry-config", filepath.Join(t.TempDir(), "none.json"))
 	res := oprov(t, nil, args...)
-	if res.Code != 1 {
-		t.Errorf("exit code %d, want 1\nstderr: %s", res.Code, res.Stderr)
+	if want := max(tc.code, 1); res.Code != want {
+		t.Errorf("exit code %d, want %d\nstderr: %s", res.Code, want, res.Stderr)
 	}
 	if !strings.Contains(res.Stderr, tc.want) {
 		t.Errorf("stderr does not say %q:\n%s", tc.want, res.Stderr)
@@ -238,7 +241,7 @@ func loginThenPush(t *testing.T, authReg *testreg.Registry) {
 		t.Fatalf("login: exit %d: %s", login.Code, login.Stderr)
 	}
 	bad := exec_with_stdin(t, "wrong\n", "login", authReg.Host, "-u", "ci", "--password-stdin", "--ca-file", authReg.CAFile, "--registry-config", filepath.Join(t.TempDir(), "c.json"))
-	if bad.Code != 1 || !strings.Contains(bad.Stderr, "401") {
+	if bad.Code != 4 || !strings.Contains(bad.Stderr, "401") {
 		t.Errorf("login with a wrong password: exit %d, stderr %q", bad.Code, bad.Stderr)
 	}
 	mustOprov(t, nil, "push", dir, authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
@@ -247,7 +250,7 @@ func loginThenPush(t *testing.T, authReg *testreg.Registry) {
 	}
 	mustOprov(t, nil, "logout", authReg.Host, "--registry-config", creds)
 	r = oprov(t, nil, "inspect", authReg.Host+"/ok/x", "--ca-file", authReg.CAFile, "--registry-config", creds)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "oprov login") {
+	if r.Code != 4 || !strings.Contains(r.Stderr, "oprov login") {
 		t.Errorf("inspect after logout: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

@@ -64,8 +64,8 @@ func TestPushThenTofuInit(t *testing.T) {
 	t.Run("SSL_CERT_FILE instead of --ca-file", func(t *testing.T) {
 		mustOprov(t, []string{"SSL_CERT_FILE=" + reg.CAFile}, "inspect", repo)
 		r := oprov(t, []string{"SSL_CERT_FILE=/dev/null"}, "inspect", repo)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "--ca-file") {
-			t.Errorf("untrusted TLS registry: exit %d, stderr %q; want exit 1 naming --ca-file", r.Code, r.Stderr)
+		if r.Code != 3 || !strings.Contains(r.Stderr, "--ca-file") {
+			t.Errorf("untrusted TLS registry: exit %d, stderr %q; want exit 3 (could not check) naming --ca-file", r.Code, r.Stderr)
 		}
 	})
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,6 +173,10 @@ func TestRunSIGTERMLeavesNoOrphans(t *testing.T) {
 	expectGone(t, readReattach(t, rec), tofuPid)
 }
 
+// goPluginLine is a DEBUG or TRACE line go-plugin logs itself (its client's logger, "provider",
+// or its stdio stream's, "provider.stdio"), not one of the provider's (provider.EXECUTABLE).
+var goPluginLine = regexp.MustCompile(`(?m)^.*\[(?:DEBUG|TRACE)\] provider(?:\.stdio)?: .*$`)
+
 // TestRunSourceProvider: a provider kept as Go source beside the configuration runs with no
 // registry; a second run does not rebuild it, and a source edit does.
 func TestRunSourceProvider(t *testing.T) {
@@ -194,6 +199,11 @@ func TestRunSourceProvider(t *testing.T) {
 	if !strings.Contains(r.Stderr, "Served request") {
 		t.Errorf("run -v did not forward the provider SDK's request logs:\n%.2000s", r.Stderr)
 	}
+	// ...and not go-plugin's own DEBUG and TRACE internals (starting the process, its arguments,
+	// the stdio stream): those only with OPROV_DEBUG_PLUGIN (checked on the last run below).
+	if l := goPluginLine.FindString(r.Stderr); l != "" {
+		t.Errorf("run -v printed go-plugin's own line %q", l)
+	}
 	expectHelloOutputs(t, tofu, cfg, env, false)
 	r = mustOprov(t, env, apply...)
 	if !strings.Contains(r.Stderr, "(source, cached build") {
@@ -203,9 +213,12 @@ func TestRunSourceProvider(t *testing.T) {
 	code, _ := os.ReadFile(filepath.Join(src, "provider.go"))
 	writeFile(t, filepath.Join(src, "provider.go"), strings.Replace(string(code), `greeting := "Hello"`, `greeting := "Howdy"`, 1))
 	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(strings.Replace(helloConfig, "  greeting = \"Hello\"\n", "", 1), `name = "oprov"`, `name = "source"`, 1))
-	r = mustOprov(t, env, apply...)
+	r = mustOprov(t, append(env, "OPROV_DEBUG_PLUGIN=1"), apply...)
 	if !strings.Contains(r.Stderr, "(source, built") {
 		t.Errorf("an edited provider was not rebuilt:\n%s", r.Stderr)
+	}
+	if goPluginLine.FindString(r.Stderr) == "" {
+		t.Errorf("OPROV_DEBUG_PLUGIN=1 did not show go-plugin's own lines, so the check above proves nothing:\n%.2000s", r.Stderr)
 	}
 	var outputs map[string]struct{ Value string }
 	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")

@@ -242,8 +242,12 @@ func (f *verifyFixture) verify(t *testing.T, version string) result {
 
 func expectRefused(t *testing.T, r result, version, digest, want string) {
 	t.Helper()
-	if r.Code != 1 || !strings.Contains(r.Stderr, want) {
-		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, want)
+	code := 10 // refused
+	if want == "not signed" {
+		code = 12
+	}
+	if r.Code != code || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, code, want)
 	}
 	if !strings.Contains(r.Stderr, version) || !strings.Contains(r.Stderr, digest) {
 		t.Errorf("the error should name version %s and digest %s: %s", version, digest, r.Stderr)
@@ -251,7 +255,7 @@ func expectRefused(t *testing.T, r result, version, digest, want string) {
 }
 
 // TestVerifyRefuses: each way a signature can fail to cover what is installed is refused, with
-// exit code 1 and a message naming the version and digest.
+// exit code 10 (12 when not signed at all) and a message naming the version and digest.
 func TestVerifyRefuses(t *testing.T) {
 	f := newVerifyFixture(t)
 	d1 := versionedHello(t, f.reg, verifyRepo, "1.0.0")

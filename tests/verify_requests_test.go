@@ -24,7 +24,7 @@ func TestVerifyRefusesUnsignedBeforeAnyZip(t *testing.T) {
 	verify := []string{"verify", repo + ":1.0.0", "--key", filepath.Join(keys, "cosign.pub"), "--all-platforms"}
 	debug := append(env, "OPROV_DEBUG_HTTP=1")
 	r := oprov(t, debug, verify...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "not signed") {
+	if r.Code != 12 || !strings.Contains(r.Stderr, "not signed") {
 		t.Fatalf("verify of an unsigned release: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	n, kinds := requestsIn(r.Stderr)

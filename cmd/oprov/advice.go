@@ -24,6 +24,8 @@ func advice(err error) string {
 		return "'oprov inspect " + ref.Repo() + "' lists the versions"
 	case oci.RemedyPlainHTTP:
 		return "pass --plain-http if plain HTTP to " + host + " is intended"
+	case oci.RemedyHTTPS:
+		return "drop --plain-http: " + host + " speaks HTTPS (add --ca-file CA.pem if its certificate is not trusted)"
 	case oci.RemedyTrustCA:
 		return "trust " + host + "'s CA with --ca-file CA.pem or SSL_CERT_FILE (--plain-http for a registry without TLS)"
 	}

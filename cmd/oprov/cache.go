@@ -271,9 +271,9 @@ func runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		printCacheVerified(o.io.Out, res)
 	}
 	if n := len(res.Problems); n > 0 && !o.Fix {
-		return fmt.Errorf("cache verify: %s in %s (run 'oprov cache verify --fix' to remove them; an install fetches them again)", entries(n, "damaged "), c.Dir)
+		return answered(o.output, fmt.Errorf("cache verify: %s in %s (run 'oprov cache verify --fix' to remove them; an install fetches them again)", entries(n, "damaged "), c.Dir))
 	}
-	return verifyCachedSignatures(ctx, o, c)
+	return answered(o.output, verifyCachedSignatures(ctx, o, c))
 }
 
 // verifyCachedSignatures judges every cached version's signature evidence under the trust given

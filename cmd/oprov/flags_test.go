@@ -29,8 +29,10 @@ func TestOneMeaningPerFlag(t *testing.T) {
 		"completion": true, "bash": true, "zsh": true, "fish": true, "powershell": true}
 	ios, _, _ := testIO()
 	for _, c := range allCommands(newRootCmd(ios)) {
-		helpTopic := !c.Runnable() && !c.HasSubCommands() // 'oprov help environment': text only
-		if f := c.Flags().Lookup("output"); f == nil && !noFormat[c.Name()] && !helpTopic {
+		if c.IsAdditionalHelpTopicCommand() { // 'oprov help TOPIC' prints it; nothing runs
+			continue
+		}
+		if f := c.Flags().Lookup("output"); f == nil && !noFormat[c.Name()] {
 			t.Errorf("%s has no -o/--output text|json", c.CommandPath())
 		}
 		c.Flags().VisitAll(func(f *pflag.Flag) {
@@ -132,8 +134,8 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 func TestEveryCommandHasAnExample(t *testing.T) {
 	ios, _, _ := testIO()
 	for _, c := range allCommands(newRootCmd(ios)) {
-		if !c.Runnable() && !c.HasSubCommands() {
-			continue // a help topic ('oprov help environment'): text, nothing to run
+		if c.IsAdditionalHelpTopicCommand() { // a topic's example is 'oprov help TOPIC'
+			continue
 		}
 		args := append(strings.Fields(c.CommandPath())[1:], "--help")
 		stdout, stderr, code := runCLI(t, args...)

@@ -15,10 +15,13 @@ oprov's own variables
   OPROV_CACHE_DIR          the shared cache (default: $XDG_CACHE_HOME/oprov, on Linux ~/.cache/oprov)
   OPROV_STATE_DIR          where fingerprint.key is kept (default: $XDG_CONFIG_HOME/oprov,
                            on Linux ~/.config/oprov)
-  OPROV_TOFU               the program init runs, whose CLI configuration files count
-                           (default: tofu); set OPROV_TOFU=terraform for Terraform
+  OPROV_TOFU               the program init runs, and run runs for 'tofu', whose CLI
+                           configuration files count (default: tofu); set
+                           OPROV_TOFU=terraform for Terraform
   OPROV_DEBUG_HTTP         set to 1: print every registry request with its status and timing
                            (never headers or credentials)
+  OPROV_DEBUG_PLUGIN       set to 1: run -v also prints the plugin library's own DEBUG and
+                           TRACE lines
   OPROV_STALL_TIMEOUT      how long a registry may stall (default 30s; --stall-timeout wins)
   OPROV_MAX_PACKAGE_SIZE   the largest provider zip (default 2GiB; --max-package-size wins)
   OPROV_MAX_PLATFORMS      most entries in a version's index (default 1000)
@@ -35,6 +38,8 @@ oprov's own variables
                            python3.X it supports)
   OPROV                    the oprov a packaged stdio provider's launcher runs (default: oprov
                            on PATH)
+  OPROV_PROVIDER_DIR       set by oprov for a stdio provider: its own directory (it runs in
+                           tofu's working directory)
   OPROV_TEST_LANDLOCK_ABI  a test hook: oprov acts as if the kernel had this Landlock version
                            (it can only make the sandbox use less of the kernel)
 

@@ -56,11 +56,25 @@ func tofuProgram() string {
 	return "tofu"
 }
 
+// programAdvice says what to do when the program a command line names cannot be found: for
+// tofu or terraform, install OpenTofu or say which program to run (OPROV_TOFU), as init does.
+func programAdvice(program string) string {
+	switch filepath.Base(program) {
+	case "tofu", "terraform", tofuProgram():
+		return "install OpenTofu, or set OPROV_TOFU to the program to run"
+	}
+	return "check the command's name, or give its path"
+}
+
 func runInit(ctx context.Context, o *initOptions) error {
+	// The directory first: a wrong -C is the likelier mistake, and the cheaper to say.
+	if err := checkDir("-C", o.flags.Dir, configDirPurpose); err != nil {
+		return err
+	}
 	program := tofuProgram()
 	programPath, err := exec.LookPath(program)
 	if err != nil {
-		return fmt.Errorf("init: cannot run %q: %v (install OpenTofu, or set OPROV_TOFU to the program to run)", program, errors.Unwrap(err))
+		return fmt.Errorf("init: cannot run %q: %v (%s)", program, errors.Unwrap(err), programAdvice(program))
 	}
 	p, prep, err := installAndConfigure(ctx, o.io, &o.flags, program)
 	if err != nil {

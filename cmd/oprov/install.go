@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,8 +59,33 @@ func runInstall(ctx context.Context, o *installOptions) error {
 		}{res, cfgPath})
 	}
 	printInstalled(o.io.Out, res)
-	fmt.Fprintf(o.io.Out, "CLI configuration: %s\nRun: TF_CLI_CONFIG_FILE=%s tofu init\n", cfgPath, cfgPath)
+	fmt.Fprintf(o.io.Out, "CLI configuration: %s\nRun: %s\n", cfgPath, initCommand(o.flags.Dir, cfgPath, tofuProgram()))
 	return nil
+}
+
+// initCommand is the command line, to paste into a shell in the current directory, that runs
+// program's init in dir with the CLI configuration oprov wrote: the configuration's path made
+// absolute (so -chdir cannot change what it names) and dir given with -chdir.
+func initCommand(dir, cfgPath, program string) string {
+	if abs, err := filepath.Abs(cfgPath); err == nil {
+		cfgPath = abs
+	}
+	line := "TF_CLI_CONFIG_FILE=" + shellWord(cfgPath) + " " + shellWord(program)
+	if filepath.Clean(dir) != "." {
+		line += " -chdir=" + shellWord(dir)
+	}
+	return line + " init"
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellWord(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:=@", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // installAndConfigure prepares the configuration's providers for program (with progress), and

@@ -21,11 +21,22 @@ import (
 // read from the build info (see currentVersion).
 var version = "dev"
 
-// Exit codes.
+// Exit codes (exitcodes.go says how an error is classed, and 'oprov help exit-codes' lists them).
 const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitUnreachable: the registry could not be asked (network, TLS) or failed (5xx, 429).
+	exitUnreachable = 3
+	// exitAuth: the registry refused the credentials or wants some (401, 403), as gh's 4.
+	exitAuth = 4
+	// exitRefused: verification or the trust policy refused the version (cosign's 10: no
+	// matching signature).
+	exitRefused = 10
+	// exitNotFound: no such version or repository (cosign's 11: no such tag).
+	exitNotFound = 11
+	// exitUnsigned: refused because the version is not signed at all (cosign's 12).
+	exitUnsigned = 12
 	// exitInterrupted is what shells give a command SIGINT ended.
 	exitInterrupted = 130
 )
@@ -77,7 +88,7 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	}
 	root := newRootCmd(io)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -92,16 +103,46 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 		}
 		return ce.code
 	}
+	msg := err.Error()
 	if a := advice(err); a != "" {
-		fmt.Fprintf(io.ErrOut, "oprov: %v (%s)\n", err, a)
-	} else {
-		fmt.Fprintf(io.ErrOut, "oprov: %v\n", err)
+		msg += " (" + a + ")"
 	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
+	fmt.Fprintf(io.ErrOut, "oprov: %s\n", msg)
+	code := exitCode(err)
+	var answered *answeredError
+	if !errors.As(err, &answered) && wantsJSON(cmd) {
+		// A script that asked for JSON gets a JSON answer on failure too.
+		writeJSON(io.Out, struct {
+			Error    string `json:"error"`
+			ExitCode int    `json:"exit_code"`
+		}{msg, code})
 	}
-	return exitError
+	return code
+}
+
+// answeredError is a failure the command has already answered on stdout in its own JSON (verify's
+// {"verified": false, ...}): run still says why on stderr, and writes no second document.
+type answeredError struct{ err error }
+
+func (e *answeredError) Error() string { return e.err.Error() }
+func (e *answeredError) Unwrap() error { return e.err }
+
+// answered marks err, from a command that has written its JSON answer already, as answered
+// (with -o json; nil stays nil).
+func answered(o outputFlag, err error) error {
+	if err == nil || !o.JSON() {
+		return err
+	}
+	return &answeredError{err}
+}
+
+// wantsJSON reports whether the command that ran was asked for -o json.
+func wantsJSON(c *cobra.Command) bool {
+	if c == nil {
+		return false
+	}
+	f := c.Flags().Lookup("output")
+	return f != nil && f.Value.String() == "json"
 }
 
 // printedVersion answers 'oprov --version' and 'oprov version', the commonest calls that need no
@@ -201,6 +242,7 @@ Environment variables and files: 'oprov help environment'.`,
 		newSandboxCmd(io),
 		newVersionCmd(io),
 	)
+	root.AddCommand(newExitCodesTopic())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(io))
 	}

@@ -372,7 +372,7 @@ func runVerifyModule(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref 
 	}
 	d, err := sign.DecideModule(ctx, t, ref, m, policy, opts)
 	if err != nil {
-		return oci.Explain("verify", ref, err)
+		return o.refused(oci.Explain("verify", ref, err))
 	}
 	if d.Warning != nil {
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
@@ -380,7 +380,7 @@ func runVerifyModule(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref 
 	out := moduleJSON{Reference: ref.String(), Manifest: m.Manifest.Digest.String(), Zip: m.Layer().Digest.String(), Size: m.Layer().Size}
 	if !o.NoZips {
 		if out, err = fetchModule(ctx, t, ref, m, o.io.Deps.Limits); err != nil {
-			return oci.Explain("verify", ref, err)
+			return o.refused(oci.Explain("verify", ref, err))
 		}
 	}
 	if o.output.JSON() {

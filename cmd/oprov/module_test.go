@@ -89,7 +89,7 @@ func TestModulePackagePushSignVerifyInspect(t *testing.T) {
 		t.Fatalf("verify: %+v, want the packaged module %+v", ver, a)
 	}
 	_, stderr, code := runCLI(t, "verify", repo+":1.0.0", "--key", otherPub)
-	if code != 1 || !strings.Contains(stderr, "none by a trusted key") {
+	if code != exitRefused || !strings.Contains(stderr, "none by a trusted key") {
 		t.Fatalf("verify with another key: exit %d, %s", code, stderr)
 	}
 	var ins struct {
@@ -103,7 +103,7 @@ func TestModulePackagePushSignVerifyInspect(t *testing.T) {
 	}
 	// Unsigned: a second version pushed without --sign is refused.
 	cliJSON(t, &again, "push", "--module", dir, repo+":1.1.0")
-	if _, stderr, code := runCLI(t, "verify", repo+":1.1.0", "--key", pub); code != 1 || !strings.Contains(stderr, "not signed") {
+	if _, stderr, code := runCLI(t, "verify", repo+":1.1.0", "--key", pub); code != exitUnsigned || !strings.Contains(stderr, "not signed") {
 		t.Fatalf("verify of an unsigned module: exit %d, %s", code, stderr)
 	}
 	// sign signs a module's manifest; then it verifies.
@@ -178,7 +178,7 @@ func TestModuleMovedTagRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := runCLI(t, "verify", repo+":2.0.0", "--key", pub)
-	if code != 1 || !strings.Contains(stderr, "the tag says version 2.0.0 but the signed index is version 1.0.0") {
+	if code != exitRefused || !strings.Contains(stderr, "the tag says version 2.0.0 but the signed index is version 1.0.0") {
 		t.Fatalf("verify of a moved tag: exit %d, %s", code, stderr)
 	}
 }

@@ -98,7 +98,7 @@ func runProviderCheck(ctx context.Context, o *providerCheckOptions) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("provider check %s: %w", o.Dir, err)
+		return answered(o.output, fmt.Errorf("provider check %s: %w", o.Dir, err))
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ tag, or --version). The same module and version always give the same manifest di
 	}
 	c.Flags().StringVar(&o.Module, "module", "", "push a module instead: its directory (zipped as 'oprov package --module' does) or the zip that wrote, as OpenTofu's module package")
 	c.Flags().StringVar(&o.Version, "version", "", "with --module: the module's version, the tag (default: REPO's tag)")
-	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO)")
+	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO, said on stderr)")
 	concurrencyFlag(c, &o.Concurrency, "blobs to upload at once")
 	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it (needs --key)")
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key for --sign")
@@ -140,7 +140,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	case err != nil:
 		return oci.Explain("push", ref, err)
 	}
-	return printPushed(o, ref, rel, addr, res)
+	return printPushed(o, ref, rel, addr, res, oci.IsPlainHTTP(target))
 }
 
 // versionTagged gives the repository tagged with the release's version. A tag the user gave must
@@ -174,9 +174,15 @@ type platformJSON struct {
 	H1       string `json:"h1,omitempty"` // recorded on the index entry (dev.oprov.h1)
 }
 
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifest.ProviderAddress, res *publish.Result) error {
+// printPushed says what was pushed and, for a registry OpenTofu can install from (HTTPS), the CLI
+// configuration that installs it. Over plain HTTP OpenTofu cannot, so no configuration is printed
+// that would not work; the publisher's warning says so.
+func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifest.ProviderAddress, res *publish.Result, plainHTTP bool) error {
 	tofurc := ""
-	if !ref.IsLayout() {
+	if !ref.IsLayout() && !plainHTTP {
+		if o.Address == "" {
+			fmt.Fprintf(o.io.ErrOut, "oprov: note: the CLI configuration below assumes the provider's source address is %s, guessed from %s; give --address HOST/NAMESPACE/TYPE (the source in your required_providers) for another\n", addr, ref.Repo())
+		}
 		// Credentials oprov found where OpenTofu does not look (DOCKER_CONFIG, --registry-config)
 		// are named for it.
 		var notes []string

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oprov/oprov/internal/testing/testfix"
 )
 
 func TestPushLayout(t *testing.T) {
@@ -197,4 +199,25 @@ func TestInspectErrors(t *testing.T) {
 	wantUsageError(t, runPull(ctx, &pullOptions{io: ios, Ref: repo, output: textOut}), "name a version")
 	err := runPull(ctx, &pullOptions{io: ios, Ref: repo + ":1.0.0", Platforms: []string{"windows_amd64"}, OutDir: t.TempDir(), output: textOut})
 	wantErrorContaining(t, err, "has no windows_amd64 package")
+}
+
+// TestPushPlainHTTPPrintsNoCLIConfig: OpenTofu's oci_mirror speaks only HTTPS, so a push over
+// plain HTTP prints no CLI configuration (which could not work), only the warning that says why.
+func TestPushPlainHTTPPrintsNoCLIConfig(t *testing.T) {
+	dist := packageHello(t)
+	reg := testfix.StartRegistry(t)
+	stdout, stderr, code := runCLI(t, "push", dist, reg.Host+"/providers/acme/hello", "--plain-http", "--registry-config", reg.Options.RegistryConfig)
+	if code != 0 {
+		t.Fatalf("push: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "oci_mirror") || strings.Contains(stdout, "CLI configuration") {
+		t.Errorf("a plain-HTTP push printed a CLI configuration OpenTofu cannot use:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "plain HTTP") || !strings.Contains(stderr, "serve the registry over TLS") {
+		t.Errorf("no warning that OpenTofu cannot install from there: %q", stderr)
+	}
+	stdout, _, _ = runCLI(t, "push", dist, reg.Host+"/providers/acme/hello", "--plain-http", "--registry-config", reg.Options.RegistryConfig, "-o", "json")
+	if strings.Contains(stdout, `"tofurc"`) {
+		t.Errorf("-o json carries a CLI configuration that cannot work:\n%s", stdout)
+	}
 }

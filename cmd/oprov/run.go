@@ -49,15 +49,22 @@ Nothing is published and nothing is installed: edit the source, run again.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr")
+	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
 	o.flags.register(c)
 	return c
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
-	program, err := exec.LookPath(o.Command[0])
+	if err := checkDir("-C", o.flags.Dir, configDirPurpose); err != nil {
+		return err
+	}
+	name := o.Command[0]
+	if name == "tofu" { // as init runs it: OPROV_TOFU names another program
+		name = tofuProgram()
+	}
+	program, err := exec.LookPath(name)
 	if err != nil {
-		return fmt.Errorf("run: cannot run %q: %v", o.Command[0], errors.Unwrap(err))
+		return fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name))
 	}
 	p, opts, err := o.flags.open(o.io)
 	if err != nil {

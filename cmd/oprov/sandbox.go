@@ -86,7 +86,7 @@ func runSandboxCheck(_ context.Context, o *sandboxCheckOptions) error {
 		}
 	}
 	if !r.Complete {
-		return fmt.Errorf("this kernel cannot enforce a whole provider sandbox: a provider with a sandbox block starts here only with best_effort = true in it")
+		return answered(o.output, fmt.Errorf("this kernel cannot enforce a whole provider sandbox: a provider with a sandbox block starts here only with best_effort = true in it"))
 	}
 	return nil
 }

@@ -101,9 +101,12 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, manifest.Provi
 		}
 		addr = a
 	}
+	// Without --address the address is guessed, and said: a guess may name the public
+	// registry for an in-house provider.
 	guess := func(a manifest.ProviderAddress) {
 		if o.Address == "" {
 			addr = a
+			fmt.Fprintf(o.io.ErrOut, "oprov: note: the schema is reported as provider %s, guessed from %s; give --address HOST/NAMESPACE/TYPE (the source in your required_providers) for another\n", a, o.Target)
 		}
 	}
 	st, statErr := os.Stat(o.Target)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -116,11 +117,11 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
-		return oci.Explain("verify", ref, err)
+		return o.refused(oci.Explain("verify", ref, err))
 	}
 	if m, err := lookupModule(ctx, target, ref); err != nil || m != nil {
 		if err != nil {
-			return oci.Explain("verify", ref, err)
+			return o.refused(oci.Explain("verify", ref, err))
 		}
 		return runVerifyModule(ctx, o, target, ref, m, policy, opts)
 	}
@@ -129,12 +130,33 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	d, err := sign.Decide(ctx, target, ref, policy, addr, opts)
 	bar.Finish()
 	if err != nil {
-		return oci.Explain("verify", ref, err)
+		return o.refused(oci.Explain("verify", ref, err))
 	}
 	if d.Warning != nil {
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
 	return printVerified(o, ref, d)
+}
+
+// refused answers a failed verification: with -o json, {"verified": false, ...} on stdout with
+// the reason and the exit code, so that a script reads one document whatever happened.
+func (o *verifyOptions) refused(err error) error {
+	if !o.output.JSON() {
+		return err
+	}
+	reason := err.Error()
+	var se *sign.Error
+	if errors.As(err, &se) {
+		reason = se.Reason
+	}
+	writeJSON(o.io.Out, struct {
+		Verified  bool   `json:"verified"`
+		Reference string `json:"reference"`
+		Reason    string `json:"reason"`
+		Unsigned  bool   `json:"unsigned,omitempty"`
+		ExitCode  int    `json:"exit_code"`
+	}{false, o.Ref, reason, se != nil && se.Unsigned, exitCode(err)})
+	return &answeredError{err}
 }
 
 func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {

@@ -13,10 +13,16 @@ import (
 // WithHints wraps the middleware of a sandboxed provider (next; nil for none): to a response
 // whose diagnostics report a permission error, it adds a warning that says which line of the
 // sandbox block would allow what was refused (hint.Suggest), so that tofu shows it beside the
-// error. Responses without such words pass as they are, undecoded.
-func WithHints(next plugin.Middleware) plugin.Middleware { return hints{next} }
+// error. Responses without such words pass as they are, undecoded. dir is the provider's working
+// directory, against which a relative path it reports is read.
+func WithHints(dir string) func(next plugin.Middleware) plugin.Middleware {
+	return func(next plugin.Middleware) plugin.Middleware { return hints{next, dir} }
+}
 
-type hints struct{ next plugin.Middleware }
+type hints struct {
+	next plugin.Middleware
+	dir  string
+}
 
 // refusalWords are what a response must contain for its diagnostics to be read at all.
 var refusalWords = [][]byte{[]byte("ermission denied"), []byte("peration not permitted")}
@@ -36,7 +42,7 @@ func (h hints) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) (
 	said := map[string]bool{}
 	for _, d := range fields(resp, info.diagField) {
 		text := string(field(d, diagSummary)) + "\n" + string(field(d, diagDetail))
-		if s, ok := hint.Suggest(text); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
+		if s, ok := hint.SuggestIn(text, h.dir); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
 			said[s] = true
 			resp = appendDiagnostic(resp, info.diagField, severityWarning, "oprov: the provider's sandbox may have refused this", s+".")
 		}

@@ -11,7 +11,7 @@ import (
 func TestHintsAddWarning(t *testing.T) {
 	resp := appendDiagnostic(nil, 3, severityError, "reading credentials", "open /home/u/.aws/credentials: permission denied")
 	resp = appendDiagnostic(resp, 3, severityWarning, "unrelated", "")
-	h := WithHints(nil)
+	h := WithHints("/srv/infra")(nil)
 	run := func(method string, r []byte) []byte {
 		out, err := h.Unary(context.Background(), &plugin.Call{Method: method}, func(context.Context, []byte) ([]byte, error) { return r, nil })
 		if err != nil {
@@ -31,6 +31,12 @@ func TestHintsAddWarning(t *testing.T) {
 	plain := appendDiagnostic(nil, 3, severityError, "fine", "")
 	if out := run("/tfplugin6.Provider/ApplyResourceChange", plain); string(out) != string(plain) {
 		t.Error("a response without a refusal changed")
+	}
+	// A relative path (a Python provider given ${path.module}/kv.json) is read against the
+	// provider's working directory.
+	rel := appendDiagnostic(nil, 3, severityError, "Reading kv_entry", "PermissionError: [Errno 13] Permission denied: './kv.json'")
+	if ds := fields(run("/tfplugin6.Provider/ApplyResourceChange", rel), 3); len(ds) != 2 || !strings.Contains(string(field(ds[1], diagDetail)), `write = ["/srv/infra"]`) {
+		t.Errorf("a relative path: %d diagnostics", len(ds))
 	}
 	net := appendDiagnostic(nil, 2, severityError, "dial tcp 10.1.2.3:8443: connect: permission denied", "")
 	if ds := fields(run("/tfplugin5.Provider/ReadDataSource", net), 2); len(ds) != 2 || !strings.Contains(string(field(ds[1], diagDetail)), "connect = [8443]") {

@@ -47,6 +47,8 @@ func Explain(op string, ref Ref, err error) error {
 		msg = fmt.Sprintf("%d from %s after retries: the registry is failing (%s)", resp.StatusCode, host, strings.TrimSpace(resp.Error()))
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound && hasCode(resp, errcode.ErrorCodeNameUnknown):
 		msg, remedy = fmt.Sprintf("no repository %s on %s (check the path)", ref.Repository, host), RemedyCreateRepository
+	case errors.As(err, &resp) && plainHTTPToTLS(resp):
+		msg, remedy = fmt.Sprintf("400 from %s to a plain-HTTP request: it speaks HTTPS", host), RemedyHTTPS
 	case errors.Is(err, http.ErrSchemeMismatch):
 		msg, remedy = fmt.Sprintf("%s speaks plain HTTP, not HTTPS", host), RemedyPlainHTTP
 	case errors.As(err, &unknownCA):
@@ -81,6 +83,7 @@ const (
 	RemedyCreateRepository Remedy = "create the repository"
 	RemedyListVersions     Remedy = "list the versions"
 	RemedyPlainHTTP        Remedy = "use plain HTTP"
+	RemedyHTTPS            Remedy = "use HTTPS"
 	RemedyTrustCA          Remedy = "trust the CA"
 )
 
@@ -97,6 +100,28 @@ func RemedyOf(err error) (Remedy, string, Ref) {
 // WithRemedy marks err, from talking to host, as calling for remedy.
 func WithRemedy(err error, remedy Remedy, host string) error {
 	return &explainedError{msg: err.Error(), err: err, remedy: remedy, ref: Ref{Registry: host}}
+}
+
+// Unreachable reports whether err is a failure to reach a registry at all: a name that does not
+// resolve, a connection refused, reset or timed out, or a TLS handshake that failed.
+func Unreachable(err error) bool {
+	var (
+		dnsErr    *net.DNSError
+		opErr     *net.OpError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		certErr   x509.CertificateInvalidError
+	)
+	return errors.As(err, &dnsErr) || errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || isTimeout(err) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &certErr)
+}
+
+// plainHTTPToTLS reports whether a registry's answer is a TLS server's refusal of a plain-HTTP
+// request: a 400 to an http:// URL with no OCI error code in it (Go's servers answer "Client sent
+// an HTTP request to an HTTPS server", nginx "The plain HTTP request was sent to HTTPS port").
+func plainHTTPToTLS(resp *errcode.ErrorResponse) bool {
+	return resp.StatusCode == http.StatusBadRequest && resp.URL != nil && resp.URL.Scheme == "http" && len(resp.Errors) == 0
 }
 
 // hasCode reports whether a registry's error answer carries the OCI error code.

@@ -84,3 +84,19 @@ func TestExplain(t *testing.T) {
 		t.Errorf("unknown error: %v", plain)
 	}
 }
+
+// TestExplainPlainHTTPToTLS: --plain-http against a registry that speaks TLS gets the answer
+// "it speaks HTTPS", not a raw "response status code 400".
+func TestExplainPlainHTTPToTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ref, _ := ParseRef(strings.TrimPrefix(srv.URL, "https://") + "/acme/hello")
+	target, err := NewClient(Options{PlainHTTP: true, RegistryConfig: filepath.Join(t.TempDir(), "c.json")}).Open(context.Background(), ref, false)
+	if err == nil {
+		_, err = registry.Tags(context.Background(), target)
+	}
+	err = Explain("list", ref, err)
+	if remedy, _, _ := RemedyOf(err); remedy != RemedyHTTPS || !strings.Contains(err.Error(), "speaks HTTPS") {
+		t.Errorf("plain HTTP to a TLS registry: %v (remedy %q)", err, remedy)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/oprov/oprov/pkg/sandbox"
 )
 
@@ -58,6 +60,32 @@ func providerEnv(opts Options) []string {
 		settings = append(slices.Clip(settings), "TF_LOG_PROVIDER_"+name+"=off")
 	}
 	return withQuietLogs(env, settings...)
+}
+
+// debugPluginVariable, set to anything, shows go-plugin's own messages (starting the process, the
+// handshake, the stdio stream) beside the providers' log lines under -v.
+const debugPluginVariable = "OPROV_DEBUG_PLUGIN"
+
+// providerLinesOnly is the go-plugin client's logger under -v: go-plugin logs each line of the
+// provider's stderr through a logger named after the executable (Named), which is the real one;
+// its own messages (through this base logger and the one it names "stdio") are dropped below
+// Warn, so -v shows the provider's lines and not go-plugin's DEBUG and TRACE internals.
+type providerLinesOnly struct{ hclog.Logger }
+
+func (l providerLinesOnly) Log(level hclog.Level, msg string, args ...any) {
+	if level >= hclog.Warn {
+		l.Logger.Log(level, msg, args...)
+	}
+}
+func (providerLinesOnly) Trace(string, ...any) {}
+func (providerLinesOnly) Debug(string, ...any) {}
+func (providerLinesOnly) Info(string, ...any)  {}
+
+func (l providerLinesOnly) Named(name string) hclog.Logger {
+	if name == "stdio" { // go-plugin's own: the stream that carries the provider's stdio
+		return providerLinesOnly{l.Logger.Named(name)}
+	}
+	return l.Logger.Named(name)
 }
 
 // tailBuffer keeps the last max bytes written to it. It grows to twice that before it drops the

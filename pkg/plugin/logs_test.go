@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 func TestWithQuietLogs(t *testing.T) {
@@ -42,6 +45,29 @@ func TestTailBuffer(t *testing.T) {
 		}
 		if cap(tb.buf) > 2*4096 {
 			t.Errorf("writes of %d: the buffer grew to %d", size, cap(tb.buf))
+		}
+	}
+}
+
+// TestProviderLinesOnly: under -v the provider's own lines (logged by go-plugin through a logger
+// named after the executable) show; go-plugin's own DEBUG and TRACE messages do not.
+func TestProviderLinesOnly(t *testing.T) {
+	var out bytes.Buffer
+	l := providerLinesOnly{hclog.New(&hclog.LoggerOptions{Name: "provider", Output: &out, Level: hclog.Trace})}
+	l.Debug("starting plugin", "args", []string{"a long argument list"})
+	l.Named("stdio").Trace("waiting for stdio data")
+	l.Log(hclog.Debug, "plugin started")
+	l.Named("terraform-provider-hello").Debug("the provider's own line")
+	l.Warn("plugin failed to exit gracefully")
+	got := out.String()
+	for _, not := range []string{"starting plugin", "waiting for stdio data", "plugin started"} {
+		if strings.Contains(got, not) {
+			t.Errorf("go-plugin's own %q shows:\n%s", not, got)
+		}
+	}
+	for _, want := range []string{"the provider's own line", "failed to exit gracefully"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q is missing:\n%s", want, got)
 		}
 	}
 }

@@ -59,6 +59,10 @@ type Options struct {
 	// (they connect without a client certificate). The socket lives in a private directory
 	// (mode 0700), which is what protects it; otherwise mutual TLS is negotiated automatically.
 	ForReattach bool
+	// WorkDir is the provider's working directory, as tofu gives the providers it starts its own
+	// (the configuration's directory, where relative paths such as ${path.module} point); empty:
+	// oprov's.
+	WorkDir string
 	// Dir is the private directory (mode 0700) the provider's sockets and temporary files go
 	// in; it is its TMPDIR. A group gives each member one inside its run's directory; when empty,
 	// Start makes one and Stop removes it.
@@ -191,6 +195,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	// The last value of a variable wins: the provider's sockets and temporary files go in the
 	// private directory, whatever oprov's own environment says.
 	cmd.Env = append(providerEnv(opts), "PLUGIN_UNIX_SOCKET_DIR="+opts.Dir, "TMPDIR="+opts.Dir)
+	cmd.Dir = opts.WorkDir
 	if opts.Sandbox != nil {
 		ownSession(cmd)
 	} else {
@@ -256,6 +261,9 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 	logger := hclog.NewNullLogger()
 	if opts.Log != nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
+		if os.Getenv(debugPluginVariable) == "" {
+			logger = providerLinesOnly{logger}
+		}
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  handshake,
@@ -420,7 +428,7 @@ func (p *Provider) stderrSink(opts Options) io.Writer {
 	if opts.Sandbox == nil || opts.Hint == nil {
 		return p.stderr
 	}
-	return io.MultiWriter(p.stderr, &hint.LineHinter{Hint: opts.Hint})
+	return io.MultiWriter(p.stderr, &hint.LineHinter{Hint: opts.Hint, Dir: workDir(opts)})
 }
 
 // syncStderr is where what a go-plugin provider writes to os.Stderr once serving goes (go-plugin
@@ -430,5 +438,15 @@ func syncStderr(opts Options) io.Writer {
 	if opts.Sandbox == nil || opts.Hint == nil {
 		return io.Discard
 	}
-	return &hint.LineHinter{Hint: opts.Hint}
+	return &hint.LineHinter{Hint: opts.Hint, Dir: workDir(opts)}
+}
+
+// workDir is the provider's working directory, against which the relative paths its messages
+// name are read.
+func workDir(opts Options) string {
+	if opts.WorkDir != "" {
+		return opts.WorkDir
+	}
+	wd, _ := os.Getwd()
+	return wd
 }

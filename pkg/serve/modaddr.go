@@ -48,6 +48,9 @@ type ModuleTemplate struct{ raw string }
 // ParseModuleTemplate checks a module repository template: HOST/PATH or oci-layout:DIR with
 // ${namespace}, ${name} and ${system} (each module its own repository) and optionally ${hostname}.
 func ParseModuleTemplate(s string) (*ModuleTemplate, error) {
+	if err := emptiedByShell(s, "${namespace}/${name}/${system}"); err != nil {
+		return nil, fmt.Errorf("module %w", err)
+	}
 	rest := s
 	for _, v := range moduleTemplateVars {
 		rest = strings.ReplaceAll(rest, v, "")

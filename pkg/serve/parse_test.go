@@ -93,10 +93,17 @@ func TestParseTemplate(t *testing.T) {
 		{"reg.io/providers/${type}:1.0.0", "", "names a tag"},
 		{"no-slash-${type}", "", "want HOST"},
 		{"oci-layout:./layout", "acme", "namespace"},
+		// "reg.io/providers/${namespace}/${type}" in double quotes, as the shell passes it on.
+		{"reg.io/providers//", "", "the shell replaced its ${...} variables with nothing"},
+		{"reg.io/providers//", "", "'reg.io/providers/${namespace}/${type}'"},
+		{"reg.io//", "", "single quotes"},
 	} {
 		if _, err := ParseTemplate(tc.tmpl, tc.address); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s (%q): error %v, want one saying %q", tc.tmpl, tc.address, err, tc.want)
 		}
+	}
+	if _, err := ParseModuleTemplate("reg.io/modules///"); err == nil || !strings.Contains(err.Error(), "'reg.io/modules/${namespace}/${name}/${system}'") {
+		t.Errorf("a module template the shell emptied: %v", err)
 	}
 	fixed, _ := ParseTemplate("oci-layout:./layout", "example.com/acme/hello")
 	if _, err := fixed.Repository(manifest.ProviderAddress{Hostname: "example.com", Namespace: "acme", Type: "other"}); err == nil {

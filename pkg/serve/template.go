@@ -23,6 +23,9 @@ var templateVars = []string{"${hostname}", "${namespace}", "${type}"}
 // ParseTemplate checks a template. address is the provider a template without variables holds
 // ("" otherwise).
 func ParseTemplate(s, address string) (*Template, error) {
+	if err := emptiedByShell(s, "${namespace}/${type}"); err != nil {
+		return nil, err
+	}
 	t := &Template{raw: s}
 	vars := false
 	rest := s
@@ -53,6 +56,22 @@ func ParseTemplate(s, address string) (*Template, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// emptiedByShell recognises a template whose variables a shell replaced with nothing: written in
+// double quotes, "reg/providers/${namespace}/${type}" reaches oprov as "reg/providers//". An
+// empty path segment (or a path that starts or ends with /) names no repository, so it is always
+// that. vars is what such a template usually ends in, for the example of the fix.
+func emptiedByShell(s, vars string) error {
+	if strings.HasPrefix(s, oci.LayoutScheme) {
+		return nil
+	}
+	_, path, _ := strings.Cut(s, "/")
+	if !strings.Contains(s, "//") && !strings.HasSuffix(s, "/") && !strings.HasPrefix(path, "/") && !strings.HasPrefix(s, "/") {
+		return nil
+	}
+	return fmt.Errorf("template %q has an empty path segment: the shell replaced its ${...} variables with nothing, as it does inside double quotes; put the template in single quotes ('%s/%s')",
+		s, strings.TrimRight(s, "/"), vars)
 }
 
 // HostFromRequest reports whether the template's registry part (the host and port it connects

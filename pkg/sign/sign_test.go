@@ -70,6 +70,9 @@ func TestSignAndVerifyBothForms(t *testing.T) {
 		target, ref := layoutWithVersion(t, dir, "1.0.0", "v1")
 		if _, err := Verify(ctx, target, ref, VerifyOptions{Keys: []PublicKey{pub}}); err == nil || !strings.Contains(err.Error(), "not signed") {
 			t.Fatalf("unsigned version: err = %v", err)
+		} else if want := "'oprov sign " + ref.Repo() + ":" + ref.Reference + " "; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "REPO") {
+			// The hint, pasted, names this version, not a placeholder.
+			t.Errorf("unsigned version: %v; want the hint to name %s", err, want)
 		}
 		v, _ := artifact.ResolveVersion(ctx, target, ref, oci.Limits{})
 		res, err := Sign(ctx, target, ref, v.Index, signer, SignOptions{Legacy: legacy})

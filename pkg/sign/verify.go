@@ -193,7 +193,11 @@ func verifyEvidence(ev *Evidence, ref oci.Ref, v *artifact.Version, opts VerifyO
 	}
 	cands := ev.candidates
 	if len(cands) == 0 {
-		e := fail("not signed: no cosign signature referrer and no %s tag (sign it with 'oprov sign REPO:%s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), v.Tag)
+		named := ref.String()
+		if v.Tag != "" {
+			named = ref.Repo() + ":" + v.Tag
+		}
+		e := fail("not signed: no cosign signature referrer and no %s tag (its publisher signs it with 'oprov sign %s --key cosign.key')", manifest.CosignSignatureTag(v.Index.Digest), named)
 		e.(*Error).Unsigned = true
 		return nil, e
 	}

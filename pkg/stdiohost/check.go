@@ -55,6 +55,8 @@ func Check(ctx context.Context, dir string, steps *Steps, report func(StepResult
 	if err != nil {
 		return err
 	}
+	// No tofu here: the steps' relative paths are the provider directory's, as a test of it reads.
+	h.workDir = dir
 	defer h.Close()
 	c := &checker{h: h, state: map[string]cty.Value{}}
 	if err := c.configure(ctx, steps.Config); err != nil {

@@ -13,14 +13,14 @@ import (
 
 // hooksProvider has the validate and plan capabilities: validate refuses a name with a space
 // (and records what it saw), plan sets "note" from the name.
-const hooksProvider = `import json, sys
+const hooksProvider = `import json, os, sys
 A = {"name": {"type": "string", "required": True}, "note": {"type": "string", "computed": True}}
 for line in sys.stdin:
     r = json.loads(line); p = r.get("params", {}); res = {}
     if r["method"] == "initialize":
         res = {"protocol_version": "1", "capabilities": {"validate": True, "plan": True}, "schema": {"resources": {"h_x": {"attributes": A}}}}
     elif r["method"] == "validate":
-        open("seen.json", "w").write(json.dumps(p["config"]))
+        open(os.path.join(os.environ["OPROV_PROVIDER_DIR"], "seen.json"), "w").write(json.dumps(p["config"]))
         if isinstance(p["config"]["name"], str) and " " in p["config"]["name"]:
             print(json.dumps({"jsonrpc": "2.0", "id": r["id"], "error": {"code": 1, "message": "no spaces", "data": {"path": ["name"]}}}), flush=True)
             continue

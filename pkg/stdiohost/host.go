@@ -23,10 +23,12 @@ const protocolVersion = "1"
 
 // Host is one provider instance: one program, started on the first call.
 type Host struct {
-	dir   string
-	man   *Manifest
-	log   io.Writer
-	agent string // oprov's version, told to the program
+	dir string
+	// workDir is the program's working directory: "" for the host's own (tofu's, when serving).
+	workDir string
+	man     *Manifest
+	log     io.Writer
+	agent   string // oprov's version, told to the program
 
 	once   sync.Once
 	proc   *process
@@ -78,7 +80,7 @@ func (h *Host) ready(ctx context.Context) (*schema, error) {
 }
 
 func (h *Host) start(ctx context.Context) error {
-	p, err := startProcess(h.dir, h.man, h.log)
+	p, err := startProcess(h.dir, h.workDir, h.man, h.log)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -75,18 +76,20 @@ func (e *callError) Error() string {
 	return s
 }
 
-// startProcess runs the manifest's command in dir. Its stderr goes to logw line by line.
-func startProcess(dir string, m *Manifest, logw io.Writer) (*process, error) {
+// dirVariable is the environment variable that tells a stdio provider its own directory: it runs
+// in tofu's working directory (where the configuration's relative paths point), as any provider.
+const dirVariable = "OPROV_PROVIDER_DIR"
+
+// startProcess runs the manifest's command, found in dir, in workDir ("": the host's own, tofu's),
+// with dirVariable naming dir. Its stderr goes to logw line by line.
+func startProcess(dir, workDir string, m *Manifest, logw io.Writer) (*process, error) {
 	timeout, err := m.timeout()
 	if err != nil {
 		return nil, err
 	}
-	prog := m.Command[0]
-	if strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
-		prog = filepath.Join(dir, prog)
-	}
-	cmd := exec.Command(prog, m.Command[1:]...)
-	cmd.Dir = dir
+	cmd := exec.Command(inDir(dir, m.Command[0], true), commandArgs(dir, m.Command[1:])...)
+	cmd.Env = append(os.Environ(), dirVariable+"="+dir)
+	cmd.Dir = workDir
 	setDeathSignal(cmd)
 	p := &process{name: fmt.Sprintf("stdio provider %q (%s)", m.Type, strings.Join(m.Command, " ")), cmd: cmd,
 		timeout: timeout, stderr: &tailLines{max: 20}, exited: make(chan struct{}), pending: map[int64]chan reply{}}
@@ -108,6 +111,34 @@ func startProcess(dir string, m *Manifest, logw io.Writer) (*process, error) {
 	go func() { p.copyStderr(stderr, logw); close(stderrDone) }()
 	go p.readLoop(stdout, stderrDone)
 	return p, nil
+}
+
+// inDir gives a command word as found in the provider's directory: the program given as a
+// relative path (./provider), or an argument that names a file there (provider.py), is made
+// absolute; anything else (python3 looked up on PATH, an absolute path, a flag) is left as written.
+func inDir(dir, word string, prog bool) string {
+	if word == "" || filepath.IsAbs(word) || strings.HasPrefix(word, "-") {
+		return word
+	}
+	p := filepath.Join(dir, word)
+	if prog && strings.ContainsRune(word, '/') || !prog && fileExists(p) {
+		return p
+	}
+	return word
+}
+
+// commandArgs gives the command's arguments as found in the provider's directory (inDir).
+func commandArgs(dir string, args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = inDir(dir, a, false)
+	}
+	return out
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func (p *process) copyStderr(r io.Reader, logw io.Writer) {

@@ -17,7 +17,7 @@ func program(t *testing.T, script string) *process {
 		t.Fatal(err)
 	}
 	t.Setenv("OPROV_STDIO_TIMEOUT", "1s")
-	p, err := startProcess(dir, &Manifest{Type: "t", Command: []string{"sh", "p.sh"}}, nil)
+	p, err := startProcess(dir, dir, &Manifest{Type: "t", Command: []string{"sh", "p.sh"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 )
 
 // wireProvider answers read with the state line the test put in answer.json, as bytes.
-const wireProvider = `import json, sys
+const wireProvider = `import json, os, sys
 A = {"id": {"type": "string", "required": True}, "n": {"type": "number", "optional": True}, "s": {"type": "string", "optional": True}}
 for line in sys.stdin:
     r = json.loads(line)
     if r["method"] == "read":
-        sys.stdout.buffer.write(open("answer.json", "rb").read().replace(b"ID", str(r["id"]).encode()) + b"\n")
+        sys.stdout.buffer.write(open(os.path.join(os.environ["OPROV_PROVIDER_DIR"], "answer.json"), "rb").read().replace(b"ID", str(r["id"]).encode()) + b"\n")
         sys.stdout.flush()
         continue
     res = {}

@@ -45,10 +45,29 @@ func Suggest(msg string) (string, bool) {
 	return "", false
 }
 
+// pythonRelative is Python's refusal of a relative path ([Errno 13] Permission denied: 'kv.json'),
+// as a program reports a path it was given relative to its working directory.
+var pythonRelative = regexp.MustCompile(`(?i)permission denied: '([^'/][^']*)'`)
+
+// SuggestIn is Suggest for a program whose working directory is dir: a relative path it reports
+// is read against dir, since a sandbox block names absolute paths.
+func SuggestIn(msg, dir string) (string, bool) {
+	if s, ok := Suggest(msg); ok || dir == "" {
+		return s, ok
+	}
+	if m := pythonRelative.FindStringSubmatchIndex(msg); m != nil {
+		abs := filepath.Join(dir, msg[m[2]:m[3]])
+		return Suggest(msg[:m[2]] + abs + msg[m[3]:])
+	}
+	return "", false
+}
+
 // LineHinter is a writer that hands every complete line written to it to Suggest, and calls hint
 // with each suggestion it has not made before.
 type LineHinter struct {
-	Hint    func(string)
+	Hint func(string)
+	// Dir is the provider's working directory, for the relative paths its messages name.
+	Dir     string
 	partial []byte
 	said    map[string]bool
 }
@@ -62,7 +81,7 @@ func (h *LineHinter) Write(p []byte) (int, error) {
 		}
 		line := string(h.partial[:i])
 		h.partial = h.partial[i+1:]
-		if s, ok := Suggest(line); ok && !h.said[s] {
+		if s, ok := SuggestIn(line, h.Dir); ok && !h.said[s] {
 			if h.said == nil {
 				h.said = map[string]bool{}
 			}

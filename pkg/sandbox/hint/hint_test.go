@@ -53,3 +53,18 @@ func TestLineHinterOncePerSuggestion(t *testing.T) {
 		t.Errorf("hints: %q", got)
 	}
 }
+
+// TestSuggestInReadsRelativePaths: a Python provider given a relative path (${path.module}/kv.json
+// is ./kv.json) reports it relative; the suggestion names it against the working directory.
+func TestSuggestInReadsRelativePaths(t *testing.T) {
+	msg := "PermissionError: [Errno 13] Permission denied: './kv.json.tmp'"
+	if s, ok := SuggestIn(msg, "/srv/infra"); !ok || !strings.Contains(s, `read = ["/srv/infra/kv.json.tmp"]`) || !strings.Contains(s, `write = ["/srv/infra"]`) {
+		t.Errorf("SuggestIn(%q) = %q, %v", msg, s, ok)
+	}
+	var got []string
+	h := &LineHinter{Hint: func(s string) { got = append(got, s) }, Dir: "/srv/infra"}
+	h.Write([]byte(msg + "\n"))
+	if len(got) != 1 {
+		t.Errorf("LineHinter with a working directory: %q", got)
+	}
+}
