@@ -7,6 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
+# One build configuration for vet, the unit tests and the oprov the end-to-end tests build: the
+# static build the README installs. With cgo on (the default where a C compiler is found), net,
+# os/user, psx and everything above them compile twice, and the unit tests would test another
+# variant of the sandbox's psx than the one shipped.
+export CGO_ENABLED=${CGO_ENABLED:-0}
 
 step() { printf '\n== %s\n' "$*"; }
 
