@@ -44,7 +44,7 @@ group() {
 }
 
 if [ $# -eq 0 ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ "$1" = --list ]; then
