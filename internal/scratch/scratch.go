@@ -42,11 +42,13 @@ const lockSuffix = ".lock"
 // ownedName is the full form of an owned name: Prefix, the PID, "-", the random part, and for
 // files a suffix (".lock", or "." and the target's name for a temporary file that is its own
 // lock). The random part is the 16 hex digits oprov writes: nothing else is taken for ours.
-var ownedName = regexp.MustCompile(`^` + regexp.QuoteMeta(Prefix) + `[0-9]+-[0-9a-f]{16}(\..+)?$`)
+var ownedName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(Prefix) + `[0-9]+-[0-9a-f]{16}(\..+)?$`)
+})
 
 // IsOwned reports whether a name in a parent directory has an owned name's full form (see the
 // package comment).
-func IsOwned(name string) bool { return ownedName.MatchString(name) }
+func IsOwned(name string) bool { return ownedName().MatchString(name) }
 
 // isLockName reports whether an owned name is a file's (a lock's): it has a suffix.
 func isLockName(name string) bool { return IsOwned(name) && strings.Contains(name[len(Prefix):], ".") }

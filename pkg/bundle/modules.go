@@ -66,7 +66,7 @@ func moduleRepository(source string) (string, error) {
 	repo := "modules"
 	for i, p := range parts {
 		c := repoPart(p)
-		if low := strings.ToLower(p); i > 0 && s.Kind == module.KindRegistry && repoComponent.MatchString(low) {
+		if low := strings.ToLower(p); i > 0 && s.Kind == module.KindRegistry && repoComponent().MatchString(low) {
 			c = low // as `oprov serve` puts ${namespace}, ${name} and ${system}
 		}
 		if c != "" {
@@ -117,7 +117,7 @@ func repoPart(s string) string {
 // manifest's digest (oci-sha256-HEX), or for an HTTP archive (which has no version) its zh: hash.
 func moduleTag(kind, version, zh string) (string, error) {
 	tag, err := moduleTagOf(kind, version, zh)
-	if err == nil && !tagName.MatchString(tag) {
+	if err == nil && !tagName().MatchString(tag) {
 		err = fmt.Errorf("version %q makes no valid OCI tag (%q)", version, tag)
 	}
 	return tag, err

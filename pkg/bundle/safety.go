@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	ociref "github.com/oprov/oprov/pkg/oci"
 )
@@ -106,10 +107,10 @@ func checkEntry(h *tar.Header, maxBlob int64) error {
 
 // Repository path components as the OCI distribution specification defines them: lowercase
 // letters and digits, separated by one '.', one or two '_', or any number of '-'.
-var repoComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+var repoComponent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`) })
 
 // tagName is a tag as the distribution specification allows it.
-var tagName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+var tagName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`) })
 
 // errBadName is wrapped by every refusal of a repository or tag name in a bundle.
 var errBadName = errors.New("not a valid OCI name")
@@ -122,7 +123,7 @@ func checkRepository(repo string) error {
 		return fmt.Errorf("repository %q: %w (empty, or over 255 characters)", repo, errBadName)
 	}
 	for _, part := range strings.Split(repo, "/") {
-		if !repoComponent.MatchString(part) {
+		if !repoComponent().MatchString(part) {
 			return fmt.Errorf("repository %q: %w: its part %q is not lowercase letters and digits joined by '.', '_', '__' or '-' (no \"..\", no empty part, no leading '/', no '\\')", repo, errBadName, part)
 		}
 	}
@@ -131,7 +132,7 @@ func checkRepository(repo string) error {
 
 // checkTag refuses a tag from a bundle that is not a valid OCI tag.
 func checkTag(repo, tag string) error {
-	if !tagName.MatchString(tag) {
+	if !tagName().MatchString(tag) {
 		return fmt.Errorf("repository %q: tag %q: %w (letters, digits, '_', '.', '-', at most 128, not starting with '.' or '-')", repo, tag, errBadName)
 	}
 	return nil

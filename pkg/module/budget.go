@@ -25,6 +25,7 @@ type budget struct {
 	maxFiles int
 	bytes    int64
 	files    int
+	written  usage // every charge of the walk, credits not deducted: what it wrote in all
 }
 
 // usage is what one directory of the walk holds.
@@ -55,6 +56,8 @@ func (b *budget) charge(what string, u usage) error {
 	}
 	b.bytes += u.bytes
 	b.files += u.files
+	b.written.bytes += u.bytes
+	b.written.files += u.files
 	return nil
 }
 

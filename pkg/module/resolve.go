@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,9 +37,10 @@ func (w *walker) entry(r *Resolved) (*LockEntry, error) {
 }
 
 // resolve fetches a remote module's package, zips and hashes it, checks it against the lock, and
-// unpacks the zip into a temporary directory, which it gives: what is walked further is exactly
-// what was hashed, and what will be installed. A package is held on disk once: what its origin
-// gave is removed once zipped, and calls of the same package share its tree.
+// gives the directory of its files: what is walked further is exactly what was hashed, and what
+// will be installed. A package is written to disk once where it can be: what its origin gave
+// becomes the tree once zipped, the entries the zip leaves out removed (keepAsTree); else it is
+// removed and the zip unpacked. Calls of the same package share its tree.
 func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, error) {
 	e, err := w.entry(r)
 	if err != nil {
@@ -73,9 +75,14 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 			if f.zip, err = modulepkg.Zip(f.raw); err != nil {
 				return fail(err)
 			}
-			os.RemoveAll(f.raw)
-			w.budget.credit(f.held)
-			f.raw, f.held = "", usage{}
+			if w.keepAsTree(f.raw) {
+				f.tree = f.raw // still charged as f.held
+			} else {
+				os.RemoveAll(f.raw)
+				w.budget.credit(f.held)
+				f.held = usage{}
+			}
+			f.raw = ""
 		}
 		r.Zip = f.zip
 	}
@@ -97,6 +104,44 @@ func (w *walker) resolve(ctx context.Context, r *Resolved, src Source) (string, 
 		f.tree = tree
 	}
 	return tree, nil
+}
+
+// keepAsTree makes raw, a package as its origin gave it and just zipped, the tree the walk reads
+// on, when it can stand for the zip: it must hold only directories and regular files (the zip
+// reads through a link, the walk would not), and it loses the dot-entries the zip leaves out. It
+// reports false when raw cannot be kept; what it removed is then of no matter, as raw goes.
+func (w *walker) keepAsTree(raw string) bool {
+	rel, err := filepath.Rel(w.tmp, raw)
+	if err != nil || !filepath.IsLocal(rel) {
+		return false
+	}
+	rel = filepath.ToSlash(rel)
+	var dots []string
+	plain := true
+	err = fs.WalkDir(w.root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case p != rel && strings.HasPrefix(d.Name(), "."):
+			dots = append(dots, p)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+		case !d.IsDir() && !d.Type().IsRegular():
+			plain = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil || !plain {
+		return false
+	}
+	for _, p := range dots {
+		if w.root.RemoveAll(filepath.FromSlash(p)) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // unpackTree unpacks a module zip into a fresh directory of the walk, charged to its budget.

@@ -23,7 +23,7 @@ type Limits struct {
 	MaxFiles   int   // files in one package (default 20000)
 	// MaxBytes and MaxTotalFiles bound the module files a walk holds on disk at once, across
 	// every package: archives as unpacked, git checkouts, module trees (default 4 GiB and
-	// 200000 files). Each package is held once: what its origin gave goes once it is zipped.
+	// 200000 files). Each package is held once: what its origin gave becomes its tree once zipped.
 	MaxBytes      int64
 	MaxTotalFiles int
 	// MaxRatio bounds how many times a compressed archive may expand: a zip entry, or a gzip
@@ -107,14 +107,21 @@ type Options struct {
 // required_providers of every module. Nothing is written outside a temporary directory, which is
 // gone when Walk returns.
 func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
+	t, _, err := walk(ctx, dir, opts)
+	return t, err
+}
+
+// walk is Walk, also giving what the walk charged to its budget in all (the tests' measure of
+// how often a package was written).
+func walk(ctx context.Context, dir string, opts Options) (*Tree, usage, error) {
 	tmp, err := os.MkdirTemp("", "oprov-modules-")
 	if err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
 	defer os.RemoveAll(tmp)
 	root, err := os.OpenRoot(tmp)
 	if err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
 	defer root.Close()
 	w := &walker{opts: opts, tmp: tmp, root: root, tree: &Tree{Requirements: map[string]*Requirement{}}}
@@ -125,12 +132,12 @@ func Walk(ctx context.Context, dir string, opts Options) (*Tree, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
 	if err := w.module(ctx, &frame{dir: abs, pkgRoot: abs, shown: dir}); err != nil {
-		return nil, err
+		return nil, usage{}, err
 	}
-	return w.tree, nil
+	return w.tree, w.budget.written, nil
 }
 
 // Local reads the module in dir and the modules it calls by local paths, fetching nothing: their
@@ -149,10 +156,11 @@ func Local(dir string) (map[string]*Requirement, int, error) {
 }
 
 // fetched is a git or HTTP package fetched in this walk: at first the directory its origin gave
-// (raw), and once it is zipped only its zip and the tree unpacked from it (never changed).
+// (raw), and once it is zipped only its zip and the tree the walk reads (raw kept, or the zip
+// unpacked; never changed after).
 type fetched struct {
 	raw     string
-	held    usage // what raw holds on disk
+	held    usage // what raw, or the tree kept from it, holds on disk
 	zip     []byte
 	tree    string
 	version string

@@ -1,9 +1,12 @@
 package module
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -371,5 +374,39 @@ func TestGitRefs(t *testing.T) {
 	writeTree(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = \"git::" + g.url("r.git") + "?ref=nope\"\n}\n"})
 	if _, err := Walk(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), `no tag, branch or commit "nope"`) {
 		t.Errorf("a missing ref: %v", err)
+	}
+}
+
+// TestWalkWritesAPackageOnce: an archive is unpacked once, and the files it gave are the tree the
+// walk reads on (its dot-entries, which the zip leaves out, removed), not unpacked a second time
+// from the zip. Before, every file of every package was written twice.
+func TestWalkWritesAPackageOnce(t *testing.T) {
+	w := newWorld(t)
+	files := map[string]string{".hidden/x.tf": "# left out\n", ".y.tf": "# left out\n"}
+	for i := 0; i < 40; i++ {
+		files[fmt.Sprintf("f%02d.tf", i)] = fmt.Sprintf("locals {\n  v%02d = %d\n}\n", i, i)
+	}
+	w.reg.set(func() {
+		w.reg.versions["acme/flat/aws"] = []string{"1.0.0"}
+		w.reg.files["/archives/flat-1.0.0.tar.gz"] = tarGz(t, files)
+		w.reg.location["acme/flat/aws/1.0.0"] = "/archives/flat-1.0.0.tar.gz"
+	})
+	writeTree(t, w.dir, map[string]string{"main.tf": "module \"flat\" {\n  source  = \"" + w.reg.host() + "/acme/flat/aws\"\n  version = \"1.0.0\"\n}\n"})
+	tr, written, err := walk(context.Background(), w.dir, w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Modules) != 1 || len(tr.Modules[0].Zip) == 0 {
+		t.Fatalf("modules %v, want flat zipped", tr.Modules)
+	}
+	if written.files != len(files) {
+		t.Errorf("the walk wrote %d files for a package of %d: want each written once", written.files, len(files))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(tr.Modules[0].Zip), int64(len(tr.Modules[0].Zip)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zr.File) != 40 {
+		t.Errorf("the zip holds %d files, want the 40 that are no dot-entries", len(zr.File))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oprov/oprov/internal/progress"
@@ -22,15 +23,18 @@ import (
 //go:embed catalog.html
 var catalogHTML string
 
-var catalogTemplate = template.Must(template.New("catalog").Funcs(template.FuncMap{
-	"size":   progress.HumanBytes,
-	"total":  totalSize,
-	"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
-	"short":  shortDigest,
-	"signer": splitSigner,
-	"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
-	"mview":  func(m CatalogModule, detail, policy bool) moduleView { return moduleView{&m, detail, policy} },
-}).Parse(catalogHTML))
+// catalogTemplate is parsed on the catalog's first request, not at start: most commands never serve it.
+var catalogTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("catalog").Funcs(template.FuncMap{
+		"size":   progress.HumanBytes,
+		"total":  totalSize,
+		"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05 UTC") },
+		"short":  shortDigest,
+		"signer": splitSigner,
+		"view":   func(p CatalogProvider, detail, policy bool) providerView { return providerView{&p, detail, policy} },
+		"mview":  func(m CatalogModule, detail, policy bool) moduleView { return moduleView{&m, detail, policy} },
+	}).Parse(catalogHTML))
+})
 
 // providerView is one provider as the "provider" template shows it: in detail on its own page.
 type providerView struct {
@@ -91,7 +95,7 @@ func (s *Server) rendered() *renderedCatalog {
 	}
 	rc := &renderedCatalog{cat: c}
 	var buf bytes.Buffer
-	if rc.err = catalogTemplate.Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); rc.err == nil {
+	if rc.err = catalogTemplate().Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); rc.err == nil {
 		rc.html = buf.Bytes()
 		rc.json, rc.err = json.Marshal(c)
 	}
@@ -148,7 +152,7 @@ func (s *Server) writeCatalogJSON(w http.ResponseWriter, r *http.Request, v any)
 // renderCatalog renders into memory first, so that a template error is a 500, not half a page.
 func (s *Server) renderCatalog(w http.ResponseWriter, r *http.Request, page catalogPage) {
 	var buf bytes.Buffer
-	if err := catalogTemplate.Execute(&buf, page); err != nil {
+	if err := catalogTemplate().Execute(&buf, page); err != nil {
 		s.fail(w, r, refusal{http.StatusInternalServerError, "internal"}, err)
 		return
 	}

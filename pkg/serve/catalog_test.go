@@ -210,7 +210,7 @@ func BenchmarkCatalogRender(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
-		if err := catalogTemplate.Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); err != nil {
+		if err := catalogTemplate().Execute(&buf, catalogPage{Title: "Providers served", Catalog: c}); err != nil {
 			b.Fatal(err)
 		}
 	}

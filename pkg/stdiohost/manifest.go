@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -19,7 +20,7 @@ type Manifest struct {
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty"`
 }
 
-var typeName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var typeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
 
 // ReadManifest reads and checks DIR/oprov-provider.json.
 func ReadManifest(dir string) (*Manifest, error) {
@@ -32,7 +33,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %v (want {\"type\": \"NAME\", \"command\": [\"python3\", \"provider.py\"]})", p, err)
 	}
-	if !typeName.MatchString(m.Type) {
+	if !typeName().MatchString(m.Type) {
 		return nil, fmt.Errorf("%s: \"type\" %q is not a provider type (lower case letters, digits and -)", p, m.Type)
 	}
 	if len(m.Command) == 0 || m.Command[0] == "" {

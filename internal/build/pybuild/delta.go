@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/oprov/oprov/internal/bindelta"
 	"github.com/oprov/oprov/internal/iox"
@@ -107,7 +108,7 @@ func deflatedSize(b []byte) int {
 }
 
 // abiTag is the CPython version in an extension's file name: cygrpc.cpython-311-x86_64-linux-gnu.so.
-var abiTag = regexp.MustCompile(`\.cpython-3\d+`)
+var abiTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.cpython-3\d+`) })
 
 // deltaExtensions stores each large compiled extension of every claimed version's set but the
 // newest as a delta against the newest set's build of the same extension (the same module for
@@ -125,7 +126,7 @@ func deltaExtensions(lib string, versions []string) error {
 		set := filepath.Join(lib, cpTag(v))
 		var entries []deltaEntry
 		err := filepath.WalkDir(set, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".so") || !abiTag.MatchString(d.Name()) {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".so") || !abiTag().MatchString(d.Name()) {
 				return err
 			}
 			info, err := d.Info()
@@ -138,7 +139,7 @@ func deltaExtensions(lib string, versions []string) error {
 				return nil
 			}
 			rel, _ := filepath.Rel(set, p)
-			baseRel := filepath.Join(filepath.Dir(rel), abiTag.ReplaceAllString(d.Name(), "."+baseTag))
+			baseRel := filepath.Join(filepath.Dir(rel), abiTag().ReplaceAllString(d.Name(), "."+baseTag))
 			e, ok, err := deltaOne(p, filepath.Join(lib, cpTag(base), baseRel))
 			if err != nil || !ok {
 				return err

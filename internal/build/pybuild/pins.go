@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -15,7 +16,7 @@ import (
 var pinsFiles = []string{"constraints.txt", "requirements.txt"}
 
 // pyLockName is a PEP 751 lock file's name: pylock.toml, or pylock.NAME.toml.
-var pyLockName = regexp.MustCompile(`^pylock(\.[^.\s/]+)?\.toml$`)
+var pyLockName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pylock(\.[^.\s/]+)?\.toml$`) })
 
 // projectPins gives the author's pins for the project in dir (project is its name) as a
 // constraints file pip can take, written into scratch under the pins file's own name, so that
@@ -46,7 +47,7 @@ func projectPins(dir, project, chosen, scratch string) (string, error) {
 		return "", err
 	}
 	var lines []string
-	if pyLockName.MatchString(filepath.Base(src)) {
+	if pyLockName().MatchString(filepath.Base(src)) {
 		lines, err = pyLockPins(src, project)
 	} else {
 		lines, err = requirementsPins(src, nil)
@@ -76,7 +77,7 @@ func findPins(dir string) (string, error) {
 	named, _ := filepath.Glob(filepath.Join(dir, "pylock.*.toml"))
 	var locks []string
 	for _, p := range named {
-		if pyLockName.MatchString(filepath.Base(p)) && regular(p) {
+		if pyLockName().MatchString(filepath.Base(p)) && regular(p) {
 			locks = append(locks, filepath.Base(p))
 		}
 	}
@@ -96,10 +97,10 @@ func findPins(dir string) (string, error) {
 }
 
 // hashOption is a --hash option of a requirements line, with its value.
-var hashOption = regexp.MustCompile(`\s--hash(=|\s+)\S+`)
+var hashOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s--hash(=|\s+)\S+`) })
 
 // commentPattern is a comment as pip finds one: at the start of a line or after white space.
-var commentPattern = regexp.MustCompile(`(^|\s+)#.*$`)
+var commentPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|\s+)#.*$`) })
 
 // pipLines gives the logical lines of a requirements file as pip makes them: a line ending in a
 // backslash joins the next unless it holds a comment, comments are removed and blank lines
@@ -107,7 +108,7 @@ var commentPattern = regexp.MustCompile(`(^|\s+)#.*$`)
 func pipLines(text string) []string {
 	var out, pending []string
 	for _, line := range splitLines(text) {
-		if strings.HasSuffix(line, "\\") && !commentPattern.MatchString(line) {
+		if strings.HasSuffix(line, "\\") && !commentPattern().MatchString(line) {
 			pending = append(pending, strings.Trim(line, "\\"))
 			continue
 		}
@@ -119,7 +120,7 @@ func pipLines(text string) []string {
 	}
 	var kept []string
 	for _, line := range out {
-		if line = strings.TrimSpace(commentPattern.ReplaceAllString(line, "")); line != "" {
+		if line = strings.TrimSpace(commentPattern().ReplaceAllString(line, "")); line != "" {
 			kept = append(kept, line)
 		}
 	}
@@ -142,7 +143,9 @@ func splitLines(text string) []string {
 }
 
 // requirementName is a line that starts with a distribution name (PEP 508): a pin or a range.
-var requirementName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\s*(\[|==|>=|<=|~=|!=|===|<|>|;|$)`)
+var requirementName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\s*(\[|==|>=|<=|~=|!=|===|<|>|;|$)`)
+})
 
 // keptOptions are the requirements-file options that still mean something in a constraints
 // file; the value of those in pathOptions is a path, made absolute.
@@ -181,7 +184,7 @@ func requirementsPins(path string, seen []string) ([]string, error) {
 	}
 	var out []string
 	for _, line := range pipLines(string(data)) {
-		line = strings.TrimSpace(hashOption.ReplaceAllString(" "+line, ""))
+		line = strings.TrimSpace(hashOption().ReplaceAllString(" "+line, ""))
 		opt, value := splitOption(line)
 		switch {
 		case line == "" || opt == "--require-hashes":
@@ -199,7 +202,7 @@ func requirementsPins(path string, seen []string) ([]string, error) {
 				value = abs(value)
 			}
 			out = append(out, strings.TrimSpace(opt+" "+value))
-		case opt == "" && requirementName.MatchString(line) && !strings.Contains(line, " @ "):
+		case opt == "" && requirementName().MatchString(line) && !strings.Contains(line, " @ "):
 			out = append(out, line)
 		}
 	}

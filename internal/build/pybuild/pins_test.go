@@ -40,7 +40,7 @@ func TestRequirementsPins(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	for _, line := range got[:2] {
-		if pinLine.FindStringSubmatch(line) == nil {
+		if pinLine().FindStringSubmatch(line) == nil {
 			t.Errorf("%q is not read back as a pin", line)
 		}
 	}
@@ -180,7 +180,7 @@ func FuzzRequirementsPins(f *testing.F) {
 		}
 		for _, line := range lines {
 			opt, _ := splitOption(line)
-			if strings.ContainsAny(line, "\r\n") || (opt == "" && !requirementName.MatchString(line)) || (opt != "" && !slices.Contains(keptOptions, opt)) {
+			if strings.ContainsAny(line, "\r\n") || (opt == "" && !requirementName().MatchString(line)) || (opt != "" && !slices.Contains(keptOptions, opt)) {
 				t.Fatalf("%q gave the constraint line %q", text, line)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/oprov/oprov/manifest"
 )
@@ -170,19 +171,23 @@ func (m *missingWheel) Error() string {
 }
 
 // unmetPattern finds the requirement pip could not satisfy in its error output.
-var unmetPattern = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement|The user requested \(constraint\)) ([A-Za-z0-9][A-Za-z0-9_.\-]*)`)
+var unmetPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement|The user requested \(constraint\)) ([A-Za-z0-9][A-Za-z0-9_.\-]*)`)
+})
 
 // unmetName gives the name of the distribution pip found no fitting file of ("" when its output
 // names none).
 func unmetName(err error) string {
-	if m := unmetPattern.FindStringSubmatch(err.Error()); m != nil {
+	if m := unmetPattern().FindStringSubmatch(err.Error()); m != nil {
 		return m[1]
 	}
 	return ""
 }
 
 // pinLine is one exact pin of a requirements or constraints file: name==version.
-var pinLine = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#,]+)`)
+var pinLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#,]+)`)
+})
 
 // authorPinFor finds, after pip failed for want of a distribution, the author's exact pin that
 // has no wheel for these platform tags and CPython version: the pin of unmet (the distribution
@@ -197,7 +202,7 @@ func authorPinFor(ctx context.Context, python, pins, unmet string, tags []string
 	}
 	var candidates [][]string
 	for _, line := range strings.Split(string(data), "\n") {
-		m := pinLine.FindStringSubmatch(line)
+		m := pinLine().FindStringSubmatch(line)
 		switch {
 		case m == nil:
 		case unmet != "":

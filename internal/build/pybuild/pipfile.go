@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -61,11 +62,16 @@ func writePipFile(path string, lines []string) error {
 // white space starts a comment, a word starting with - after a space is an option, and ${NAME} is
 // replaced from the environment. A marker taken from a lock file must hold none of them, quoted
 // or not, or pip would read another requirement than the file says.
-var pipMisreads = []struct {
+var pipMisreads = sync.OnceValue(func() []pipMisread {
+	return []pipMisread{
+		{regexp.MustCompile(`\s#`), "pip reads # after white space as the start of a comment"},
+		{regexp.MustCompile(`\s-`), "pip reads a word starting with - as an option"},
+		{regexp.MustCompile(`\$\{`), "pip replaces ${NAME} with an environment variable"},
+	}
+})
+
+// pipMisread is a pattern pip reads otherwise than a lock file means it, and why.
+type pipMisread struct {
 	re  *regexp.Regexp
 	why string
-}{
-	{regexp.MustCompile(`\s#`), "pip reads # after white space as the start of a comment"},
-	{regexp.MustCompile(`\s-`), "pip reads a word starting with - as an option"},
-	{regexp.MustCompile(`\$\{`), "pip replaces ${NAME} with an environment variable"},
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -60,10 +61,10 @@ func pyLockPins(path, project string) ([]string, error) {
 // (--index-url) into pip's input. Names are PEP 508's, versions have no space, markers are PEP
 // 508 environment markers (checkMarker).
 func pyLockPin(name, version, marker string) (string, error) {
-	if !pyLockNamePattern.MatchString(name) {
+	if !pyLockNamePattern().MatchString(name) {
 		return "", fmt.Errorf("the name is not a distribution name: names are letters, digits and . _ - (PEP 508)")
 	}
-	if !pyLockVersion.MatchString(version) {
+	if !pyLockVersion().MatchString(version) {
 		return "", fmt.Errorf("version %q is not a version: versions are letters, digits and . ! + _ - (PEP 440)", version)
 	}
 	line := name + "==" + version
@@ -73,7 +74,7 @@ func pyLockPin(name, version, marker string) (string, error) {
 	if err := checkMarker(marker); err != nil {
 		return "", fmt.Errorf("marker %q is not a PEP 508 environment marker: %w (write one such as python_version >= \"3.11\" and sys_platform == \"linux\")", marker, err)
 	}
-	for _, m := range pipMisreads {
+	for _, m := range pipMisreads() {
 		if m.re.MatchString(marker) {
 			return "", fmt.Errorf("marker %q cannot be given to pip: %s", marker, m.why)
 		}
@@ -83,11 +84,13 @@ func pyLockPin(name, version, marker string) (string, error) {
 }
 
 var (
-	pyLockNamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	pyLockVersion     = regexp.MustCompile(`^[A-Za-z0-9.!+_-]+$`)
+	pyLockNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`) })
+	pyLockVersion     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9.!+_-]+$`) })
 )
 
-var nameSeparators = regexp.MustCompile(`[-_.]+`)
+var nameSeparators = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[-_.]+`) })
 
 // normalizeName is a distribution name as PEP 503 compares them.
-func normalizeName(n string) string { return nameSeparators.ReplaceAllString(strings.ToLower(n), "-") }
+func normalizeName(n string) string {
+	return nameSeparators().ReplaceAllString(strings.ToLower(n), "-")
+}

@@ -51,7 +51,7 @@ func TestProjectPinsPyLock(t *testing.T) {
 		t.Errorf("constraints %q, want %q", lines, want)
 	}
 	for _, line := range want {
-		if m := pinLine.FindStringSubmatch(line); m == nil {
+		if m := pinLine().FindStringSubmatch(line); m == nil {
 			t.Errorf("%q is not read back as a pin", line)
 		}
 	}

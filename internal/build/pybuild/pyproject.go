@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -87,7 +88,9 @@ func (p *PyProject) ProviderTypes() []string {
 }
 
 // entryPoint matches a console script's "module.path:object.path", which is all oprov runs.
-var entryPoint = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+var entryPoint = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+})
 
 // ProviderEntry is the entry point of the console script terraform-provider-TYPE, or an error that
 // says how to declare it.
@@ -110,7 +113,7 @@ func (p *PyProject) ProviderEntry(typ string) (string, error) {
 	if i := strings.Index(entry, "["); i >= 0 { // extras: "mod:fn [extra]"
 		entry = entry[:i]
 	}
-	if !entryPoint.MatchString(entry) {
+	if !entryPoint().MatchString(entry) {
 		return "", fmt.Errorf("%s: console script %s = %q is not of the form module:function", filepath.Join(p.Dir, "pyproject.toml"), script, entry)
 	}
 	return entry, nil

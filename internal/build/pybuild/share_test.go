@@ -88,7 +88,7 @@ func TestPinLine(t *testing.T) {
 		"# grpcio==1.0":                                     "",
 	} {
 		got := ""
-		if m := pinLine.FindStringSubmatch(line); m != nil {
+		if m := pinLine().FindStringSubmatch(line); m != nil {
 			got = m[1] + " " + m[2]
 		}
 		if got != want {

@@ -10,30 +10,38 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-// Refusals as Go and Python programs report them: a TCP connect, an exec, and a path.
+// Refusals as Go and Python programs report them: a TCP connect, an exec, and a path. Compiled
+// on first use, so that commands which never read a refusal do not pay for them at start.
 var (
-	connectDenied = regexp.MustCompile(`dial tcp \S*:(\d+): connect: (?:permission denied|operation not permitted)`)
-	execDenied    = regexp.MustCompile(`(?:fork/exec|exec) "?(/[^\s:"']+)"?: (?:permission denied|operation not permitted)`)
-	pathDenied    = []*regexp.Regexp{
-		regexp.MustCompile(`(/[^\s:"']+): permission denied`),                        // Go: open /x: permission denied
-		regexp.MustCompile(`(?i)permission denied: '(/[^']+)'`),                      // Python: [Errno 13] Permission denied: '/x'
-		regexp.MustCompile(`(?i)(?:permission denied|not permitted)[^/]*'(/[^']+)'`), // and its kin
-	}
+	connectDenied = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`dial tcp \S*:(\d+): connect: (?:permission denied|operation not permitted)`)
+	})
+	execDenied = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:fork/exec|exec) "?(/[^\s:"']+)"?: (?:permission denied|operation not permitted)`)
+	})
+	pathDenied = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(/[^\s:"']+): permission denied`),                        // Go: open /x: permission denied
+			regexp.MustCompile(`(?i)permission denied: '(/[^']+)'`),                      // Python: [Errno 13] Permission denied: '/x'
+			regexp.MustCompile(`(?i)(?:permission denied|not permitted)[^/]*'(/[^']+)'`), // and its kin
+		}
+	})
 )
 
 // Suggest reads a provider's message (a line of its stderr, or a diagnostic) and, when it reports
 // a permission error, says which line of a sandbox block would allow what was refused. It is a
 // suggestion: the kernel does not say which rule refused, only that something did.
 func Suggest(msg string) (string, bool) {
-	if m := connectDenied.FindStringSubmatch(msg); m != nil {
+	if m := connectDenied().FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("the sandbox refused a TCP connection to port %s: to allow it, add connect = [%s] to the provider's sandbox block in oprov.hcl", m[1], m[1]), true
 	}
-	if m := execDenied.FindStringSubmatch(msg); m != nil {
+	if m := execDenied().FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("the sandbox refused to run %s: to allow it, add execute = [%s] to the provider's sandbox block in oprov.hcl", m[1], tofufiles.HCLString(m[1])), true
 	}
-	for _, re := range pathDenied {
+	for _, re := range pathDenied() {
 		if m := re.FindStringSubmatch(msg); m != nil {
 			p := m[1]
 			return fmt.Sprintf("the sandbox may have refused %s: to allow it, add read = [%s] to the provider's sandbox block in oprov.hcl (write = [%s] if it writes there)", p, tofufiles.HCLString(p), tofufiles.HCLString(filepath.Dir(p))), true
