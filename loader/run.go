@@ -43,11 +43,19 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	}
 	members := Members(ls, base)
 	warn := func(s string) { fmt.Fprintf(ro.Streams.Err, "oprov: warning: %s\n", s) }
+	var remoteLog io.Writer
+	if ro.Verbose {
+		remoteLog = ro.Streams.Err
+	}
+	where, err := p.withRemotes(ctx, members, ls, opts, remoteLog)
+	if err != nil {
+		return 0, err
+	}
 	sandboxes, err := p.withSandbox(members, ls, warn)
 	if err != nil {
 		return 0, err
 	}
-	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, ro.Streams.Err)
+	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, where, ro.Streams.Err)
 	if err != nil {
 		return 0, err
 	}
@@ -60,6 +68,10 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if ro.Verbose {
 		for i, l := range ls {
 			pr := g.Providers[i]
+			if members[i].Remote != nil {
+				fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d) on %s, under %s\n", l.Addr, l.What, pr.Protocol, where[i], sandboxes[i])
+				continue
+			}
 			fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d, pid %d) under %s\n", l.Addr, l.What, pr.Protocol, pr.Pid(), sandboxes[i])
 		}
 	}

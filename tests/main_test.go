@@ -47,6 +47,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
+	stopSSHD()
 	for _, d := range []string{helloDir, counterDir, recorderCache, hostileCache, pyDist} {
 		if d != "" {
 			os.RemoveAll(d)

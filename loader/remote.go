@@ -1,0 +1,237 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/sandbox"
+)
+
+// remoteSandbox is a sandbox block as it travels to the far side: what it adds to the default,
+// which the far side works out on its own machine.
+type remoteSandbox struct {
+	Label      string   `json:"label"`
+	File       string   `json:"file"`
+	Line       int      `json:"line"`
+	Read       []string `json:"read,omitempty"`
+	Write      []string `json:"write,omitempty"`
+	Execute    []string `json:"execute,omitempty"`
+	Connect    []uint16 `json:"connect,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	Memory     uint64   `json:"memory,omitempty"`
+	Processes  uint64   `json:"processes,omitempty"`
+	OpenFiles  uint64   `json:"open_files,omitempty"`
+	CPUSeconds uint64   `json:"cpu_seconds,omitempty"`
+	BestEffort bool     `json:"best_effort,omitempty"`
+}
+
+// withRemotes gives each member that a remote block selects the way to run it on the far side,
+// and says where each member runs, for -v and the audit.
+func (p *Project) withRemotes(ctx context.Context, members []plugin.Member, ls []Launchable, opts Options, log io.Writer) ([]string, error) {
+	where := make([]string, len(members))
+	for i, l := range ls {
+		where[i] = "here"
+		addr, err := manifest.ParseProviderAddress(l.Addr)
+		if err != nil {
+			return nil, err
+		}
+		r := p.Config.RemoteFor(addr)
+		if r == nil {
+			continue
+		}
+		where[i] = r.Name()
+		ro, err := p.remoteOptions(ctx, addr, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		ro.Log = log
+		members[i].Remote = ro
+	}
+	return where, nil
+}
+
+// remoteOptions says how to run addr on r's far side: the locked version's package for the far
+// side's platform, checked against the lock here, its zip from this machine's cache, the lock's
+// h1: hashes, and the sandbox block that applies, if any.
+func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddress, r *config.Remote, opts Options) (*plugin.RemoteOptions, error) {
+	name := fmt.Sprintf("%s on %s", addr, r.Name())
+	var pv *Provider
+	for _, m := range p.Managed {
+		if m.Req.Addr == addr {
+			pv = m
+		}
+	}
+	if pv == nil {
+		return nil, fmt.Errorf("%s: %s selects it, but only providers from an oci_mirror block run remotely: a provider kept as source runs here (leave it out of the remote block's pattern)", addr, r.At())
+	}
+	var sb json.RawMessage
+	if b := p.Config.SandboxFor(addr); b != nil {
+		var err error
+		if sb, err = json.Marshal(remoteSandbox{Label: b.Label, File: b.Range.Filename, Line: b.Range.Start.Line, Read: b.Read, Write: b.Write, Execute: b.Execute,
+			Connect: b.Connect, Env: b.Env, Memory: b.Memory, Processes: b.Processes, OpenFiles: b.OpenFiles,
+			CPUSeconds: b.CPUSeconds, BestEffort: b.BestEffort}); err != nil {
+			return nil, err
+		}
+	}
+	var zipPath string
+	ro := &plugin.RemoteOptions{Name: name, Command: r.Command}
+	ro.Request = func(platform string) (*plugin.RemoteRequest, error) {
+		plat, err := manifest.ParsePlatform(platform)
+		if err != nil {
+			return nil, fmt.Errorf("the far side's platform %q: %w", platform, err)
+		}
+		o := opts
+		o.Host = plat
+		pkg, err := p.lockedPackage(ctx, p.session(&o), pv)
+		if err != nil {
+			return nil, err
+		}
+		z, err := opts.Cache.PutZip(ctx, pkg, false, opts.Progress)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(z.Path)
+		if err != nil {
+			return nil, err
+		}
+		zipPath = z.Path
+		e := p.Lock.Entries[addr.String()]
+		var h1 []string
+		for _, h := range e.Hashes {
+			if strings.HasPrefix(h, "h1:") {
+				h1 = append(h1, h)
+			}
+		}
+		return &plugin.RemoteRequest{Address: addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(),
+			Filename: pkg.Filename, Zip: pkg.Zip.String(), Size: st.Size(), H1: h1, Sandbox: sb}, nil
+	}
+	ro.Zip = func() (io.ReadCloser, error) { return os.Open(zipPath) }
+	return ro, nil
+}
+
+// HostOptions say how the far side runs what it is asked to.
+type HostOptions struct {
+	Cache *cache.Cache
+	// RequireSandbox refuses a request that carries no sandbox block.
+	RequireSandbox bool
+	In             io.Reader
+	Out            io.WriteCloser
+}
+
+// HostRemote is the far side (`oprov provider host --stdio`): it says its platform, takes the
+// requested package from its cache or from the near side, checks it against the near side's
+// lock before unpacking it, launches it (under the request's sandbox, fitted to this kernel) with
+// this machine's environment, and serves it on the connection until the connection ends.
+func HostRemote(ctx context.Context, ho HostOptions) error {
+	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String()}
+	h.Launch = func(ctx context.Context, req *plugin.RemoteRequest, zip func(io.Writer) error) (plugin.Options, error) {
+		if ho.RequireSandbox && len(req.Sandbox) == 0 {
+			return plugin.Options{}, fmt.Errorf("this far side requires a sandbox (--require-sandbox) and the request for %s carries none: add a sandbox block for it to the near side's oprov.hcl", req.Address)
+		}
+		in, err := hostPackage(ctx, ho.Cache, req, zip)
+		if err != nil {
+			return plugin.Options{}, err
+		}
+		o := plugin.Options{Path: in.Executable, Open: in.OpenExecutable, Type: in.typ}
+		if len(req.Sandbox) > 0 {
+			if o.Sandbox, o.SandboxExec, err = hostSandbox(req, in.Executable); err != nil {
+				return plugin.Options{}, err
+			}
+		}
+		return o, nil
+	}
+	return h.Serve(ctx)
+}
+
+// hostedPackage is a far side's package, installed.
+type hostedPackage struct {
+	*cache.Installed
+	typ string
+}
+
+// hostPackage installs the requested package in the far side's cache: its zip from the cache, or
+// from the near side, checked by digest as it arrives, and its h1: checked against the lock's
+// before anything is unpacked (and again, by the cache, as it is).
+func hostPackage(ctx context.Context, c *cache.Cache, req *plugin.RemoteRequest, zip func(io.Writer) error) (*hostedPackage, error) {
+	addr, err := manifest.ParseProviderAddress(req.Address)
+	if err != nil {
+		return nil, err
+	}
+	plat, err := manifest.ParsePlatform(req.Platform)
+	if err != nil {
+		return nil, err
+	}
+	if plat != hostPlatform() {
+		return nil, fmt.Errorf("the near side sent the %s package of %s; this machine is %s", plat, addr, hostPlatform())
+	}
+	d, err := digest.Parse(req.Zip)
+	if err != nil {
+		return nil, fmt.Errorf("the request's zip digest: %w", err)
+	}
+	if len(req.H1) == 0 {
+		return nil, fmt.Errorf("the near side's lock records no h1: hash for %s %s, so the package cannot be checked here: run 'oprov lock' on the near side", addr, req.Version)
+	}
+	pkg := &cache.Package{Addr: addr, Version: req.Version, Platform: plat, Filename: req.Filename, Zip: d, Size: req.Size,
+		Fetch: func(_ context.Context, w io.Writer, _ oci.Progress) error { return zip(w) },
+		Auth:  cache.Authentication{Method: "remote"}}
+	z, err := c.PutZip(ctx, pkg, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	h1, err := pkghash.ZipH1(ctx, z.Path)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(req.H1, h1) {
+		return nil, fmt.Errorf("%s %s: the %s package's %s is not one the near side's lock records (%s), so nothing was unpacked", addr, req.Version, plat, h1, strings.Join(req.H1, ", "))
+	}
+	judge := func(got string) (bool, error) {
+		if !slices.Contains(req.H1, got) {
+			return false, fmt.Errorf("%s %s: the unpacked package's %s is not one the near side's lock records", addr, req.Version, got)
+		}
+		return true, nil
+	}
+	in, err := c.Install(ctx, pkg, judge, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &hostedPackage{Installed: in, typ: addr.Type}, nil
+}
+
+// hostSandbox fits the request's sandbox block to this machine: the default for the package as
+// unpacked here, what the block adds, and this kernel's support.
+func hostSandbox(req *plugin.RemoteRequest, exe string) (*sandbox.Spec, string, error) {
+	var rs remoteSandbox
+	if err := json.Unmarshal(req.Sandbox, &rs); err != nil {
+		return nil, "", fmt.Errorf("the request's sandbox: %w", err)
+	}
+	b := &config.Sandbox{Label: rs.Label, Read: rs.Read, Write: rs.Write, Execute: rs.Execute, Connect: rs.Connect, Env: rs.Env,
+		Memory: rs.Memory, Processes: rs.Processes, OpenFiles: rs.OpenFiles, CPUSeconds: rs.CPUSeconds, BestEffort: rs.BestEffort,
+		Range: hcl.Range{Filename: "the near side's " + rs.File, Start: hcl.Pos{Line: rs.Line}}}
+	spec, err := sandboxSpec(Launchable{Addr: req.Address, Executable: exe}, b)
+	if err != nil {
+		return nil, "", err
+	}
+	if spec, err = sandbox.Plan(spec, sandbox.Probe()); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", req.Address, err)
+	}
+	self, err := sandboxExecutable()
+	if err != nil {
+		return nil, "", err
+	}
+	return &spec, self, nil
+}
