@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -47,6 +49,9 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 	if !o.Stdio {
 		return errors.New("provider host: give --stdio: the connection is this process's standard input and output")
 	}
+	// A write to a connection that has gone is an error the host handles (it stops the
+	// provider), not a signal that ends oprov and leaves the provider running.
+	signal.Ignore(syscall.SIGPIPE)
 	c, err := o.io.Deps.openCache(o.CacheDir)
 	if err != nil {
 		return err
@@ -60,8 +65,9 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 
 // nopCloser is standard output as the far side's connection: closing the connection leaves the
 // stream to the process.
-type nopCloser struct{ w interface{ Write([]byte) (int, error) } }
+type nopCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
 
 func (n nopCloser) Write(b []byte) (int, error) { return n.w.Write(b) }
 func (nopCloser) Close() error                  { return nil }
-

@@ -23,7 +23,7 @@ type Member struct {
 	// Wrap, when set, wraps the member's middleware (nil when it has none) wherever the group
 	// puts a proxy in front of it; it adds no proxy of its own.
 	Wrap func(Middleware) Middleware
-	// Remote, when set, runs the provider on a far side (StartRemote) instead of here; Options
+	// Remote, when set, runs the provider on a far side (startRemote) instead of here; Options
 	// then only name its type.
 	Remote *RemoteOptions
 }
@@ -65,7 +65,7 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 				return
 			}
 			if m.Remote != nil {
-				g.Providers[i], errs[i] = StartRemote(ctx, *m.Remote)
+				g.Providers[i], errs[i] = startRemote(ctx, *m.Remote)
 				return
 			}
 			g.Providers[i], errs[i] = Start(ctx, opts)

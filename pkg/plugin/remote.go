@@ -100,10 +100,10 @@ type remoteLink struct {
 	once   sync.Once
 }
 
-// StartRemote starts the command, asks the far side to launch the provider, and connects to it
+// startRemote starts the command, asks the far side to launch the provider, and connects to it
 // through the connection. Errors name the remote and the cause, with the far side's last stderr
 // lines.
-func StartRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
+func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if len(opts.Command) == 0 {
 		return nil, fmt.Errorf("%s: no command", opts.Name)
 	}
