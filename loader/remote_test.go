@@ -70,7 +70,7 @@ func hostRequest(t *testing.T, r *testfix.Release, h1 ...string) (plugin.RemoteR
 	}
 	return plugin.RemoteRequest{Address: "example.com/acme/hello", Version: r.Version, Platform: host.String(),
 		Filename: "terraform-provider-hello_" + r.Version + "_" + host.String() + ".zip",
-		Zip: r.Zip(host).String(), Size: st.Size(), H1: h1}, zp
+		Zip:      r.Zip(host).String(), Size: st.Size(), H1: h1}, zp
 }
 
 // The far side refuses a zip whose h1: is not one the near side's lock records, before anything
