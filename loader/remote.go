@@ -41,7 +41,7 @@ type remoteSandbox struct {
 
 // withRemotes gives each member that a remote block selects the way to run it on the far side,
 // and says where each member runs, for -v and the audit.
-func (p *Project) withRemotes(ctx context.Context, members []plugin.Member, ls []Launchable, opts Options, log io.Writer) ([]string, error) {
+func (p *Project) withRemotes(ctx context.Context, members []plugin.Member, ls []Launchable, opts Options, log, report io.Writer) ([]string, error) {
 	where := make([]string, len(members))
 	for i, l := range ls {
 		where[i] = "here"
@@ -58,7 +58,7 @@ func (p *Project) withRemotes(ctx context.Context, members []plugin.Member, ls [
 		if err != nil {
 			return nil, err
 		}
-		ro.Log = log
+		ro.Log, ro.Report = log, report
 		members[i].Remote = ro
 	}
 	return where, nil

@@ -47,7 +47,7 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if ro.Verbose {
 		remoteLog = ro.Streams.Err
 	}
-	where, err := p.withRemotes(ctx, members, ls, opts, remoteLog)
+	where, err := p.withRemotes(ctx, members, ls, opts, remoteLog, ro.Streams.Err)
 	if err != nil {
 		return 0, err
 	}

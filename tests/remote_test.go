@@ -249,3 +249,186 @@ func TestRemoteOverSSH(t *testing.T) {
 		})
 	}
 }
+
+// remoteFixture is the hello configuration, locked, with the remote block for the far side.
+func remoteFixture(t *testing.T, far *sshFarSide, tf, extraHCL string) (*loaderFixture, []string) {
+	t.Helper()
+	f := newLoaderFixture(t, tf)
+	local, err := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+far.remoteBlock()+extraHCL)
+	env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	mustOprov(t, env, "lock", "-C", f.cfg)
+	return f, env
+}
+
+// The near side's audit records remote calls (and where the provider runs), and its deny rule
+// stops a remote create before the far side sees it.
+func TestRemoteAuditAndRules(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	deny := `audit {
+  path = "audit.jsonl"
+}
+rule "no-remote-greetings" {
+  deny    = "resource.type == 'hello_greeting' && action == 'create' && planned.name == 'denied'"
+  message = "not this one"
+}
+`
+	f, env := remoteFixture(t, far, remoteHelloConfig, deny)
+	mustOprov(t, env, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	data, err := os.ReadFile(filepath.Join(f.cfg, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := string(data)
+	for _, want := range []string{`"rpc":"Launch"`, `"remote":"remote \"example.com/acme/hello\" (ssh)"`, `"rpc":"ApplyResourceChange"`} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit lacks %s:\n%s", want, audit)
+		}
+	}
+	writeFile(t, filepath.Join(f.cfg, "denied.tf"), "resource \"hello_greeting\" \"denied\" {\n  name = \"denied\"\n}\n")
+	r := oprov(t, env, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "not this one") {
+		t.Errorf("the deny rule did not stop the remote create: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// processesOf lists the processes whose real user is uid, as "PID NAME".
+func processesOf(uid string) []string {
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		var name string
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "Name:"); ok {
+				name = strings.TrimSpace(v)
+			}
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok && strings.Fields(v)[0] == uid {
+				out = append(out, d.Name()+" "+name)
+			}
+		}
+	}
+	return out
+}
+
+// sshChild finds the ssh process a remote block started for this test, by its known_hosts file.
+func sshChild(knownHosts string) int {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), "ssh\x00") && strings.Contains(string(cmdline), knownHosts) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// Killing ssh in the middle of an apply of 50 resources ends the apply within a bound with an
+// error naming the remote and the cause; nothing of the far user's is left running; the state
+// holds what was applied, and the next apply completes it.
+func TestRemoteConnectionLost(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	u, err := user.Lookup(remoteUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := strings.Replace(remoteHelloConfig, `resource "hello_greeting" "world" {
+  name = "remote"
+}`, `resource "hello_greeting" "many" {
+  count = 50
+  name  = "n${count.index}"
+  delay = "400ms"
+}`, 1)
+	tf = strings.Replace(tf, `output "message" { value = hello_greeting.world.message }`, "", 1)
+	f, env := remoteFixture(t, far, tf, "")
+	cmd := exec.Command(oprovBin, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	cmd.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait for the apply to be under way, then cut the connection.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "Creation complete") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the apply never got under way:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pid := sshChild(far.knownHosts)
+	if pid == 0 {
+		t.Fatal("no ssh process found for the remote block")
+	}
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+	killed := time.Now()
+	select {
+	case err := <-done:
+		t.Logf("oprov run ended %s after ssh was killed: %v", time.Since(killed), err)
+		if err == nil {
+			t.Fatalf("the apply succeeded without its connection:\n%s", out.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("oprov run did not end within 30s of losing its connection:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), `remote "example.com/acme/hello" (ssh): the connection ended`) {
+		t.Errorf("the error does not name the remote and the cause:\n%s", out.String())
+	}
+	var left []string
+	for i := 0; i < 100; i++ {
+		if left = processesOf(u.Uid); len(left) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("the far user still runs %v after the connection ended", left)
+	}
+	state := mustOprov(t, env, "run", "-C", f.cfg, "--", tofu, "state", "list").Stdout
+	n := strings.Count(state, "hello_greeting.many[")
+	if n == 0 || n == 50 {
+		t.Errorf("the state holds %d of 50 resources; want what was applied before the cut:\n%s", n, state)
+	}
+	mustOprov(t, env, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if state := mustOprov(t, env, "run", "-C", f.cfg, "--", tofu, "state", "list").Stdout; strings.Count(state, "hello_greeting.many[") != 50 {
+		t.Errorf("the next apply did not complete the 50 resources:\n%s", state)
+	}
+}
+
+// syncBuffer is a buffer two writers and a reader share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -414,7 +414,8 @@ type ReattachAddr struct {
 // protocol 6, or OpenTofu assumes protocol 5 (format.md §3).
 func (p *Provider) ReattachConfig() Reattach {
 	if p.remote != nil { // only ever handed over through a proxy, which gives its own address
-		return Reattach{Protocol: string(goplugin.ProtocolGRPC), ProtocolVersion: p.Protocol, Pid: p.Pid(), Test: true}
+		// The proxy tofu talks to lives in this process: tofu watches it, not the command.
+		return Reattach{Protocol: string(goplugin.ProtocolGRPC), ProtocolVersion: p.Protocol, Pid: os.Getpid(), Test: true}
 	}
 	rc := p.client.ReattachConfig()
 	return Reattach{

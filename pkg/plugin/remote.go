@@ -83,7 +83,9 @@ type RemoteOptions struct {
 	// Zip opens the package the last request named, for a far side that lacks it.
 	Zip func() (io.ReadCloser, error)
 	// Log, when set, receives what the far side writes to its stderr (oprov -v).
-	Log          io.Writer
+	Log io.Writer
+	// Report, when set, is told once that the connection was lost, with the cause.
+	Report       io.Writer
 	StartTimeout time.Duration
 }
 
@@ -98,6 +100,9 @@ type remoteLink struct {
 	exited chan struct{}
 	closed atomic.Bool // oprov ended the connection itself
 	once   sync.Once
+	// report hears, once, that the connection was lost (RemoteOptions.Report).
+	report     io.Writer
+	reportOnce sync.Once
 }
 
 // startRemote starts the command, asks the far side to launch the provider, and connects to it
@@ -111,7 +116,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		opts.StartTimeout = defaultRemoteStartTimeout
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{})}
+	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report}
 	cmd.Stderr = l.stderr
 	if opts.Log != nil {
 		cmd.Stderr = io.MultiWriter(l.stderr, opts.Log)
@@ -274,7 +279,14 @@ func (l *remoteLink) lost(err error) error {
 		cause = "the connection ended: " + l.cmd.ProcessState.String()
 	case <-time.After(500 * time.Millisecond):
 	}
-	return status.Error(codes.Unavailable, fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail()))
+	msg := fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail())
+	l.reportOnce.Do(func() {
+		if l.report != nil {
+			fmt.Fprintf(l.report, "oprov: %s\n", msg)
+		}
+	})
+	// Not Unavailable: tofu words that as a crash and leaves the message out.
+	return status.Error(codes.Aborted, msg)
 }
 
 // fail ends a start that is taking too long or was cancelled: the command is killed, which ends
