@@ -2,22 +2,26 @@ package loader
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
 
@@ -234,4 +238,118 @@ func hostSandbox(req *plugin.RemoteRequest, exe string) (*sandbox.Spec, string, 
 		return nil, "", err
 	}
 	return &spec, self, nil
+}
+
+// remoteMirror is where init puts remote providers' launchers, relative to the configuration: a
+// filesystem mirror tofu installs them from.
+var remoteMirror = filepath.Join(".terraform", "oprov", "remote")
+
+// RemoteLauncher is the executable tofu installs, after `oprov init`, for a provider a remote
+// block selects: it hands over to the oprov on PATH (or $OPROV), which reaches the far side as
+// 'oprov run' does. Its bytes depend only on the address, so its h1: is the same on every
+// machine, and the lock records it beside the provider's own.
+func RemoteLauncher(addr string) string {
+	return `#!/bin/sh
+# ` + addr + `: runs on the far side of oprov.hcl's remote block (oprov's docs/remote.md).
+# This script hands over to the oprov on PATH, or to $OPROV.
+oprov=${OPROV:-oprov}
+if ! command -v "$oprov" >/dev/null 2>&1; then
+  msg="` + addr + `: this provider runs through oprov, and no '$oprov' is on PATH. Install oprov and put it on PATH (or set OPROV to its path), then run tofu again."
+  echo "$msg" >&2
+  echo "$msg"
+  exit 1
+fi
+exec "$oprov" ` + RemoteProviderCommand + ` '` + addr + `'
+`
+}
+
+// RemoteProviderCommand is the hidden command a remote provider's launcher runs.
+const RemoteProviderCommand = "__remote-provider"
+
+// withRemoteLaunchers puts, for each installed provider a remote block selects, its launcher in
+// the project's remote mirror in the place of the package, and adds the launcher's h1: to the
+// lock (written at once), so tofu installs the launcher and accepts it.
+func (p *Project) withRemoteLaunchers(installed []Installed) ([]Installed, error) {
+	if p.Config == nil || len(p.Config.Remotes) == 0 {
+		return installed, nil
+	}
+	out := slices.Clone(installed)
+	for i, in := range out {
+		addr, err := manifest.ParseProviderAddress(in.Addr)
+		if err != nil {
+			return nil, err
+		}
+		if p.Config.RemoteFor(addr) == nil {
+			continue
+		}
+		plat, err := manifest.ParsePlatform(in.Platform)
+		if err != nil {
+			return nil, err
+		}
+		root := filepath.Join(p.Dir, remoteMirror)
+		dir := filepath.Join(root, addr.Hostname.String(), addr.Namespace, addr.Type, in.Version, plat.String())
+		name := release.ProviderPrefix + addr.Type
+		text := RemoteLauncher(addr.String())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		exe := filepath.Join(dir, name)
+		if old, err := os.ReadFile(exe); err != nil || string(old) != text {
+			if err := scratch.WriteFileAtomic(exe, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.Chmod(exe, 0o755); err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256([]byte(text))
+		h1, err := pkghash.H1(map[string][]byte{name: sum[:]})
+		if err != nil {
+			return nil, err
+		}
+		if e := p.Lock.Entries[in.Addr]; e != nil && !e.Has(h1) {
+			ne := *e
+			ne.Hashes = append(slices.Clone(e.Hashes), h1)
+			p.Lock.Set(&ne)
+		}
+		out[i].MirrorRoot, out[i].Dir, out[i].Executable = root, dir, exe
+	}
+	return out, p.Lock.Write()
+}
+
+// ServeRemote is a remote provider's launcher at work (`oprov __remote-provider ADDR`, started
+// by tofu after `oprov init`, in the configuration directory): it reaches the far side of the
+// remote block that selects addr, as 'oprov run' does, with the audit and rules of oprov.hcl in
+// between, and serves the provider to tofu over the plugin protocol until tofu stops it.
+func (p *Project) ServeRemote(ctx context.Context, opts Options, addr string, stderr io.Writer) error {
+	a, err := manifest.ParseProviderAddress(addr)
+	if err != nil {
+		return err
+	}
+	r := p.Config.RemoteFor(a)
+	if r == nil {
+		return fmt.Errorf("no remote block in %s selects %s any more: run 'oprov init' again", p.Config.Path, addr)
+	}
+	ro, err := p.remoteOptions(ctx, a, r, opts)
+	if err != nil {
+		return err
+	}
+	ro.Report = stderr
+	version := ""
+	if e := p.Lock.Entries[a.String()]; e != nil {
+		version = e.Version
+	}
+	ls := []Launchable{{Addr: a.String(), Version: version}}
+	members := []plugin.Member{{Addr: a.String(), Remote: ro}}
+	warn := func(s string) { fmt.Fprintf(stderr, "oprov: warning: %s\n", s) }
+	sandboxes, err := p.withSandbox(members, ls, warn)
+	if err != nil {
+		return err
+	}
+	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, []string{r.Name()}, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+	return plugin.ServeRemote(ctx, members[0])
 }

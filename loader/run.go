@@ -98,6 +98,11 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 	if err != nil {
 		return "", nil, err
 	}
+	// A provider a remote block selects is installed for tofu as its launcher (what tofu runs,
+	// and what LinkProviders links).
+	if res.Installed, err = p.withRemoteLaunchers(res.Installed); err != nil {
+		return "", nil, err
+	}
 	cfg, notes := cliConfig(res.Installed, user)
 	notes = append(notes, withCredentials(cfg, res.CredentialFiles)...)
 	data, err := cfg.Bytes()

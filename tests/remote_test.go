@@ -246,6 +246,15 @@ func TestRemoteOverSSH(t *testing.T) {
 			if !strings.Contains(r.Stderr, `on remote "example.com/acme/hello" (ssh)`) {
 				t.Errorf("-v does not say where the provider runs:\n%s", r.Stderr)
 			}
+
+			// After oprov init, plain tofu (or terraform) runs the launcher tofu installed, which
+			// hands over to oprov and the far side.
+			mustOprov(t, append(env, "OPROV_TOFU="+bin), "init", "-C", f.cfg)
+			writeFile(t, filepath.Join(f.cfg, "main.tf"), strings.Replace(remoteHelloConfig, `name = "remote"`, `name = "plain"`, 1))
+			out := mustTofu(t, bin, f.cfg, append(env, "OPROV="+oprovBin), "apply", "-auto-approve", "-input=false")
+			if !strings.Contains(out, "Howdy, plain!") {
+				t.Errorf("plain %s apply after oprov init did not run the provider on the far side:\n%s", tool, out)
+			}
 		})
 	}
 }

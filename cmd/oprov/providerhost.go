@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
 	"syscall"
 
@@ -71,3 +72,30 @@ type nopCloser struct {
 
 func (n nopCloser) Write(b []byte) (int, error) { return n.w.Write(b) }
 func (nopCloser) Close() error                  { return nil }
+
+// runRemoteProvider is what a remote provider's launcher runs after 'oprov init' (tofu starts
+// it, in the configuration directory, as any provider): it reaches the far side of the remote
+// block that selects args[0] and serves that provider to tofu. It runs before cobra: tofu ends
+// providers itself.
+func runRemoteProvider(args []string, errOut io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintf(errOut, "oprov %s ADDRESS: this command is what a remote provider's executable runs, after 'oprov init'\n", loader.RemoteProviderCommand)
+		return exitUsage
+	}
+	err := func() error {
+		p, err := loader.Open(".")
+		if err != nil {
+			return err
+		}
+		c, err := (&Factory{}).openCache("")
+		if err != nil {
+			return err
+		}
+		return p.ServeRemote(context.Background(), loader.Options{Cache: c, Log: errOut}, args[0], errOut)
+	}()
+	if err != nil {
+		fmt.Fprintf(errOut, "oprov: remote provider %s: %v\n", args[0], err)
+		return exitError
+	}
+	return exitOK
+}

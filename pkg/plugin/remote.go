@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/yamux"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -439,5 +441,53 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 		sess.Close()
 	}()
 	srv.Serve(sess) // returns once the session ends: the near side closed it, or went away
+	return nil
+}
+
+// rawProvider is the plugin a remote provider's launcher serves: nothing of its own, every
+// provider call going to the proxy's handler.
+type rawProvider struct{ goplugin.Plugin }
+
+func (rawProvider) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
+
+func (rawProvider) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("oprov serves this provider, it is not its client")
+}
+
+// ServeRemote is a remote provider as tofu launches it after `oprov init`: it reaches the far
+// side (m.Remote), then serves tofu over the plugin protocol (go-plugin's handshake on stdout,
+// mutual TLS as tofu asks), every call going through a proxy with m's middleware to the far
+// side, until tofu shuts it down; then it ends the connection, and the far side stops the
+// provider. A start that fails is said on stdout too, where tofu quotes it.
+func ServeRemote(ctx context.Context, m Member) error {
+	p, err := startRemote(ctx, *m.Remote)
+	if err != nil {
+		fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
+		return err
+	}
+	defer p.Stop(context.Background())
+	var mw Middleware
+	if m.Middleware != nil {
+		if mw, err = m.Middleware(p); err != nil {
+			fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
+			return err
+		}
+	}
+	if m.Wrap != nil {
+		mw = m.Wrap(mw)
+	}
+	if mw != nil {
+		p.onAsk = mw.Own
+	}
+	x := &Proxy{p: p, mw: mw}
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig:  handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{p.Protocol: {"provider": rawProvider{}}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
+				grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
+		},
+		Logger: hclog.NewNullLogger(),
+	})
 	return nil
 }
