@@ -46,7 +46,7 @@ var (
 )
 
 // farSide starts sshd once per test run (shared by every remote test) and gives it.
-func farSide(t *testing.T) *sshFarSide {
+func farSide(t testing.TB) *sshFarSide {
 	t.Helper()
 	sshd := peers.Require(t, "sshd")
 	peers.Require(t, "ssh")

@@ -146,6 +146,9 @@ var callOpts = []grpc.CallOption{grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMs
 // handle forwards one call or stream, whatever its service. A remote provider's call that ends
 // because the connection did says so, naming the remote.
 func (x *Proxy) handle(srv any, stream grpc.ServerStream) error {
+	if x.p.remote != nil {
+		x.p.remote.calls.Add(1)
+	}
 	err := x.forward(srv, stream)
 	if x.p.remote != nil {
 		err = x.p.remote.lost(err)

@@ -105,6 +105,9 @@ type remoteLink struct {
 	// report hears, once, that the connection was lost (RemoteOptions.Report).
 	report     io.Writer
 	reportOnce sync.Once
+	// log, with -v, hears what crossed the connection when it ends.
+	log               io.Writer
+	calls, sent, recv atomic.Int64
 }
 
 // startRemote starts the command, asks the far side to launch the provider, and connects to it
@@ -118,7 +121,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		opts.StartTimeout = defaultRemoteStartTimeout
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report}
+	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log}
 	cmd.Stderr = l.stderr
 	if opts.Log != nil {
 		cmd.Stderr = io.MultiWriter(l.stderr, opts.Log)
@@ -156,7 +159,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	cfg.KeepAliveInterval = 10 * time.Second
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.MaxStreamWindowSize = 4 << 20
-	if l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin}, cfg); err != nil {
+	if l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg); err != nil {
 		l.close()
 		return nil, l.explain(err)
 	}
@@ -301,6 +304,9 @@ func (l *remoteLink) fail() {
 // has a moment to end on its own before it is killed.
 func (l *remoteLink) close() {
 	l.once.Do(func() {
+		if l.log != nil && l.sess != nil {
+			fmt.Fprintf(l.log, "oprov: %s: %d calls, %d bytes sent, %d received\n", l.name, l.calls.Load(), l.sent.Load(), l.recv.Load())
+		}
 		l.closed.Store(true)
 		if l.sess != nil {
 			l.sess.Close()
@@ -315,15 +321,31 @@ func (l *remoteLink) close() {
 	})
 }
 
-// pipeConn is a connection made of a reader and a writer: the command's output and input.
+// pipeConn is a connection made of a reader and a writer: the command's output and input. It
+// counts the bytes each way when given counters.
 type pipeConn struct {
-	r io.Reader
-	w io.WriteCloser
+	r             io.Reader
+	w             io.WriteCloser
+	read, written *atomic.Int64
 }
 
-func (c *pipeConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
-func (c *pipeConn) Write(b []byte) (int, error) { return c.w.Write(b) }
-func (c *pipeConn) Close() error                { return c.w.Close() }
+func (c *pipeConn) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if c.read != nil {
+		c.read.Add(int64(n))
+	}
+	return n, err
+}
+
+func (c *pipeConn) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if c.written != nil {
+		c.written.Add(int64(n))
+	}
+	return n, err
+}
+
+func (c *pipeConn) Close() error { return c.w.Close() }
 
 func readLine(in *bufio.Reader, v any) error {
 	var line []byte
