@@ -151,6 +151,10 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 			return plugin.Options{}, err
 		}
 		o := plugin.Options{Path: in.Executable, Open: in.OpenExecutable, Type: in.typ}
+		// A packaged stdio provider's launcher hands over to $OPROV: this oprov, on PATH or not.
+		if self, err := os.Executable(); err == nil {
+			o.Env = []string{"OPROV=" + self}
+		}
 		if len(req.Sandbox) > 0 {
 			if o.Sandbox, o.SandboxExec, err = hostSandbox(req, in.Executable); err != nil {
 				return plugin.Options{}, err
@@ -244,11 +248,11 @@ func hostSandbox(req *plugin.RemoteRequest, exe string) (*sandbox.Spec, string, 
 // filesystem mirror tofu installs them from.
 var remoteMirror = filepath.Join(".terraform", "oprov", "remote")
 
-// RemoteLauncher is the executable tofu installs, after `oprov init`, for a provider a remote
+// remoteLauncher is the executable tofu installs, after `oprov init`, for a provider a remote
 // block selects: it hands over to the oprov on PATH (or $OPROV), which reaches the far side as
 // 'oprov run' does. Its bytes depend only on the address, so its h1: is the same on every
 // machine, and the lock records it beside the provider's own.
-func RemoteLauncher(addr string) string {
+func remoteLauncher(addr string) string {
 	return `#!/bin/sh
 # ` + addr + `: runs on the far side of oprov.hcl's remote block (oprov's docs/remote.md).
 # This script hands over to the oprov on PATH, or to $OPROV.
@@ -289,7 +293,7 @@ func (p *Project) withRemoteLaunchers(installed []Installed) ([]Installed, error
 		root := filepath.Join(p.Dir, remoteMirror)
 		dir := filepath.Join(root, addr.Hostname.String(), addr.Namespace, addr.Type, in.Version, plat.String())
 		name := release.ProviderPrefix + addr.Type
-		text := RemoteLauncher(addr.String())
+		text := remoteLauncher(addr.String())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}

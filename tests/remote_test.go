@@ -441,3 +441,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A packaged stdio provider (Python) from OCI runs on the far side, as the far user, through a
+// real sshd: its database is in the far user's private directory; without the remote block the
+// same configuration fails on it here (run before that directory exists: the near side is root
+// in this test, which could otherwise write there).
+func TestRemoteStdioOverSSH(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	cfg, _, env := stdioPackaged(t, "stdio-python")
+	if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && rm -rf private", remoteUser); err != nil {
+		t.Fatal(err)
+	}
+	tf := strings.Replace(fmt.Sprintf(kvPackagedConfig, filepath.Join(far.home, "private", "kv.json")), `output "fn" { value = provider::kv::entry_id("p") }`, "", 1)
+	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	mustOprov(t, env, "lock", "-C", cfg)
+	r := oprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	if r.Code == 0 {
+		t.Fatalf("without the remote block, apply should fail on the database here:\n%s%s", r.Stdout, r.Stderr)
+	}
+	if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && mkdir -m 0700 private", remoteUser); err != nil {
+		t.Fatal(err)
+	}
+	local, _ := os.ReadFile(filepath.Join(cfg, "oprov.hcl"))
+	writeFile(t, filepath.Join(cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/kv", 1))
+	r = mustOprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	expectIn(t, "remote stdio apply", r.Stdout, `id = "kv:a"`)
+	data, err := os.ReadFile(filepath.Join(far.home, "private", "kv.json"))
+	if err != nil || !strings.Contains(string(data), "packaged") {
+		t.Errorf("the far user's database: %q, %v", data, err)
+	}
+}
