@@ -472,3 +472,22 @@ func TestRemoteStdioOverSSH(t *testing.T) {
 		t.Errorf("the far user's database: %q, %v", data, err)
 	}
 }
+
+// The packaged Python provider (pyhello, the tf SDK) from OCI runs on the far side, as the far
+// user with the far side's CPython, through a real sshd.
+func TestRemotePythonOverSSH(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	f := pyFixture(t)
+	env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	mustOprov(t, env, "lock", "-C", f.cfg)
+	local, _ := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
+	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/pyhello", 1))
+	r := mustOprov(t, env, "run", "-v", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	expectIn(t, "remote python apply", r.Stdout, `message = "Hello, oprov!"`)
+	expectIn(t, "remote python apply", r.Stderr, `on remote "example.com/acme/pyhello" (ssh)`)
+	found, _ := filepath.Glob(filepath.Join(far.home, ".cache", "oprov", "mirror", "*", "example.com", "acme", "pyhello"))
+	if len(found) == 0 {
+		t.Errorf("pyhello was not unpacked in the far user's cache")
+	}
+}
