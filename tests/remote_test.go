@@ -491,3 +491,83 @@ func TestRemotePythonOverSSH(t *testing.T) {
 		t.Errorf("pyhello was not unpacked in the far user's cache")
 	}
 }
+
+// The far side's refusals reach the user as errors naming the remote and the cause, with the far
+// side's last stderr lines: a far side that requires a sandbox and gets a request without one
+// (and accepts one with it, fitted to its kernel), and a far side without oprov.
+func TestRemoteRefusals(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	f := newLoaderFixture(t, strings.Replace(remoteHelloConfig, `greeting_file = "greeting"`, "", 1))
+	local, err := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	mustOprov(t, env, "lock", "-C", f.cfg)
+	apply := func(hcl string) result {
+		writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+hcl)
+		return oprov(t, env, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	}
+
+	r := apply(far.remoteBlock("--require-sandbox"))
+	if r.Code == 0 || !strings.Contains(r.Stderr, `remote "example.com/acme/hello" (ssh)`) || !strings.Contains(r.Stderr, "requires a sandbox") {
+		t.Errorf("a request without a sandbox to a far side that requires one: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {\n  best_effort = true\n}\n")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "Hello, remote!") {
+		t.Errorf("a sandboxed request to a far side that requires one: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	r = apply(strings.Replace(far.remoteBlock(), strconv.Quote(far.oprov), strconv.Quote("/nonexistent/oprov"), 1))
+	if r.Code == 0 || !strings.Contains(r.Stderr, "ended before it said hello") || !strings.Contains(r.Stderr, "/nonexistent/oprov") {
+		t.Errorf("a far side without oprov: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// Ctrl-C (SIGINT to oprov run) in the middle of a remote apply: tofu stops the provider's work,
+// oprov ends the connection, and nothing of the far user's is left running.
+func TestRemoteInterrupt(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	u, err := user.Lookup(remoteUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := strings.Replace(remoteHelloConfig, `name = "remote"`, "name  = \"slow\"\n  delay = \"60s\"", 1)
+	f, env := remoteFixture(t, far, tf, "")
+	cmd := exec.Command(oprovBin, "run", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	cmd.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "Creating...") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the apply never got under way:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("oprov run did not end within 30s of Ctrl-C:\n%s", out.String())
+	}
+	var left []string
+	for i := 0; i < 100; i++ {
+		if left = processesOf(u.Uid); len(left) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("the far user still runs %v after Ctrl-C", left)
+	}
+}
