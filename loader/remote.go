@@ -186,6 +186,12 @@ func hostPackage(ctx context.Context, c *cache.Cache, req *plugin.RemoteRequest,
 	if plat != hostPlatform() {
 		return nil, fmt.Errorf("the near side sent the %s package of %s; this machine is %s", plat, addr, hostPlatform())
 	}
+	if _, err := manifest.ParseVersion(req.Version); err != nil {
+		return nil, fmt.Errorf("the request's version %q: %w", req.Version, err)
+	}
+	if req.Size <= 0 {
+		return nil, fmt.Errorf("the request's zip size %d is not a size", req.Size)
+	}
 	d, err := digest.Parse(req.Zip)
 	if err != nil {
 		return nil, fmt.Errorf("the request's zip digest: %w", err)

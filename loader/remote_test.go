@@ -110,3 +110,26 @@ func TestHostRequiresSandbox(t *testing.T) {
 		t.Fatalf("a request without a sandbox: asked %v, answer %v, err %v", asked, answer, err)
 	}
 }
+
+// A hostile request (a version that is a path, a size that is not one, an address or platform
+// that does not parse) is refused before anything is asked for or written.
+func TestHostRefusesHostileRequests(t *testing.T) {
+	r := testfix.NewRelease(t, "hello", "1.0.0", testfix.Host())
+	for name, change := range map[string]func(*plugin.RemoteRequest){
+		"version":  func(q *plugin.RemoteRequest) { q.Version = "../../../../tmp/x" },
+		"size":     func(q *plugin.RemoteRequest) { q.Size = -1 },
+		"address":  func(q *plugin.RemoteRequest) { q.Address = "example.com/../x" },
+		"platform": func(q *plugin.RemoteRequest) { q.Platform = "../linux_amd64" },
+		"digest":   func(q *plugin.RemoteRequest) { q.Zip = "sha256:../../x" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := testfix.Cache(t)
+			req, zp := hostRequest(t, r, r.H1(testfix.Host()))
+			change(&req)
+			answer, asked, err := nearSide(t, HostOptions{Cache: c}, req, zp)
+			if asked || err == nil || answer["error"] == nil {
+				t.Fatalf("a hostile %s: asked %v, answer %v, err %v", name, asked, answer, err)
+			}
+		})
+	}
+}

@@ -205,6 +205,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	if err := writeLine(l.stdin, req); err != nil {
 		return 0, fmt.Errorf("sending the request: %w", err)
 	}
+	sent := false
 	for {
 		var r remoteReply
 		if err := readLine(in, &r); err != nil {
@@ -217,6 +218,10 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 		case r.Error != "":
 			return 0, fmt.Errorf("the far side refused: %s", r.Error)
 		case r.SendZip:
+			if sent {
+				return 0, fmt.Errorf("the far side asked for the package twice")
+			}
+			sent = true
 			if err := l.sendZip(opts, req.Size); err != nil {
 				return 0, err
 			}
