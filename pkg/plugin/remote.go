@@ -151,7 +151,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		} else if !timer.Stop() {
 			err = fmt.Errorf("the far side did not become ready within %s", opts.StartTimeout)
 		}
-		l.close()
+		l.abort()
 		return nil, l.explain(err)
 	}
 	cfg := yamux.DefaultConfig()
@@ -160,7 +160,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.MaxStreamWindowSize = 4 << 20
 	if l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg); err != nil {
-		l.close()
+		l.abort()
 		return nil, l.explain(err)
 	}
 	conn, err := grpc.NewClient("passthrough:///remote",
@@ -168,7 +168,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)))
 	if err != nil {
-		l.close()
+		l.abort()
 		return nil, l.explain(err)
 	}
 	p := &Provider{Path: opts.Name, Protocol: proto, conn: conn, remote: l}
@@ -178,7 +178,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	case 6:
 		p.v6 = &client6{conn}
 	default:
-		l.close()
+		l.abort()
 		return nil, l.explain(fmt.Errorf("the far side's provider negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", proto))
 	}
 	return p, nil
@@ -307,7 +307,12 @@ func (l *remoteLink) fail() {
 
 // close ends the connection: the far side sees its input end and stops the provider. The command
 // has a moment to end on its own before it is killed.
-func (l *remoteLink) close() {
+func (l *remoteLink) close() { l.closeWithin(5 * time.Second) }
+
+// abort ends a connection that failed to open: the command has a second to end on its own.
+func (l *remoteLink) abort() { l.closeWithin(time.Second) }
+
+func (l *remoteLink) closeWithin(grace time.Duration) {
 	l.once.Do(func() {
 		if l.log != nil && l.sess != nil {
 			fmt.Fprintf(l.log, "oprov: %s: %d calls, %d bytes sent, %d received\n", l.name, l.calls.Load(), l.sent.Load(), l.recv.Load())
@@ -319,7 +324,7 @@ func (l *remoteLink) close() {
 		l.stdin.Close()
 		select {
 		case <-l.exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(grace):
 			killGroup(l.cmd)
 			<-l.exited
 		}
