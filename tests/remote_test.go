@@ -448,28 +448,32 @@ func (s *syncBuffer) String() string {
 // in this test, which could otherwise write there).
 func TestRemoteStdioOverSSH(t *testing.T) {
 	far := farSide(t)
-	tofu := peers.Require(t, "tofu")
-	cfg, _, env := stdioPackaged(t, "stdio-python")
-	if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && rm -rf private", remoteUser); err != nil {
-		t.Fatal(err)
-	}
-	tf := strings.Replace(fmt.Sprintf(kvPackagedConfig, filepath.Join(far.home, "private", "kv.json")), `output "fn" { value = provider::kv::entry_id("p") }`, "", 1)
-	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
-	mustOprov(t, env, "lock", "-C", cfg)
-	r := oprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
-	if r.Code == 0 {
-		t.Fatalf("without the remote block, apply should fail on the database here:\n%s%s", r.Stdout, r.Stderr)
-	}
-	if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && mkdir -m 0700 private", remoteUser); err != nil {
-		t.Fatal(err)
-	}
-	local, _ := os.ReadFile(filepath.Join(cfg, "oprov.hcl"))
-	writeFile(t, filepath.Join(cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/kv", 1))
-	r = mustOprov(t, env, "run", "-C", cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
-	expectIn(t, "remote stdio apply", r.Stdout, `id = "kv:a"`)
-	data, err := os.ReadFile(filepath.Join(far.home, "private", "kv.json"))
-	if err != nil || !strings.Contains(string(data), "packaged") {
-		t.Errorf("the far user's database: %q, %v", data, err)
+	for _, tool := range []string{"tofu", "terraform"} {
+		t.Run(tool, func(t *testing.T) {
+			bin := peers.Require(t, tool)
+			cfg, _, env := stdioPackaged(t, "stdio-python")
+			if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && rm -rf private", remoteUser); err != nil {
+				t.Fatal(err)
+			}
+			tf := strings.Replace(fmt.Sprintf(kvPackagedConfig, filepath.Join(far.home, "private", "kv.json")), `output "fn" { value = provider::kv::entry_id("p") }`, "", 1)
+			writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+			mustOprov(t, env, "lock", "-C", cfg)
+			r := oprov(t, env, "run", "-C", cfg, "--", bin, "apply", "-auto-approve", "-input=false")
+			if r.Code == 0 {
+				t.Fatalf("without the remote block, apply should fail on the database here:\n%s%s", r.Stdout, r.Stderr)
+			}
+			if err := runCmd("su", "-s", "/bin/sh", "-c", "cd && mkdir -m 0700 private", remoteUser); err != nil {
+				t.Fatal(err)
+			}
+			local, _ := os.ReadFile(filepath.Join(cfg, "oprov.hcl"))
+			writeFile(t, filepath.Join(cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/kv", 1))
+			r = mustOprov(t, env, "run", "-C", cfg, "--", bin, "apply", "-auto-approve", "-input=false")
+			expectIn(t, "remote stdio apply", r.Stdout, `id = "kv:a"`)
+			data, err := os.ReadFile(filepath.Join(far.home, "private", "kv.json"))
+			if err != nil || !strings.Contains(string(data), "packaged") {
+				t.Errorf("the far user's database: %q, %v", data, err)
+			}
+		})
 	}
 }
 
@@ -477,18 +481,22 @@ func TestRemoteStdioOverSSH(t *testing.T) {
 // user with the far side's CPython, through a real sshd.
 func TestRemotePythonOverSSH(t *testing.T) {
 	far := farSide(t)
-	tofu := peers.Require(t, "tofu")
-	f := pyFixture(t)
-	env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	mustOprov(t, env, "lock", "-C", f.cfg)
-	local, _ := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
-	writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/pyhello", 1))
-	r := mustOprov(t, env, "run", "-v", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
-	expectIn(t, "remote python apply", r.Stdout, `message = "Hello, oprov!"`)
-	expectIn(t, "remote python apply", r.Stderr, `on remote "example.com/acme/pyhello" (ssh)`)
-	found, _ := filepath.Glob(filepath.Join(far.home, ".cache", "oprov", "mirror", "*", "example.com", "acme", "pyhello"))
-	if len(found) == 0 {
-		t.Errorf("pyhello was not unpacked in the far user's cache")
+	for _, tool := range []string{"tofu", "terraform"} {
+		t.Run(tool, func(t *testing.T) {
+			bin := peers.Require(t, tool)
+			f := pyFixture(t)
+			env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+			mustOprov(t, env, "lock", "-C", f.cfg)
+			local, _ := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
+			writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/pyhello", 1))
+			r := mustOprov(t, env, "run", "-v", "-C", f.cfg, "--", bin, "apply", "-auto-approve", "-input=false")
+			expectIn(t, "remote python apply", r.Stdout, `message = "Hello, oprov!"`)
+			expectIn(t, "remote python apply", r.Stderr, `on remote "example.com/acme/pyhello" (ssh)`)
+			found, _ := filepath.Glob(filepath.Join(far.home, ".cache", "oprov", "mirror", "*", "example.com", "acme", "pyhello"))
+			if len(found) == 0 {
+				t.Errorf("pyhello was not unpacked in the far user's cache")
+			}
+		})
 	}
 }
 
