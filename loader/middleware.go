@@ -12,7 +12,7 @@ import (
 
 // withMiddleware puts the audit and the rules between tofu and each member. It returns what
 // closes the audit file.
-func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, ls []Launchable, sandboxes []string, stderr io.Writer) (func(), error) {
+func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, ls []Launchable, sandboxes, where []string, stderr io.Writer) (func(), error) {
 	cfg := p.Config
 	if cfg.Audit == nil && len(cfg.Rules) == 0 {
 		return func() {}, nil
@@ -34,10 +34,13 @@ func (p *Project) withMiddleware(ctx context.Context, members []plugin.Member, l
 		}
 	}
 	for i := range members {
-		l, sb := ls[i], sandboxes[i]
+		l, sb, remote := ls[i], sandboxes[i], ""
+		if members[i].Remote != nil {
+			remote = where[i]
+		}
 		members[i].Middleware = func(pr *plugin.Provider) (plugin.Middleware, error) {
 			mc := middleware.Config{Provider: l.Addr, Version: l.Version, Audit: audit, Rules: cfg.Rules, Warn: warn}
-			if err := auditLaunch(audit, mc, pr, sb); err != nil {
+			if err := auditLaunch(audit, mc, pr, sb, remote); err != nil {
 				return nil, err
 			}
 			if len(cfg.Rules) > 0 || (audit != nil && audit.Values) {
@@ -76,10 +79,10 @@ func schemaFor(ctx context.Context, pr *plugin.Provider, audit *middleware.Audit
 }
 
 // auditLaunch records that oprov launched a provider, and under which sandbox.
-func auditLaunch(audit *middleware.Audit, mc middleware.Config, pr *plugin.Provider, sb string) error {
+func auditLaunch(audit *middleware.Audit, mc middleware.Config, pr *plugin.Provider, sb, remote string) error {
 	if audit == nil {
 		return nil
 	}
 	return audit.Put(&middleware.Record{Time: time.Now().UTC().Format(time.RFC3339Nano), Provider: mc.Provider, Version: mc.Version,
-		RPC: "Launch", Caller: "oprov", Sandbox: sb, Pid: pr.Pid()})
+		RPC: "Launch", Caller: "oprov", Sandbox: sb, Pid: pr.Pid(), Remote: remote})
 }

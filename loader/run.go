@@ -50,11 +50,19 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	}
 	members := Members(ls, base)
 	warn := func(s string) { fmt.Fprintf(ro.Streams.Err, "oprov: warning: %s\n", s) }
+	var remoteLog io.Writer
+	if ro.Verbose {
+		remoteLog = ro.Streams.Err
+	}
+	where, err := p.withRemotes(ctx, members, ls, opts, remoteLog, ro.Streams.Err)
+	if err != nil {
+		return 0, err
+	}
 	sandboxes, err := p.withSandbox(members, ls, warn)
 	if err != nil {
 		return 0, err
 	}
-	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, ro.Streams.Err)
+	closeAudit, err := p.withMiddleware(ctx, members, ls, sandboxes, where, ro.Streams.Err)
 	if err != nil {
 		return 0, err
 	}
@@ -67,6 +75,10 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	if ro.Verbose {
 		for i, l := range ls {
 			pr := g.Providers[i]
+			if members[i].Remote != nil {
+				fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d) on %s, under %s\n", l.Addr, l.What, pr.Protocol, where[i], sandboxes[i])
+				continue
+			}
 			fmt.Fprintf(ro.Streams.Err, "oprov: launched %s (%s, protocol %d, pid %d) under %s\n", l.Addr, l.What, pr.Protocol, pr.Pid(), sandboxes[i])
 		}
 	}
@@ -91,6 +103,11 @@ func (p *Project) WriteCLIConfig(res *InstallResult, program string) (string, []
 	cfgPath := filepath.Join(p.Dir, cliConfigPath)
 	user, err := readUserCLIConfig(UserCLIFiles(program, cfgPath))
 	if err != nil {
+		return "", nil, err
+	}
+	// A provider a remote block selects is installed for tofu as its launcher (what tofu runs,
+	// and what LinkProviders links).
+	if res.Installed, err = p.withRemoteLaunchers(res.Installed); err != nil {
 		return "", nil, err
 	}
 	cfg, notes := cliConfig(res.Installed, user)

@@ -385,6 +385,10 @@ func (p *Project) withSandbox(members []plugin.Member, ls []Launchable, warn fun
 		if b == nil {
 			continue
 		}
+		if members[i].Remote != nil { // the far side fits the block to its own machine
+			desc[i] = fmt.Sprintf("the far side's fit of sandbox %q at %s", b.Label, b.At())
+			continue
+		}
 		if sup == nil {
 			s := sandbox.Probe()
 			sup = &s

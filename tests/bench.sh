@@ -28,6 +28,7 @@ peers_of() {
     BenchmarkKeylessVerifyVsCosign) echo registry cosign3 fulcio tsa rekor ;;
     BenchmarkPythonLaunch|BenchmarkPythonPackagedVsVenv|BenchmarkStdioLaunch) echo python ;;
     BenchmarkPythonRunPlan|BenchmarkStdioApply200) echo python tofu ;;
+    BenchmarkRemote) echo registry tofu sshd ;;
     *) return 1 ;;
   esac
 }

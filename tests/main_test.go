@@ -51,6 +51,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
+	stopSSHD()
 	for _, d := range []string{helloDir, counterDir, recorderCache, hostileCache, pyDist} {
 		if d != "" {
 			os.RemoveAll(d)

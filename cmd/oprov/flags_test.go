@@ -24,9 +24,10 @@ func allCommands(root *cobra.Command) []*cobra.Command {
 // TestOneMeaningPerFlag: on every command -o is --output, the format (text or json), and no
 // other flag; -v is --verbose wherever it exists; paths have flags of their own.
 func TestOneMeaningPerFlag(t *testing.T) {
-	// These print another program's output, HCL, help or a shell script: no format to choose.
+	// These print another program's output, HCL, help or a shell script, or (provider host) carry
+	// a connection on stdout: no format to choose.
 	noFormat := map[string]bool{"oprov": true, "init": true, "run": true, "tofurc": true, "help": true,
-		"completion": true, "bash": true, "zsh": true, "fish": true, "powershell": true}
+		"completion": true, "bash": true, "zsh": true, "fish": true, "powershell": true, "host": true}
 	ios, _, _ := testIO()
 	for _, c := range allCommands(newRootCmd(ios)) {
 		if c.IsAdditionalHelpTopicCommand() { // 'oprov help TOPIC' prints it; nothing runs

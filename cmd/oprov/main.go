@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/oprov/oprov/internal/signals"
+	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
 
@@ -74,6 +75,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == stdioHostCommand {
 		os.Exit(runStdioHost(os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == loader.RemoteProviderCommand {
+		os.Exit(runRemoteProvider(os.Args[2:], os.Stderr))
 	}
 	ctx, stop := signals.Context(context.Background())
 	code := run(ctx, systemStreams(), os.Args[1:])

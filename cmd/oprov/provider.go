@@ -15,7 +15,7 @@ import (
 func newProviderCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "provider",
-		Short:   "Work on a stdio provider (oprov-provider.json) without tofu",
+		Short:   "Work on a stdio provider without tofu, or host providers for another machine",
 		Example: `  oprov provider check ./kv steps.json`,
 		Args:    argsRange(0, 0, "a subcommand"),
 		RunE:    func(c *cobra.Command, _ []string) error { return c.Help() },
@@ -23,7 +23,7 @@ func newProviderCmd(ios *IOStreams) *cobra.Command {
 	// The parent shows help whatever -o says; every command takes -o alike.
 	var parent outputFlag
 	parent.register(c)
-	c.AddCommand(newProviderCheckCmd(ios))
+	c.AddCommand(newProviderCheckCmd(ios), newProviderHostCmd(ios))
 	return c
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -23,7 +25,8 @@ type helloProvider struct {
 }
 
 type providerModel struct {
-	Greeting types.String `tfsdk:"greeting"`
+	Greeting     types.String `tfsdk:"greeting"`
+	GreetingFile types.String `tfsdk:"greeting_file"`
 }
 
 func newProvider(version string) func() provider.Provider {
@@ -48,6 +51,10 @@ func (p *helloProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional:    true,
 				Description: `The word to greet with (default "Hello").`,
 			},
+			"greeting_file": pschema.StringAttribute{
+				Optional:    true,
+				Description: "A file holding the word to greet with, read where the provider runs.",
+			},
 		},
 	}
 }
@@ -58,6 +65,14 @@ func (p *helloProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	greeting := "Hello"
 	if !cfg.Greeting.IsNull() && !cfg.Greeting.IsUnknown() {
 		greeting = cfg.Greeting.ValueString()
+	}
+	if f := cfg.GreetingFile.ValueString(); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("greeting_file"), "Cannot read the greeting file", err.Error())
+			return
+		}
+		greeting = strings.TrimSpace(string(b))
 	}
 	resp.ResourceData = greeting
 	resp.DataSourceData = greeting

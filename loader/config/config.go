@@ -40,6 +40,8 @@ type Config struct {
 	Rules []*middleware.Rule
 	// Sandboxes confine the providers oprov launches (sandbox blocks).
 	Sandboxes []*Sandbox
+	// Remotes run the providers they select on another machine (remote blocks).
+	Remotes []*Remote
 	// ModuleMirror, from a module_mirror block, is the registry prefix a bundle's modules were
 	// loaded below ('oprov load --to'): remote modules are taken from there, not their origins.
 	ModuleMirror *ModuleMirror
@@ -76,6 +78,7 @@ type configFile struct {
 	Audit     *auditFile        `hcl:"audit,block"`
 	Rules     []ruleFile        `hcl:"rule,block"`
 	Sandboxes []sandboxFile     `hcl:"sandbox,block"`
+	Remotes   []remoteFile      `hcl:"remote,block"`
 	Modules   *moduleMirrorFile `hcl:"module_mirror,block"`
 }
 
@@ -159,6 +162,9 @@ func parseConfig(path string, src []byte) (*Config, error) {
 		return nil, err
 	}
 	if err := cfg.parseSandboxes(cf.Sandboxes); err != nil {
+		return nil, err
+	}
+	if err := cfg.parseRemotes(cf.Remotes); err != nil {
 		return nil, err
 	}
 	if len(cfg.Mirrors) == 0 && len(cfg.Sources) == 0 {

@@ -171,17 +171,8 @@ func sandboxPath(cfgPath, p string) (string, error) {
 // (an exact address before NAMESPACE/*, before "*"), the first written among equals.
 func (c *Config) SandboxFor(addr manifest.ProviderAddress) *Sandbox {
 	var best *Sandbox
-	score := func(p Pattern) int {
-		n := 0
-		for _, s := range []string{p.Hostname, p.Namespace, p.Type} {
-			if s != "*" {
-				n++
-			}
-		}
-		return n
-	}
 	for _, s := range c.Sandboxes {
-		if s.Pattern.Match(addr) && (best == nil || score(s.Pattern) > score(best.Pattern)) {
+		if s.Pattern.Match(addr) && (best == nil || specificity(s.Pattern) > specificity(best.Pattern)) {
 			best = s
 		}
 	}

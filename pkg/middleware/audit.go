@@ -30,6 +30,9 @@ type Record struct {
 	// sandbox the provider runs under ("no sandbox" without one), and its process.
 	Sandbox string `json:"sandbox,omitempty"`
 	Pid     int    `json:"pid,omitempty"`
+	// Remote, in the record of a launch, names the remote block whose far side runs the
+	// provider (Pid is then the command that reaches it); empty when it runs here.
+	Remote string `json:"remote,omitempty"`
 }
 
 // Decision is a rule that matched a call.

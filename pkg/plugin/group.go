@@ -23,6 +23,9 @@ type Member struct {
 	// Wrap, when set, wraps the member's middleware (nil when it has none) wherever the group
 	// puts a proxy in front of it; it adds no proxy of its own.
 	Wrap func(Middleware) Middleware
+	// Remote, when set, runs the provider on a far side (startRemote) instead of here; Options
+	// then only name its type.
+	Remote *RemoteOptions
 }
 
 // Group is a set of providers launched together and handed to one tofu or terraform run: it
@@ -61,14 +64,19 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 			if opts.Dir, errs[i] = subDir(dir, strconv.Itoa(i)); errs[i] != nil {
 				return
 			}
+			if m.Remote != nil {
+				g.Providers[i], errs[i] = startRemote(ctx, *m.Remote)
+				return
+			}
 			g.Providers[i], errs[i] = Start(ctx, opts)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS) {
+		if err == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS || members[i].Remote != nil) {
 			// A provider that serves TLS on its own (the Python tf SDK) cannot be reattached to
-			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not.
+			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not;
+			// and for a remote provider, which has no socket here.
 			err = g.proxy(i)
 		}
 		if err != nil {

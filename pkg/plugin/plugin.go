@@ -101,6 +101,7 @@ type Provider struct {
 	// provider that serves TLS on its own (see servertls.go).
 	TLS       bool
 	sandboxed bool
+	remote    *remoteLink // set for a provider on a far side (remote.go): no process here
 }
 
 // command is the process that becomes the provider: the provider itself, or oprov's sandbox
@@ -335,6 +336,9 @@ func indent(s string) string {
 
 // Pid is the provider's process ID.
 func (p *Provider) Pid() int {
+	if p.remote != nil { // the command that carries the connection
+		return p.remote.cmd.Process.Pid
+	}
 	if rc := p.client.ReattachConfig(); rc != nil {
 		return rc.Pid
 	}
@@ -347,6 +351,11 @@ func (p *Provider) Pid() int {
 func (p *Provider) Stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
 		p.askToStop(ctx)
+		if p.remote != nil { // the far side stops the provider when the connection ends
+			p.conn.Close()
+			p.remote.close()
+			return
+		}
 		addr := ""
 		if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
 			addr = rc.Addr.String()
@@ -412,6 +421,10 @@ type ReattachAddr struct {
 // ReattachConfig gives the entry that hands this provider to tofu or terraform. Test is set for
 // protocol 6, or OpenTofu assumes protocol 5 (format.md §3).
 func (p *Provider) ReattachConfig() Reattach {
+	if p.remote != nil { // only ever handed over through a proxy, which gives its own address
+		// The proxy tofu talks to lives in this process: tofu watches it, not the command.
+		return Reattach{Protocol: string(goplugin.ProtocolGRPC), ProtocolVersion: p.Protocol, Pid: os.Getpid(), Test: true}
+	}
 	rc := p.client.ReattachConfig()
 	return Reattach{
 		Protocol:        string(rc.Protocol),

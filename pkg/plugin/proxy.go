@@ -108,13 +108,18 @@ func startProxy(base string, p *Provider, mw Middleware) (*Proxy, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("proxy for %s: %w", p.Path, err)
 	}
-	x.srv = grpc.NewServer(
+	x.srv = x.server()
+	go x.srv.Serve(l)
+	return x, nil
+}
+
+// server is the gRPC server that forwards every call it gets to the provider.
+func (x *Proxy) server() *grpc.Server {
+	return grpc.NewServer(
 		grpc.ForceServerCodec(rawCodec{}),
 		grpc.UnknownServiceHandler(x.handle),
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 	)
-	go x.srv.Serve(l)
-	return x, nil
 }
 
 // ReattachConfig hands the proxy to tofu in the provider's place.
@@ -138,8 +143,21 @@ func (x *Proxy) Stop() {
 
 var callOpts = []grpc.CallOption{grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)}
 
-// handle forwards one call or stream, whatever its service.
-func (x *Proxy) handle(_ any, stream grpc.ServerStream) error {
+// handle forwards one call or stream, whatever its service. A remote provider's call that ends
+// because the connection did says so, naming the remote.
+func (x *Proxy) handle(srv any, stream grpc.ServerStream) error {
+	if x.p.remote != nil {
+		x.p.remote.calls.Add(1)
+	}
+	err := x.forward(srv, stream)
+	if x.p.remote != nil {
+		err = x.p.remote.lost(err)
+	}
+	return err
+}
+
+// forward forwards one call or stream.
+func (x *Proxy) forward(_ any, stream grpc.ServerStream) error {
 	method, ok := grpc.MethodFromServerStream(stream)
 	if !ok {
 		return errors.New("proxy: no method")

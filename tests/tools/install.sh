@@ -5,7 +5,7 @@
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
 #                                   rekor, tofu, terraform, regctl, python, promtool, haproxy,
-#                                   chromium)
+#                                   chromium, sshd)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -201,5 +201,8 @@ wanted python && fill_wheelhouse
 wanted promtool && install_deb promtool prometheus
 wanted haproxy && install_deb haproxy haproxy
 wanted chromium && install_deb chromium chromium
+# OpenSSH (Debian's openssh-server, with its client): the remote provider tests start sshd on
+# 127.0.0.1 with a throwaway host key and a user of their own.
+wanted sshd && install_deb sshd openssh-server && install_deb ssh openssh-client
 
 echo "$dir/bin"

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oprov/oprov/loader"
+)
+
+type providerHostOptions struct {
+	io             *IOStreams
+	Stdio          bool
+	RequireSandbox bool
+	CacheDir       string
+}
+
+func newProviderHostCmd(ios *IOStreams) *cobra.Command {
+	o := &providerHostOptions{io: ios}
+	c := &cobra.Command{
+		Use:   "host --stdio",
+		Short: "Run providers for another machine's oprov, over standard input and output",
+		Long: `Be the far side of a remote block (docs/remote.md): another machine's 'oprov run' or
+provider launcher starts this command through ssh, kubectl exec -i or docker exec -i, and the
+connection is this process's standard input and output.
+
+The near side names one provider version and the h1: hashes its lock records. This side takes
+the package from its cache, or receives the zip from the near side, checks it against those
+hashes before unpacking it, and launches it with this machine's environment and credentials,
+under the sandbox block the request carries. The provider stops when the connection ends.
+
+Give the connecting user nothing else to run: an SSH forced command is this command line.`,
+		Example: `  oprov provider host --stdio
+  oprov provider host --stdio --require-sandbox`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error { return runProviderHost(c.Context(), o) },
+	}
+	c.Flags().BoolVar(&o.Stdio, "stdio", false, "serve one connection on standard input and output (required)")
+	c.Flags().BoolVar(&o.RequireSandbox, "require-sandbox", false, "refuse a request that carries no sandbox block")
+	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
+	return c
+}
+
+func runProviderHost(ctx context.Context, o *providerHostOptions) error {
+	if !o.Stdio {
+		return errors.New("provider host: give --stdio: the connection is this process's standard input and output")
+	}
+	// A write to a connection that has gone is an error the host handles (it stops the
+	// provider), not a signal that ends oprov and leaves the provider running.
+	signal.Ignore(syscall.SIGPIPE)
+	c, err := o.io.Deps.openCache(o.CacheDir)
+	if err != nil {
+		return err
+	}
+	err = loader.HostRemote(ctx, loader.HostOptions{Cache: c, RequireSandbox: o.RequireSandbox, In: o.io.In, Out: nopCloser{o.io.Out}})
+	if err != nil {
+		return fmt.Errorf("provider host: %w", err)
+	}
+	return nil
+}
+
+// nopCloser is standard output as the far side's connection: closing the connection leaves the
+// stream to the process.
+type nopCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
+
+func (n nopCloser) Write(b []byte) (int, error) { return n.w.Write(b) }
+func (nopCloser) Close() error                  { return nil }
+
+// runRemoteProvider is what a remote provider's launcher runs after 'oprov init' (tofu starts
+// it, in the configuration directory, as any provider): it reaches the far side of the remote
+// block that selects args[0] and serves that provider to tofu. It runs before cobra: tofu ends
+// providers itself.
+func runRemoteProvider(args []string, errOut io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintf(errOut, "oprov %s ADDRESS: this command is what a remote provider's executable runs, after 'oprov init'\n", loader.RemoteProviderCommand)
+		return exitUsage
+	}
+	err := func() error {
+		p, err := loader.Open(".")
+		if err != nil {
+			return err
+		}
+		c, err := (&Factory{}).openCache("")
+		if err != nil {
+			return err
+		}
+		return p.ServeRemote(context.Background(), loader.Options{Cache: c, Log: errOut}, args[0], errOut)
+	}()
+	if err != nil {
+		fmt.Fprintf(errOut, "oprov: remote provider %s: %v\n", args[0], err)
+		return exitError
+	}
+	return exitOK
+}

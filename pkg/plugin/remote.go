@@ -1,0 +1,525 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/yamux"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// A remote provider runs on another machine, the far side, reached by a command whose standard
+// input and output carry the connection (ssh, kubectl exec -i, docker exec -i) and which runs
+// `oprov provider host --stdio` there. The connection opens with a few JSON lines, then carries
+// gRPC multiplexed by yamux (docs/remote.md):
+//
+//	far:  {"oprov_remote":1,"platform":"linux_amd64"}      the hello
+//	near: {"protocol":1,"address":...,"h1":[...],...}      the request (RemoteRequest)
+//	far:  {"send_zip":true}                                 only when its cache lacks the zip;
+//	near: SIZE bytes of the zip                             the near side then sends it
+//	far:  {"ready":true,"plugin_protocol":6} or {"error":"..."}
+//
+// after which the near side opens yamux streams and the far side serves, on each, a proxy to the
+// provider it launched. The far side stops the provider when the connection ends.
+
+// RemoteProtocol is the version of that exchange this oprov speaks.
+const RemoteProtocol = 1
+
+// RemoteHello is the far side's first line.
+type RemoteHello struct {
+	Protocol int    `json:"oprov_remote"`
+	Platform string `json:"platform"`
+}
+
+// RemoteRequest is what the near side asks the far side to run: a provider's package, the h1:
+// hashes the near side's lock records for it, and the sandbox to run it under (the block as the
+// near side's oprov.hcl declares it, opaque here), or none.
+type RemoteRequest struct {
+	Protocol int             `json:"protocol"`
+	Address  string          `json:"address"`
+	Version  string          `json:"version"`
+	Platform string          `json:"platform"`
+	Filename string          `json:"filename"`
+	Zip      string          `json:"zip_digest"`
+	Size     int64           `json:"size"`
+	H1       []string        `json:"h1"`
+	Sandbox  json.RawMessage `json:"sandbox,omitempty"`
+}
+
+// remoteReply is a far side's answer to a request.
+type remoteReply struct {
+	SendZip  bool   `json:"send_zip,omitempty"`
+	Ready    bool   `json:"ready,omitempty"`
+	Protocol int    `json:"plugin_protocol,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// maxRemoteLine bounds one line of the opening exchange.
+const maxRemoteLine = 1 << 20
+
+// defaultRemoteStartTimeout bounds a remote start (connecting, sending the zip, launching).
+const defaultRemoteStartTimeout = 2 * time.Minute
+
+// RemoteOptions say how to reach a far side and what to ask it to run.
+type RemoteOptions struct {
+	// Name names the remote in messages: its block and program.
+	Name    string
+	Command []string
+	// Request gives the request for the far side's platform (OS_ARCH).
+	Request func(platform string) (*RemoteRequest, error)
+	// Zip opens the package the last request named, for a far side that lacks it.
+	Zip func() (io.ReadCloser, error)
+	// Log, when set, receives what the far side writes to its stderr (oprov -v).
+	Log io.Writer
+	// Report, when set, is told once that the connection was lost, with the cause.
+	Report       io.Writer
+	StartTimeout time.Duration
+}
+
+// remoteLink is the near side's end of a connection: the command, its yamux session, and the tail
+// of its stderr that errors quote.
+type remoteLink struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	sess   *yamux.Session
+	stderr *tailBuffer
+	exited chan struct{}
+	closed atomic.Bool // oprov ended the connection itself
+	once   sync.Once
+	// report hears, once, that the connection was lost (RemoteOptions.Report).
+	report     io.Writer
+	reportOnce sync.Once
+	// log, with -v, hears what crossed the connection when it ends.
+	log               io.Writer
+	calls, sent, recv atomic.Int64
+}
+
+// startRemote starts the command, asks the far side to launch the provider, and connects to it
+// through the connection. Errors name the remote and the cause, with the far side's last stderr
+// lines.
+func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
+	if len(opts.Command) == 0 {
+		return nil, fmt.Errorf("%s: no command", opts.Name)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = defaultRemoteStartTimeout
+	}
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log}
+	cmd.Stderr = l.stderr
+	if opts.Log != nil {
+		cmd.Stderr = io.MultiWriter(l.stderr, opts.Log)
+	}
+	ownGroup(cmd) // a terminal's Ctrl-C reaches oprov, which ends the connection in order
+	var err error
+	if l.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: starting %s: %w", opts.Name, opts.Command[0], err)
+	}
+	go func() { cmd.Wait(); close(l.exited) }()
+	timer := time.AfterFunc(opts.StartTimeout, func() { l.fail() })
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, func() { l.fail() })
+	defer stop()
+	in := bufio.NewReaderSize(stdout, 64<<10)
+	proto, err := l.open(in, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else if !timer.Stop() {
+			err = fmt.Errorf("the far side did not become ready within %s", opts.StartTimeout)
+		}
+		l.abort()
+		return nil, l.explain(err)
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	cfg.KeepAliveInterval = 10 * time.Second
+	cfg.ConnectionWriteTimeout = 30 * time.Second
+	cfg.MaxStreamWindowSize = 4 << 20
+	if l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg); err != nil {
+		l.abort()
+		return nil, l.explain(err)
+	}
+	conn, err := grpc.NewClient("passthrough:///remote",
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return l.sess.Open() }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)))
+	if err != nil {
+		l.abort()
+		return nil, l.explain(err)
+	}
+	p := &Provider{Path: opts.Name, Protocol: proto, conn: conn, remote: l}
+	switch proto {
+	case 5:
+		p.v5 = &client5{conn}
+	case 6:
+		p.v6 = &client6{conn}
+	default:
+		l.abort()
+		return nil, l.explain(fmt.Errorf("the far side's provider negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", proto))
+	}
+	return p, nil
+}
+
+// open reads the hello, sends the request (and the zip when asked), and reads the answer: the
+// plugin protocol the far side's provider speaks.
+func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
+	var hello RemoteHello
+	if err := readLine(in, &hello); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("the far side ended before it said hello%s: is oprov installed there, and does the command run `oprov provider host --stdio`?", l.exitNote())
+		}
+		return 0, fmt.Errorf("the far side's hello: %w (does the command run `oprov provider host --stdio`?)", err)
+	}
+	if hello.Protocol != RemoteProtocol {
+		return 0, fmt.Errorf("the far side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", hello.Protocol, RemoteProtocol)
+	}
+	req, err := opts.Request(hello.Platform)
+	if err != nil {
+		return 0, err
+	}
+	req.Protocol = RemoteProtocol
+	if err := writeLine(l.stdin, req); err != nil {
+		return 0, fmt.Errorf("sending the request: %w", err)
+	}
+	sent := false
+	for {
+		var r remoteReply
+		if err := readLine(in, &r); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, fmt.Errorf("the far side ended before it was ready%s", l.exitNote())
+			}
+			return 0, fmt.Errorf("the far side's answer: %w", err)
+		}
+		switch {
+		case r.Error != "":
+			return 0, fmt.Errorf("the far side refused: %s", r.Error)
+		case r.SendZip:
+			if sent {
+				return 0, fmt.Errorf("the far side asked for the package twice")
+			}
+			sent = true
+			if err := l.sendZip(opts, req.Size); err != nil {
+				return 0, err
+			}
+		case r.Ready:
+			return r.Protocol, nil
+		default:
+			return 0, fmt.Errorf("the far side's answer says nothing oprov understands")
+		}
+	}
+}
+
+// sendZip copies the package to the far side: exactly size bytes.
+func (l *remoteLink) sendZip(opts RemoteOptions, size int64) error {
+	zr, err := opts.Zip()
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	if _, err := io.CopyN(l.stdin, zr, size); err != nil {
+		return fmt.Errorf("sending the package: %w", err)
+	}
+	return nil
+}
+
+// exitNote says how the command ended, once it has, after a moment to let it.
+func (l *remoteLink) exitNote() string {
+	select {
+	case <-l.exited:
+	case <-time.After(2 * time.Second):
+		return ""
+	}
+	if ps := l.cmd.ProcessState; ps != nil {
+		return " (" + ps.String() + ")"
+	}
+	return ""
+}
+
+// explain names the remote and adds the far side's last stderr lines.
+func (l *remoteLink) explain(err error) error {
+	return fmt.Errorf("%s: %w%s", l.name, err, l.tail())
+}
+
+func (l *remoteLink) tail() string {
+	// What the command wrote last may still be on its way through the pipe.
+	select {
+	case <-l.exited:
+	case <-time.After(200 * time.Millisecond):
+	}
+	t := strings.TrimSpace(l.stderr.String())
+	if t == "" {
+		return ""
+	}
+	return "\nthe far side's stderr ended with:\n" + indent(t)
+}
+
+// lost turns a call's error into one that names the remote and the cause when the connection is
+// gone, and leaves it alone otherwise.
+func (l *remoteLink) lost(err error) error {
+	if err == nil || l.closed.Load() || l.sess == nil || !l.sess.IsClosed() {
+		return err
+	}
+	cause := "the connection ended"
+	select {
+	case <-l.exited:
+		cause = "the connection ended: " + l.cmd.ProcessState.String()
+	case <-time.After(500 * time.Millisecond):
+	}
+	msg := fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail())
+	l.reportOnce.Do(func() {
+		if l.report != nil {
+			fmt.Fprintf(l.report, "oprov: %s\n", msg)
+		}
+	})
+	// Not Unavailable: tofu words that as a crash and leaves the message out.
+	return status.Error(codes.Aborted, msg)
+}
+
+// fail ends a start that is taking too long or was cancelled: the command is killed, which ends
+// every read of its output.
+func (l *remoteLink) fail() {
+	killGroup(l.cmd)
+}
+
+// close ends the connection: the far side sees its input end and stops the provider. The command
+// has a moment to end on its own before it is killed.
+func (l *remoteLink) close() { l.closeWithin(5 * time.Second) }
+
+// abort ends a connection that failed to open: the command has a second to end on its own.
+func (l *remoteLink) abort() { l.closeWithin(time.Second) }
+
+func (l *remoteLink) closeWithin(grace time.Duration) {
+	l.once.Do(func() {
+		if l.log != nil && l.sess != nil {
+			fmt.Fprintf(l.log, "oprov: %s: %d calls, %d bytes sent, %d received\n", l.name, l.calls.Load(), l.sent.Load(), l.recv.Load())
+		}
+		l.closed.Store(true)
+		if l.sess != nil {
+			l.sess.Close()
+		}
+		l.stdin.Close()
+		select {
+		case <-l.exited:
+		case <-time.After(grace):
+			killGroup(l.cmd)
+			<-l.exited
+		}
+	})
+}
+
+// pipeConn is a connection made of a reader and a writer: the command's output and input. It
+// counts the bytes each way when given counters.
+type pipeConn struct {
+	r             io.Reader
+	w             io.WriteCloser
+	read, written *atomic.Int64
+}
+
+func (c *pipeConn) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if c.read != nil {
+		c.read.Add(int64(n))
+	}
+	return n, err
+}
+
+func (c *pipeConn) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if c.written != nil {
+		c.written.Add(int64(n))
+	}
+	return n, err
+}
+
+func (c *pipeConn) Close() error { return c.w.Close() }
+
+func readLine(in *bufio.Reader, v any) error {
+	var line []byte
+	for {
+		chunk, isPrefix, err := in.ReadLine()
+		if err != nil {
+			return err
+		}
+		line = append(line, chunk...)
+		if len(line) > maxRemoteLine {
+			return fmt.Errorf("a line longer than %d bytes", maxRemoteLine)
+		}
+		if !isPrefix {
+			break
+		}
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("not a line of oprov's remote protocol: %q", truncate(string(line), 200))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// RemoteHost is the far side's end of a connection, on its standard input and output.
+type RemoteHost struct {
+	In       io.Reader
+	Out      io.WriteCloser
+	Platform string
+	// Launch makes the request's provider ready and says how to start it. zip, which it calls at
+	// most once and only when it lacks the package, asks the near side for the zip and copies
+	// its bytes to w.
+	Launch func(ctx context.Context, req *RemoteRequest, zip func(w io.Writer) error) (Options, error)
+}
+
+// Serve says hello, reads the request, launches the provider, and serves it on the connection
+// until the connection ends (or ctx does), then stops it. An error is also sent to the near side.
+func (h *RemoteHost) Serve(ctx context.Context) error {
+	in := bufio.NewReaderSize(h.In, 64<<10)
+	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform}); err != nil {
+		return err
+	}
+	var req RemoteRequest
+	if err := readLine(in, &req); err != nil {
+		return fmt.Errorf("reading the request: %w", err)
+	}
+	refuse := func(err error) error {
+		writeLine(h.Out, remoteReply{Error: err.Error()})
+		return err
+	}
+	if req.Protocol != RemoteProtocol {
+		return refuse(fmt.Errorf("the near side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", req.Protocol, RemoteProtocol))
+	}
+	asked := false
+	zip := func(w io.Writer) error {
+		if asked {
+			return errors.New("the package was asked for twice")
+		}
+		asked = true
+		if err := writeLine(h.Out, remoteReply{SendZip: true}); err != nil {
+			return err
+		}
+		n, err := io.CopyN(w, in, req.Size)
+		if err != nil {
+			return fmt.Errorf("receiving the package (%d of %d bytes): %w", n, req.Size, err)
+		}
+		return nil
+	}
+	opts, err := h.Launch(ctx, &req, zip)
+	if err != nil {
+		return refuse(err)
+	}
+	opts.ForReattach = true
+	p, err := Start(ctx, opts)
+	if err != nil {
+		return refuse(err)
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	defer p.Stop(stopCtx)
+	if err := writeLine(h.Out, remoteReply{Ready: true, Protocol: p.Protocol}); err != nil {
+		return err
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	cfg.KeepAliveInterval = 10 * time.Second
+	cfg.ConnectionWriteTimeout = 30 * time.Second
+	cfg.MaxStreamWindowSize = 4 << 20
+	sess, err := yamux.Server(&pipeConn{r: in, w: h.Out}, cfg)
+	if err != nil {
+		return err
+	}
+	x := &Proxy{p: p}
+	srv := x.server()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-sess.CloseChan():
+		}
+		srv.Stop()
+		sess.Close()
+	}()
+	srv.Serve(sess) // returns once the session ends: the near side closed it, or went away
+	return nil
+}
+
+// rawProvider is the plugin a remote provider's launcher serves: nothing of its own, every
+// provider call going to the proxy's handler.
+type rawProvider struct{ goplugin.Plugin }
+
+func (rawProvider) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
+
+func (rawProvider) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("oprov serves this provider, it is not its client")
+}
+
+// ServeRemote is a remote provider as tofu launches it after `oprov init`: it reaches the far
+// side (m.Remote), then serves tofu over the plugin protocol (go-plugin's handshake on stdout,
+// mutual TLS as tofu asks), every call going through a proxy with m's middleware to the far
+// side, until tofu shuts it down; then it ends the connection, and the far side stops the
+// provider. A start that fails is said on stdout too, where tofu quotes it.
+func ServeRemote(ctx context.Context, m Member) error {
+	p, err := startRemote(ctx, *m.Remote)
+	if err != nil {
+		fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
+		return err
+	}
+	defer p.Stop(context.Background())
+	var mw Middleware
+	if m.Middleware != nil {
+		if mw, err = m.Middleware(p); err != nil {
+			fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
+			return err
+		}
+	}
+	if m.Wrap != nil {
+		mw = m.Wrap(mw)
+	}
+	if mw != nil {
+		p.onAsk = mw.Own
+	}
+	x := &Proxy{p: p, mw: mw}
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig:  handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{p.Protocol: {"provider": rawProvider{}}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
+				grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
+		},
+		Logger: hclog.NewNullLogger(),
+	})
+	return nil
+}

@@ -1,0 +1,58 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Faults at the opening end within a bound with an error naming the remote and the cause, and the
+// far side's last stderr lines: a far side without oprov, one that speaks another protocol
+// version, one that prints something else, and one that refuses the request.
+func TestRemoteStartFaults(t *testing.T) {
+	req := func(string) (*RemoteRequest, error) { return &RemoteRequest{Address: "example.com/acme/x"}, nil }
+	for _, c := range []struct {
+		name, script string
+		want         []string
+	}{
+		{"no oprov", `echo "sh: 1: oprov: not found" >&2; exit 127`,
+			[]string{"ended before it said hello", "exit status 127", "oprov: not found"}},
+		{"another protocol", `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; sleep 5`,
+			[]string{"remote protocol 2, this oprov speaks 1", "same oprov release"}},
+		{"not oprov", `echo 'Welcome to bastion!'; sleep 5`,
+			[]string{"not a line of oprov's remote protocol", "Welcome to bastion!"}},
+		{"refused", `echo '{"oprov_remote":1,"platform":"linux_amd64"}'; read line; echo '{"error":"no thanks"}'; echo "far: refused" >&2`,
+			[]string{"the far side refused: no thanks", "far: refused"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := startRemote(context.Background(), RemoteOptions{Name: `remote "x" (sh)`, Command: []string{"sh", "-c", c.script},
+				Request: req, StartTimeout: 20 * time.Second})
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("took %s", took)
+			}
+			if err == nil {
+				t.Fatal("started")
+			}
+			for _, w := range append(c.want, `remote "x" (sh)`) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// A far side that never answers is given up at the start timeout.
+func TestRemoteStartTimeout(t *testing.T) {
+	start := time.Now()
+	_, err := startRemote(context.Background(), RemoteOptions{Name: `remote "x" (sh)`, Command: []string{"sh", "-c", "echo waiting >&2; exec sleep 60"},
+		Request: func(string) (*RemoteRequest, error) { return &RemoteRequest{}, nil }, StartTimeout: 500 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "did not become ready within 500ms") || !strings.Contains(err.Error(), "waiting") {
+		t.Errorf("err = %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+}
