@@ -35,7 +35,7 @@ step "the command reference and man pages match the CLI (docs/reference, docs/ma
 bash scripts/gendocs.sh --check
 
 step "unit and end-to-end tests (the documentation's links and examples among them)"
-go test -count=1 -timeout 30m ./...
+go test -count=1 -timeout 50m ./...
 
 step "benchmark smoke run (2 MiB per platform; tests/bench.sh runs the real sizes)"
 bench_out=$(mktemp)
