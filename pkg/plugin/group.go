@@ -23,6 +23,10 @@ type Member struct {
 	// Wrap, when set, wraps the member's middleware (nil when it has none) wherever the group
 	// puts a proxy in front of it; it adds no proxy of its own.
 	Wrap func(Middleware) Middleware
+	// StandIn, when set, answers the member's calls with no process (a replay): nothing is
+	// started, and tofu reattaches to a StandIn speaking StandInProtocol.
+	StandIn         Answer
+	StandInProtocol int
 }
 
 // Group is a set of providers launched together and handed to one tofu or terraform run: it
@@ -32,6 +36,7 @@ type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
 	Proxies   []*Proxy    // by member: nil where tofu talks to the provider directly
+	StandIns  []*StandIn  // by member: set where no provider runs
 	// Dir is the run's private directory (mode 0700): every member's sockets and temporary
 	// files are inside it, and Stop removes it.
 	Dir string
@@ -47,7 +52,7 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("private directory for the providers' sockets: %w", err)
 	}
-	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members)), Dir: dir}
+	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members)), StandIns: make([]*StandIn, len(members)), Dir: dir}
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -61,12 +66,16 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 			if opts.Dir, errs[i] = subDir(dir, strconv.Itoa(i)); errs[i] != nil {
 				return
 			}
+			if m.StandIn != nil {
+				g.StandIns[i], errs[i] = startStandIn(opts.Dir, m.StandInProtocol, m.StandIn)
+				return
+			}
 			g.Providers[i], errs[i] = Start(ctx, opts)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS) {
+		if err == nil && members[i].StandIn == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS) {
 			// A provider that serves TLS on its own (the Python tf SDK) cannot be reattached to
 			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not.
 			err = g.proxy(i)
@@ -106,6 +115,11 @@ func (g *Group) Stop() {
 			x.Stop()
 		}
 	}
+	for _, s := range g.StandIns {
+		if s != nil {
+			s.Stop()
+		}
+	}
 	var wg sync.WaitGroup
 	for _, p := range g.Providers {
 		if p != nil {
@@ -123,6 +137,10 @@ func (g *Group) Stop() {
 func (g *Group) ReattachJSON() ([]byte, error) {
 	m := map[string]Reattach{}
 	for i, p := range g.Providers {
+		if s := g.StandIns[i]; s != nil {
+			m[g.Members[i].Addr] = s.ReattachConfig()
+			continue
+		}
 		if x := g.Proxies[i]; x != nil {
 			m[g.Members[i].Addr] = x.ReattachConfig()
 			continue
