@@ -162,7 +162,14 @@ func clonePath(p Path) Path { return append(Path(nil), p...) }
 
 // toCty decodes a recorded value as type ty. Where the value is redacted, fill (when set) gives
 // the value to use, else the marker itself stands for a string and null for anything else.
-func (rv *Value) toCty(ty cty.Type, fill func(Path) (cty.Value, bool)) (cty.Value, error) {
+func (rv *Value) toCty(ty cty.Type, fill func(Path) (cty.Value, bool)) (v cty.Value, err error) {
+	// cty panics on collections whose elements differ in type (a hand-edited dynamic value):
+	// that is an error in the recording.
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = cty.NilVal, fmt.Errorf("the value does not fit its type: %v", r)
+		}
+	}()
 	unknown := map[string]bool{}
 	for _, p := range rv.Unknown {
 		unknown[p.key()] = true
