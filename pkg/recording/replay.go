@@ -51,6 +51,8 @@ type Replayer struct {
 	byKey    map[string][]*CallRec
 	finals   map[string][]any // by resource type: objects the recording shows existing, as compared
 	versions map[string]int64
+	index    map[string][]*indexEntry // by call and type (index.go)
+	finalIdx map[string][]*finalIndex // by type
 }
 
 // Replayers gives a replayer for each provider of the recording, in the order they appear.
@@ -75,6 +77,8 @@ func (r *Recording) Replayers(ignore []Ignore) []*Replayer {
 				rp.finals[c.Line.Type] = append(rp.finals[c.Line.Type], state)
 			}
 		}
+		rp.indexCalls()
+		rp.indexFinals()
 		out = append(out, rp)
 	}
 	return out
@@ -154,8 +158,16 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	}
 	rp.mu.Lock()
 	var match *CallRec
+	for _, c := range rp.lookup(rpc, typ, live) {
+		if match == nil || rp.used[match] && !rp.used[c] {
+			match = c
+		}
+	}
 	nearest, nearestDiffs := (*CallRec)(nil), []Diff(nil)
 	for _, c := range rp.byKey[rpc+"\x00"+typ] {
+		if match != nil {
+			break
+		}
 		diffs := rp.compare(reqSpec, typ, c.Line.Request, live)
 		if len(diffs) == 0 {
 			if match == nil || rp.used[match] && !rp.used[c] {
@@ -501,9 +513,8 @@ func (rp *Replayer) known(typ string, state any) bool {
 	if v, err := asValue(state); err != nil || v.Value == nil {
 		return false
 	}
-	now := marked(state)
-	for _, f := range rp.finals[typ] {
-		if len(rp.diffValue("", typ, marked(f), now)) == 0 {
+	for _, fi := range rp.finalIdx[typ] {
+		if fi.keys[rp.stateKey(typ, state, fi.paths)] {
 			return true
 		}
 	}
