@@ -163,22 +163,6 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 			match = c
 		}
 	}
-	nearest, nearestDiffs := (*CallRec)(nil), []Diff(nil)
-	for _, c := range rp.byKey[rpc+"\x00"+typ] {
-		if match != nil {
-			break
-		}
-		diffs := rp.compare(reqSpec, typ, c.Line.Request, live)
-		if len(diffs) == 0 {
-			if match == nil || rp.used[match] && !rp.used[c] {
-				match = c
-			}
-			continue
-		}
-		if nearest == nil || score(diffs) < score(nearestDiffs) {
-			nearest, nearestDiffs = c, diffs
-		}
-	}
 	if match != nil {
 		rp.used[match] = true
 	}
@@ -194,12 +178,29 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 		}
 		return resp, nil
 	}
-	if resp, ok, why := rp.derive(rpc, typ, call.Request, live); ok {
+	resp, ok, why := rp.derive(rpc, typ, call.Request, live)
+	if ok {
 		return resp, nil
-	} else if why != nil {
-		nearestDiffs, nearest = why, nil
 	}
+	if why != nil {
+		return rp.refuse(rpc, typ, nil, why)
+	}
+	nearest, nearestDiffs := rp.nearest(reqSpec, rpc, typ, live)
 	return rp.refuse(rpc, typ, nearest, nearestDiffs)
+}
+
+// nearest finds the recorded call of the same kind that differs least from a live one.
+func (rp *Replayer) nearest(reqSpec *message, rpc, typ string, live Msg) (*CallRec, []Diff) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	nearest, nearestDiffs := (*CallRec)(nil), []Diff(nil)
+	for _, c := range rp.byKey[rpc+"\x00"+typ] {
+		diffs := rp.compare(reqSpec, typ, c.Line.Request, live)
+		if len(diffs) > 0 && (nearest == nil || score(diffs) < score(nearestDiffs)) {
+			nearest, nearestDiffs = c, diffs
+		}
+	}
+	return nearest, nearestDiffs
 }
 
 // score ranks a recorded call's differences: fewer is nearer, and a difference from an unknown

@@ -241,6 +241,10 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 		if !ok {
 			return bad("a number")
 		}
+		if len(n) > maxNumberText {
+			// Parsing grows faster than the text: a hostile recording could stall replay.
+			return cty.NilVal, fmt.Errorf("at %s: a number written with %d characters; a recording holds at most %d", p, len(n), maxNumberText)
+		}
 		f, _, err := big.ParseFloat(string(n), 10, 512, big.ToNearestEven)
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("at %s: %v", p, err)
@@ -358,6 +362,10 @@ func jsonKind(j any) string {
 	}
 	return fmt.Sprintf("%T", j)
 }
+
+// maxNumberText bounds a number's text in a recording: cty's numbers hold 512 bits, some 155
+// digits, and nothing longer than this is ever recorded.
+const maxNumberText = 1000
 
 // decodeJSON reads JSON with numbers kept exact.
 func decodeJSON(data []byte, v any) error {
