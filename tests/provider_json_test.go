@@ -19,10 +19,11 @@ type jsonAnswer struct {
 	Result            any
 }
 
-// driveJSON runs provider check --json TARGET with lines on stdin and gives the answers.
+// driveJSON runs provider check --json TARGET with lines on stdin and gives the answers; target
+// may be followed by flags, split at spaces.
 func driveJSON(t *testing.T, env []string, target string, lines ...string) []jsonAnswer {
 	t.Helper()
-	cmd := exec.Command(oprovBin, "provider", "check", "--json", target)
+	cmd := exec.Command(oprovBin, append([]string{"provider", "check", "--json"}, strings.Fields(target)...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	var errb strings.Builder

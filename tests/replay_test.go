@@ -97,22 +97,25 @@ func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, 
 	return rec
 }
 
-// A recorded apply of an OCI provider replays with no registry, no cached executable and no
-// provider process: the plan shows no changes and a second apply succeeds; a changed attribute
-// fails the plan naming the resource and the attribute.
+// A recorded apply of two OCI providers (hello speaks protocol 6, counter protocol 5) replays
+// with no registry, no cached executable and no provider process: the plan shows no changes and a
+// second apply succeeds; a changed attribute fails the plan naming the resource and the
+// attribute. provider check --json then drives the recording itself.
 func TestReplayOCIProvider(t *testing.T) {
 	for _, tool := range []struct {
 		name, cfg string
 	}{{"tofu", replayHello + helloFunctionOutput}, {"terraform", replayHello}} {
 		t.Run(tool.name, func(t *testing.T) {
 			bin := peers.Require(t, tool.name)
-			f := newLoaderFixture(t, tool.cfg)
+			tf := withCounter(tool.cfg)
+			f := newLoaderFixture(t, tf)
+			mustOprov(t, f.env, "push", counterRelease(t), f.reg.Host+"/providers/acme/counter", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
 			env := append(f.env, "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-			want := []string{"Hello, grace!", "Hello, tofu!"}
+			want := []string{"Hello, grace!", "Hello, tofu!", `"3"`}
 			if tool.name == "tofu" {
 				want = append(want, "Hello, function!")
 			}
-			rec := replayCycle(t, bin, f.cfg, tool.cfg, env, f.cache, f.reg.Stop, want, `g = "grace"`, `g = "hopper"`, `hello_greeting.each["g"]`)
+			rec := replayCycle(t, bin, f.cfg, tf, env, f.cache, f.reg.Stop, want, `g = "grace"`, `g = "hopper"`, `hello_greeting.each["g"]`)
 			data, err := os.ReadFile(rec)
 			if err != nil {
 				t.Fatal(err)
@@ -125,6 +128,11 @@ func TestReplayOCIProvider(t *testing.T) {
 			if tool.name == "tofu" && !strings.Contains(string(data), `"call":"CallFunction"`) {
 				t.Errorf("the recording lacks the function call")
 			}
+			if !strings.Contains(string(data), `"protocol":5`) {
+				t.Errorf("the recording lacks the protocol 5 provider")
+			}
+			answers := driveJSON(t, offlineEnv(env), rec+" --address example.com/acme/hello", `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
+			expectAnswers(t, answers, `"Hello, tofu!"`)
 		})
 	}
 }

@@ -177,13 +177,13 @@ func requestSpec(rpc string) *message {
 // finalKeys indexes the objects a recording shows existing, by type, as lookup does calls.
 type finalIndex struct {
 	paths []Path
-	keys  map[string]bool
+	keys  map[string][]any // the configurations each was applied with
 }
 
 func (rp *Replayer) indexFinals() {
 	rp.finalIdx = map[string][]*finalIndex{}
 	for typ, states := range rp.finals {
-		for _, s := range states {
+		for i, s := range states {
 			var j any
 			if err := decodeJSON([]byte(keyOf(s)), &j); err != nil {
 				continue
@@ -198,10 +198,11 @@ func (rp *Replayer) indexFinals() {
 				}
 			}
 			if fi == nil {
-				fi = &finalIndex{paths: own, keys: map[string]bool{}}
+				fi = &finalIndex{paths: own, keys: map[string][]any{}}
 				rp.finalIdx[typ] = append(rp.finalIdx[typ], fi)
 			}
-			fi.keys[rp.stateKey(typ, j, nil)] = true
+			k := rp.stateKey(typ, j, nil)
+			fi.keys[k] = append(fi.keys[k], rp.configs[typ][i])
 		}
 	}
 }

@@ -50,6 +50,7 @@ type Replayer struct {
 	used     map[*CallRec]bool
 	byKey    map[string][]*CallRec
 	finals   map[string][]any // by resource type: objects the recording shows existing, as compared
+	configs  map[string][]any // beside finals: the configuration each was applied with (nil: read)
 	versions map[string]int64
 	index    map[string][]*indexEntry // by call and type (index.go)
 	finalIdx map[string][]*finalIndex // by type
@@ -61,7 +62,7 @@ func (r *Recording) Replayers(ignore []Ignore) []*Replayer {
 	for _, addr := range r.Order {
 		p := r.Providers[addr]
 		rp := &Replayer{addr: addr, p: p, ignore: ignore, used: map[*CallRec]bool{}, byKey: map[string][]*CallRec{},
-			finals: map[string][]any{}, versions: map[string]int64{}}
+			finals: map[string][]any{}, configs: map[string][]any{}, versions: map[string]int64{}}
 		for name, sc := range p.Line.Schema.ResourceSchemas {
 			rp.versions[name] = sc.Version
 		}
@@ -75,6 +76,11 @@ func (r *Recording) Replayers(ignore []Ignore) []*Replayer {
 			}
 			if v, err := asValue(state); err == nil && v.Value != nil && c.Line.Error == nil {
 				rp.finals[c.Line.Type] = append(rp.finals[c.Line.Type], state)
+				var cfg any
+				if c.Line.Call == "ApplyResourceChange" {
+					cfg = c.Line.Request["config"]
+				}
+				rp.configs[c.Line.Type] = append(rp.configs[c.Line.Type], cfg)
 			}
 		}
 		rp.indexCalls()
@@ -484,7 +490,7 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 		dv := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), mp)
 		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), dv), true, nil
 	case "ReadResource":
-		if !rp.known(typ, live["current_state"]) {
+		if _, ok := rp.known(typ, live["current_state"]); !ok {
 			return nil, false, nil
 		}
 		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fieldBytes(req, 2))
@@ -493,33 +499,74 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 		}
 		return out, true, nil
 	case "PlanResourceChange":
-		if !rp.known(typ, live["prior_state"]) {
+		configs, ok := rp.known(typ, live["prior_state"])
+		if !ok || live["proposed_new_state"] == nil {
 			return nil, false, nil
 		}
-		changes := rp.diffValue("proposed_new_state", typ, marked(live["prior_state"]), marked(live["proposed_new_state"]))
+		// The configuration the object was applied with, unchanged, plans no change; an
+		// object only read must be proposed as it is.
+		var changes []Diff
+		for i, cfg := range configs {
+			var d []Diff
+			if cfg == nil {
+				d = rp.diffValue("proposed_new_state", typ, marked(live["prior_state"]), marked(live["proposed_new_state"]))
+			} else {
+				d = rp.diffValue("config", typ, marked(normalValue(cfg)), marked(live["config"]))
+			}
+			if len(d) == 0 {
+				changes = nil
+				break
+			}
+			if i == 0 || len(d) < len(changes) {
+				changes = d
+			}
+		}
 		if len(changes) > 0 {
 			return nil, false, changes
 		}
-		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fieldBytes(req, 3))
+		// No change: the object as it is.
+		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fieldBytes(req, 2))
 		if priv := fieldBytes(req, 5); len(priv) > 0 {
 			out = protowire.AppendBytes(protowire.AppendTag(out, 3, protowire.BytesType), priv)
+		}
+		if rp.legacy(typ) {
+			out = protowire.AppendVarint(protowire.AppendTag(out, 5, protowire.VarintType), 1)
 		}
 		return out, true, nil
 	}
 	return nil, false, nil
 }
 
-// known reports whether a live state is one the recording shows existing.
-func (rp *Replayer) known(typ string, state any) bool {
-	if v, err := asValue(state); err != nil || v.Value == nil {
-		return false
-	}
-	for _, fi := range rp.finalIdx[typ] {
-		if fi.keys[rp.stateKey(typ, state, fi.paths)] {
+// legacy reports whether the provider planned this type with the legacy type system (SDKv2).
+func (rp *Replayer) legacy(typ string) bool {
+	for _, c := range rp.byKey["PlanResourceChange\x00"+typ] {
+		if b, ok := c.Line.Response["legacy_type_system"].(bool); ok && b {
 			return true
 		}
 	}
 	return false
+}
+
+// known reports whether a live state is one the recording shows existing, and gives the
+// configurations it was applied with (nil for one only read).
+func (rp *Replayer) known(typ string, state any) ([]any, bool) {
+	if v, err := asValue(state); err != nil || v.Value == nil {
+		return nil, false
+	}
+	var out []any
+	for _, fi := range rp.finalIdx[typ] {
+		out = append(out, fi.keys[rp.stateKey(typ, state, fi.paths)]...)
+	}
+	return out, len(out) > 0
+}
+
+// normalValue gives a recorded value as JSON reads it back.
+func normalValue(v any) any {
+	m, err := normal(Msg{"v": v})
+	if err != nil {
+		return v
+	}
+	return m["v"]
 }
 
 // refuse answers a call the recording does not hold.
