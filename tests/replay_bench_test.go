@@ -22,11 +22,14 @@ func BenchmarkReplay(b *testing.B) {
 	env := []string{"OPROV_CACHE_DIR=" + recorderCache, "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "HOME=" + b.TempDir()}
 	dir := b.TempDir()
 	copyDir(b, filepath.Join(repoRoot, "tests", "providers", "recorder"), filepath.Join(dir, "recorder"))
-	writeFile(b, filepath.Join(dir, "main.tf"), manyThings(200))
+	n, rounds := 200, max(b.N, 5)
+	if os.Getenv("OPROV_BENCH_MB") != "" { // the smoke run in tests/run.sh: keep it short
+		n, rounds = 20, 1
+	}
+	writeFile(b, filepath.Join(dir, "main.tf"), manyThings(n))
 	writeFile(b, filepath.Join(dir, "oprov.hcl"), "provider \"example.com/acme/recorder\" {\n  source = \"./recorder\"\n}\n")
 	mustOprov(b, env, "run", "-C", dir, "--", tofu, "version") // build the provider once
 	rec := filepath.Join(b.TempDir(), "calls.jsonl")
-	rounds := max(b.N, 5)
 	times := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < rounds; i++ {
@@ -64,7 +67,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportMetric(recordRatio, "x-record")
 	b.ReportMetric(replayRatio, "x-replay-plan")
 	b.ReportMetric(float64(st.Size())/float64(calls), "bytes/call")
-	fmt.Printf("\n200 resources, %d rounds (median):\n", rounds)
+	fmt.Printf("\n%d resources, %d rounds (median):\n", n, rounds)
 	fmt.Printf("  oprov run -- tofu apply: %v; with --record: %v; ratio %.3fx (target <= 1.05x)\n",
 		median(times["apply"]).Round(time.Millisecond), median(times["record"]).Round(time.Millisecond), recordRatio)
 	fmt.Printf("  tofu plan with the provider: %v; replayed: %v; ratio %.3fx\n",
