@@ -47,6 +47,7 @@ func FetchRef(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress, p
 type Launchable struct {
 	Addr       string
 	Version    string
+	H1         string // the h1: hash of the package, when it has one
 	Executable string
 	What       string
 	// Open opens Executable for launch, refusing a file that is not the one checked when it was
@@ -67,7 +68,7 @@ func (p *Project) Launchables(ctx context.Context, opts Options) ([]Launchable, 
 			return nil, err
 		}
 		for _, in := range res.Installed {
-			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, Executable: in.Executable, What: in.Version, Open: in.entry.OpenExecutable})
+			out = append(out, Launchable{Addr: in.Addr, Version: in.Version, H1: in.entry.H1, Executable: in.Executable, What: in.Version, Open: in.entry.OpenExecutable})
 		}
 	}
 	s := p.session(&opts)

@@ -12,6 +12,7 @@ import (
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/recording"
 )
 
 // Streams are the standard streams a child program (tofu, terraform) gets.
@@ -27,12 +28,23 @@ type RunOptions struct {
 	Streams Streams
 	// Verbose says what is launched, and forwards the providers' own log lines, on Streams.Err.
 	Verbose bool
+	// Record, when set, is the file every provider call is recorded to; KeepConfig keeps the
+	// provider configurations' values in it (they are redacted otherwise).
+	Record     string
+	KeepConfig bool
+	// Replay, when set, is a recording that answers every provider call: no provider is
+	// installed or started. Ignore lists attributes its comparison leaves out.
+	Replay string
+	Ignore []recording.Ignore
 }
 
 // Run installs and builds the project's providers, launches them as one group, runs the program in
 // the configuration directory with the group handed to it, and stops the group when it ends. It
 // gives the program's exit code.
 func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, error) {
+	if ro.Replay != "" {
+		return p.replay(ctx, ro)
+	}
 	ls, err := p.Launchables(ctx, opts)
 	if err != nil {
 		return 0, err
@@ -67,8 +79,17 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 		return 0, err
 	}
 	defer closeAudit()
+	var rec *recording.Writer
+	if ro.Record != "" {
+		if rec, err = withRecording(ctx, members, ls, ro); err != nil {
+			return 0, err
+		}
+	}
 	g, err := plugin.StartGroup(ctx, members)
 	if err != nil {
+		if rec != nil {
+			rec.Abort()
+		}
 		return 0, err
 	}
 	defer g.Stop()
@@ -86,6 +107,13 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	cmd.Dir = p.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = ro.Streams.In, ro.Streams.Out, ro.Streams.Err
 	code, err := g.Run(cmd)
+	if rec != nil {
+		if err != nil {
+			rec.Abort()
+		} else if cerr := rec.Close(); cerr != nil {
+			return 0, cerr
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("run %s: %w", filepath.Base(ro.Program), err)
 	}

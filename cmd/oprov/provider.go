@@ -1,24 +1,29 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/recording"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
 func newProviderCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "provider",
-		Short:   "Work on a stdio provider without tofu, or host providers for another machine",
-		Example: `  oprov provider check ./kv steps.json`,
-		Args:    argsRange(0, 0, "a subcommand"),
-		RunE:    func(c *cobra.Command, _ []string) error { return c.Help() },
+		Use:   "provider",
+		Short: "Drive a provider without tofu (a stdio provider's steps, or any provider from JSON lines), or host providers for another machine",
+		Example: `  oprov provider check ./kv steps.json
+  echo '{"call":"create","type":"hello_greeting","config":{"name":"a"}}' | oprov provider check --json ./hello`,
+		Args: argsRange(0, 0, "a subcommand"),
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	// The parent shows help whatever -o says; every command takes -o alike.
 	var parent outputFlag
@@ -31,6 +36,8 @@ type providerCheckOptions struct {
 	io     *IOStreams
 	Dir    string
 	Steps  string
+	JSON   bool
+	target schemaOptions
 	output outputFlag
 }
 
@@ -54,14 +61,49 @@ each result. One line per step; the exit status is 1 at the first step that fail
        {"apply": "kv_entry.d", "config": {"key": "b", "value": "x"}, "expect_error": "exists"}]}
 
 "expect" holds what the state (or a function's result) must contain; docs/stdio-protocol.md
-describes the protocol.`,
-		Example: `  oprov provider check ./examples/stdio-python ./examples/stdio-python/steps.json`,
-		Args:    argsRange(2, 2, "DIR and STEPS"),
+describes the protocol.
+
+With --json, TARGET is any provider oprov launches: a reference REPO:VERSION, an executable, a
+Go, Python or stdio source directory, or a recording (oprov run --record). Calls are read from
+stdin, one JSON object a line, and each answer is written to stdout as one line:
+
+    {"call": "configure", "config": {"greeting": "Hi"}}
+    {"call": "create", "type": "hello_greeting", "config": {"name": "a"}}
+    {"call": "update", "type": "hello_greeting", "config": {"name": "a"}, "state": {...}}
+    {"call": "read", "type": "hello_greeting", "state": {...}}
+    {"call": "delete", "type": "hello_greeting", "state": {...}}
+    {"call": "import", "type": "hello_greeting", "id": "greeting-a"}
+    {"call": "plan", "type": "hello_greeting", "config": {...}, "state": {...}}
+    {"call": "data", "type": "hello_greeting", "config": {"name": "b"}}
+    {"call": "function", "type": "greet", "args": ["c"]}
+    {"call": "schema"}
+
+The provider configuration is checked against the schema first: a missing required attribute
+is named. Nothing is written into the provider's directory; builds go to the cache.`,
+		Example: `  oprov provider check ./examples/stdio-python ./examples/stdio-python/steps.json
+  oprov provider check --json registry.example.com/providers/acme/hello:1.0.0 < calls.jsonl`,
+		Args: func(c *cobra.Command, args []string) error {
+			if o.JSON {
+				return argsRange(1, 1, "one provider: REPO:VERSION, a path or a recording")(c, args)
+			}
+			return argsRange(2, 2, "DIR and STEPS")(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.JSON {
+				o.target.Target = args[0]
+				return runProviderJSON(c.Context(), o)
+			}
 			o.Dir, o.Steps = args[0], args[1]
 			return runProviderCheck(c.Context(), o)
 		},
 	}
+	o.target.io = ios
+	c.Flags().BoolVar(&o.JSON, "json", false, "drive the provider TARGET with JSON calls on stdin, one answer a line on stdout")
+	c.Flags().StringVar(&o.target.Address, "address", "", "with --json: the provider's source address (default: guessed from the name)")
+	c.Flags().StringSliceVar(&o.target.Keys, "key", nil, "with --json: verify a repository version's signature with this public key (repeatable)")
+	c.Flags().StringVar(&o.target.Policy, "policy", "", "with --json: verify a repository version's signature under this trust policy")
+	c.Flags().StringVar(&o.target.CacheDir, "cache-dir", "", "with --json: the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
+	o.target.registry.register(c)
 	o.output.register(c)
 	return c
 }
@@ -101,4 +143,100 @@ func runProviderCheck(ctx context.Context, o *providerCheckOptions) error {
 		return answered(o.output, fmt.Errorf("provider check %s: %w", o.Dir, err))
 	}
 	return nil
+}
+
+// runProviderJSON drives one provider, or a recording's replay of it, from JSON lines on stdin.
+func runProviderJSON(ctx context.Context, o *providerCheckOptions) error {
+	d, stop, err := providerDriver(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	sc := bufio.NewScanner(o.io.In)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	failed := 0
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		a := d.Do(ctx, sc.Bytes())
+		if !a.OK {
+			failed++
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		if _, err := o.io.Out.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading calls from stdin: %w", err)
+	}
+	if failed > 0 {
+		return &exitCodeError{code: 1, quiet: true}
+	}
+	return nil
+}
+
+// providerDriver launches the target (or reads it, for a recording) and gives its driver.
+func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Driver, func(), error) {
+	if rec, ok, err := readRecording(o.target.Target, o.target.Address); ok || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := rec.Driver()
+		return d, func() {}, err
+	}
+	exe, _, err := schemaTarget(ctx, &o.target)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := plugin.Start(ctx, plugin.Options{Path: exe})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() { p.Stop(context.Background()) }
+	s, err := p.Schema(ctx)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("provider %s: %w", exe, err)
+	}
+	d, err := recording.NewDriver(p.Protocol, s, p.Invoke)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return d, stop, nil
+}
+
+// readRecording reads path as a recording when it is one, and gives the replayer of the provider
+// addr names (the only one, when addr is empty).
+func readRecording(path, addr string) (*recording.Replayer, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer f.Close()
+	head := make([]byte, 32)
+	n, _ := f.Read(head)
+	if st, err := f.Stat(); err != nil || st.IsDir() || !strings.HasPrefix(strings.TrimSpace(string(head[:n])), `{"oprov_recording"`) {
+		return nil, false, nil
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, true, err
+	}
+	rec, err := recording.Read(f, path)
+	if err != nil {
+		return nil, true, err
+	}
+	var found []string
+	for _, rp := range rec.Replayers(nil) {
+		if addr == "" && len(rec.Order) == 1 || rp.Address() == addr {
+			return rp, true, nil
+		}
+		found = append(found, rp.Address())
+	}
+	return nil, true, fmt.Errorf("recording %s holds %s: name one with --address", path, strings.Join(found, ", "))
 }

@@ -9,13 +9,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/recording"
 )
 
 type runOptions struct {
-	io      *IOStreams
-	flags   loaderFlags
-	Verbose bool
-	Command []string
+	io         *IOStreams
+	flags      loaderFlags
+	Verbose    bool
+	Record     string
+	KeepConfig bool
+	Replay     string
+	Ignore     []string
+	Command    []string
 }
 
 func newRunCmd(ios *IOStreams) *cobra.Command {
@@ -38,10 +43,18 @@ Providers kept as source are declared in oprov.hcl:
 The source directory is a Go module, a stdio provider (oprov-provider.json: any language) or a
 Python project (pyproject.toml).
 
-Nothing is published and nothing is installed: edit the source, run again.`,
+Nothing is published and nothing is installed: edit the source, run again.
+
+With --record FILE, every provider call is written to FILE: request and response, values
+decoded with the provider's schema, secrets redacted (docs/recording-format.md). With
+--replay FILE, every call is answered from such a file: no provider is installed or
+started, and nothing reaches the network. A call the recording does not hold fails with
+a diagnostic saying how it differs from the nearest recorded one.`,
 		Example: `  oprov run -- tofu init
   oprov run -- tofu apply -auto-approve
-  oprov run -- terraform plan -detailed-exitcode`,
+  oprov run -- terraform plan -detailed-exitcode
+  oprov run --record calls.jsonl -- tofu apply -auto-approve
+  oprov run --replay calls.jsonl -- tofu plan -detailed-exitcode`,
 		Args: argsRange(1, -1, "a command to run: oprov run -- tofu apply"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Command = args
@@ -50,6 +63,10 @@ Nothing is published and nothing is installed: edit the source, run again.`,
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
+	c.Flags().StringVar(&o.Record, "record", "", "record every provider call to this file (line-oriented JSON; secrets redacted)")
+	c.Flags().BoolVar(&o.KeepConfig, "record-provider-config", false, "keep the provider configurations' values in the recording (they are redacted otherwise)")
+	c.Flags().StringVar(&o.Replay, "replay", "", "answer every provider call from this recording: no provider runs")
+	c.Flags().StringArrayVar(&o.Ignore, "replay-ignore", nil, "leave TYPE.ATTRIBUTE out when comparing calls with the recording (TYPE may be *); repeatable")
 	o.flags.register(c)
 	return c
 }
@@ -66,12 +83,23 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name))
 	}
-	p, opts, err := o.flags.open(o.io)
-	if err != nil {
-		return err
+	if o.Record != "" && o.Replay != "" {
+		return fmt.Errorf("run: --record and --replay cannot be used together: record with real providers, then replay")
 	}
-	defer opts.Cache.Close()
-	code, err := p.Run(ctx, opts, loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose})
+	if len(o.Ignore) > 0 && o.Replay == "" {
+		return fmt.Errorf("run: --replay-ignore needs --replay")
+	}
+	var ignore []recording.Ignore
+	for _, s := range o.Ignore {
+		ig, err := recording.ParseIgnore(s)
+		if err != nil {
+			return fmt.Errorf("run: --replay-ignore %w", err)
+		}
+		ignore = append(ignore, ig)
+	}
+	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose,
+		Record: o.Record, KeepConfig: o.KeepConfig, Replay: o.Replay, Ignore: ignore}
+	code, err := o.run(ctx, ro)
 	if err != nil {
 		return err
 	}
@@ -79,4 +107,25 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return &exitCodeError{code: code, quiet: true}
 	}
 	return nil
+}
+
+// run runs the command; a replay opens no cache and no registry: it needs nothing but the
+// recording.
+func (o *runOptions) run(ctx context.Context, ro loader.RunOptions) (int, error) {
+	if o.Replay != "" {
+		if err := checkDir("-C", o.flags.Dir, configDirPurpose); err != nil {
+			return 0, err
+		}
+		p, err := loader.Open(o.flags.Dir)
+		if err != nil {
+			return 0, err
+		}
+		return p.Run(ctx, loader.Options{}, ro)
+	}
+	p, opts, err := o.flags.open(o.io)
+	if err != nil {
+		return 0, err
+	}
+	defer opts.Cache.Close()
+	return p.Run(ctx, opts, ro)
 }

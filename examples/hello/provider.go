@@ -174,6 +174,20 @@ func (r *greetingResource) Update(ctx context.Context, req resource.UpdateReques
 func (r *greetingResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }
 
+var _ resource.ResourceWithImportState = (*greetingResource)(nil)
+
+// ImportState takes an existing greeting by its id, greeting-NAME.
+func (r *greetingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	name, ok := strings.CutPrefix(req.ID, "greeting-")
+	if !ok || name == "" {
+		resp.Diagnostics.AddError("Invalid greeting id", fmt.Sprintf("%q is not greeting-NAME", req.ID))
+		return
+	}
+	m := greetingModel{ID: types.StringValue(req.ID), Name: types.StringValue(name),
+		Message: types.StringValue(greet(r.greeting, name)), Delay: types.StringNull()}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
 // greetingDataSource is data.hello_greeting: a greeting computed on read.
 type greetingDataSource struct{ greeting string }
 

@@ -32,7 +32,7 @@ var rules = []layer{
 		"internal/referrers", "internal/ocicopy", "internal/layers",
 		"pkg/pkghash", "pkg/release", "pkg/oci", "pkg/artifact", "pkg/sandbox", "pkg/modulepkg"},
 		may: []string{"format", "primitives"}},
-	{name: "provider host", packages: []string{"pkg/plugin", "pkg/middleware", "pkg/stdiohost"},
+	{name: "provider host", packages: []string{"pkg/plugin", "pkg/middleware", "pkg/stdiohost", "pkg/recording"},
 		may: []string{"format", "primitives", "provider host"}},
 	{name: "stores and sources", packages: []string{"pkg/cache", "pkg/sign", "pkg/source", "pkg/origin", "pkg/module"},
 		may: []string{"format", "primitives", "provider host", "stores and sources"}},

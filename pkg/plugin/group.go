@@ -26,6 +26,10 @@ type Member struct {
 	// Remote, when set, runs the provider on a far side (startRemote) instead of here; Options
 	// then only name its type.
 	Remote *RemoteOptions
+	// StandIn, when set, answers the member's calls with no process (a replay): nothing is
+	// started, and tofu reattaches to a StandIn speaking StandInProtocol.
+	StandIn         Answer
+	StandInProtocol int
 }
 
 // Group is a set of providers launched together and handed to one tofu or terraform run: it
@@ -35,6 +39,7 @@ type Group struct {
 	Members   []Member
 	Providers []*Provider // by member, once started
 	Proxies   []*Proxy    // by member: nil where tofu talks to the provider directly
+	StandIns  []*StandIn  // by member: set where no provider runs
 	// Dir is the run's private directory (mode 0700): every member's sockets and temporary
 	// files are inside it, and Stop removes it.
 	Dir string
@@ -50,7 +55,7 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("private directory for the providers' sockets: %w", err)
 	}
-	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members)), Dir: dir}
+	g := &Group{Members: members, Providers: make([]*Provider, len(members)), Proxies: make([]*Proxy, len(members)), StandIns: make([]*StandIn, len(members)), Dir: dir}
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -64,6 +69,10 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 			if opts.Dir, errs[i] = subDir(dir, strconv.Itoa(i)); errs[i] != nil {
 				return
 			}
+			if m.StandIn != nil {
+				g.StandIns[i], errs[i] = startStandIn(opts.Dir, m.StandInProtocol, m.StandIn)
+				return
+			}
 			if m.Remote != nil {
 				g.Providers[i], errs[i] = startRemote(ctx, *m.Remote)
 				return
@@ -73,7 +82,7 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS || members[i].Remote != nil) {
+		if err == nil && members[i].StandIn == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS || members[i].Remote != nil) {
 			// A provider that serves TLS on its own (the Python tf SDK) cannot be reattached to
 			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not;
 			// and for a remote provider, which has no socket here.
@@ -114,6 +123,11 @@ func (g *Group) Stop() {
 			x.Stop()
 		}
 	}
+	for _, s := range g.StandIns {
+		if s != nil {
+			s.Stop()
+		}
+	}
 	var wg sync.WaitGroup
 	for _, p := range g.Providers {
 		if p != nil {
@@ -131,6 +145,10 @@ func (g *Group) Stop() {
 func (g *Group) ReattachJSON() ([]byte, error) {
 	m := map[string]Reattach{}
 	for i, p := range g.Providers {
+		if s := g.StandIns[i]; s != nil {
+			m[g.Members[i].Addr] = s.ReattachConfig()
+			continue
+		}
 		if x := g.Proxies[i]; x != nil {
 			m[g.Members[i].Addr] = x.ReattachConfig()
 			continue

@@ -9,6 +9,7 @@ import (
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
+	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -22,7 +23,12 @@ func (*recorder) Metadata(_ context.Context, _ provider.MetadataRequest, resp *p
 	resp.TypeName = "recorder"
 }
 
-func (*recorder) Schema(context.Context, provider.SchemaRequest, *provider.SchemaResponse) {}
+// Schema has one attribute, a sensitive token: a provider secret that must stay out of records.
+func (*recorder) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = pschema.Schema{Attributes: map[string]pschema.Attribute{
+		"token": pschema.StringAttribute{Optional: true, Sensitive: true},
+	}}
+}
 
 func (*recorder) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
 

@@ -1,0 +1,189 @@
+// Package recording records the provider calls of a tofu or terraform run and replays them:
+// a line-oriented JSON file (docs/recording-format.md) written by a middleware on oprov's proxy,
+// and a stand-in that answers every call from it with no provider process.
+package recording
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/oprov/oprov/pkg/plugin"
+)
+
+// formatVersion is the version of the recording format this oprov writes and reads.
+const formatVersion = 1
+
+// Line is one line of a recording: the header (first), a provider, or a call.
+type Line struct {
+	// The header.
+	Format  int    `json:"oprov_recording,omitempty"`
+	Program string `json:"program,omitempty"` // e.g. "tofu 1.12.0"
+	Created string `json:"created,omitempty"`
+	// A provider, or the provider a call went to.
+	Provider string `json:"provider,omitempty"`
+	// A provider.
+	Version    string                 `json:"version,omitempty"`
+	H1         string                 `json:"h1,omitempty"`
+	Protocol   int                    `json:"protocol,omitempty"`
+	Schema     *plugin.ProviderSchema `json:"schema,omitempty"`
+	SchemaWire []byte                 `json:"schema_wire,omitempty"`
+	ConfigKept bool                   `json:"config_kept,omitempty"`
+	// A call.
+	Call     string     `json:"call,omitempty"`
+	Type     string     `json:"type,omitempty"`
+	Request  Msg        `json:"request,omitzero"`
+	Response Msg        `json:"response,omitzero"`
+	Error    *CallError `json:"error,omitempty"`
+}
+
+// CallError is a call that ended with a gRPC error instead of a response.
+type CallError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Recording is a recording as read: its header, providers by address and calls in order.
+type Recording struct {
+	Header    Line
+	Providers map[string]*ProviderRec
+	Order     []string // provider addresses as they appear
+}
+
+// ProviderRec is one provider of a recording and its calls.
+type ProviderRec struct {
+	Line    Line
+	LineNo  int
+	schemas *schemas
+	Calls   []*CallRec
+}
+
+// CallRec is one recorded call.
+type CallRec struct {
+	LineNo int
+	Line   Line
+}
+
+// maxLine bounds one line of a recording (a schema or a state can be large).
+const maxLine = 256 << 20
+
+// Read reads a recording, checking every line: what it is, that its provider was declared, and
+// that every answer in it can be given again. Errors name the line.
+func Read(r io.Reader, name string) (*Recording, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	rec := &Recording{Providers: map[string]*ProviderRec{}}
+	n := 0
+	for sc.Scan() {
+		n++
+		text := sc.Bytes()
+		if len(strings.TrimSpace(string(text))) == 0 {
+			continue
+		}
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("recording %s, line %d: %s", name, n, fmt.Sprintf(format, a...))
+		}
+		var l Line
+		if err := decodeJSON(text, &l); err != nil {
+			if n == 1 {
+				return nil, bad("not an oprov recording (%v): make one with oprov run --record FILE -- tofu apply", err)
+			}
+			return nil, bad("not a JSON object (%v); was the file cut short or edited?", err)
+		}
+		switch {
+		case n == 1 && l.Format == 0:
+			return nil, bad("not an oprov recording: the first line has no \"oprov_recording\" header; make one with oprov run --record FILE -- tofu apply")
+		case l.Format != 0 && n != 1:
+			return nil, bad("a second header: recordings cannot be joined by concatenation")
+		case l.Format != 0:
+			if l.Format != formatVersion {
+				return nil, bad("format version %d; this oprov reads version %d: record again with this oprov", l.Format, formatVersion)
+			}
+			rec.Header = l
+		case l.Call != "":
+			p := rec.Providers[l.Provider]
+			if p == nil {
+				return nil, bad("a call to provider %q, which no earlier line declares", l.Provider)
+			}
+			if err := p.check(&l); err != nil {
+				return nil, bad("%s of %s: %v", l.Call, l.Type, err)
+			}
+			p.Calls = append(p.Calls, &CallRec{LineNo: n, Line: l})
+		case l.Provider != "":
+			if rec.Providers[l.Provider] != nil {
+				return nil, bad("provider %s is declared twice", l.Provider)
+			}
+			if l.Protocol != 5 && l.Protocol != 6 {
+				return nil, bad("provider %s speaks protocol %d; a recording holds protocol 5 or 6", l.Provider, l.Protocol)
+			}
+			if len(l.SchemaWire) == 0 || l.Schema == nil {
+				return nil, bad("provider %s has no schema (schema and schema_wire)", l.Provider)
+			}
+			s, err := newSchemas(l.Schema)
+			if err != nil {
+				return nil, bad("provider %s: %v", l.Provider, err)
+			}
+			s.keepConfig = l.ConfigKept
+			rec.Providers[l.Provider] = &ProviderRec{Line: l, LineNo: n, schemas: s}
+			rec.Order = append(rec.Order, l.Provider)
+		default:
+			return nil, bad("neither a header, a provider nor a call")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("recording %s, line %d: longer than %d MiB", name, n+1, maxLine>>20)
+		}
+		return nil, fmt.Errorf("recording %s: %w", name, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("recording %s is empty: make one with oprov run --record FILE -- tofu apply", name)
+	}
+	if len(rec.Providers) == 0 {
+		return nil, fmt.Errorf("recording %s holds no provider: was it cut short?", name)
+	}
+	return rec, nil
+}
+
+// check makes sure a recorded call can be compared and answered: its messages have the fields
+// the format knows for the call, with values of the schema's types.
+func (p *ProviderRec) check(l *Line) error {
+	if l.Error != nil {
+		if l.Response != nil {
+			return errors.New("both a response and an error")
+		}
+		return nil
+	}
+	if l.Response == nil {
+		return errors.New("no response and no error")
+	}
+	spec, ok := calls[l.Call]
+	var req, resp *message
+	if ok {
+		req, resp = spec.request, spec.response
+	}
+	if _, err := encodeMsg(l.Request, req, l.Type, p.schemas, nil); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	if _, err := encodeMsg(l.Response, resp, l.Type, p.schemas, nil); err != nil {
+		return fmt.Errorf("response: %w", err)
+	}
+	return nil
+}
+
+// normal gives a message as a recording's JSON reads back: what a decoded message and a recorded
+// one are compared as.
+func normal(m Msg) (Msg, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out Msg
+	if err := decodeJSON(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

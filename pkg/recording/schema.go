@@ -1,0 +1,272 @@
+package recording
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oprov/oprov/pkg/plugin"
+)
+
+// block is a schema block and the type its values have.
+type block struct {
+	b  *plugin.Block
+	ty cty.Type
+}
+
+// schemas is one provider's schema as a recording decodes values with it.
+type schemas struct {
+	provider  block
+	resources map[string]block
+	data      map[string]block
+	functions map[string]*plugin.Function
+	// keepConfig keeps the provider configuration's values; otherwise they are redacted.
+	keepConfig bool
+}
+
+func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
+	out := &schemas{resources: map[string]block{}, data: map[string]block{}, functions: map[string]*plugin.Function{}}
+	if s == nil {
+		return out, nil
+	}
+	var err error
+	if s.Provider != nil {
+		if out.provider, err = blockOf(s.Provider.Block); err != nil {
+			return nil, fmt.Errorf("the provider's schema: %w", err)
+		}
+	} else {
+		out.provider = block{ty: cty.EmptyObject}
+	}
+	for name, sc := range s.ResourceSchemas {
+		if out.resources[name], err = blockOf(sc.Block); err != nil {
+			return nil, fmt.Errorf("resource %s's schema: %w", name, err)
+		}
+	}
+	for name, sc := range s.DataSourceSchemas {
+		if out.data[name], err = blockOf(sc.Block); err != nil {
+			return nil, fmt.Errorf("data source %s's schema: %w", name, err)
+		}
+	}
+	for name, f := range s.Functions {
+		out.functions[name] = f
+	}
+	return out, nil
+}
+
+func blockOf(b *plugin.Block) (block, error) {
+	ty, err := impliedType(b)
+	return block{b: b, ty: ty}, err
+}
+
+// impliedType is the object type a schema block describes, as tofu encodes its values: a list or
+// map of nested blocks whose element type holds a dynamic type is itself dynamic.
+func impliedType(b *plugin.Block) (cty.Type, error) {
+	if b == nil {
+		return cty.EmptyObject, nil
+	}
+	attrs := map[string]cty.Type{}
+	for name, a := range b.Attributes {
+		t, err := attributeType(a)
+		if err != nil {
+			return cty.NilType, fmt.Errorf("attribute %s: %w", name, err)
+		}
+		attrs[name] = t
+	}
+	for name, nb := range b.BlockTypes {
+		t, err := impliedType(nb.Block)
+		if err != nil {
+			return cty.NilType, fmt.Errorf("block %s: %w", name, err)
+		}
+		if (nb.NestingMode == "list" || nb.NestingMode == "map") && t.HasDynamicTypes() {
+			attrs[name] = cty.DynamicPseudoType
+			continue
+		}
+		attrs[name] = collection(nb.NestingMode, t)
+	}
+	return cty.Object(attrs), nil
+}
+
+func attributeType(a *plugin.Attribute) (cty.Type, error) {
+	if a.NestedType == nil {
+		return ctyjson.UnmarshalType(a.Type)
+	}
+	t, err := impliedType(&plugin.Block{Attributes: a.NestedType.Attributes})
+	if err != nil {
+		return cty.NilType, err
+	}
+	return collection(a.NestedType.NestingMode, t), nil
+}
+
+func collection(mode string, t cty.Type) cty.Type {
+	switch mode {
+	case "list":
+		return cty.List(t)
+	case "set":
+		return cty.Set(t)
+	case "map":
+		return cty.Map(t)
+	}
+	return t
+}
+
+// secret reports whether the attribute at p, in a value of block b, is sensitive or write-only.
+func secret(b *plugin.Block, p Path) bool {
+	for i := 0; i < len(p) && b != nil; i++ {
+		name, ok := p[i].(string)
+		if !ok {
+			return false
+		}
+		if a := b.Attributes[name]; a != nil {
+			if a.Sensitive || a.WriteOnly {
+				return i == len(p)-1
+			}
+			if a.NestedType == nil {
+				return false
+			}
+			b = &plugin.Block{Attributes: a.NestedType.Attributes}
+			if m := a.NestedType.NestingMode; m != "single" && m != "group" && m != "" {
+				i++ // the element's index or key
+			}
+			continue
+		}
+		nb := b.BlockTypes[name]
+		if nb == nil {
+			return false
+		}
+		b = nb.Block
+		if m := nb.NestingMode; m != "single" && m != "group" && m != "" {
+			i++
+		}
+	}
+	return false
+}
+
+// blockFor gives the schema block and type a role names in a call about typeName.
+func (s *schemas) blockFor(r role, typeName string, index int) (block, error) {
+	switch r {
+	case roleProvider:
+		return s.provider, nil
+	case roleResource:
+		if b, ok := s.resources[typeName]; ok {
+			return b, nil
+		}
+		return block{}, fmt.Errorf("resource type %s is not in the provider's schema", typeName)
+	case roleData:
+		if b, ok := s.data[typeName]; ok {
+			return b, nil
+		}
+		return block{}, fmt.Errorf("data source %s is not in the provider's schema", typeName)
+	case roleFuncArg, roleFuncResult:
+		f, ok := s.functions[typeName]
+		if !ok {
+			return block{}, fmt.Errorf("function %s is not in the provider's schema", typeName)
+		}
+		var raw json.RawMessage
+		switch {
+		case r == roleFuncResult:
+			raw = f.ReturnType
+		case index < len(f.Parameters):
+			raw = f.Parameters[index].Type
+		case f.VariadicParameter != nil:
+			raw = f.VariadicParameter.Type
+		default:
+			return block{}, fmt.Errorf("function %s has no parameter %d", typeName, index+1)
+		}
+		ty, err := ctyjson.UnmarshalType(raw)
+		return block{ty: ty}, err
+	}
+	return block{}, fmt.Errorf("no schema describes it")
+}
+
+// valueOf decodes a DynamicValue message; one with no schema is kept as it came.
+func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redact bool) (*Value, error) {
+	b, err := s.blockFor(r, typeName, index)
+	if err != nil {
+		return &Value{Wire: data}, nil
+	}
+	var v cty.Value
+	switch mp, js := fieldBytes(data, 1), fieldBytes(data, 2); {
+	case len(mp) > 0:
+		v, err = ctymsgpack.Unmarshal(mp, b.ty)
+	case len(js) > 0:
+		v, err = ctyjson.Unmarshal(js, b.ty)
+	default:
+		v = cty.NullVal(b.ty)
+	}
+	if err != nil {
+		return &Value{Wire: data}, nil
+	}
+	var sensitive func(Path) bool
+	if redact {
+		switch {
+		case r == roleProvider && !s.keepConfig:
+			sensitive = func(p Path) bool { return len(p) == 1 }
+		case b.b != nil:
+			sensitive = func(p Path) bool { return secret(b.b, p) }
+		}
+	}
+	return fromCty(v, b.ty, sensitive)
+}
+
+// encodeValue writes a recorded value back as a DynamicValue message (msgpack).
+func (s *schemas) encodeValue(r role, typeName string, index int, rv *Value, fill func(Path) (cty.Value, bool)) ([]byte, error) {
+	if rv.Wire != nil {
+		return rv.Wire, nil
+	}
+	b, err := s.blockFor(r, typeName, index)
+	if err != nil {
+		return nil, err
+	}
+	v, err := rv.toCty(b.ty, fill)
+	if err != nil {
+		return nil, err
+	}
+	mp, err := ctymsgpack.Marshal(v, b.ty)
+	if err != nil {
+		return nil, err
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), mp), nil
+}
+
+// rawState reads a stored object's JSON, redacting what the resource's schema marks secret.
+func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, error) {
+	var j any
+	if err := decodeJSON(js, &j); err != nil {
+		return nil, fmt.Errorf("the stored object is not JSON: %v", err)
+	}
+	out := &RawState{JSON: j}
+	if b, ok := s.resources[typeName]; ok && redact {
+		out.JSON = redactJSON(j, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
+	}
+	return out, nil
+}
+
+// redactJSON replaces every non-null value at a secret path.
+func redactJSON(j any, p Path, secret func(Path) bool, out *[]Path) any {
+	if j == nil {
+		return nil
+	}
+	if len(p) > 0 && secret(p) {
+		*out = append(*out, clonePath(p))
+		return redactedText
+	}
+	switch j := j.(type) {
+	case map[string]any:
+		m := map[string]any{}
+		for k, v := range j {
+			m[k] = redactJSON(v, append(p, k), secret, out)
+		}
+		return m
+	case []any:
+		l := make([]any, len(j))
+		for i, v := range j {
+			l[i] = redactJSON(v, append(p, i), secret, out)
+		}
+		return l
+	}
+	return j
+}

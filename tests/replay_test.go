@@ -1,0 +1,236 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oprov/oprov/tests/internal/peers"
+)
+
+// replayHello is the hello configuration with for_each over a resource, a data source and (for
+// tofu) a provider function.
+const replayHello = `terraform {
+  required_providers {
+    hello = {
+      source  = "example.com/acme/hello"
+      version = "~> 1.0"
+    }
+  }
+}
+
+provider "hello" {
+  greeting = "Hello"
+}
+
+resource "hello_greeting" "each" {
+  for_each = { a = "ada", g = "grace", l = "linus" }
+  name     = each.value
+}
+
+data "hello_greeting" "tofu" {
+  name = "tofu"
+}
+
+output "messages" {
+  value = [for g in hello_greeting.each : g.message]
+}
+
+output "data_message" {
+  value = data.hello_greeting.tofu.message
+}
+`
+
+// offlineEnv is the environment of a replay: no proxy reaches anything, and the cache is gone.
+func offlineEnv(env []string) []string {
+	return append(env, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=")
+}
+
+// replayCycle records an apply of cfg's configuration (main.tf holds tf), then, with the cache
+// removed (and whatever gone stops), replays a plan that must show no changes and an apply that
+// must succeed with outputs holding want; then changes old to new in main.tf, and the replayed
+// plan must fail naming resource and the new value. It gives the recording.
+func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, gone func(), want []string, old, new, resource string) string {
+	t.Helper()
+	rec := filepath.Join(t.TempDir(), "calls.jsonl")
+	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	start := time.Now()
+	mustOprov(t, env, "run", "-C", cfg, "--record", rec, "--", bin, "apply", "-auto-approve", "-input=false")
+	t.Logf("recorded apply: %s", time.Since(start).Round(time.Millisecond))
+	if err := os.RemoveAll(cache); err != nil {
+		t.Fatal(err)
+	}
+	if gone != nil {
+		gone()
+	}
+	off := offlineEnv(env)
+	r := oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color")
+	if r.Code != 0 {
+		t.Fatalf("replayed plan: exit %d, want 0 (no changes)\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "apply", "-auto-approve", "-input=false", "-no-color")
+	if r.Code != 0 {
+		t.Fatalf("second replayed apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	out := mustOprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "output", "-json")
+	for _, w := range want {
+		if !strings.Contains(out.Stdout, w) {
+			t.Errorf("outputs after the replayed apply lack %s: %s", w, out.Stdout)
+		}
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Errorf("the replay made the cache again: it installed something")
+	}
+	if !strings.Contains(tf, old) {
+		t.Fatalf("the configuration has no %s to change", old)
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(tf, old, new, 1))
+	r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color")
+	if all := r.Stderr + r.Stdout; r.Code == 0 || !strings.Contains(all, "oprov replay: the recording holds no") ||
+		!strings.Contains(all, resource) || !strings.Contains(all, `now `+new[strings.IndexByte(new, '"'):]) {
+		t.Errorf("a replayed plan with %s changed to %s: exit %d\n%s%s", old, new, r.Code, r.Stdout, r.Stderr)
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	return rec
+}
+
+// A recorded apply of two OCI providers (hello speaks protocol 6, counter protocol 5) replays
+// with no registry, no cached executable and no provider process: the plan shows no changes and a
+// second apply succeeds; a changed attribute fails the plan naming the resource and the
+// attribute. provider check --json then drives the recording itself.
+func TestReplayOCIProvider(t *testing.T) {
+	for _, tool := range []struct {
+		name, cfg string
+	}{{"tofu", replayHello + helloFunctionOutput}, {"terraform", replayHello}} {
+		t.Run(tool.name, func(t *testing.T) {
+			bin := peers.Require(t, tool.name)
+			tf := withCounter(tool.cfg)
+			f := newLoaderFixture(t, tf)
+			mustOprov(t, f.env, "push", counterRelease(t), f.reg.Host+"/providers/acme/counter", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
+			env := append(f.env, "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+			want := []string{"Hello, grace!", "Hello, tofu!", `"3"`}
+			if tool.name == "tofu" {
+				want = append(want, "Hello, function!")
+			}
+			rec := replayCycle(t, bin, f.cfg, tf, env, f.cache, f.reg.Stop, want, `g = "grace"`, `g = "hopper"`, `hello_greeting.each["g"]`)
+			data, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{`"oprov_recording":1`, `"call":"ApplyResourceChange"`, `"call":"ReadDataSource"`, `"grace"`} {
+				if !strings.Contains(string(data), want) {
+					t.Errorf("the recording lacks %s", want)
+				}
+			}
+			if tool.name == "tofu" && !strings.Contains(string(data), `"call":"CallFunction"`) {
+				t.Errorf("the recording lacks the function call")
+			}
+			if !strings.Contains(string(data), `"protocol":5`) {
+				t.Errorf("the recording lacks the protocol 5 provider")
+			}
+			answers := driveJSON(t, offlineEnv(env), rec+" --address example.com/acme/hello", `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
+			expectAnswers(t, answers, `"Hello, tofu!"`)
+		})
+	}
+}
+
+// kvReplay is the stdio kv provider's configuration with for_each, a data source and (for tofu)
+// a function.
+const kvReplay = `terraform {
+  required_providers {
+    kv = { source = "example.com/acme/kv" }
+  }
+}
+provider "kv" { path = "%[1]s" }
+resource "kv_entry" "e" {
+  for_each = { a = "one", b = "two" }
+  key      = each.key
+  value    = each.value
+}
+data "kv_keys" "all" {
+  depends_on = [kv_entry.e]
+}
+output "keys" { value = join(",", data.kv_keys.all.keys) }
+%[2]s`
+
+// A stdio provider (the Python example) replays with its database gone: no provider runs.
+func TestReplayStdioProvider(t *testing.T) {
+	for _, tool := range []string{"tofu", "terraform"} {
+		t.Run(tool, func(t *testing.T) {
+			bin := peers.Require(t, tool)
+			db := filepath.Join(t.TempDir(), "kv.json")
+			writeFile(t, db, `{}`)
+			fn, want := "", []string{`"a,b"`}
+			if tool == "tofu" {
+				fn, want = kvFunctionOutput, append(want, `"kv:zz"`)
+			}
+			tf := fmt.Sprintf(kvReplay, db, fn)
+			cfg, env := stdioDir(t, filepath.Join(repoRoot, "examples", "stdio-python"), "example.com/acme/kv", tf)
+			cache := env[0][len("OPROV_CACHE_DIR="):]
+			replayCycle(t, bin, cfg, tf, env, cache, func() { os.Remove(db) }, want, `b = "two"`, `b = "three"`, `kv_entry.e["b"]`)
+			if _, err := os.Stat(db); err == nil {
+				t.Errorf("the replay reached the provider: its database is back")
+			}
+		})
+	}
+}
+
+// pyReplay is the Python example's configuration with for_each and a data source (its SDK has
+// no provider functions).
+const pyReplay = `terraform {
+  required_providers {
+    pyhello = { source = "example.com/acme/pyhello" }
+  }
+}
+provider "pyhello" {}
+resource "pyhello_greeting" "each" {
+  for_each = { a = "ada", g = "grace" }
+  name     = each.value
+}
+data "pyhello_greeting" "tofu" {
+  name = "tofu"
+}
+output "messages" { value = [for g in pyhello_greeting.each : g.message] }
+output "data_message" { value = data.pyhello_greeting.tofu.message }
+`
+
+// A Python provider kept as source replays with its venv gone.
+func TestReplayPythonProvider(t *testing.T) {
+	bin := peers.Require(t, "tofu")
+	cfg, _, env := pySourceConfig(t)
+	cache := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "OPROV_CACHE_DIR="); ok {
+			cache = v
+		}
+	}
+	replayCycle(t, bin, cfg, pyReplay, env, cache, nil, []string{"Hello, grace!", "Hello, tofu!"}, `g = "grace"`, `g = "hopper"`, `pyhello_greeting.each["g"]`)
+}
+
+const recorderToken = "tok-never-in-the-recording"
+
+// A provider configured with a sensitive token, and a resource with a sensitive attribute: neither
+// reaches the recording, and the replay still works.
+func TestReplayKeepsSecretsOut(t *testing.T) {
+	bin := peers.Require(t, "tofu")
+	cfg, env := middlewareDir(t, bin, "")
+	cache := t.TempDir()
+	env = append(env, "OPROV_CACHE_DIR="+cache)
+	tf := strings.Replace(recorderConfig(true), "resource \"recorder_thing\"", "provider \"recorder\" {\n  token = \""+recorderToken+"\"\n}\nresource \"recorder_thing\"", 1)
+	rec := replayCycle(t, bin, cfg, tf, env, cache, nil, []string{"QUIET", "HI!"}, `name   = "one"`, `name   = "two"`, `recorder_thing.a`)
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{recorderToken, recorderSecret} {
+		if strings.Contains(string(data), secret) {
+			t.Errorf("the recording holds the secret %q", secret)
+		}
+	}
+	if !strings.Contains(string(data), `"(redacted by oprov)"`) {
+		t.Errorf("the recording redacts nothing")
+	}
+}
