@@ -21,6 +21,20 @@ go vet ./...
 go vet -tags gendocs ./cmd/oprov
 for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet ./...); done
 
+step "every release platform builds and vets (linux, darwin, windows on amd64 and arm64)"
+# go vet type-checks tests too, and shares the build cache with go build. The end-to-end suite
+# (./tests/...) drives POSIX processes and signals: vetted for linux and darwin, not windows.
+for os in linux darwin windows; do
+  for arch in amd64 arm64; do
+    pkgs=./...
+    if [ "$os/$arch" = linux/amd64 ]; then pkgs=; fi # vetted above
+    if [ "$os" = windows ]; then pkgs=$(go list ./... | grep -v '/tests\(/\|$\)'); fi
+    GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -o /dev/null ./cmd/oprov ./cmd/oprov-sandbox 2>&1 || { echo "build failed for $os/$arch"; exit 1; }
+    # shellcheck disable=SC2086
+    [ -z "$pkgs" ] || GOOS=$os GOARCH=$arch go vet $pkgs || { echo "go vet failed for $os/$arch"; exit 1; }
+  done
+done
+
 step "the command reference and man pages match the CLI (docs/reference, docs/man)"
 bash scripts/gendocs.sh --check
 
