@@ -21,6 +21,10 @@ import (
 // read from the build info (see currentVersion).
 var version = "dev"
 
+// commit, when set at build time with -ldflags "-X main.commit=...", is the commit a release was
+// built from (GoReleaser sets it: its builds carry no VCS stamp).
+var commit = ""
+
 // Exit codes.
 const (
 	exitOK    = 0
