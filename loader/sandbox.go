@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/loader/config"
@@ -339,8 +338,8 @@ func privateDir(dir string) error {
 	if !st.IsDir() {
 		return errors.New("is not a directory (remove it: oprov makes it again)")
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("belongs to user %d, not to you (remove it: oprov makes it again)", sys.Uid)
+	if uid, ok := fileUID(st); ok && uid != os.Geteuid() {
+		return fmt.Errorf("belongs to user %d, not to you (remove it: oprov makes it again)", uid)
 	}
 	return os.Chmod(dir, 0o700)
 }

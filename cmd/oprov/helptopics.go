@@ -40,6 +40,8 @@ oprov's own variables
                            on PATH)
   OPROV_PROVIDER_DIR       set by oprov for a stdio provider: its own directory (it runs in
                            tofu's working directory)
+  OPROV_SIGNING_CONFIG     cosign v3's signing configuration for keyless signing: a private
+                           Sigstore instance (--signing-config wins; default: the public one)
   OPROV_TEST_LANDLOCK_ABI  a test hook: oprov acts as if the kernel had this Landlock version
                            (it can only make the sandbox use less of the kernel)
 
@@ -53,7 +55,9 @@ Other variables oprov reads
   REGISTRY_AUTH_FILE       containers' auth.json (podman, skopeo)
   SSL_CERT_FILE, SSL_CERT_DIR  extra CA certificates
   COSIGN_PASSWORD          the password of a cosign.key (else a prompt)
-  SIGSTORE_ID_TOKEN        the OIDC token for keyless signing
+  SIGSTORE_ID_TOKEN        the OIDC token for keyless signing (GitLab's id_tokens)
+  ACTIONS_ID_TOKEN_REQUEST_URL, ACTIONS_ID_TOKEN_REQUEST_TOKEN
+                           GitHub Actions' token service: keyless signing asks it for a token
   SOURCE_DATE_EPOCH        the time package and push record, for reproducible builds
   HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR, APPDATA, TMPDIR
                            where the default paths below are

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -65,4 +68,58 @@ func policyFromFlags(keys []string, policyFile string, k *keylessFlags) (*sign.P
 		return nil, usageErrorf("%v", err)
 	}
 	return p, err
+}
+
+// signingConfigEnv names a signing configuration (as --signing-config) for every keyless
+// signature: how a CI points oprov at a private Sigstore instance once, for sign and push --sign.
+const signingConfigEnv = "OPROV_SIGNING_CONFIG"
+
+// keylessSignFlags are the flags of a keyless signature, as cosign sign names them: all optional.
+// The token defaults to the CI's ambient identity, the services to the signing configuration
+// (--signing-config, else OPROV_SIGNING_CONFIG), else the public-good Sigstore instance.
+type keylessSignFlags struct {
+	IDToken       string
+	FulcioURL     string
+	TSAURLs       []string
+	RekorURL      string
+	RekorVersion  uint32
+	SigningConfig string
+	TrustedRoot   string
+}
+
+func (k *keylessSignFlags) register(c *cobra.Command, prefix string) {
+	f := c.Flags()
+	f.StringVar(&k.IDToken, "identity-token", "", prefix+"the OIDC identity token (default $"+sign.IDTokenEnv+", or GitHub Actions' own)")
+	f.StringVar(&k.FulcioURL, "fulcio-url", "", prefix+"the Fulcio that certifies the identity (default: the public-good instance's)")
+	f.StringSliceVar(&k.TSAURLs, "timestamp-server-url", nil, prefix+"RFC 3161 timestamp authority URL (repeatable)")
+	f.StringVar(&k.RekorURL, "rekor-url", "", prefix+"also record the signature in this transparency log")
+	f.Uint32Var(&k.RekorVersion, "rekor-version", 1, prefix+"the --rekor-url log's API major version (1, or 2 for rekor-tiles)")
+	f.StringVar(&k.SigningConfig, "signing-config", "", prefix+"sigstore signing config (the Fulcio and TSA URLs), as cosign v3 reads (default $"+signingConfigEnv+")")
+	f.StringVar(&k.TrustedRoot, "trusted-root", "", prefix+"check the signature against this trusted root before storing it")
+}
+
+// set reports whether any keyless flag was given.
+func (k *keylessSignFlags) set() bool {
+	return k.IDToken != "" || k.FulcioURL != "" || len(k.TSAURLs) > 0 || k.RekorURL != "" || k.SigningConfig != "" || k.TrustedRoot != ""
+}
+
+// keyless completes the flags into how to sign (sign.KeylessFrom), for command cmd.
+func (k *keylessSignFlags) keyless(ctx context.Context, cmd string) (*sign.Keyless, error) {
+	opts := sign.Keyless{IDToken: k.IDToken, FulcioURL: k.FulcioURL, TSAURLs: k.TSAURLs, RekorURL: k.RekorURL, RekorVersion: k.RekorVersion}
+	if k.TrustedRoot != "" {
+		tr, err := sign.LoadTrustedRoot(k.TrustedRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+		opts.TrustedRoot = tr
+	}
+	sc := k.SigningConfig
+	if sc == "" && k.FulcioURL == "" && len(k.TSAURLs) == 0 && k.RekorURL == "" {
+		sc = os.Getenv(signingConfigEnv)
+	}
+	out, err := sign.KeylessFrom(ctx, opts, sc)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", cmd, err)
+	}
+	return out, nil
 }

@@ -22,6 +22,10 @@ import (
 // read from the build info (see currentVersion).
 var version = "dev"
 
+// commit, when set at build time with -ldflags "-X main.commit=...", is the commit a release was
+// built from (GoReleaser sets it: its builds carry no VCS stamp).
+var commit = ""
+
 // Exit codes (exitcodes.go says how an error is classed, and 'oprov help exit-codes' lists them).
 const (
 	exitOK    = 0

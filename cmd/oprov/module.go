@@ -186,8 +186,9 @@ func runPushModule(ctx context.Context, o *pushOptions) error {
 	if len(o.Sources) > 0 {
 		return usageErrorf("push --module DIR REPO:VERSION: the module comes from --module; give only the repository")
 	}
-	if o.Sign != (o.Key != "") {
-		return usageErrorf("push: --sign and --key go together")
+	signer, signOpts, signing, err := o.signing(ctx)
+	if err != nil {
+		return err
 	}
 	ref, err := parseRef(o.Repo)
 	if err != nil {
@@ -196,12 +197,6 @@ func runPushModule(ctx context.Context, o *pushOptions) error {
 	ref, version, err := moduleTag(ref, o.Version)
 	if err != nil {
 		return err
-	}
-	var signer *sign.Signer
-	if o.Sign { // load the key first: a wrong password must stop the push before it starts
-		if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
-			return fmt.Errorf("push: %w", err)
-		}
 	}
 	zipData, err := readModule(o.Module)
 	if err != nil {
@@ -224,8 +219,8 @@ func runPushModule(ctx context.Context, o *pushOptions) error {
 		out.Source = "oci://" + ref.Repo() + "?tag=" + ref.Reference
 	}
 	var signed *sign.SignResult
-	if signer != nil {
-		if signed, err = sign.Sign(ctx, target, ref, desc, signer, sign.SignOptions{Legacy: o.LegacyTag}); err != nil {
+	if signing {
+		if signed, err = sign.Sign(ctx, target, ref, desc, signer, signOpts); err != nil {
 			return oci.Explain("sign", ref, err)
 		}
 	}

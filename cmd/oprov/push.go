@@ -27,6 +27,7 @@ type pushOptions struct {
 	Sign        bool
 	Key         string
 	LegacyTag   bool
+	keyless     keylessSignFlags // push --sign without --key
 	registry    registryFlags
 	output      outputFlag
 }
@@ -75,8 +76,9 @@ tag, or --version). The same module and version always give the same manifest di
 	c.Flags().StringVar(&o.Version, "version", "", "with --module: the module's version, the tag (default: REPO's tag)")
 	c.Flags().StringVar(&o.Address, "address", "", "provider source address for the printed CLI config (default: registry.opentofu.org/NAMESPACE/TYPE from REPO, said on stderr)")
 	concurrencyFlag(c, &o.Concurrency, "blobs to upload at once")
-	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it (needs --key)")
+	c.Flags().BoolVar(&o.Sign, "sign", false, "sign the version right after pushing it: with --key, else keylessly with the CI's identity (as 'oprov sign')")
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key for --sign")
+	o.keyless.register(c, "with --sign, keyless: ")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "with --sign: store cosign v2's sha256-<hex>.sig tag instead of a bundle referrer")
 	o.registry.register(c)
 	o.output.register(c)
@@ -97,14 +99,9 @@ func runPush(ctx context.Context, o *pushOptions) error {
 			return usageErrorf("--address: %v", err)
 		}
 	}
-	if o.Sign != (o.Key != "") {
-		return usageErrorf("push: --sign and --key go together")
-	}
-	var signer *sign.Signer
-	if o.Sign { // load the key first: a wrong password must stop the push before it starts
-		if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
-			return fmt.Errorf("push: %w", err)
-		}
+	signer, signOpts, signing, err := o.signing(ctx)
+	if err != nil {
+		return err
 	}
 	if _, _, err := release.SourceDateEpoch(); err != nil {
 		return err // before anything is read: publish records it on the index
@@ -126,7 +123,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		return oci.Explain("push", ref, err)
 	}
 	bar := newProgress(o.io, "pushing")
-	res, err := publish.Release(ctx, target, ref, rel, publish.Options{Concurrency: o.Concurrency, Progress: bar, Signer: signer, LegacyTag: o.LegacyTag})
+	res, err := publish.Release(ctx, target, ref, rel, publish.Options{Concurrency: o.Concurrency, Progress: bar, Sign: signing, Signer: signer, SignOptions: signOpts})
 	bar.Finish()
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -224,4 +221,29 @@ func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifes
 		fmt.Fprintf(w, "\nOpenTofu >= 1.10 installs %s with this CLI configuration:\n\n%s", addr, tofurc)
 	}
 	return nil
+}
+
+// signing is how push --sign signs, settled before anything is pushed (a wrong password or a
+// missing identity stops the push before it starts): with --key, else keylessly. ok is false
+// without --sign.
+func (o *pushOptions) signing(ctx context.Context) (signer *sign.Signer, opts sign.SignOptions, ok bool, err error) {
+	switch {
+	case !o.Sign && (o.Key != "" || o.keyless.set()):
+		return nil, opts, false, usageErrorf("push: --key and the keyless signing flags go with --sign")
+	case !o.Sign:
+		return nil, opts, false, nil
+	case o.Key != "" && o.keyless.set():
+		return nil, opts, false, usageErrorf("push: give --key or the keyless flags (--identity-token, --fulcio-url, --timestamp-server-url, --signing-config), not both")
+	case o.Key == "" && o.LegacyTag:
+		return nil, opts, false, usageErrorf("push: keyless signatures are stored as bundles only (cosign v3's form, which cosign v2 with --new-bundle-format reads too): drop --legacy-tag")
+	}
+	opts.Legacy = o.LegacyTag
+	if o.Key == "" {
+		opts.Keyless, err = o.keyless.keyless(ctx, "push --sign")
+		return nil, opts, err == nil, err
+	}
+	if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
+		return nil, opts, false, fmt.Errorf("push: %w", err)
+	}
+	return signer, opts, true, nil
 }

@@ -148,7 +148,7 @@ func TestPushErrors(t *testing.T) {
 	ctx := context.Background()
 	ios, _, _ := testIO()
 	layout := "oci-layout:" + t.TempDir()
-	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Sign: true, output: textOut}), "--sign and --key go together")
+	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Key: "k.key", output: textOut}), "--key and the keyless signing flags go with --sign")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, Address: "x", output: textOut}), "--address")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: "nohost", output: textOut}), "HOST[:PORT]/PATH")
 	wantUsageError(t, runPush(ctx, &pushOptions{io: ios, Sources: []string{"dist"}, Repo: layout, output: outputFlag{Format: "yaml"}}), `-o "yaml": -o/--output is the output format, text or json`)

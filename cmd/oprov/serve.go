@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -157,10 +156,9 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
-	var rl syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && cfg.Clients.FitDescriptors(rl.Cur) {
+	if nofile, ok := openFilesLimit(); ok && cfg.Clients.FitDescriptors(nofile) {
 		cfg.Log.Warn("lowered --max-connections and --max-archives to fit the open-files limit",
-			slog.Uint64("nofile", rl.Cur), slog.Int("max_connections", cfg.Clients.MaxConnections), slog.Int("max_archives", cfg.Clients.MaxArchives))
+			slog.Uint64("nofile", nofile), slog.Int("max_connections", cfg.Clients.MaxConnections), slog.Int("max_archives", cfg.Clients.MaxArchives))
 	}
 	srv, err := serve.New(cfg)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -17,21 +16,15 @@ type signOptions struct {
 	Key       string
 	LegacyTag bool
 	// Keyless signing (no --key): an OIDC token exchanged at Fulcio for a certificate, and a TSA.
-	IDToken       string
-	FulcioURL     string
-	TSAURLs       []string
-	RekorURL      string
-	RekorVersion  uint32
-	SigningConfig string
-	TrustedRoot   string
-	registry      registryFlags
-	output        outputFlag
+	keyless  keylessSignFlags
+	registry registryFlags
+	output   outputFlag
 }
 
 func newSignCmd(ios *IOStreams) *cobra.Command {
 	o := &signOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "sign REPO:VERSION (--key cosign.key | --identity-token TOKEN --signing-config FILE)",
+		Use:   "sign REPO:VERSION [--key cosign.key]",
 		Short: "Sign a provider version or a module with a cosign key, or keylessly with a CI identity",
 		Long: `Sign a version's index digest, which covers every platform manifest and zip below it by
 content address (for a module package, its manifest digest, which covers its zip). The password comes from COSIGN_PASSWORD, or a prompt on a terminal.
@@ -42,14 +35,18 @@ copies carry it. --legacy-tag stores it as cosign v2's sha256-<hex>.sig tag inst
 read by 'cosign verify' and 'oprov verify'.
 
 Without --key, the signature is keyless, as cosign signs from CI: a fresh key is made, Fulcio
-(--fulcio-url) certifies it for the identity of the OIDC token (--identity-token, or
-SIGSTORE_ID_TOKEN), a timestamp authority (--timestamp-server-url) witnesses the signing time,
-a transparency log (--rekor-url) records it if wanted, and the key is forgotten.
---signing-config reads those URLs from the file cosign v3 reads. With
+(--fulcio-url) certifies it for the identity of the OIDC token, a timestamp authority
+(--timestamp-server-url) witnesses the signing time, a transparency log (--rekor-url) records
+it if wanted, and the key is forgotten. The token is --identity-token, else the CI's own, found
+as cosign finds it: SIGSTORE_ID_TOKEN (GitLab CI's id_tokens), else GitHub Actions' token
+endpoint (a job with 'permissions: id-token: write'). --signing-config (or
+OPROV_SIGNING_CONFIG) reads the URLs from the file cosign v3 reads; with none of them, the
+public-good Sigstore instance (fulcio.sigstore.dev, rekor.sigstore.dev) is used. With
 --trusted-root, the result is checked against it before it is stored. Verifiers trust the
 identity ('oprov verify --certificate-identity ... --certificate-oidc-issuer ... --trusted-root').`,
 		Example: `  COSIGN_PASSWORD=... oprov sign registry.example.com/providers/acme/hello:1.0.0 --key cosign.key
-  SIGSTORE_ID_TOKEN=$TOKEN oprov sign registry.example.com/providers/acme/hello:1.0.0 --signing-config signing_config.json`,
+  oprov sign registry.example.com/providers/acme/hello:1.0.0      # keyless, in GitHub Actions or GitLab CI
+  oprov sign registry.example.com/providers/acme/hello:1.0.0 --signing-config signing_config.json`,
 		Args: argsRange(1, 1, "one reference: REPO:VERSION"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Ref = args[0]
@@ -57,13 +54,7 @@ identity ('oprov verify --certificate-identity ... --certificate-oidc-issuer ...
 		},
 	}
 	c.Flags().StringVar(&o.Key, "key", "", "cosign private key file (without it: keyless)")
-	c.Flags().StringVar(&o.IDToken, "identity-token", "", "keyless: the OIDC identity token (default $"+sign.IDTokenEnv+")")
-	c.Flags().StringVar(&o.FulcioURL, "fulcio-url", "", "keyless: the Fulcio that certifies the identity")
-	c.Flags().StringSliceVar(&o.TSAURLs, "timestamp-server-url", nil, "keyless: RFC 3161 timestamp authority URL (repeatable)")
-	c.Flags().StringVar(&o.RekorURL, "rekor-url", "", "keyless: also record the signature in this transparency log")
-	c.Flags().Uint32Var(&o.RekorVersion, "rekor-version", 1, "keyless: the --rekor-url log's API major version (1, or 2 for rekor-tiles)")
-	c.Flags().StringVar(&o.SigningConfig, "signing-config", "", "keyless: sigstore signing config (the Fulcio and TSA URLs), as cosign v3 reads")
-	c.Flags().StringVar(&o.TrustedRoot, "trusted-root", "", "keyless: check the signature against this trusted root before storing it")
+	o.keyless.register(c, "keyless: ")
 	c.Flags().BoolVar(&o.LegacyTag, "legacy-tag", false, "store the signature as cosign v2's sha256-<hex>.sig tag")
 	o.registry.register(c)
 	o.output.register(c)
@@ -74,17 +65,11 @@ func runSign(ctx context.Context, o *signOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	keyless := o.IDToken != "" || o.FulcioURL != "" || len(o.TSAURLs) > 0 || o.RekorURL != "" || o.SigningConfig != ""
-	if o.Key == "" && !keyless {
-		if _, ok := os.LookupEnv(sign.IDTokenEnv); !ok {
-			return usageErrorf("sign: --key is required, or keyless signing: --identity-token (or %s) with --signing-config or --fulcio-url and --timestamp-server-url", sign.IDTokenEnv)
-		}
-		keyless = true
-	}
+	keyless := o.Key == ""
 	if keyless && o.Key == "" && o.LegacyTag {
 		return usageErrorf("sign: keyless signatures are stored as bundles only (cosign v3's form, which cosign v2 with --new-bundle-format reads too): drop --legacy-tag")
 	}
-	if o.Key != "" && keyless {
+	if o.Key != "" && o.keyless.set() {
 		return usageErrorf("sign: give --key or the keyless flags (--identity-token, --fulcio-url, --timestamp-server-url, --signing-config), not both")
 	}
 	ref, err := parseVersionRef("sign", o.Ref)
@@ -94,14 +79,8 @@ func runSign(ctx context.Context, o *signOptions) error {
 	var signer *sign.Signer
 	opts := sign.SignOptions{Legacy: o.LegacyTag}
 	if keyless {
-		k := sign.Keyless{IDToken: o.IDToken, FulcioURL: o.FulcioURL, TSAURLs: o.TSAURLs, RekorURL: o.RekorURL, RekorVersion: o.RekorVersion}
-		if o.TrustedRoot != "" {
-			if k.TrustedRoot, err = sign.LoadTrustedRoot(o.TrustedRoot); err != nil {
-				return fmt.Errorf("sign %s: %w", ref, err)
-			}
-		}
-		if opts.Keyless, err = sign.KeylessFrom(k, o.SigningConfig); err != nil {
-			return usageErrorf("sign: %v", err)
+		if opts.Keyless, err = o.keyless.keyless(ctx, "sign "+ref.String()); err != nil {
+			return err
 		}
 	} else if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)

@@ -225,7 +225,6 @@ func TestSignVerifyUsageErrors(t *testing.T) {
 	ctx := context.Background()
 	ios, _, _ := testIO()
 	layout := "oci-layout:" + t.TempDir()
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: layout + ":1.0.0", output: textOut}), "sign: --key is required")
 	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: layout, Key: "k.key", output: textOut}), "name a version")
 	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", output: textOut}), "give --key PUB (one or more) or --policy FILE")
 	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{"a.pub"}, Policy: "p.hcl", output: textOut}), "give --key PUB (one or more) or --policy FILE")
@@ -239,14 +238,20 @@ func TestSignVerifyUsageErrors(t *testing.T) {
 // witness) before it reaches a registry, and refuses a key with the keyless flags.
 func TestSignKeylessUsageErrors(t *testing.T) {
 	t.Setenv(sign.IDTokenEnv, "")
+	t.Setenv("ACTIONS_ID_TOKEN_REQUEST_URL", "") // not in a GitHub Actions job, even when the tests run in one
+	t.Setenv(signingConfigEnv, "")
 	ctx := context.Background()
 	ios, _, _ := testIO()
 	ref := "oci-layout:" + t.TempDir() + ":1.0.0"
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, FulcioURL: "http://f", TSAURLs: []string{"http://t"}, output: textOut}), "identity token")
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", TSAURLs: []string{"http://t"}, output: textOut}), "Fulcio URL")
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", FulcioURL: "http://f", output: textOut}), "timestamp authority or a transparency log")
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, Key: "k.key", IDToken: "x", output: textOut}), "not both")
-	wantUsageError(t, runSign(ctx, &signOptions{io: ios, Ref: ref, IDToken: "x", FulcioURL: "http://f", TSAURLs: []string{"http://t"}, LegacyTag: true, output: textOut}), "drop --legacy-tag")
+	try := func(k keylessSignFlags, key string, legacy bool) error {
+		return runSign(ctx, &signOptions{io: ios, Ref: ref, Key: key, keyless: k, LegacyTag: legacy, output: textOut})
+	}
+	wantUsageError(t, try(keylessSignFlags{}, "", false), "identity token")
+	wantUsageError(t, try(keylessSignFlags{FulcioURL: "http://f", TSAURLs: []string{"http://t"}}, "", false), "identity token")
+	wantUsageError(t, try(keylessSignFlags{IDToken: "x", TSAURLs: []string{"http://t"}}, "", false), "Fulcio URL")
+	wantUsageError(t, try(keylessSignFlags{IDToken: "x", FulcioURL: "http://f"}, "", false), "timestamp authority or a transparency log")
+	wantUsageError(t, try(keylessSignFlags{IDToken: "x"}, "k.key", false), "not both")
+	wantUsageError(t, try(keylessSignFlags{IDToken: "x", FulcioURL: "http://f", TSAURLs: []string{"http://t"}}, "", true), "drop --legacy-tag")
 }
 
 // TestVerifyKeylessUsageErrors: identity flags need a trusted root and an issuer, and do not go

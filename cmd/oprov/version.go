@@ -29,6 +29,9 @@ func currentVersion() buildVersion {
 	if version != "dev" {
 		v.Version = version
 	}
+	if commit != "" {
+		v.Commit = commit
+	}
 	return v
 }
 

@@ -28,13 +28,14 @@ func UserFiles(program string) []string {
 	if p := os.Getenv("TERRAFORM_CONFIG"); p != "" {
 		return existing(p)
 	}
-	home := homeDir()
+	here := system{goos: runtime.GOOS, getenv: os.Getenv, exists: exists, join: filepath.Join}
+	home := here.homeDir()
 	if home == "" {
 		return nil
 	}
 	terraform := strings.Contains(filepath.Base(program), "terraform")
-	files := existing(mainFile(home, terraform))
-	dir := configDir(home, terraform)
+	files := existing(here.mainFile(home, terraform))
+	dir := here.configDir(home, terraform)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return files
@@ -56,12 +57,21 @@ func existing(p string) []string {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// system is what the file locations depend on: the OS (its rules, not necessarily this one's:
+// tests give Windows'), the environment, which files exist, and how paths join.
+type system struct {
+	goos   string
+	getenv func(string) string
+	exists func(string) bool
+	join   func(...string) string
+}
+
 // homeDir is $HOME, else the user database's, as tofu finds it; %APPDATA% on Windows.
-func homeDir() string {
-	if runtime.GOOS == "windows" {
-		return os.Getenv("APPDATA")
+func (sys system) homeDir() string {
+	if sys.goos == "windows" {
+		return sys.getenv("APPDATA")
 	}
-	if h := os.Getenv("HOME"); h != "" {
+	if h := sys.getenv("HOME"); h != "" {
 		return h
 	}
 	if u, err := user.Current(); err == nil {
@@ -70,32 +80,32 @@ func homeDir() string {
 	return ""
 }
 
-func mainFile(home string, terraform bool) string {
+func (sys system) mainFile(home string, terraform bool) string {
 	newName, legacy := ".tofurc", ".terraformrc"
-	if runtime.GOOS == "windows" {
+	if sys.goos == "windows" {
 		newName, legacy = "tofu.rc", "terraform.rc"
 	}
 	if terraform {
-		return filepath.Join(home, legacy)
+		return sys.join(home, legacy)
 	}
-	newPath, legacyPath := filepath.Join(home, newName), filepath.Join(home, legacy)
-	xdg := os.Getenv("XDG_CONFIG_HOME")
+	newPath, legacyPath := sys.join(home, newName), sys.join(home, legacy)
+	xdg := sys.getenv("XDG_CONFIG_HOME")
 	switch {
-	case runtime.GOOS != "windows" && xdg != "" && !exists(newPath) && !exists(legacyPath):
-		return filepath.Join(xdg, "opentofu", "tofurc")
-	case exists(legacyPath) && !exists(newPath):
+	case sys.goos != "windows" && xdg != "" && !sys.exists(newPath) && !sys.exists(legacyPath):
+		return sys.join(xdg, "opentofu", "tofurc")
+	case sys.exists(legacyPath) && !sys.exists(newPath):
 		return legacyPath
 	}
 	return newPath
 }
 
-func configDir(home string, terraform bool) string {
-	if runtime.GOOS == "windows" {
-		return filepath.Join(home, "terraform.d")
+func (sys system) configDir(home string, terraform bool) string {
+	if sys.goos == "windows" {
+		return sys.join(home, "terraform.d")
 	}
-	dir := filepath.Join(home, ".terraform.d")
-	if xdg := os.Getenv("XDG_CONFIG_HOME"); !terraform && xdg != "" && !exists(dir) {
-		return filepath.Join(xdg, "opentofu")
+	dir := sys.join(home, ".terraform.d")
+	if xdg := sys.getenv("XDG_CONFIG_HOME"); !terraform && xdg != "" && !sys.exists(dir) {
+		return sys.join(xdg, "opentofu")
 	}
 	return dir
 }

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // The launch check proves an unpacked package's files without hashing them all when nothing
@@ -61,6 +60,9 @@ var (
 // fingerprintKey is the user's key for fingerprints, or nil (then everything is hashed): it must
 // be a regular file of the user's own, readable by nobody else, outside the cache.
 func (c *Cache) fingerprintKey() []byte {
+	if !haveStamps {
+		return nil
+	}
 	keyOnce.Do(func() { keyVal = loadFingerprintKey() })
 	if keyVal == nil {
 		return nil
@@ -116,7 +118,7 @@ func readOwnKey(p string) []byte {
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0 {
 		return nil
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+	if uid, _, ok := ownerOf(st); !ok || uid != os.Geteuid() {
 		return nil
 	}
 	data, err := readSmall(p)
@@ -148,21 +150,15 @@ func stampDir(dir string) ([]fileStamp, error) {
 		if err != nil {
 			return err
 		}
-		st, ok := info.Sys().(*syscall.Stat_t)
+		rel, _ := filepath.Rel(dir, p)
+		st, ok := stampOf(filepath.ToSlash(rel), info)
 		if !ok {
 			return errors.New("no file status")
 		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, stampOf(filepath.ToSlash(rel), st))
+		out = append(out, st)
 		return nil
 	})
 	return out, err
-}
-
-// stampOf is the fingerprint of the file at rel whose status is st.
-func stampOf(rel string, st *syscall.Stat_t) fileStamp {
-	return fileStamp{Path: rel, Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mode: uint32(st.Mode),
-		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 
 func (f *fingerprint) mac(key []byte) string {

@@ -147,7 +147,7 @@ func (c *Cache) unpack(ctx context.Context, pkg *Package, in *Installed, judge J
 	}
 	// The files as this call wrote them, in this process's own directory: the rename moves the
 	// directory above them, which changes none of their fingerprints.
-	if in.stamps, err = stampDir(filepath.Join(tmp, rel)); err != nil {
+	if in.stamps, err = stampDir(filepath.Join(tmp, rel)); err != nil && haveStamps {
 		return fmt.Errorf("%s: %w", pkg.name(), err)
 	}
 	if err := root.WriteFile(unpackedSum, []byte(in.H1+"\n"), 0o644); err != nil {

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 )
 
 // The launch check (fingerprint.go, install.go) proves an entry's files at one moment; a provider
@@ -86,62 +83,6 @@ func (c *Cache) checkAboveOnce() error {
 	return c.aboveErr
 }
 
-// checkAbove checks a directory above the cache: a symbolic link there is judged by its own
-// directory; a directory must belong to this user or root, and be writable by no one else unless
-// it is sticky (then others cannot rename or remove what is not theirs).
-func checkAbove(p, cacheDir string) error {
-	st, uid, err := lstatOwner(p)
-	if err != nil || st.Mode()&fs.ModeSymlink != 0 {
-		return err
-	}
-	if uid != os.Geteuid() && uid != 0 {
-		return notOwned(p, uid, cacheDir)
-	}
-	shared := st.Mode().Perm()&0o002 != 0 || st.Mode().Perm()&0o020 != 0 && !ownGroup(st)
-	if shared && st.Mode()&fs.ModeSticky == 0 {
-		return fmt.Errorf("%s, above the cache %s, can be written by its group or by others and is not sticky (mode %s): whoever can write it can put other files in the cache's place between a provider's check and its launch, so nothing was used (run 'chmod go-w %s', or set OPROV_CACHE_DIR to a cache of your own)",
-			p, cacheDir, st.Mode(), p)
-	}
-	return nil
-}
-
-// checkOwn checks a directory (dir) or file of the cache: this user's or root's, writable by no
-// one else, and a directory where one is expected (never a link).
-func checkOwn(p, cacheDir string, dir bool) error {
-	st, uid, err := lstatOwner(p)
-	if err != nil {
-		return err
-	}
-	if dir && !st.IsDir() {
-		return fmt.Errorf("%s in the cache %s is not a directory (%s): nothing was used (run 'oprov cache verify --fix')", p, cacheDir, st.Mode().Type())
-	}
-	if uid != os.Geteuid() && uid != 0 {
-		return notOwned(p, uid, cacheDir)
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s in the cache can be written by its group or by others (mode %s): whoever can write it can swap a provider between its check and its launch, so nothing was used (run 'chmod -R go-w %s', or set OPROV_CACHE_DIR to a cache of your own)",
-			p, st.Mode(), cacheDir)
-	}
-	return nil
-}
-
-// ownGroup reports whether a file's group is this user's private group (named as the user, the
-// user's primary group, and with no one else in it by the system's files, privateGroup): a
-// group-writable directory of such a group, as a umask of 002 makes (~/.cache on many systems),
-// is writable by this user alone.
-func ownGroup(st os.FileInfo) bool {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || int(sys.Gid) != os.Getegid() {
-		return false
-	}
-	u, err := user.Current()
-	if err != nil {
-		return false
-	}
-	g, err := user.LookupGroupId(strconv.Itoa(int(sys.Gid)))
-	return err == nil && g.Name == u.Username && u.Gid == g.Gid && privateGroup(u.Username, g.Gid, groupFiles)
-}
-
 // groupFiles are the system's lists of groups and users, read by privateGroup.
 var groupFiles = [2]string{"/etc/group", "/etc/passwd"}
 
@@ -176,22 +117,13 @@ func notOwned(p string, uid int, cacheDir string) error {
 		p, cacheDir, uid, os.Geteuid())
 }
 
-func lstatOwner(p string) (os.FileInfo, int, error) {
-	st, err := os.Lstat(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, 0, fmt.Errorf("%s: no file status", p)
-	}
-	return st, int(sys.Uid), nil
-}
-
 // pinExecutable keeps the fingerprint the check took of the executable, for OpenExecutable.
 func (in *Installed) pinExecutable() error {
 	stamps := in.stamps
 	in.stamps = nil
+	if !haveStamps {
+		return nil // launched by path, after the hash check (stamp_other.go)
+	}
 	rel, err := filepath.Rel(in.Dir, in.Executable)
 	if err == nil {
 		for i := range stamps {
@@ -214,7 +146,7 @@ func (in *Installed) OpenExecutable() (*os.File, error) {
 	if in.exe == nil {
 		return nil, nil
 	}
-	f, err := os.OpenFile(in.Executable, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(in.Executable, os.O_RDONLY|openNoFollow, 0)
 	if err != nil {
 		return nil, fmt.Errorf("provider executable %s: %w", in.Executable, err)
 	}
@@ -223,8 +155,8 @@ func (in *Installed) OpenExecutable() (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("provider executable %s: %w", in.Executable, err)
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok || stampOf(in.exe.Path, st) != *in.exe {
+	st, ok := stampOf(in.exe.Path, info)
+	if !ok || st != *in.exe {
 		f.Close()
 		return nil, fmt.Errorf("provider executable %s %w after its check: it is not the file whose hash was proved, so it was not launched (run 'oprov cache verify --fix', then run again; if this repeats, something else writes the cache %s)",
 			in.Executable, ErrDamaged, in.Root)

@@ -27,14 +27,6 @@ func dialAndExit(path string) {
 	os.Exit(0)
 }
 
-type nopMiddleware struct{}
-
-func (nopMiddleware) Unary(ctx context.Context, c *Call, next Next) ([]byte, error) {
-	return next(ctx, c.Request)
-}
-func (nopMiddleware) Done(string, time.Duration, error) {}
-func (nopMiddleware) Own(string, time.Duration, error)  {}
-
 // listeningSockets gives the paths of the unix sockets a process has open (Linux: its fds'
 // inodes, looked up in /proc/net/unix).
 func listeningSockets(t *testing.T, pid int) []string {

@@ -20,6 +20,15 @@ import (
 var echoMarker = protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 42)
 
 // echo answers any call with its request and the marker.
+// nopMiddleware passes every call on unchanged.
+type nopMiddleware struct{}
+
+func (nopMiddleware) Unary(ctx context.Context, c *Call, next Next) ([]byte, error) {
+	return next(ctx, c.Request)
+}
+func (nopMiddleware) Done(string, time.Duration, error) {}
+func (nopMiddleware) Own(string, time.Duration, error)  {}
+
 func echo(_ any, stream grpc.ServerStream) error {
 	var m rawMsg
 	if err := stream.RecvMsg(&m); err != nil {

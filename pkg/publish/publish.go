@@ -20,10 +20,10 @@ import (
 type Options struct {
 	Concurrency int // blobs to upload at once (default oci.DefaultConcurrency)
 	Progress    oci.Progress
-	// Signer, when set, signs the version once it is pushed.
-	Signer *sign.Signer
-	// LegacyTag stores cosign v2's .sig tag instead of a bundle referrer.
-	LegacyTag bool
+	// Sign signs the version once it is pushed: with Signer, or as SignOptions say (keyless).
+	Sign        bool
+	Signer      *sign.Signer
+	SignOptions sign.SignOptions
 }
 
 // Result tells what a publish did.
@@ -74,8 +74,8 @@ func Release(ctx context.Context, t oci.Target, ref oci.Ref, rel *release.Releas
 	if oci.IsPlainHTTP(t) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was reached over plain HTTP; OpenTofu's oci_mirror speaks only HTTPS, so it cannot install from there (serve the registry over TLS)", ref.Registry))
 	}
-	if opts.Signer != nil {
-		res.Signed, err = sign.Sign(ctx, t, ref, pushed.Index, opts.Signer, sign.SignOptions{Legacy: opts.LegacyTag})
+	if opts.Sign {
+		res.Signed, err = sign.Sign(ctx, t, ref, pushed.Index, opts.Signer, opts.SignOptions)
 		if err != nil {
 			return res, &SignError{Index: pushed.Index.Digest.String(), Err: err}
 		}

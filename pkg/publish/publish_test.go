@@ -65,7 +65,7 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := releaseDir(t, "1.0.0")
-	res, err := Files(ctx, target, ref, []string{dir}, Options{Signer: signer})
+	res, err := Files(ctx, target, ref, []string{dir}, Options{Sign: true, Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestReleaseSignFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Release(ctx, &refuseAfterTag{Target: target}, ref, rel, Options{Signer: signer})
+	res, err := Release(ctx, &refuseAfterTag{Target: target}, ref, rel, Options{Sign: true, Signer: signer})
 	var se *SignError
 	if !errors.As(err, &se) || res == nil || se.Index != res.Index.Digest.String() {
 		t.Fatalf("Release = %+v, %v; want a SignError naming the pushed index", res, err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/cosign/v2/pkg/providers"
+	_ "github.com/sigstore/cosign/v2/pkg/providers/github" // GitHub Actions' token endpoint
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
@@ -38,10 +40,23 @@ type Keyless struct {
 	Timeout     time.Duration
 }
 
+// The public-good Sigstore instance: keyless signing uses it when no Fulcio, timestamp
+// authority, transparency log or signing configuration is named, as cosign does.
+const (
+	publicFulcioURL = "https://fulcio.sigstore.dev"
+	publicRekorURL  = "https://rekor.sigstore.dev"
+)
+
+// idTokenAudience is the audience a CI's token is asked for: Fulcio's, as cosign asks.
+const idTokenAudience = "sigstore"
+
 // KeylessFrom completes keyless options from a signing configuration file as cosign v3 reads it
 // (--signing-config: the Fulcio, timestamp authority and Rekor URLs valid now), URLs given
-// explicitly winning, and the token from SIGSTORE_ID_TOKEN when none is given.
-func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
+// explicitly winning, the public-good instance when neither names one; and the token, when none
+// is given, from the CI's ambient identity as cosign finds it: SIGSTORE_ID_TOKEN (GitLab's
+// id_tokens set it), else GitHub Actions' token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL and
+// ACTIONS_ID_TOKEN_REQUEST_TOKEN, audience sigstore).
+func KeylessFrom(ctx context.Context, k Keyless, signingConfig string) (*Keyless, error) {
 	if signingConfig != "" {
 		sc, err := root.NewSigningConfigFromPath(signingConfig)
 		if err != nil {
@@ -67,19 +82,45 @@ func KeylessFrom(k Keyless, signingConfig string) (*Keyless, error) {
 				k.RekorURL, k.RekorVersion = s.URL, s.MajorAPIVersion
 			}
 		}
+	} else if k.FulcioURL == "" && len(k.TSAURLs) == 0 && k.RekorURL == "" {
+		k.FulcioURL, k.RekorURL, k.RekorVersion = publicFulcioURL, publicRekorURL, 1
 	}
 	if k.IDToken == "" {
-		k.IDToken = strings.TrimSpace(os.Getenv(IDTokenEnv))
+		tok, err := ambientToken(ctx)
+		if err != nil {
+			return nil, err
+		}
+		k.IDToken = tok
 	}
 	switch {
-	case k.IDToken == "":
-		return nil, fmt.Errorf("keyless signing needs an OIDC identity token: --identity-token or %s", IDTokenEnv)
 	case k.FulcioURL == "":
 		return nil, errors.New("keyless signing needs a Fulcio URL: --fulcio-url or --signing-config")
 	case len(k.TSAURLs) == 0 && k.RekorURL == "":
 		return nil, errors.New("keyless signing needs a timestamp authority or a transparency log, to prove the short-lived certificate was valid when it signed: --timestamp-server-url, --rekor-url or --signing-config")
 	}
 	return &k, nil
+}
+
+// ambientToken is the OIDC token of the CI job this runs in, found as cosign finds it:
+// SIGSTORE_ID_TOKEN, else GitHub Actions' token endpoint (cosign's own provider for it).
+func ambientToken(ctx context.Context) (string, error) {
+	const none = "keyless signing needs an OIDC identity token: --identity-token or " + IDTokenEnv +
+		" (GitLab CI: an id_tokens entry named " + IDTokenEnv + " with aud: sigstore), or a GitHub Actions job with 'permissions: id-token: write'"
+	if tok := strings.TrimSpace(os.Getenv(IDTokenEnv)); tok != "" {
+		return tok, nil
+	}
+	gh, err := providers.ProvideFrom(ctx, "github-actions")
+	if err != nil || !gh.Enabled(ctx) {
+		return "", errors.New(none)
+	}
+	tok, err := gh.Provide(ctx, idTokenAudience)
+	if err != nil {
+		return "", fmt.Errorf("keyless signing: GitHub Actions' token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) failed: %v", err)
+	}
+	if tok = strings.TrimSpace(tok); tok == "" {
+		return "", errors.New("keyless signing: GitHub Actions' token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) gave no token: give the job 'permissions: id-token: write'")
+	}
+	return tok, nil
 }
 
 // keylessBundle signs statement (an in-toto statement) as a DSSE envelope with a fresh key,

@@ -5,7 +5,7 @@
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
 #                                   rekor, tofu, terraform, regctl, python, promtool, haproxy,
-#                                   chromium, sshd)
+#                                   chromium, sshd; goreleaser and syft only when named)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -21,6 +21,8 @@ FULCIO_VERSION=v1.8.8     # github.com/sigstore/fulcio (keyless tests: an epheme
 TSA_VERSION=v1.2.9        # github.com/sigstore/timestamp-authority (keyless tests: RFC 3161 time)
 REKOR_VERSION=v2.3.0      # github.com/sigstore/rekor-tiles/v2 (keyless tests: a Rekor v2 log, POSIX storage)
 REGCTL_VERSION=v0.11.7    # github.com/regclient/regclient (benchmark peer: regctl image export)
+SYFT_VERSION=v1.57.1       # github.com/anchore/syft (a release: goreleaser's SBOMs)
+GORELEASER_VERSION=v2.15.1 # github.com/goreleaser/goreleaser/v2 (a release; newer needs a newer Go)
 TF_PY_VERSION=1.2.0       # PyPI tf: the Python provider SDK (examples/pyhello), in a venv
 OLD_PINS="grpcio==1.67.1 protobuf==5.28.3"  # older than tf's newest: the Python pins test pins them
 OLD_PINS_MARK=pins-1      # bump when OLD_PINS changes, so a cached wheelhouse is filled again
@@ -185,6 +187,8 @@ install_deb() {
 
 # Tools named as arguments (tests/tools/install.sh tofu) are the only ones built; none means all.
 wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+# Tools only a release needs (goreleaser --snapshot, docs/development.md): built when named.
+named() { [[ " $only " == *" $1 "* ]]; }
 only="$*"
 wanted registry && build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
 wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
@@ -195,6 +199,8 @@ wanted rekor && build rekor "$REKOR_VERSION" posix "github.com/sigstore/rekor-ti
 wanted tsa && build tsa "$TSA_VERSION" timestamp-server "github.com/sigstore/timestamp-authority/cmd/timestamp-server@$TSA_VERSION"
 wanted tofu && build_tofu
 wanted regctl && build regctl "$REGCTL_VERSION" regctl "github.com/regclient/regclient/cmd/regctl@$REGCTL_VERSION"
+named syft && build syft "$SYFT_VERSION" syft "github.com/anchore/syft/cmd/syft@$SYFT_VERSION"
+named goreleaser && build goreleaser "$GORELEASER_VERSION" goreleaser "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 wanted python && install_tf
 wanted python && fill_wheelhouse
