@@ -150,7 +150,9 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 		if err != nil {
 			return plugin.Options{}, err
 		}
-		o := plugin.Options{Path: in.Executable, Open: in.OpenExecutable, Type: in.typ}
+		// DieWithParent: a far side killed outright (SIGKILL, the host's OOM killer) takes its
+		// provider with it; on a lost connection it stops the provider itself.
+		o := plugin.Options{Path: in.Executable, Open: in.OpenExecutable, Type: in.typ, DieWithParent: true}
 		// A packaged stdio provider's launcher hands over to $OPROV: this oprov, on PATH or not.
 		if self, err := os.Executable(); err == nil {
 			o.Env = []string{"OPROV=" + self}

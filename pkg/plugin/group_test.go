@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("OPROV_TEST_DIAL"); path != "" {
 		dialAndExit(path)
 	}
+	if f := os.Getenv("OPROV_TEST_DEATH_PARENT"); f != "" {
+		deathParent(f) // deathsig_linux_test.go
+	}
 	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		if os.Getenv("OPROV_TEST_OLD_GOPLUGIN") != "" {
 			// As a provider built with a go-plugin that predates PLUGIN_UNIX_SOCKET_DIR: its

@@ -59,6 +59,10 @@ type Options struct {
 	// (they connect without a client certificate). The socket lives in a private directory
 	// (mode 0700), which is what protects it; otherwise mutual TLS is negotiated automatically.
 	ForReattach bool
+	// DieWithParent has the kernel kill the provider when the process that started it dies, even
+	// by SIGKILL, which leaves no chance to stop it in order (Linux only; elsewhere nothing is
+	// added). A far side sets it: nothing of a provider may outlive the connection's host.
+	DieWithParent bool
 	// WorkDir is the provider's working directory, as tofu gives the providers it starts its own
 	// (the configuration's directory, where relative paths such as ${path.module} point); empty:
 	// oprov's.
@@ -201,6 +205,9 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		ownSession(cmd)
 	} else {
 		ownGroup(cmd)
+	}
+	if opts.DieWithParent {
+		dieWithParent(cmd)
 	}
 	p := &Provider{Path: opts.Path, cmd: cmd, stderr: &tailBuffer{max: 4096}, dir: opts.Dir, ownDir: ownDir, sandboxed: opts.Sandbox != nil}
 	reattachTLS := p.newClient(opts, sets)
