@@ -44,6 +44,36 @@ output "data_message" {
 }
 `
 
+// replayModuleCall calls replayModule (in ./m) from a hello configuration.
+const replayModuleCall = `
+module "m" {
+  source = "./m"
+}
+
+output "module_messages" {
+  value = module.m.messages
+}
+`
+
+// replayModule is a child module with a counted resource of the root's hello provider.
+const replayModule = `terraform {
+  required_providers {
+    hello = {
+      source = "example.com/acme/hello"
+    }
+  }
+}
+
+resource "hello_greeting" "c" {
+  count = 2
+  name  = "mod-${count.index}"
+}
+
+output "messages" {
+  value = hello_greeting.c[*].message
+}
+`
+
 // offlineEnv is the environment of a replay: no proxy reaches anything, and the cache is gone.
 func offlineEnv(env []string) []string {
 	return append(env, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=")
@@ -55,11 +85,31 @@ func offlineEnv(env []string) []string {
 // plan must fail naming resource and the new value. It gives the recording.
 func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, gone func(), want []string, old, new, resource string) string {
 	t.Helper()
+	return replayCycleImporting(t, bin, cfg, tf, env, cache, gone, want, old, new, resource, nil)
+}
+
+// replayImport is a resource replayCycleImporting takes out of the state and imports again by its
+// id: recorded after the recorded apply, replayed before the replayed plan.
+type replayImport struct{ addr, id string }
+
+// replayCycleImporting is replayCycle that also records an import of imp (into its own recording)
+// and replays it, and replays a refresh after the second apply: the outputs are read after it.
+func replayCycleImporting(t *testing.T, bin, cfg, tf string, env []string, cache string, gone func(), want []string, old, new, resource string, imp *replayImport) string {
+	t.Helper()
 	rec := filepath.Join(t.TempDir(), "calls.jsonl")
+	recImport := filepath.Join(filepath.Dir(rec), "import.jsonl")
 	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
 	start := time.Now()
 	mustOprov(t, env, "run", "-C", cfg, "--record", rec, "--", bin, "apply", "-auto-approve", "-input=false")
 	t.Logf("recorded apply: %s", time.Since(start).Round(time.Millisecond))
+	if imp != nil {
+		// state rm needs the providers' schemas only: the recording has them.
+		mustOprov(t, env, "run", "-C", cfg, "--replay", rec, "--", bin, "state", "rm", imp.addr)
+		mustOprov(t, env, "run", "-C", cfg, "--record", recImport, "--", bin, "import", "-input=false", imp.addr, imp.id)
+		if data, err := os.ReadFile(recImport); err != nil || !strings.Contains(string(data), `"call":"ImportResourceState"`) {
+			t.Fatalf("the import's recording lacks ImportResourceState (%v)", err)
+		}
+	}
 	if err := os.RemoveAll(cache); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +117,13 @@ func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, 
 		gone()
 	}
 	off := offlineEnv(env)
+	if imp != nil {
+		mustOprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "state", "rm", imp.addr)
+		r := oprov(t, off, "run", "-C", cfg, "--replay", recImport, "--", bin, "import", "-input=false", "-no-color", imp.addr, imp.id)
+		if r.Code != 0 {
+			t.Fatalf("replayed import of %s: exit %d\n%s%s", imp.addr, r.Code, r.Stdout, r.Stderr)
+		}
+	}
 	r := oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color")
 	if r.Code != 0 {
 		t.Fatalf("replayed plan: exit %d, want 0 (no changes)\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -74,6 +131,12 @@ func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, 
 	r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "apply", "-auto-approve", "-input=false", "-no-color")
 	if r.Code != 0 {
 		t.Fatalf("second replayed apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if imp != nil {
+		r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "refresh", "-input=false", "-no-color")
+		if r.Code != 0 {
+			t.Fatalf("replayed refresh: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
 	}
 	out := mustOprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "output", "-json")
 	for _, w := range want {
@@ -97,25 +160,29 @@ func replayCycle(t *testing.T, bin, cfg, tf string, env []string, cache string, 
 	return rec
 }
 
-// A recorded apply of two OCI providers (hello speaks protocol 6, counter protocol 5) replays
-// with no registry, no cached executable and no provider process: the plan shows no changes and a
-// second apply succeeds; a changed attribute fails the plan naming the resource and the
-// attribute. provider check --json then drives the recording itself.
+// A recorded apply of two OCI providers (hello speaks protocol 6, counter protocol 5), with
+// for_each in the root module and count in a child module, replays with no registry, no cached
+// executable and no provider process: an import recorded apart replays, the plan shows no
+// changes, a second apply and a refresh succeed; a changed attribute fails the plan naming the
+// resource and the attribute. provider check --json then drives the recording itself.
 func TestReplayOCIProvider(t *testing.T) {
 	for _, tool := range []struct {
 		name, cfg string
 	}{{"tofu", replayHello + helloFunctionOutput}, {"terraform", replayHello}} {
 		t.Run(tool.name, func(t *testing.T) {
 			bin := peers.Require(t, tool.name)
-			tf := withCounter(tool.cfg)
+			tf := withCounter(tool.cfg) + replayModuleCall
 			f := newLoaderFixture(t, tf)
+			writeFile(t, filepath.Join(f.cfg, "m", "main.tf"), replayModule)
+			mustTofu(t, bin, f.cfg, f.env, "get")
 			mustOprov(t, f.env, "push", counterRelease(t), f.reg.Host+"/providers/acme/counter", "--sign", "--key", filepath.Join(f.keys, "cosign.key"))
 			env := append(f.env, "TF_CLI_CONFIG_FILE=", "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-			want := []string{"Hello, grace!", "Hello, tofu!", `"3"`}
+			want := []string{"Hello, grace!", "Hello, tofu!", `"3"`, "Hello, mod-0!", "Hello, mod-1!"}
 			if tool.name == "tofu" {
 				want = append(want, "Hello, function!")
 			}
-			rec := replayCycle(t, bin, f.cfg, tf, env, f.cache, f.reg.Stop, want, `g = "grace"`, `g = "hopper"`, `hello_greeting.each["g"]`)
+			imp := &replayImport{addr: "module.m.hello_greeting.c[1]", id: "greeting-mod-1"}
+			rec := replayCycleImporting(t, bin, f.cfg, tf, env, f.cache, f.reg.Stop, want, `g = "grace"`, `g = "hopper"`, `hello_greeting.each["g"]`, imp)
 			data, err := os.ReadFile(rec)
 			if err != nil {
 				t.Fatal(err)
