@@ -29,6 +29,7 @@ peers_of() {
     BenchmarkPythonLaunch|BenchmarkPythonPackagedVsVenv|BenchmarkStdioLaunch) echo python ;;
     BenchmarkPythonRunPlan|BenchmarkStdioApply200) echo python tofu ;;
     BenchmarkRemote) echo registry tofu sshd ;;
+    BenchmarkReplay) echo tofu ;;
     *) return 1 ;;
   esac
 }
