@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -16,9 +17,9 @@ type Field struct {
 	Required bool
 }
 
-// HCLSchema lists every field of the HCL file decoded into a value of type t (a struct), walking
+// hclSchema lists every field of the HCL file decoded into a value of type t (a struct), walking
 // nested blocks. It reads the same tags gohcl decodes with, so it cannot disagree with the parser.
-func HCLSchema(t reflect.Type) []Field {
+func hclSchema(t reflect.Type) []Field {
 	var out []Field
 	walkSchema(t, "", &out)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -86,8 +87,8 @@ type RefRow struct {
 	Line                   int
 }
 
-// ParseReference reads a reference page's tables.
-func ParseReference(text string) (Reference, error) {
+// parseReference reads a reference page's tables.
+func parseReference(text string) (Reference, error) {
 	ref := Reference{}
 	block, inTable := "", false
 	for i, line := range strings.Split(text, "\n") {
@@ -135,10 +136,10 @@ func firstCode(s string) string {
 	return strings.Trim(m, "`")
 }
 
-// CheckReference compares a page with the parser's schema: every field documented with its kind
+// checkReference compares a page with the parser's schema: every field documented with its kind
 // or type and whether it is required, and no row for a field the parser does not read. Each
 // problem is one line naming the field and the fix.
-func CheckReference(schema []Field, ref Reference) []string {
+func checkReference(schema []Field, ref Reference) []string {
 	var problems []string
 	known := map[string]bool{}
 	for _, f := range schema {
@@ -182,4 +183,19 @@ func parent(p string) string {
 		return p[:i]
 	}
 	return "the top level"
+}
+
+// CheckReferencePage reads the reference page at path and checks it against the schema of the
+// parser's struct type t (hclSchema): every field a row, every row a field. It returns what
+// disagrees, one line each.
+func CheckReferencePage(path string, t reflect.Type) ([]string, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := parseReference(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return checkReference(hclSchema(t), ref), nil
 }

@@ -22,7 +22,7 @@ const refPage = "# x\n\n## Top\n\n| Name | Type | Default | Meaning |\n|---|---|
 	"## `inner`\n\n| Name | Type | Default | Meaning |\n|---|---|---|---|\n| `name` | label | required | its name |\n| `keys` | list(number) | `[]` | numbers |\n"
 
 func TestCheckReference(t *testing.T) {
-	schema := HCLSchema(reflect.TypeOf(refFile{}))
+	schema := hclSchema(reflect.TypeOf(refFile{}))
 	for _, tc := range []struct {
 		name, from, to, want string
 	}{
@@ -38,11 +38,11 @@ func TestCheckReference(t *testing.T) {
 			if tc.from != "" {
 				page = strings.Replace(page, tc.from, tc.to, 1)
 			}
-			ref, err := ParseReference(page)
+			ref, err := parseReference(page)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Join(CheckReference(schema, ref), "\n")
+			got := strings.Join(checkReference(schema, ref), "\n")
 			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}

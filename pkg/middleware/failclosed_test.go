@@ -65,7 +65,7 @@ func call(rpc string, req []byte) *plugin.Call {
 
 // The implied type of a list block holding a dynamic attribute is dynamic, as tofu's.
 func TestImpliedTypeDynamicBlocks(t *testing.T) {
-	ty, err := impliedType(nestedSchema.ResourceSchemas["acme_stack"].Block)
+	ty, err := nestedSchema.ResourceSchemas["acme_stack"].Block.ImpliedType()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestImpliedTypeDynamicBlocks(t *testing.T) {
 		t.Errorf("setting: %#v, want cty.DynamicPseudoType", got)
 	}
 	single := &plugin.Block{BlockTypes: map[string]*plugin.NestedBlock{"s": {NestingMode: "single", Block: nestedSchema.ResourceSchemas["acme_stack"].Block.BlockTypes["setting"].Block}}}
-	if ty, _ := impliedType(single); !ty.AttributeType("s").IsObjectType() {
+	if ty, _ := single.ImpliedType(); !ty.AttributeType("s").IsObjectType() {
 		t.Errorf("a single block stays an object: %#v", ty)
 	}
 }

@@ -67,7 +67,7 @@ func New(cfg Config) (plugin.Middleware, error) {
 			to   map[string]schema
 		}{{"resource", s.ResourceSchemas, m.resources}, {"data source", s.DataSourceSchemas, m.dataSources}, {"ephemeral resource", s.EphemeralResourceSchemas, m.ephemeral}} {
 			for name, sc := range set.from {
-				ty, err := impliedType(sc.Block)
+				ty, err := sc.Block.ImpliedType()
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s %s's schema: %w", cfg.Provider, set.what, name, err)
 				}

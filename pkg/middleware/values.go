@@ -22,61 +22,6 @@ const unknown = "(known after apply)"
 // it is written as a string, this marker followed by the value's own text.
 const unencodable = "(unencodable) "
 
-// impliedType is the object type a schema block describes, as tofu encodes its values. It
-// follows tofu's configschema rules: a list or map of nested blocks whose element type holds a
-// dynamic type anywhere is itself dynamic (a tuple or an object on the wire, each value carrying
-// its type), since its elements may differ in type.
-func impliedType(b *plugin.Block) (cty.Type, error) {
-	if b == nil {
-		return cty.EmptyObject, nil
-	}
-	attrs := map[string]cty.Type{}
-	for name, a := range b.Attributes {
-		t, err := attributeType(a)
-		if err != nil {
-			return cty.NilType, fmt.Errorf("attribute %s: %w", name, err)
-		}
-		attrs[name] = t
-	}
-	for name, nb := range b.BlockTypes {
-		t, err := impliedType(nb.Block)
-		if err != nil {
-			return cty.NilType, fmt.Errorf("block %s: %w", name, err)
-		}
-		switch {
-		case (nb.NestingMode == "list" || nb.NestingMode == "map") && t.HasDynamicTypes():
-			attrs[name] = cty.DynamicPseudoType
-		default:
-			attrs[name] = collection(nb.NestingMode, t)
-		}
-	}
-	return cty.Object(attrs), nil
-}
-
-func attributeType(a *plugin.Attribute) (cty.Type, error) {
-	if a.NestedType == nil {
-		return ctyjson.UnmarshalType(a.Type)
-	}
-	t, err := impliedType(&plugin.Block{Attributes: a.NestedType.Attributes})
-	if err != nil {
-		return cty.NilType, err
-	}
-	return collection(a.NestedType.NestingMode, t), nil
-}
-
-// collection wraps an element type the way a nesting mode holds it.
-func collection(mode string, t cty.Type) cty.Type {
-	switch mode {
-	case "list":
-		return cty.List(t)
-	case "set":
-		return cty.Set(t)
-	case "map":
-		return cty.Map(t)
-	}
-	return t // single, group
-}
-
 // decodeDynamic decodes a DynamicValue message (msgpack, or JSON) as type t. A missing value
 // decodes as null.
 func decodeDynamic(dv []byte, t cty.Type) (cty.Value, error) {

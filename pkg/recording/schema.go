@@ -58,59 +58,8 @@ func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
 }
 
 func blockOf(b *plugin.Block) (block, error) {
-	ty, err := impliedType(b)
+	ty, err := b.ImpliedType()
 	return block{b: b, ty: ty}, err
-}
-
-// impliedType is the object type a schema block describes, as tofu encodes its values: a list or
-// map of nested blocks whose element type holds a dynamic type is itself dynamic.
-func impliedType(b *plugin.Block) (cty.Type, error) {
-	if b == nil {
-		return cty.EmptyObject, nil
-	}
-	attrs := map[string]cty.Type{}
-	for name, a := range b.Attributes {
-		t, err := attributeType(a)
-		if err != nil {
-			return cty.NilType, fmt.Errorf("attribute %s: %w", name, err)
-		}
-		attrs[name] = t
-	}
-	for name, nb := range b.BlockTypes {
-		t, err := impliedType(nb.Block)
-		if err != nil {
-			return cty.NilType, fmt.Errorf("block %s: %w", name, err)
-		}
-		if (nb.NestingMode == "list" || nb.NestingMode == "map") && t.HasDynamicTypes() {
-			attrs[name] = cty.DynamicPseudoType
-			continue
-		}
-		attrs[name] = collection(nb.NestingMode, t)
-	}
-	return cty.Object(attrs), nil
-}
-
-func attributeType(a *plugin.Attribute) (cty.Type, error) {
-	if a.NestedType == nil {
-		return ctyjson.UnmarshalType(a.Type)
-	}
-	t, err := impliedType(&plugin.Block{Attributes: a.NestedType.Attributes})
-	if err != nil {
-		return cty.NilType, err
-	}
-	return collection(a.NestedType.NestingMode, t), nil
-}
-
-func collection(mode string, t cty.Type) cty.Type {
-	switch mode {
-	case "list":
-		return cty.List(t)
-	case "set":
-		return cty.Set(t)
-	case "map":
-		return cty.Map(t)
-	}
-	return t
 }
 
 // secret reports whether the attribute at p, in a value of block b, is sensitive or write-only.
