@@ -67,6 +67,11 @@ type CallRec struct {
 	Line   Line
 }
 
+// maxProviders bounds the providers a recording declares: replay starts a stand-in for each and
+// names them all to tofu in one environment variable (TF_REATTACH_PROVIDERS, which Linux caps at
+// 128 KiB), and no configuration uses this many.
+const maxProviders = 200
+
 // maxLine bounds one line of a recording (a schema or a state can be large).
 const maxLine = 256 << 20
 
@@ -115,6 +120,9 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		case l.Provider != "":
 			if rec.Providers[l.Provider] != nil {
 				return nil, bad("provider %s is declared twice", l.Provider)
+			}
+			if len(rec.Providers) == maxProviders {
+				return nil, bad("a recording declares at most %d providers (maxProviders); record a configuration with fewer", maxProviders)
 			}
 			if l.Protocol != 5 && l.Protocol != 6 {
 				return nil, bad("provider %s speaks protocol %d; a recording holds protocol 5 or 6", l.Provider, l.Protocol)
