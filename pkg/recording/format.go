@@ -5,6 +5,7 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,10 @@ func Read(r io.Reader, name string) (*Recording, error) {
 			if len(l.SchemaWire) == 0 || l.Schema == nil {
 				return nil, bad("provider %s has no schema (schema and schema_wire)", l.Provider)
 			}
+			// Replay sends tofu schema_wire; values are checked against schema: they must be one.
+			if err := sameSchema(l.Protocol, l.SchemaWire, l.Schema); err != nil {
+				return nil, bad("provider %s: %v", l.Provider, err)
+			}
 			s, err := newSchemas(l.Schema)
 			if err != nil {
 				return nil, bad("provider %s: %v", l.Provider, err)
@@ -194,4 +199,24 @@ func normal(m Msg) (Msg, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// sameSchema says whether a provider's schema answer (wire) is the schema the recording shows.
+func sameSchema(protocol int, wire []byte, shown *plugin.ProviderSchema) error {
+	got, err := plugin.SchemaFromWire(protocol, wire)
+	if err != nil {
+		return fmt.Errorf("schema_wire is no schema answer (%v); was the recording edited?", err)
+	}
+	a, err := json.Marshal(got)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(shown)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(a, b) {
+		return errors.New("schema_wire, which replay sends tofu, is not the schema the recording shows (schema); was the recording edited? record it again")
+	}
+	return nil
 }
