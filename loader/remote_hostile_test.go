@@ -20,3 +20,16 @@ func TestHostRequiredSandboxIsNotBestEffort(t *testing.T) {
 		t.Fatalf("a required sandbox asked to be best effort: asked %v, answer %v, err %v", asked, answer, err)
 	}
 }
+
+// A near side declaring a zip larger than any package may be is refused before the zip is asked
+// for: the far side's disk is not the near side's to fill (the cache's package-size limit).
+func TestHostRefusesHugeDeclaredZip(t *testing.T) {
+	r := testfix.NewRelease(t, "hello", "1.0.0", testfix.Host())
+	req, zp := hostRequest(t, r, r.H1(testfix.Host()))
+	req.Size = 1 << 50
+	answer, asked, err := nearSide(t, HostOptions{Cache: testfix.Cache(t)}, req, zp)
+	msg, _ := answer["error"].(string)
+	if asked || err == nil || !strings.Contains(msg, "over the maximum package size") {
+		t.Fatalf("a 1 PiB zip: asked %v, answer %v, err %v", asked, answer, err)
+	}
+}
