@@ -146,6 +146,17 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 		if ho.RequireSandbox && len(req.Sandbox) == 0 {
 			return plugin.Options{}, fmt.Errorf("this far side requires a sandbox (--require-sandbox) and the request for %s carries none: add a sandbox block for it to the near side's oprov.hcl", req.Address)
 		}
+		if ho.RequireSandbox {
+			// The block is the near side's: it must not turn the sandbox this side requires
+			// into less of one where this kernel lacks a part.
+			var rs remoteSandbox
+			if err := json.Unmarshal(req.Sandbox, &rs); err != nil {
+				return plugin.Options{}, fmt.Errorf("the request's sandbox: %w", err)
+			}
+			if rs.BestEffort {
+				return plugin.Options{}, fmt.Errorf("this far side requires a sandbox (--require-sandbox) and the request for %s asks for best_effort, which would run it with less of one where this kernel lacks a part: remove best_effort from the near side's sandbox block", req.Address)
+			}
+		}
 		in, err := hostPackage(ctx, ho.Cache, req, zip)
 		if err != nil {
 			return plugin.Options{}, err

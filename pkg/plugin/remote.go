@@ -403,6 +403,9 @@ type RemoteHost struct {
 	// most once and only when it lacks the package, asks the near side for the zip and copies
 	// its bytes to w.
 	Launch func(ctx context.Context, req *RemoteRequest, zip func(w io.Writer) error) (Options, error)
+	// OpenTimeout bounds the opening: from the hello to the ready line (reading the request,
+	// receiving the zip, launching); 0 means defaultRemoteStartTimeout, the near side's own bound.
+	OpenTimeout time.Duration
 }
 
 // Serve says hello, reads the request, launches the provider, and serves it on the connection
@@ -412,40 +415,45 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform}); err != nil {
 		return err
 	}
-	var req RemoteRequest
-	if err := readLine(in, &req); err != nil {
-		return fmt.Errorf("reading the request: %w", err)
+	// The opening runs apart, so that a near side that stops sending (a read nothing can
+	// interrupt) is given up at the bound; a provider it launches after that is stopped.
+	bound := h.OpenTimeout
+	if bound == 0 {
+		bound = defaultRemoteStartTimeout
 	}
-	refuse := func(err error) error {
+	type opened struct {
+		p       *Provider
+		err     error
+		refused bool
+	}
+	result := make(chan opened, 1)
+	go func() {
+		p, refused, err := h.open(ctx, in)
+		result <- opened{p, err, refused}
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	var p *Provider
+	select {
+	case o := <-result:
+		if o.err != nil {
+			if o.refused {
+				writeLine(h.Out, remoteReply{Error: o.err.Error()})
+			}
+			return o.err
+		}
+		p = o.p
+	case <-timer.C:
+		go func() {
+			if o := <-result; o.p != nil {
+				stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+				defer cancel()
+				o.p.Stop(stopCtx)
+			}
+		}()
+		err := fmt.Errorf("the near side did not finish the opening (request, package, launch) within %s", bound)
 		writeLine(h.Out, remoteReply{Error: err.Error()})
 		return err
-	}
-	if req.Protocol != RemoteProtocol {
-		return refuse(fmt.Errorf("the near side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", req.Protocol, RemoteProtocol))
-	}
-	asked := false
-	zip := func(w io.Writer) error {
-		if asked {
-			return errors.New("the package was asked for twice")
-		}
-		asked = true
-		if err := writeLine(h.Out, remoteReply{SendZip: true}); err != nil {
-			return err
-		}
-		n, err := io.CopyN(w, in, req.Size)
-		if err != nil {
-			return fmt.Errorf("receiving the package (%d of %d bytes): %w", n, req.Size, err)
-		}
-		return nil
-	}
-	opts, err := h.Launch(ctx, &req, zip)
-	if err != nil {
-		return refuse(err)
-	}
-	opts.ForReattach = true
-	p, err := Start(ctx, opts)
-	if err != nil {
-		return refuse(err)
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
@@ -474,6 +482,42 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	}()
 	srv.Serve(sess) // returns once the session ends: the near side closed it, or went away
 	return nil
+}
+
+// open reads the request and launches its provider. refused says the error is for the near
+// side to hear.
+func (h *RemoteHost) open(ctx context.Context, in *bufio.Reader) (p *Provider, refused bool, err error) {
+	var req RemoteRequest
+	if err := readLine(in, &req); err != nil {
+		return nil, false, fmt.Errorf("reading the request: %w", err)
+	}
+	if req.Protocol != RemoteProtocol {
+		return nil, true, fmt.Errorf("the near side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", req.Protocol, RemoteProtocol)
+	}
+	asked := false
+	zip := func(w io.Writer) error {
+		if asked {
+			return errors.New("the package was asked for twice")
+		}
+		asked = true
+		if err := writeLine(h.Out, remoteReply{SendZip: true}); err != nil {
+			return err
+		}
+		n, err := io.CopyN(w, in, req.Size)
+		if err != nil {
+			return fmt.Errorf("receiving the package (%d of %d bytes): %w", n, req.Size, err)
+		}
+		return nil
+	}
+	opts, err := h.Launch(ctx, &req, zip)
+	if err != nil {
+		return nil, true, err
+	}
+	opts.ForReattach = true
+	if p, err = Start(ctx, opts); err != nil {
+		return nil, true, err
+	}
+	return p, false, nil
 }
 
 // rawProvider is the plugin a remote provider's launcher serves: nothing of its own, every

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/oprov/oprov/pkg/plugin/tfplugin5"
 	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
 )
@@ -103,37 +105,65 @@ func (p *Provider) Schema(ctx context.Context) (*ProviderSchema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GetProviderSchema: %w", err)
 		}
-		if d := diags6(resp.Diagnostics); d != nil {
-			return nil, fmt.Errorf("GetProviderSchema: the provider reported: %w", d)
-		}
-		out := &ProviderSchema{Provider: schema6(resp.Provider)}
-		out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema6)
-		out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema6)
-		out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema6)
-		out.Functions = functionMap(resp.Functions, func(f *tfplugin6.Function) *Function {
-			return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
-				params6(f.Parameters), param6(f.VariadicParameter))
-		})
-		return out, nil
+		return providerSchema6(resp)
 	case p.v5 != nil:
 		resp, err := p.v5.GetSchema(ctx, &tfplugin5.GetProviderSchema_Request{})
 		if err != nil {
 			return nil, fmt.Errorf("GetSchema: %w", err)
 		}
-		if d := diags5(resp.Diagnostics); d != nil {
-			return nil, fmt.Errorf("GetSchema: the provider reported: %w", d)
-		}
-		out := &ProviderSchema{Provider: schema5(resp.Provider)}
-		out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema5)
-		out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema5)
-		out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema5)
-		out.Functions = functionMap(resp.Functions, func(f *tfplugin5.Function) *Function {
-			return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
-				params5(f.Parameters), param5(f.VariadicParameter))
-		})
-		return out, nil
+		return providerSchema5(resp)
 	}
 	return nil, fmt.Errorf("provider %s is not connected", p.Path)
+}
+
+// SchemaFromWire reads a schema answer as a provider of the protocol sent it (the bytes of a
+// GetProviderSchema response) in the shape of `tofu providers schema -json`.
+func SchemaFromWire(protocol int, wire []byte) (*ProviderSchema, error) {
+	switch protocol {
+	case 6:
+		var resp tfplugin6.GetProviderSchema_Response
+		if err := proto.Unmarshal(wire, &resp); err != nil {
+			return nil, fmt.Errorf("GetProviderSchema: %w", err)
+		}
+		return providerSchema6(&resp)
+	case 5:
+		var resp tfplugin5.GetProviderSchema_Response
+		if err := proto.Unmarshal(wire, &resp); err != nil {
+			return nil, fmt.Errorf("GetSchema: %w", err)
+		}
+		return providerSchema5(&resp)
+	}
+	return nil, fmt.Errorf("plugin protocol %d has no schema oprov reads (it speaks 5 and 6)", protocol)
+}
+
+func providerSchema6(resp *tfplugin6.GetProviderSchema_Response) (*ProviderSchema, error) {
+	if d := diags6(resp.Diagnostics); d != nil {
+		return nil, fmt.Errorf("GetProviderSchema: the provider reported: %w", d)
+	}
+	out := &ProviderSchema{Provider: schema6(resp.Provider)}
+	out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema6)
+	out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema6)
+	out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema6)
+	out.Functions = functionMap(resp.Functions, func(f *tfplugin6.Function) *Function {
+		return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
+			params6(f.Parameters), param6(f.VariadicParameter))
+	})
+	return out, nil
+}
+
+func providerSchema5(resp *tfplugin5.GetProviderSchema_Response) (*ProviderSchema, error) {
+	if d := diags5(resp.Diagnostics); d != nil {
+		return nil, fmt.Errorf("GetSchema: the provider reported: %w", d)
+	}
+	out := &ProviderSchema{Provider: schema5(resp.Provider)}
+	out.ResourceSchemas = schemaMap(resp.ResourceSchemas, schema5)
+	out.DataSourceSchemas = schemaMap(resp.DataSourceSchemas, schema5)
+	out.EphemeralResourceSchemas = schemaMap(resp.EphemeralResourceSchemas, schema5)
+	out.Functions = functionMap(resp.Functions, func(f *tfplugin5.Function) *Function {
+		return function(f.Summary, f.Description, f.DeprecationMessage, f.Return.GetType(),
+			params5(f.Parameters), param5(f.VariadicParameter))
+	})
+	return out, nil
 }
 
 func schemaMap[S any](in map[string]S, conv func(S) *Schema) map[string]*Schema {

@@ -5,6 +5,7 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ type CallRec struct {
 	Line   Line
 }
 
+// maxProviders bounds the providers a recording declares: replay starts a stand-in for each and
+// names them all to tofu in one environment variable (TF_REATTACH_PROVIDERS, which Linux caps at
+// 128 KiB), and no configuration uses this many.
+const maxProviders = 200
+
 // maxLine bounds one line of a recording (a schema or a state can be large).
 const maxLine = 256 << 20
 
@@ -116,11 +122,18 @@ func Read(r io.Reader, name string) (*Recording, error) {
 			if rec.Providers[l.Provider] != nil {
 				return nil, bad("provider %s is declared twice", l.Provider)
 			}
+			if len(rec.Providers) == maxProviders {
+				return nil, bad("a recording declares at most %d providers (maxProviders); record a configuration with fewer", maxProviders)
+			}
 			if l.Protocol != 5 && l.Protocol != 6 {
 				return nil, bad("provider %s speaks protocol %d; a recording holds protocol 5 or 6", l.Provider, l.Protocol)
 			}
 			if len(l.SchemaWire) == 0 || l.Schema == nil {
 				return nil, bad("provider %s has no schema (schema and schema_wire)", l.Provider)
+			}
+			// Replay sends tofu schema_wire; values are checked against schema: they must be one.
+			if err := sameSchema(l.Protocol, l.SchemaWire, l.Schema); err != nil {
+				return nil, bad("provider %s: %v", l.Provider, err)
 			}
 			s, err := newSchemas(l.Schema)
 			if err != nil {
@@ -186,4 +199,24 @@ func normal(m Msg) (Msg, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// sameSchema says whether a provider's schema answer (wire) is the schema the recording shows.
+func sameSchema(protocol int, wire []byte, shown *plugin.ProviderSchema) error {
+	got, err := plugin.SchemaFromWire(protocol, wire)
+	if err != nil {
+		return fmt.Errorf("schema_wire is no schema answer (%v); was the recording edited?", err)
+	}
+	a, err := json.Marshal(got)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(shown)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(a, b) {
+		return errors.New("schema_wire, which replay sends tofu, is not the schema the recording shows (schema); was the recording edited? record it again")
+	}
+	return nil
 }

@@ -2,16 +2,20 @@ package recording
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
 )
 
 // FuzzRead: whatever a recording holds, Read gives a recording or an error, never a panic; and a
 // recording it accepts answers each of its own calls without a panic.
 func FuzzRead(f *testing.F) {
-	p := `{"provider":"example.com/x/x","version":"1.0.0","protocol":6,"schema":{"provider":{"version":0,"block":{"attributes":{"token":{"type":"string","optional":true,"sensitive":true}}}},"resource_schemas":{"x_thing":{"version":0,"block":{"attributes":{"name":{"type":"string","required":true},"id":{"type":"string","computed":true},"tags":{"type":["map","string"],"optional":true}}}}},"functions":{"f":{"description":"","return_type":"string","parameters":[{"type":"dynamic"}]}}},"schema_wire":"AA=="}`
+	p := fuzzProviderLine(f)
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"PlanResourceChange","type":"x_thing","request":{"type_name":"x_thing","prior_state":{"value":null},"proposed_new_state":{"value":{"name":"a","id":null,"tags":{"k":"v"}},"unknown":[["id"]]},"config":{"value":{"name":"a","id":null,"tags":null}}},"response":{"planned_state":{"value":{"name":"a","id":null,"tags":null},"unknown":[["id"]]},"requires_replace":[["name"]]}}`)
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"CallFunction","type":"f","request":{"name":"f","arguments":[{"value":{"type":"number","value":1.5}}]},"response":{"result":{"value":"x"}}}`)
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"ConfigureProvider","request":{"config":{"value":{"token":"(redacted by oprov)"},"redacted":[["token"]]}},"response":{"diagnostics":[{"severity":1,"summary":"s","attribute":["token",{"key":"k"},3]}]}}`)
@@ -37,4 +41,31 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzProviderLine declares example.com/x/x with a provider token, one resource and one
+// function: its schema answer as the provider would send it, and the schema it shows.
+func fuzzProviderLine(f *testing.F) string {
+	str := []byte(`"string"`)
+	wire, err := proto.Marshal(&tfplugin6.GetProviderSchema_Response{
+		Provider: &tfplugin6.Schema{Block: &tfplugin6.Schema_Block{Attributes: []*tfplugin6.Schema_Attribute{
+			{Name: "token", Type: str, Optional: true, Sensitive: true}}}},
+		ResourceSchemas: map[string]*tfplugin6.Schema{"x_thing": {Block: &tfplugin6.Schema_Block{Attributes: []*tfplugin6.Schema_Attribute{
+			{Name: "name", Type: str, Required: true}, {Name: "id", Type: str, Computed: true},
+			{Name: "tags", Type: []byte(`["map","string"]`), Optional: true}}}}},
+		Functions: map[string]*tfplugin6.Function{"f": {Return: &tfplugin6.Function_Return{Type: str},
+			Parameters: []*tfplugin6.Function_Parameter{{Type: []byte(`"dynamic"`)}}}},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := plugin.SchemaFromWire(6, wire)
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := json.Marshal(Line{Provider: "example.com/x/x", Version: "1.0.0", Protocol: 6, Schema: s, SchemaWire: wire})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return string(b)
 }

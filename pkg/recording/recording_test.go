@@ -7,7 +7,10 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
 )
 
 var testType = cty.Object(map[string]cty.Type{
@@ -55,11 +58,24 @@ func TestValueRoundTrip(t *testing.T) {
 	}
 }
 
-func providerLine(t *testing.T) string {
+func providerLine(t *testing.T) string { return providerLineOf(t, "string") }
+
+// providerLineOf declares example.com/x/x with one resource, x_thing, whose required attribute
+// name has the type typ: its schema as the provider would send it, and as tofu prints it.
+func providerLineOf(t *testing.T, typ string) string {
 	t.Helper()
-	s := &plugin.ProviderSchema{Provider: &plugin.Schema{Block: &plugin.Block{}}, ResourceSchemas: map[string]*plugin.Schema{
-		"x_thing": {Block: &plugin.Block{Attributes: map[string]*plugin.Attribute{"name": {Type: json.RawMessage(`"string"`), Required: true}}}}}}
-	b, err := json.Marshal(Line{Provider: "example.com/x/x", Version: "1.0.0", Protocol: 6, Schema: s, SchemaWire: []byte{0}})
+	wire, err := proto.Marshal(&tfplugin6.GetProviderSchema_Response{
+		Provider: &tfplugin6.Schema{Block: &tfplugin6.Schema_Block{}},
+		ResourceSchemas: map[string]*tfplugin6.Schema{"x_thing": {Block: &tfplugin6.Schema_Block{
+			Attributes: []*tfplugin6.Schema_Attribute{{Name: "name", Type: []byte(`"` + typ + `"`), Required: true}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := plugin.SchemaFromWire(6, wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Line{Provider: "example.com/x/x", Version: "1.0.0", Protocol: 6, Schema: s, SchemaWire: wire})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +101,7 @@ func TestReadRefusesDamage(t *testing.T) {
 		{"unknown field", header + "\n" + p + "\n" + strings.Replace(good, `"response":{}`, `"response":{"bogus":1}`, 1), `field "bogus"`},
 		{"no answer", header + "\n" + p + "\n" + strings.Replace(good, `,"response":{}`, ``, 1), "no response and no error"},
 		{"two headers", header + "\n" + header, "line 2: a second header"},
-		{"huge number", header + "\n" + strings.Replace(p, `"string"`, `"number"`, 1) + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "a number written with 2000001 characters"},
+		{"huge number", header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "a number written with 2000001 characters"},
 		{"bad protocol", header + "\n" + strings.Replace(p, `"protocol":6`, `"protocol":7`, 1), "protocol 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
