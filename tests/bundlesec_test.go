@@ -401,13 +401,13 @@ trust "origin" {
 	}
 	reg := testreg.Start(t, testreg.Options{CA: f.ca})
 	to := reg.Host + "/airgap"
-	refused := func(t *testing.T, want []string, args ...string) {
+	refused := func(t *testing.T, code int, want []string, args ...string) {
 		t.Helper()
 		before := wholeRegistry(t, reg)
 		r := oprov(t, f.env, append([]string{"load", tarball, "--to", to}, args...)...)
 		t.Logf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
-		if r.Code != 1 {
-			t.Errorf("exit %d, want 1", r.Code)
+		if r.Code != code {
+			t.Errorf("exit %d, want %d", r.Code, code)
 		}
 		for _, w := range want {
 			if !strings.Contains(r.Stderr, w) {
@@ -419,10 +419,10 @@ trust "origin" {
 		}
 	}
 	t.Run("another origin key", func(t *testing.T) {
-		refused(t, []string{"nothing was pushed", f.org.Address(), "carries the key(s) " + fpr, "origin_keys"}, "--policy", policy("other.hcl", other))
+		refused(t, 10, []string{"nothing was pushed", f.org.Address(), "carries the key(s) " + fpr, "origin_keys"}, "--policy", policy("other.hcl", other))
 	})
 	t.Run("cosign keys only", func(t *testing.T) {
-		refused(t, []string{"nothing was pushed", "origin_keys = [the signing key's fingerprint]"}, "--key", f.pub)
+		refused(t, 12, []string{"nothing was pushed", "origin_keys = [the signing key's fingerprint]"}, "--key", f.pub)
 	})
 	t.Run("the origin's key", func(t *testing.T) {
 		p := policy("origin.hcl", fpr)

@@ -82,10 +82,13 @@ func StartGroup(ctx context.Context, members []Member) (*Group, error) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil && members[i].StandIn == nil && (members[i].Middleware != nil || members[i].Options.ForReattach && g.Providers[i].TLS || members[i].Remote != nil) {
+		m := members[i]
+		if err == nil && m.StandIn == nil && (m.Middleware != nil || m.Wrap != nil || m.Options.ForReattach && g.Providers[i].TLS || m.Remote != nil) {
 			// A provider that serves TLS on its own (the Python tf SDK) cannot be reattached to
 			// directly: tofu reattaches without TLS. The proxy stands in for it, middleware or not;
-			// and for a remote provider, which has no socket here.
+			// and for a remote provider, which has no socket here. A Wrap (a sandboxed provider's
+			// hints) needs the proxy too: its suggestion rides in the response tofu shows, where
+			// the provider's stderr stream may still be in flight when tofu ends.
 			err = g.proxy(i)
 		}
 		if err != nil {
