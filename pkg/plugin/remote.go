@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -97,6 +98,7 @@ type remoteLink struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout *os.File // the command's output, read by open and then the session
 	sess   *yamux.Session
 	stderr *tailBuffer
 	exited chan struct{}
@@ -131,11 +133,19 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if l.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: Wait closes StdoutPipe's read end when the command
+	// exits, and a read racing it then fails with "file already closed" instead of reading what
+	// the command wrote and then EOF. Ours is closed when the link is done.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	l.stdout = stdout
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("%s: starting %s: %w", opts.Name, opts.Command[0], err)
 	}
 	go func() { cmd.Wait(); close(l.exited) }()
@@ -328,6 +338,7 @@ func (l *remoteLink) closeWithin(grace time.Duration) {
 			killGroup(l.cmd)
 			<-l.exited
 		}
+		l.stdout.Close()
 	})
 }
 
