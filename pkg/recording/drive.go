@@ -124,18 +124,7 @@ func (d *Driver) do(ctx context.Context, r *Request, a *Answer) error {
 	}
 	switch r.Call {
 	case "data":
-		cfg, err := d.value(r.Config, b, "config", true)
-		if err != nil {
-			return err
-		}
-		if err := d.validate(ctx, "ValidateDataResourceConfig", r.Type, cfg, b); err != nil {
-			return err
-		}
-		resp, err := d.call(ctx, "ReadDataSource", r.Type, fieldStr(1, r.Type), fieldDV(2, cfg, b.ty))
-		if err != nil {
-			return err
-		}
-		return d.result(resp, "state", a)
+		return d.data(ctx, r, b, a)
 	case "read":
 		st, err := d.value(r.State, b, "state", false)
 		if err != nil {
@@ -143,28 +132,54 @@ func (d *Driver) do(ctx context.Context, r *Request, a *Answer) error {
 		}
 		return d.read(ctx, r.Type, st, b, a)
 	case "import":
-		resp, err := d.call(ctx, "ImportResourceState", r.Type, fieldStr(1, r.Type), fieldStr(2, r.ID))
-		if err != nil {
-			return err
-		}
-		imp, _ := resp["imported_resources"].([]any)
-		if len(imp) != 1 {
-			return fmt.Errorf("the import gave %d objects; oprov reads one", len(imp))
-		}
-		m, _ := imp[0].(Msg)
-		rv, _ := m["state"].(*Value)
-		if rv == nil {
-			return fmt.Errorf("the import gave no state")
-		}
-		st, err := rv.toCty(b.ty, nil)
-		if err != nil {
-			return err
-		}
-		if p, ok := m["private"].([]byte); ok {
-			d.private[r.Type] = p
-		}
-		return d.read(ctx, r.Type, st, b, a)
+		return d.importResource(ctx, r, b, a)
 	}
+	return d.change(ctx, r, b, a)
+}
+
+// data reads the data source r names with r's configuration.
+func (d *Driver) data(ctx context.Context, r *Request, b block, a *Answer) error {
+	cfg, err := d.value(r.Config, b, "config", true)
+	if err != nil {
+		return err
+	}
+	if err := d.validate(ctx, "ValidateDataResourceConfig", r.Type, cfg, b); err != nil {
+		return err
+	}
+	resp, err := d.call(ctx, "ReadDataSource", r.Type, fieldStr(1, r.Type), fieldDV(2, cfg, b.ty))
+	if err != nil {
+		return err
+	}
+	return d.result(resp, "state", a)
+}
+
+// importResource imports the object r.ID names, then reads it, as tofu does.
+func (d *Driver) importResource(ctx context.Context, r *Request, b block, a *Answer) error {
+	resp, err := d.call(ctx, "ImportResourceState", r.Type, fieldStr(1, r.Type), fieldStr(2, r.ID))
+	if err != nil {
+		return err
+	}
+	imp, _ := resp["imported_resources"].([]any)
+	if len(imp) != 1 {
+		return fmt.Errorf("the import gave %d objects; oprov reads one", len(imp))
+	}
+	m, _ := imp[0].(Msg)
+	rv, _ := m["state"].(*Value)
+	if rv == nil {
+		return fmt.Errorf("the import gave no state")
+	}
+	st, err := rv.toCty(b.ty, nil)
+	if err != nil {
+		return err
+	}
+	if p, ok := m["private"].([]byte); ok {
+		d.private[r.Type] = p
+	}
+	return d.read(ctx, r.Type, st, b, a)
+}
+
+// change plans r's change (plan), or plans and applies it (create, update, delete).
+func (d *Driver) change(ctx context.Context, r *Request, b block, a *Answer) error {
 	var prior, cfg cty.Value
 	var err error
 	if prior, err = d.value(r.State, b, "state", r.Call == "update" || r.Call == "delete"); err != nil {

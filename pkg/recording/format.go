@@ -119,29 +119,9 @@ func Read(r io.Reader, name string) (*Recording, error) {
 			}
 			p.Calls = append(p.Calls, &CallRec{LineNo: n, Line: l})
 		case l.Provider != "":
-			if rec.Providers[l.Provider] != nil {
-				return nil, bad("provider %s is declared twice", l.Provider)
+			if err := rec.declare(l, n); err != nil {
+				return nil, bad("%v", err)
 			}
-			if len(rec.Providers) == maxProviders {
-				return nil, bad("a recording declares at most %d providers (maxProviders); record a configuration with fewer", maxProviders)
-			}
-			if l.Protocol != 5 && l.Protocol != 6 {
-				return nil, bad("provider %s speaks protocol %d; a recording holds protocol 5 or 6", l.Provider, l.Protocol)
-			}
-			if len(l.SchemaWire) == 0 || l.Schema == nil {
-				return nil, bad("provider %s has no schema (schema and schema_wire)", l.Provider)
-			}
-			// Replay sends tofu schema_wire; values are checked against schema: they must be one.
-			if err := sameSchema(l.Protocol, l.SchemaWire, l.Schema); err != nil {
-				return nil, bad("provider %s: %v", l.Provider, err)
-			}
-			s, err := newSchemas(l.Schema)
-			if err != nil {
-				return nil, bad("provider %s: %v", l.Provider, err)
-			}
-			s.keepConfig = l.ConfigKept
-			rec.Providers[l.Provider] = &ProviderRec{Line: l, LineNo: n, schemas: s}
-			rec.Order = append(rec.Order, l.Provider)
 		default:
 			return nil, bad("neither a header, a provider nor a call")
 		}
@@ -159,6 +139,35 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		return nil, fmt.Errorf("recording %s holds no provider: was it cut short?", name)
 	}
 	return rec, nil
+}
+
+// declare adds the provider line l (line n) to rec: at most maxProviders, each once, speaking
+// protocol 5 or 6, with one schema in its two forms.
+func (rec *Recording) declare(l Line, n int) error {
+	if rec.Providers[l.Provider] != nil {
+		return fmt.Errorf("provider %s is declared twice", l.Provider)
+	}
+	if len(rec.Providers) == maxProviders {
+		return fmt.Errorf("a recording declares at most %d providers (maxProviders); record a configuration with fewer", maxProviders)
+	}
+	if l.Protocol != 5 && l.Protocol != 6 {
+		return fmt.Errorf("provider %s speaks protocol %d; a recording holds protocol 5 or 6", l.Provider, l.Protocol)
+	}
+	if len(l.SchemaWire) == 0 || l.Schema == nil {
+		return fmt.Errorf("provider %s has no schema (schema and schema_wire)", l.Provider)
+	}
+	// Replay sends tofu schema_wire; values are checked against schema: they must be one.
+	if err := sameSchema(l.Protocol, l.SchemaWire, l.Schema); err != nil {
+		return fmt.Errorf("provider %s: %v", l.Provider, err)
+	}
+	s, err := newSchemas(l.Schema)
+	if err != nil {
+		return fmt.Errorf("provider %s: %v", l.Provider, err)
+	}
+	s.keepConfig = l.ConfigKept
+	rec.Providers[l.Provider] = &ProviderRec{Line: l, LineNo: n, schemas: s}
+	rec.Order = append(rec.Order, l.Provider)
+	return nil
 }
 
 // check makes sure a recorded call can be compared and answered: its messages have the fields

@@ -205,13 +205,10 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 	if j == nil {
 		return cty.NullVal(ty), nil
 	}
-	bad := func(want string) (cty.Value, error) {
-		return cty.NilVal, fmt.Errorf("at %s: want %s for %s, have %s", p, want, ty.FriendlyName(), jsonKind(j))
-	}
 	if ty == cty.DynamicPseudoType {
 		m, ok := j.(map[string]any)
 		if !ok {
-			return bad(`{"type": ..., "value": ...}`)
+			return badJSON(j, ty, p, `{"type": ..., "value": ...}`)
 		}
 		tb, err := json.Marshal(m["type"])
 		if err != nil {
@@ -224,22 +221,42 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 		return d.decode(m["value"], inner, append(p, "value"))
 	}
 	switch {
-	case ty == cty.String:
+	case ty.IsPrimitiveType():
+		return decodePrimitive(j, ty, p)
+	case ty.IsObjectType():
+		return d.decodeObject(j, ty, p)
+	case ty.IsMapType():
+		return d.decodeMap(j, ty, p)
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		return d.decodeSequence(j, ty, p)
+	}
+	return cty.NilVal, fmt.Errorf("at %s: type %s cannot be replayed", p, ty.FriendlyName())
+}
+
+// badJSON is the error for JSON j of the wrong kind where a value of type ty was wanted.
+func badJSON(j any, ty cty.Type, p Path, want string) (cty.Value, error) {
+	return cty.NilVal, fmt.Errorf("at %s: want %s for %s, have %s", p, want, ty.FriendlyName(), jsonKind(j))
+}
+
+// decodePrimitive decodes a string, a bool or a number (its text bounded before it is parsed).
+func decodePrimitive(j any, ty cty.Type, p Path) (cty.Value, error) {
+	switch ty {
+	case cty.String:
 		s, ok := j.(string)
 		if !ok {
-			return bad("a string")
+			return badJSON(j, ty, p, "a string")
 		}
 		return cty.StringVal(s), nil
-	case ty == cty.Bool:
+	case cty.Bool:
 		b, ok := j.(bool)
 		if !ok {
-			return bad("true or false")
+			return badJSON(j, ty, p, "true or false")
 		}
 		return cty.BoolVal(b), nil
-	case ty == cty.Number:
+	case cty.Number:
 		n, ok := j.(json.Number)
 		if !ok {
-			return bad("a number")
+			return badJSON(j, ty, p, "a number")
 		}
 		if len(n) > maxNumberText {
 			// Parsing grows faster than the text: a hostile recording could stall replay.
@@ -250,82 +267,91 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 			return cty.NilVal, fmt.Errorf("at %s: %v", p, err)
 		}
 		return cty.NumberVal(f), nil
-	case ty.IsObjectType():
-		m, ok := j.(map[string]any)
-		if !ok {
-			return bad("an object")
-		}
-		attrs := map[string]cty.Value{}
-		for name, at := range ty.AttributeTypes() {
-			v, err := d.decode(m[name], at, append(p, name))
-			if err != nil {
-				return cty.NilVal, err
-			}
-			attrs[name] = v
-		}
-		for name := range m {
-			if !ty.HasAttribute(name) {
-				return cty.NilVal, fmt.Errorf("at %s: attribute %q is not in the schema", p, name)
-			}
-		}
-		return cty.ObjectVal(attrs), nil
-	case ty.IsMapType():
-		m, ok := j.(map[string]any)
-		if !ok {
-			return bad("an object")
-		}
-		if len(m) == 0 {
-			return cty.MapValEmpty(ty.ElementType()), nil
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		elems := map[string]cty.Value{}
-		for _, k := range keys {
-			v, err := d.decode(m[k], ty.ElementType(), append(p, k))
-			if err != nil {
-				return cty.NilVal, err
-			}
-			elems[k] = v
-		}
-		return cty.MapVal(elems), nil
-	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
-		l, ok := j.([]any)
-		if !ok {
-			return bad("an array")
-		}
-		if ty.IsTupleType() && len(l) != len(ty.TupleElementTypes()) {
-			return cty.NilVal, fmt.Errorf("at %s: %d elements for a tuple of %d", p, len(l), len(ty.TupleElementTypes()))
-		}
-		var elems []cty.Value
-		for i, e := range l {
-			et := cty.DynamicPseudoType
-			if ty.IsTupleType() {
-				et = ty.TupleElementType(i)
-			} else {
-				et = ty.ElementType()
-			}
-			v, err := d.decode(e, et, append(p, i))
-			if err != nil {
-				return cty.NilVal, err
-			}
-			elems = append(elems, v)
-		}
-		switch {
-		case ty.IsTupleType():
-			return cty.TupleVal(elems), nil
-		case len(elems) == 0 && ty.IsListType():
-			return cty.ListValEmpty(ty.ElementType()), nil
-		case len(elems) == 0:
-			return cty.SetValEmpty(ty.ElementType()), nil
-		case ty.IsListType():
-			return safeList(elems, p)
-		}
-		return safeSet(elems, p)
 	}
 	return cty.NilVal, fmt.Errorf("at %s: type %s cannot be replayed", p, ty.FriendlyName())
+}
+
+// decodeObject decodes every attribute of an object type; an attribute the type lacks is an error.
+func (d *decoder) decodeObject(j any, ty cty.Type, p Path) (cty.Value, error) {
+	m, ok := j.(map[string]any)
+	if !ok {
+		return badJSON(j, ty, p, "an object")
+	}
+	attrs := map[string]cty.Value{}
+	for name, at := range ty.AttributeTypes() {
+		v, err := d.decode(m[name], at, append(p, name))
+		if err != nil {
+			return cty.NilVal, err
+		}
+		attrs[name] = v
+	}
+	for name := range m {
+		if !ty.HasAttribute(name) {
+			return cty.NilVal, fmt.Errorf("at %s: attribute %q is not in the schema", p, name)
+		}
+	}
+	return cty.ObjectVal(attrs), nil
+}
+
+// decodeMap decodes a map's elements in key order (so an error names the same key each time).
+func (d *decoder) decodeMap(j any, ty cty.Type, p Path) (cty.Value, error) {
+	m, ok := j.(map[string]any)
+	if !ok {
+		return badJSON(j, ty, p, "an object")
+	}
+	if len(m) == 0 {
+		return cty.MapValEmpty(ty.ElementType()), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	elems := map[string]cty.Value{}
+	for _, k := range keys {
+		v, err := d.decode(m[k], ty.ElementType(), append(p, k))
+		if err != nil {
+			return cty.NilVal, err
+		}
+		elems[k] = v
+	}
+	return cty.MapVal(elems), nil
+}
+
+// decodeSequence decodes a list, a set or a tuple from a JSON array.
+func (d *decoder) decodeSequence(j any, ty cty.Type, p Path) (cty.Value, error) {
+	l, ok := j.([]any)
+	if !ok {
+		return badJSON(j, ty, p, "an array")
+	}
+	if ty.IsTupleType() && len(l) != len(ty.TupleElementTypes()) {
+		return cty.NilVal, fmt.Errorf("at %s: %d elements for a tuple of %d", p, len(l), len(ty.TupleElementTypes()))
+	}
+	var elems []cty.Value
+	for i, e := range l {
+		et := cty.DynamicPseudoType
+		if ty.IsTupleType() {
+			et = ty.TupleElementType(i)
+		} else {
+			et = ty.ElementType()
+		}
+		v, err := d.decode(e, et, append(p, i))
+		if err != nil {
+			return cty.NilVal, err
+		}
+		elems = append(elems, v)
+	}
+	switch {
+	case ty.IsTupleType():
+		return cty.TupleVal(elems), nil
+	case len(elems) == 0 && ty.IsListType():
+		return cty.ListValEmpty(ty.ElementType()), nil
+	case len(elems) == 0:
+		return cty.SetValEmpty(ty.ElementType()), nil
+	case ty.IsListType():
+		return safeList(elems, p)
+	}
+	return safeSet(elems, p)
 }
 
 // safeList and safeSet turn cty's panics on elements of differing types into errors.
