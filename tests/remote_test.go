@@ -502,7 +502,7 @@ func TestRemotePythonOverSSH(t *testing.T) {
 
 // The far side's refusals reach the user as errors naming the remote and the cause, with the far
 // side's last stderr lines: a far side that requires a sandbox and gets a request without one
-// (and accepts one with it, fitted to its kernel), and a far side without oprov.
+// or with best_effort (and accepts a whole one, fitted to its kernel), and a far side without oprov.
 func TestRemoteRefusals(t *testing.T) {
 	far := farSide(t)
 	tofu := peers.Require(t, "tofu")
@@ -522,9 +522,14 @@ func TestRemoteRefusals(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, `remote "example.com/acme/hello" (ssh)`) || !strings.Contains(r.Stderr, "requires a sandbox") {
 		t.Errorf("a request without a sandbox to a far side that requires one: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {\n  best_effort = true\n}\n")
+	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {}\n")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "Hello, remote!") {
 		t.Errorf("a sandboxed request to a far side that requires one: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// best_effort would let the far side run it with less of a sandbox: the requirement refuses it.
+	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {\n  best_effort = true\n}\n")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "best_effort") {
+		t.Errorf("a best_effort sandbox to a far side that requires one: exit %d\n%s", r.Code, r.Stderr)
 	}
 
 	r = apply(strings.Replace(far.remoteBlock(), strconv.Quote(far.oprov), strconv.Quote("/nonexistent/oprov"), 1))
