@@ -196,6 +196,31 @@ func TestReleaseImage(t *testing.T) {
 			t.Errorf("another key was accepted")
 		}
 	})
+
+	t.Run("oprov verify accepts the image under the release's key only", func(t *testing.T) {
+		var got struct {
+			Verified bool   `json:"verified"`
+			Kind     string `json:"kind"`
+			Image    struct {
+				Digest    string `json:"digest"`
+				Manifests []struct{ Platform, Digest string }
+			} `json:"image"`
+		}
+		r := mustOprov(t, nil, "verify", reg.Host+"/oprov:0.0.0-imagetest", "--key", filepath.Join(keys, "cosign.pub"), "--ca-file", reg.CAFile, "-o", "json")
+		decodeJSON(t, r.Stdout, &got)
+		checked := map[string]string{}
+		for _, m := range got.Image.Manifests {
+			checked[m.Platform] = m.Digest
+		}
+		if !got.Verified || got.Kind != "image" || got.Image.Digest != indexDesc.Digest.String() ||
+			checked["linux/amd64"] != platforms["linux/amd64"].Digest.String() || checked["linux/arm64"] != platforms["linux/arm64"].Digest.String() {
+			t.Errorf("oprov verify: %s", r.Stdout)
+		}
+		r = oprov(t, nil, "verify", reg.Host+"/oprov:0.0.0-imagetest", "--key", filepath.Join(keys, "other", "cosign.pub"), "--ca-file", reg.CAFile)
+		if r.Code != 10 || !strings.Contains(r.Stderr, "none by a trusted key") {
+			t.Errorf("another key: exit %d, %s", r.Code, r.Stderr)
+		}
+	})
 }
 
 // imageRepo is an oras-go client of repository name on the test registry.
