@@ -74,9 +74,31 @@ func lookupImage(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*imageSubjec
 		if len(peek.Manifests) > maxImageManifests {
 			return nil, fmt.Errorf("%s (%s): the index lists %d manifests, over the limit of %d", ref, desc.Digest, len(peek.Manifests), maxImageManifests)
 		}
+		for i, m := range peek.Manifests {
+			if err := m.Digest.Validate(); err != nil {
+				return nil, fmt.Errorf("%s (%s): index entry %d: digest %q: %v", ref, desc.Digest, i, m.Digest, err)
+			}
+			if p := m.Platform; p != nil && !(platformWord(p.OS) && platformWord(p.Architecture) && (p.Variant == "" || platformWord(p.Variant))) {
+				return nil, fmt.Errorf("%s (%s): index entry %d: platform %q/%q/%q is not an OS, architecture and variant name (letters, digits, '.', '_' and '-')", ref, desc.Digest, i, p.OS, p.Architecture, p.Variant)
+			}
+		}
 		img.Manifests = peek.Manifests
 	}
 	return img, nil
+}
+
+// platformWord reports whether s can be an OS, architecture or variant name as images give them
+// (linux, amd64, v8): verify prints them, so nothing else (no control character) is let through.
+func platformWord(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // runVerifyImage verifies an image as cosign does: a signature by a trusted key or identity over
@@ -85,7 +107,7 @@ func lookupImage(ctx context.Context, t oci.ReadOnly, ref oci.Ref) (*imageSubjec
 // to check in them.
 func runVerifyImage(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref oci.Ref, img *imageSubject, policy *sign.Policy, opts sign.VerifyOptions) error {
 	if len(o.Platforms) > 0 || o.AllZips || o.Address != "" {
-		return usageErrorf("verify %s: this is not an OpenTofu provider or module (media type %s): it has no zips and no provider address: drop --platform, --all-platforms and --address", ref, img.Desc.MediaType)
+		return usageErrorf("verify %s: this is not an OpenTofu provider or module (media type %q): it has no zips and no provider address: drop --platform, --all-platforms and --address", ref, img.Desc.MediaType)
 	}
 	d, err := sign.DecideManifest(ctx, t, ref, img.Desc, img.Annotations, policy, opts)
 	if err != nil {

@@ -19,9 +19,9 @@ import (
 )
 
 // imageLayout writes to a new OCI layout a container image index for linux/amd64 and linux/arm64
-// (each a config and one layer), tagged tag, plus extra entries of the index if asked; it returns
-// the layout's directory, the index and its entries.
-func imageLayout(t *testing.T, tag string, extra int) (string, ocispec.Descriptor, []ocispec.Descriptor) {
+// (each a config and one layer), tagged tag, plus extra entries of the index if asked, after edit
+// (if not nil) changed the entries; it returns the layout's directory, the index and its entries.
+func imageLayout(t *testing.T, tag string, extra int, edit func([]ocispec.Descriptor)) (string, ocispec.Descriptor, []ocispec.Descriptor) {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "image")
@@ -55,6 +55,9 @@ func imageLayout(t *testing.T, tag string, extra int) (string, ocispec.Descripto
 	all := append([]ocispec.Descriptor(nil), entries...)
 	for i := 0; i < extra; i++ {
 		all = append(all, entries[0])
+	}
+	if edit != nil {
+		edit(all)
 	}
 	index := push(ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2},
 		MediaType: ocispec.MediaTypeImageIndex, Manifests: all})
@@ -111,7 +114,7 @@ func (l lyingTarget) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCl
 func TestVerifyImage(t *testing.T) {
 	key, pub := keyPair(t, "k")
 	_, otherPub := keyPair(t, "other")
-	dir, index, entries := imageLayout(t, "1.2.3", 0)
+	dir, index, entries := imageLayout(t, "1.2.3", 0, nil)
 	signImage(t, dir, "1.2.3", key, index)
 	repo := "oci-layout:" + dir
 
@@ -139,7 +142,7 @@ func TestVerifyImage(t *testing.T) {
 	if _, stderr, code := runCLI(t, "verify", repo+":1.2.3", "--key", otherPub); code != exitRefused || !strings.Contains(stderr, "none by a trusted key") {
 		t.Errorf("another key: exit %d, %s", code, stderr)
 	}
-	unsigned, _, _ := imageLayout(t, "1.2.3", 0)
+	unsigned, _, _ := imageLayout(t, "1.2.3", 0, nil)
 	if _, stderr, code := runCLI(t, "verify", "oci-layout:"+unsigned+":1.2.3", "--key", pub); code != exitUnsigned || !strings.Contains(stderr, "not signed") {
 		t.Errorf("unsigned: exit %d, %s", code, stderr)
 	}
@@ -163,10 +166,22 @@ func TestVerifyImage(t *testing.T) {
 		}
 	})
 	t.Run("an index listing too many manifests", func(t *testing.T) {
-		dir, index, _ := imageLayout(t, "1.2.3", maxImageManifests)
+		dir, index, _ := imageLayout(t, "1.2.3", maxImageManifests, nil)
 		signImage(t, dir, "1.2.3", key, index)
 		if _, stderr, code := runCLI(t, "verify", "oci-layout:"+dir+":1.2.3", "--key", pub); code == 0 || !strings.Contains(stderr, "over the limit of 256") {
 			t.Errorf("exit %d, %s", code, stderr)
+		}
+	})
+	t.Run("a platform name holding a terminal escape", func(t *testing.T) {
+		dir, index, _ := imageLayout(t, "1.2.3", 0, func(all []ocispec.Descriptor) {
+			p := *all[1].Platform
+			p.Architecture = "arm64\x1b[2K\rVerified"
+			all[1].Platform = &p
+		})
+		signImage(t, dir, "1.2.3", key, index)
+		out, stderr, code := runCLI(t, "verify", "oci-layout:"+dir+":1.2.3", "--key", pub)
+		if code == 0 || !strings.Contains(stderr, "is not an OS, architecture and variant name") || strings.Contains(out+stderr, "\x1b") {
+			t.Errorf("exit %d\n%q\n%q", code, out, stderr)
 		}
 	})
 }
