@@ -24,15 +24,18 @@ import (
 var releasePlatforms = []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64", "windows_arm64"}
 
 // snapshotRelease runs the repository's GoReleaser configuration as 'goreleaser release
-// --snapshot' in a fresh clone of HEAD at dir, signing SHA256SUMS with the cosign key key, and
+// --snapshot' in a fresh clone of commit at dir, signing SHA256SUMS with the cosign key key, and
 // returns the dist directory. skip adds to --skip=publish (a comma-separated list).
-func snapshotRelease(t *testing.T, dir, key, skip string) string {
+func snapshotRelease(t *testing.T, dir, commit, key, skip string) string {
 	t.Helper()
 	goreleaser := peers.Require(t, "goreleaser")
 	peers.Require(t, "syft")   // goreleaser's SBOMs
 	peers.Require(t, "cosign") // goreleaser's signature
-	if out, err := exec.Command("git", "clone", "--quiet", "--no-hardlinks", repoRoot, dir).CombinedOutput(); err != nil {
-		t.Fatalf("git clone: %v\n%s", err, out)
+	// The commit, not HEAD: both runs build the same one even if HEAD moves meanwhile.
+	for _, args := range [][]string{{"clone", "--quiet", "--no-hardlinks", "--no-checkout", repoRoot, dir}, {"-C", dir, "checkout", "--quiet", "--detach", commit}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	if skip != "" {
 		skip = "," + skip
@@ -72,7 +75,7 @@ func TestReleaseSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dist := snapshotRelease(t, filepath.Join(t.TempDir(), "a"), filepath.Join(keys, "cosign.key"), "")
+	dist := snapshotRelease(t, filepath.Join(t.TempDir(), "a"), commit, filepath.Join(keys, "cosign.key"), "")
 	sums := readSums(t, filepath.Join(dist, "SHA256SUMS"))
 	archives := map[string]string{} // platform: archive name
 	for name := range sums {
@@ -109,7 +112,8 @@ func TestReleaseSnapshot(t *testing.T) {
 				exe = ".exe"
 			}
 			files, entries := unpackArchive(t, filepath.Join(dist, name))
-			if want := []string{"README.md", "oprov" + exe, "oprov-sandbox" + exe}; !slices.Equal(entries, want) {
+			// The files (sorted by name), then the build: the same order every run.
+			if want := []string{"README.md", "oprov-sandbox" + exe, "oprov" + exe}; !slices.Equal(entries, want) {
 				t.Errorf("%s holds %v, want %v in this order", name, entries, want)
 			}
 			// Reproducible anywhere: the commit's time, not the build's; owner and mode fixed, not
@@ -197,9 +201,27 @@ func TestReleaseSnapshot(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the installing page's sha256sum and tar commands work on a download of one archive", func(t *testing.T) {
+		dl := t.TempDir()
+		for _, name := range []string{"SHA256SUMS", archives["linux_amd64"]} {
+			if err := os.Symlink(filepath.Join(dist, name), filepath.Join(dl, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := exec.Command("sha256sum", "--ignore-missing", "-c", "SHA256SUMS")
+		check.Dir = dl
+		if out, err := check.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != archives["linux_amd64"]+": OK" {
+			t.Errorf("sha256sum --ignore-missing -c SHA256SUMS: %v\n%s", err, out)
+		}
+		untar := exec.Command("tar", "xzf", archives["linux_amd64"], "oprov", "oprov-sandbox")
+		untar.Dir = dl
+		if out, err := untar.CombinedOutput(); err != nil {
+			t.Errorf("tar xzf %s oprov oprov-sandbox: %v\n%s", archives["linux_amd64"], err, out)
+		}
+	})
 	t.Run("the same commit gives the same archives", func(t *testing.T) {
 		// Archives only: no SBOMs (syft's carry a random namespace and the time) and no signature.
-		again := snapshotRelease(t, filepath.Join(t.TempDir(), "b"), filepath.Join(keys, "cosign.key"), "sbom,sign")
+		again := snapshotRelease(t, filepath.Join(t.TempDir(), "b"), commit, filepath.Join(keys, "cosign.key"), "sbom,sign")
 		for _, name := range archives {
 			a, _ := os.ReadFile(filepath.Join(dist, name))
 			b, err := os.ReadFile(filepath.Join(again, name))
