@@ -40,7 +40,8 @@ transparency-log entry is not required.
 
 cosign's old bundle format (base64Signature, cert, rekorBundle) and attestation bundles are
 refused, saying so. Exit codes: 0 verified; 10 refused (another key or identity, or the file
-does not match the bundle); 12 the bundle holds no signature; 2 a missing file or a bad flag.`,
+does not match the bundle); 12 the bundle holds no signature; 2 a missing file, a directory or a
+bad flag; 1 a file that cannot be read.`,
 		Example: `  oprov verify-blob SHA256SUMS --bundle SHA256SUMS.bundle --key cosign.pub
   oprov verify-blob SHA256SUMS --bundle SHA256SUMS.bundle --trusted-root trusted_root.json \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com \
@@ -99,12 +100,16 @@ func runVerifyBlob(o *verifyBlobOptions) error {
 	return nil
 }
 
-// fileError makes a file that does not exist (the blob, the bundle, a key) a usage error: the
-// argument is wrong. Other read failures stay plain errors (exit 1).
+// fileError makes a file that does not exist (the blob, the bundle, a key) or a directory given
+// as a file a usage error: the argument is wrong. Other read failures (permissions, I/O) stay
+// plain errors (exit 1).
 func fileError(err error) error {
 	var pe *fs.PathError
-	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
 		return usageErrorf("verify-blob: no such file %s (%v)", pe.Path, err)
+	case errors.Is(err, fs.ErrInvalid):
+		return usageErrorf("verify-blob: %v", err)
 	}
 	return err
 }

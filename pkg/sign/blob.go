@@ -59,7 +59,12 @@ type BlobError struct {
 	Unsigned bool
 }
 
-func (e *BlobError) Error() string { return fmt.Sprintf("verify-blob %s: %s", e.File, e.Reason) }
+func (e *BlobError) Error() string {
+	if e.File == "" {
+		return "verify-blob: " + e.Reason
+	}
+	return fmt.Sprintf("verify-blob %s: %s", e.File, e.Reason)
+}
 
 // blobBundle is what a message-signature bundle says once parsed.
 type blobBundle struct {
@@ -150,20 +155,23 @@ func ReadBlobBundle(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("bundle %s: %w", path, errIsDir)
+		return nil, isDirError("bundle " + path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBlobBundle+1))
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", path, err)
 	}
 	if len(data) > maxBlobBundle {
-		return nil, &BlobError{File: path, Reason: fmt.Sprintf("the bundle is over %d bytes, larger than any cosign writes: %s", maxBlobBundle, expectedBundle)}
+		return nil, &BlobError{Reason: fmt.Sprintf("bundle %s is over %d bytes, larger than any cosign writes: %s", path, maxBlobBundle, expectedBundle)}
 	}
 	return data, nil
 }
 
-// errIsDir is a directory given where a file is expected.
-var errIsDir = fmt.Errorf("is a directory, not a file: %w", fs.ErrInvalid)
+// isDirError is a directory given where a file is expected: a bad argument (fs.ErrInvalid).
+type isDirError string
+
+func (e isDirError) Error() string        { return string(e) + " is a directory, not a file" }
+func (e isDirError) Is(target error) bool { return target == fs.ErrInvalid }
 
 // VerifyBlob checks that bundle (the bytes of a bundle file, named bundlePath in messages) is a
 // signature of the file at path by a trusted key or identity. The file is read as a stream, once.
@@ -199,7 +207,7 @@ func hashFile(path string, alg digest.Algorithm) (digest.Digest, error) {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return "", fmt.Errorf("%s %w", path, errIsDir)
+		return "", isDirError(path)
 	}
 	d := alg.Digester()
 	if _, err := io.Copy(d.Hash(), f); err != nil {
