@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,9 +53,9 @@ func blobRefused(t *testing.T, r result, code int, want string) {
 }
 
 // TestVerifyBlobInteroperatesWithCosign: what cosign v2 and v3 sign-blob write in the bundle
-// format, with a key or keylessly (the local Fulcio and TSA), oprov verify-blob accepts, as
-// cosign verify-blob does; a changed file, another key, another identity and a certificate of
-// another CA are refused with exit 10.
+// format, with a key or keylessly (the local Fulcio and TSA, and Rekor), oprov verify-blob accepts, as
+// cosign verify-blob does; a changed file, another key, another identity, a certificate of
+// another CA and a broken log entry are refused with exit 10.
 func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 	cosign2 := peers.Require(t, "cosign")
 	cosign3 := peers.Require(t, "cosign3")
@@ -101,24 +102,69 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--key", pub), 10, "sign again with --new-bundle-format")
 	})
 
-	t.Run("keyless: cosign v3 with the local Fulcio and TSA", func(t *testing.T) {
-		st := sigstack.Start(t)
-		bundle := filepath.Join(dir, "keyless.bundle")
-		if out, err := cosignIn(t, cosign3, dir, "sign-blob", "--signing-config", st.SigningConfig, "--trusted-root", st.TrustedRoot,
-			"--identity-token", st.Token(t, releaseWorkflow), "--yes", "--bundle", bundle, sums); err != nil {
-			t.Fatalf("cosign sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
+	t.Run("keyless: cosign v3 with the local Fulcio, TSA and Rekor", func(t *testing.T) {
+		st := sigstack.StartWith(t, sigstack.Options{Rekor: true})
+		// Two bundles: one timestamped by the TSA alone, one also logged in Rekor.
+		tsaOnly := filepath.Join(dir, "tsa-only.json")
+		var sc map[string]any
+		decodeJSON(t, readText(t, st.SigningConfig), &sc)
+		sc["rekorTlogUrls"] = []any{}
+		data, _ := json.Marshal(sc)
+		writeFile(t, tsaOnly, string(data))
+		bundles := map[string]string{tsaOnly: filepath.Join(dir, "keyless-tsa.bundle"), st.SigningConfig: filepath.Join(dir, "keyless-rekor.bundle")}
+		for config, bundle := range bundles {
+			if out, err := cosignIn(t, cosign3, dir, "sign-blob", "--signing-config", config, "--trusted-root", st.TrustedRoot,
+				"--identity-token", st.Token(t, releaseWorkflow), "--yes", "--bundle", bundle, sums); err != nil {
+				t.Fatalf("cosign sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
+			}
 		}
 		st.Stop() // what follows is offline
-		r := mustOprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle, "-o", "json"}, keylessFlags(st, releaseWorkflow)...)...)
-		blobVerified(t, r, sums, "", releaseWorkflow.Subject())
-		r = mustOprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle, "--certificate-github-workflow-repository", "acme/providers"}, keylessFlags(st, releaseWorkflow)...)...)
-		if !strings.Contains(r.Stdout, "signed keylessly by "+releaseWorkflow.Subject()) || !strings.Contains(r.Stdout, "signing time proven by timestamp authority "+st.TSAURL) {
-			t.Errorf("verify-blob output:\n%s", r.Stdout)
+		for config, bundle := range bundles {
+			logged := config == st.SigningConfig
+			t.Run(map[bool]string{false: "TSA", true: "TSA and Rekor"}[logged], func(t *testing.T) {
+				if strings.Contains(readText(t, bundle), "tlogEntries") != logged {
+					t.Fatalf("the bundle's log entries are not as signed (logged: %v):\n%s", logged, readText(t, bundle))
+				}
+				cosignArgs := []string{"verify-blob", "--bundle", bundle, "--trusted-root", st.TrustedRoot, "--certificate-identity", releaseWorkflow.Subject(),
+					"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-sct"}
+				if !logged {
+					cosignArgs = append(cosignArgs, "--insecure-ignore-tlog")
+				}
+				if out, err := cosignIn(t, cosign3, dir, append(cosignArgs, sums)...); err != nil {
+					t.Fatalf("cosign verify-blob: %v\n%s", err, out)
+				}
+				r := mustOprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle, "-o", "json"}, keylessFlags(st, releaseWorkflow)...)...)
+				blobVerified(t, r, sums, "", releaseWorkflow.Subject())
+				r = mustOprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle, "--certificate-github-workflow-repository", "acme/providers"}, keylessFlags(st, releaseWorkflow)...)...)
+				if !strings.Contains(r.Stdout, "signed keylessly by "+releaseWorkflow.Subject()) || !strings.Contains(r.Stdout, "signing time proven by timestamp authority "+st.TSAURL) ||
+					strings.Contains(r.Stdout, "transparency-log entry checked against "+st.TrustedRoot) != logged {
+					t.Errorf("verify-blob output:\n%s", r.Stdout)
+				}
+				blobRefused(t, oprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle}, keylessFlags(st, nightlyWorkflow)...)...), 10, "not a trusted identity")
+				blobRefused(t, oprov(t, nil, append([]string{"verify-blob", changed, "--bundle", bundle}, keylessFlags(st, releaseWorkflow)...)...), 10, "the file was changed")
+				blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--trusted-root", otherFulcioRoot(t, st),
+					"--certificate-identity", releaseWorkflow.Subject(), "--certificate-oidc-issuer", st.Issuer.URL), 10, "does not chain to a certificate authority")
+				blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--key", pub), 10, "signed keylessly by "+releaseWorkflow.Subject())
+			})
 		}
-		blobRefused(t, oprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle}, keylessFlags(st, nightlyWorkflow)...)...), 10, "not a trusted identity")
-		blobRefused(t, oprov(t, nil, append([]string{"verify-blob", changed, "--bundle", bundle}, keylessFlags(st, releaseWorkflow)...)...), 10, "the file was changed")
-		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--trusted-root", otherFulcioRoot(t, st),
-			"--certificate-identity", releaseWorkflow.Subject(), "--certificate-oidc-issuer", st.Issuer.URL), 10, "does not chain to a certificate authority")
-		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--key", pub), 10, "signed keylessly by "+releaseWorkflow.Subject())
+		// The log entry is checked: the Rekor bundle with its checkpoint's text changed is refused.
+		var b map[string]any
+		bundle := bundles[st.SigningConfig]
+		decodeJSON(t, readText(t, bundle), &b)
+		cp := b["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)["inclusionProof"].(map[string]any)["checkpoint"].(map[string]any)
+		cp["envelope"] = strings.Replace(cp["envelope"].(string), "127.0.0.1", "127.0.0.2", 1)
+		data, _ = json.Marshal(b)
+		badLog := filepath.Join(dir, "bad-log.bundle")
+		writeFile(t, badLog, string(data))
+		blobRefused(t, oprov(t, nil, append([]string{"verify-blob", sums, "--bundle", badLog}, keylessFlags(st, releaseWorkflow)...)...), 10, "the transparency-log entry does not check")
 	})
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -94,6 +94,9 @@ func runVerifyBlob(o *verifyBlobOptions) error {
 		for _, t := range res.Time {
 			fmt.Fprintf(o.io.Out, "    signing time proven by %s\n", t)
 		}
+		if res.Logged {
+			fmt.Fprintf(o.io.Out, "    transparency-log entry checked against %s\n", o.keyless.TrustedRoot)
+		}
 	} else {
 		fmt.Fprintf(o.io.Out, "  signed by %s\n", res.Key)
 	}

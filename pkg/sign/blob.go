@@ -49,6 +49,8 @@ type BlobResult struct {
 	KeyHint string        `json:"key_hint,omitempty"`
 	Signer  *CertSigner   `json:"signer,omitempty"`
 	Time    []string      `json:"time_proven_by,omitempty"`
+	// Logged is true when a transparency-log entry of the signature checked against the root.
+	Logged bool `json:"transparency_log_checked,omitempty"`
 }
 
 // BlobError is a refused blob: the bundle is not a signature of this file by a trusted signer.
@@ -246,7 +248,7 @@ func (b *blobBundle) check(sum digest.Digest, opts BlobOptions) (*BlobResult, er
 		if err != nil {
 			return nil, err
 		}
-		return &BlobResult{Digest: sum, Signer: who, Time: b.keyless.times}, nil
+		return &BlobResult{Digest: sum, Signer: who, Time: b.keyless.times, Logged: b.keyless.logged}, nil
 	}
 	if len(opts.Keys) == 0 {
 		return nil, fmt.Errorf("signed with a key (hint %s), not by a certificate: give the signer's public key with --key", b.hint)
