@@ -18,12 +18,13 @@ import (
 func exitCode(err error) int {
 	var ue *usageError
 	var se *sign.Error
+	var be *sign.BlobError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &se) && se.Unsigned:
+	case errors.As(err, &se) && se.Unsigned, errors.As(err, &be) && be.Unsigned:
 		return exitUnsigned
-	case errors.As(err, &se), errors.Is(err, loader.ErrLockMismatch):
+	case errors.As(err, &se), errors.As(err, &be), errors.Is(err, loader.ErrLockMismatch):
 		return exitRefused
 	}
 	switch remedy, _, _ := oci.RemedyOf(err); remedy {
