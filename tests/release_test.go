@@ -56,8 +56,8 @@ func snapshotRelease(t *testing.T, dir, commit, key, skip string) string {
 
 // TestReleaseSnapshot is the release run in CI, without publishing: six archives whose
 // executables report the version and commit, SHA256SUMS over them, an SBOM for each, a cosign
-// bundle over SHA256SUMS that 'cosign verify-blob' accepts, and the same bytes when built again
-// from the same commit (in another directory).
+// bundle over SHA256SUMS that 'cosign verify-blob' and 'oprov verify-blob' accept, and the same
+// bytes when built again from the same commit (in another directory).
 func TestReleaseSnapshot(t *testing.T) {
 	keys := t.TempDir()
 	gen := exec.Command(peers.Require(t, "cosign"), "generate-key-pair")
@@ -199,6 +199,23 @@ func TestReleaseSnapshot(t *testing.T) {
 			if verify(changed) == nil {
 				t.Errorf("%s accepted a changed SHA256SUMS", cosign.name)
 			}
+		}
+	})
+	t.Run("oprov verify-blob accepts the signature over SHA256SUMS", func(t *testing.T) {
+		// oprov built from the tree under test, as docs/installing.md uses an installed one to
+		// check the next release: with the test key for the release workflow's identity.
+		bundle, pub := filepath.Join(dist, "SHA256SUMS.sigstore.json"), filepath.Join(keys, "cosign.pub")
+		if r := oprov(t, nil, "verify-blob", filepath.Join(dist, "SHA256SUMS"), "--bundle", bundle, "--key", pub); r.Code != 0 {
+			t.Errorf("oprov verify-blob refused the release's own SHA256SUMS: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		data, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := filepath.Join(t.TempDir(), "SHA256SUMS")
+		writeFile(t, changed, strings.Replace(string(data), "linux_amd64", "linux_arm64", 1))
+		if r := oprov(t, nil, "verify-blob", changed, "--bundle", bundle, "--key", pub); r.Code != 10 {
+			t.Errorf("oprov verify-blob on a changed SHA256SUMS: exit %d, want 10 (refused)\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 	t.Run("the installing page's sha256sum and tar commands work on a download of one archive", func(t *testing.T) {
