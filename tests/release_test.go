@@ -176,28 +176,24 @@ func TestReleaseSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The command docs/installing.md shows, with the test key for the release workflow's
-		// identity. A key needs no transparency log, and offline cosign needs a trusted root even
-		// then: an empty one. cosign v2 needs --new-bundle-format; v3 reads the format by default.
+		// identity: cosign v2 (2.6) and v3 both read the bundle format without a flag. A key needs
+		// no transparency log, and offline cosign needs a trusted root even then: an empty one.
 		emptyRoot := filepath.Join(t.TempDir(), "empty-root.json")
 		writeFile(t, emptyRoot, `{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`)
-		for _, cosign := range []struct{ name, flag string }{{"cosign", "--new-bundle-format"}, {"cosign3", ""}} {
+		for _, cosign := range []string{"cosign", "cosign3"} {
 			verify := func(sums string) error {
-				args := []string{"verify-blob", "--bundle", filepath.Join(dist, "SHA256SUMS.sigstore.json"),
-					"--key", filepath.Join(keys, "cosign.pub"), "--insecure-ignore-tlog", "--trusted-root", emptyRoot}
-				if cosign.flag != "" {
-					args = append(args, cosign.flag)
-				}
-				out, err := exec.Command(peers.Require(t, cosign.name), append(args, sums)...).CombinedOutput()
+				out, err := exec.Command(peers.Require(t, cosign), "verify-blob", "--bundle", filepath.Join(dist, "SHA256SUMS.sigstore.json"),
+					"--key", filepath.Join(keys, "cosign.pub"), "--insecure-ignore-tlog", "--trusted-root", emptyRoot, sums).CombinedOutput()
 				if err != nil {
-					t.Logf("%s verify-blob %s: %s", cosign.name, sums, out)
+					t.Logf("%s verify-blob %s: %s", cosign, sums, out)
 				}
 				return err
 			}
 			if err := verify(filepath.Join(dist, "SHA256SUMS")); err != nil {
-				t.Errorf("%s refused the release's own SHA256SUMS: %v", cosign.name, err)
+				t.Errorf("%s refused the release's own SHA256SUMS: %v", cosign, err)
 			}
 			if verify(changed) == nil {
-				t.Errorf("%s accepted a changed SHA256SUMS", cosign.name)
+				t.Errorf("%s accepted a changed SHA256SUMS", cosign)
 			}
 		}
 	})
