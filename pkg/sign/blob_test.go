@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,8 +21,9 @@ import (
 // blobBundleJSON is the bundle cosign sign-blob --new-bundle-format writes with a key: a message
 // signature over the digest, the key named by a hint.
 func blobBundleJSON(digest, sig []byte, hint string) []byte {
-	return []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":%q}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
-		hint, base64.StdEncoding.EncodeToString(digest), base64.StdEncoding.EncodeToString(sig)))
+	h, _ := json.Marshal(hint)
+	return []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":%s}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
+		h, base64.StdEncoding.EncodeToString(digest), base64.StdEncoding.EncodeToString(sig)))
 }
 
 // signBlob signs data with s as cosign sign-blob does and returns the bundle.
@@ -104,6 +106,13 @@ func TestVerifyBlobWithKeys(t *testing.T) {
 
 	_, err = VerifyBlob(file, "b", bundle, BlobOptions{Identities: []Identity{{Issuer: "https://i", Subject: "s"}}})
 	wantRefused(t, "a key bundle, identities only", err, "give the signer's public key with --key")
+
+	// What the bundle says reaches the terminal quoted: no control sequence gets through.
+	_, err = VerifyBlob(file, "b", signBlob(t, s, data, "\x1b]0;pwned\x07\x1b[2J"), BlobOptions{Identities: []Identity{{Issuer: "https://i", Subject: "s"}}})
+	wantRefused(t, "a hint with control characters", err, `hint "\x1b]0;pwned\a\x1b[2J"`)
+	if err != nil && strings.ContainsAny(err.Error(), "\x1b\x07") {
+		t.Errorf("the refusal carries the bundle's control characters: %q", err)
+	}
 }
 
 // TestVerifyBlobRefusesOtherBundles: what is not a message-signature bundle is refused saying
@@ -114,17 +123,18 @@ func TestVerifyBlobRefusesOtherBundles(t *testing.T) {
 	file := writeTestFile(t, dir, "f", []byte("x"))
 	opts := BlobOptions{Keys: []PublicKey{pub}}
 	for name, tc := range map[string]struct{ bundle, want string }{
-		"old format":  {`{"base64Signature":"MEUC","cert":"","rekorBundle":null}`, "cosign's old format"},
-		"not JSON":    {`-----BEGIN PUBLIC KEY-----`, "not JSON"},
-		"no media":    {`{"messageSignature":{}}`, "not a sigstore bundle"},
-		"other media": {`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`, "not a sigstore bundle's"},
-		"attestation": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"MEUC"}]}}`, "an attestation"},
-		"sha3":        {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA3_256","digest":"AA=="},"signature":"MEUC"}}`, "only SHA-256, SHA-384 and SHA-512"},
-		"no material": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"MEUC"}}`, "neither a key nor a certificate"},
+		"old format":   {`{"base64Signature":"MEUC","cert":"","rekorBundle":null}`, "cosign's old format"},
+		"not JSON":     {`-----BEGIN PUBLIC KEY-----`, "not JSON"},
+		"no media":     {`{"messageSignature":{}}`, "not a sigstore bundle"},
+		"other media":  {`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`, "not a sigstore bundle's"},
+		"attestation":  {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"MEUC"}]}}`, "an attestation"},
+		"sha3":         {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA3_256","digest":"AA=="},"signature":"MEUC"}}`, "only SHA-256, SHA-384 and SHA-512"},
+		"short digest": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"MEUC"}}`, "message digest is 1 bytes, not 32"},
+		"no material":  {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"signature":"MEUC"}}`, "neither a key nor a certificate"},
 	} {
 		_, err := VerifyBlob(file, "b", []byte(tc.bundle), opts)
 		wantRefused(t, name, err, tc.want)
-		if err != nil && name != "sha3" && !strings.Contains(err.Error(), "cosign sign-blob --new-bundle-format") {
+		if err != nil && name != "sha3" && name != "short digest" && !strings.Contains(err.Error(), "cosign sign-blob --new-bundle-format") {
 			t.Errorf("%s: %v does not say what was expected", name, err)
 		}
 	}
