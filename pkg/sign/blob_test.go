@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,14 @@ import (
 	"strings"
 	"testing"
 
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // blobBundleJSON is the bundle cosign sign-blob --new-bundle-format writes with a key: a message
@@ -269,3 +276,71 @@ type otherFulcio struct {
 }
 
 func (o otherFulcio) FulcioCertificateAuthorities() []root.CertificateAuthority { return o.cas }
+
+// TestVerifyBlobKeylessRekorTime: a keyless blob bundle whose only proof of time is a Rekor v1
+// entry's integrated time (cosign v2 keyless against the public instance: no TSA) verifies, its
+// time proven by the log; the entry with its signed entry timestamp broken is refused.
+func TestVerifyBlobKeylessRekorTime(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	const who, issuer = "https://github.com/oprov/oprov/.github/workflows/release.yml@refs/tags/v1.0.0", "https://token.actions.githubusercontent.com"
+	ids := []Identity{{Issuer: issuer, Subject: who}}
+	data := []byte("checksums\n")
+	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
+	e, err := vs.Sign(who, issuer, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := e.SignatureContent()
+	ms := sc.MessageSignatureContent()
+	vc, _ := e.VerificationContent()
+	entries, _ := e.TlogEntries()
+	bundle := func(tle *protorekor.TransparencyLogEntry) []byte {
+		t.Helper()
+		pb := &protobundle.Bundle{
+			MediaType: bundleV01MediaType,
+			VerificationMaterial: &protobundle.VerificationMaterial{
+				Content: &protobundle.VerificationMaterial_X509CertificateChain{X509CertificateChain: &protocommon.X509CertificateChain{
+					Certificates: []*protocommon.X509Certificate{{RawBytes: vc.Certificate().Raw}}}},
+				TlogEntries: []*protorekor.TransparencyLogEntry{tle},
+			},
+			Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: ms.Digest()},
+				Signature:     ms.Signature(),
+			}},
+		}
+		out, err := protojson.Marshal(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The entry with its signed entry timestamp, as cosign's Rekor bundle annotation carries it.
+	raw := entries[0].TransparencyLogEntry()
+	rp := tlog.RekorPayload{Body: base64.StdEncoding.EncodeToString(raw.GetCanonicalizedBody()), IntegratedTime: raw.GetIntegratedTime(),
+		LogIndex: raw.GetLogIndex(), LogID: hex.EncodeToString(raw.GetLogId().GetKeyId())}
+	set, err := vs.RekorSignPayload(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rekorJSON, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": rp})
+	tle, err := parseRekorAnnotation(string(rekorJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyBlob(file, "b", bundle(tle), BlobOptions{Identities: ids, TrustedRoot: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Time) != 1 || !strings.HasPrefix(res.Time[0], "transparency log ") || !res.Logged {
+		t.Errorf("result: %+v, want the time proven by the log", res)
+	}
+	broken := proto.Clone(tle).(*protorekor.TransparencyLogEntry)
+	bad := broken.GetInclusionPromise().GetSignedEntryTimestamp()
+	bad[len(bad)/2] ^= 1
+	_, err = VerifyBlob(file, "b", bundle(broken), BlobOptions{Identities: ids, TrustedRoot: tr})
+	wantRefused(t, "a broken signed entry timestamp", err, "transparency-log entry does not check")
+}
