@@ -190,11 +190,17 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
 		return nil, refuse(errors.New(noTrust))
 	}
+	// Opened first, so that a missing file is reported as such whatever the bundle holds.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	b, err := parseBlobBundle(bundle)
 	if err != nil {
 		return nil, refuse(fmt.Errorf("bundle %s: %w", bundlePath, err))
 	}
-	sum, err := hashFile(path, b.claimed.Algorithm())
+	sum, err := hashFile(f, path, b.claimed.Algorithm())
 	if err != nil {
 		return nil, err
 	}
@@ -206,13 +212,8 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 	return res, nil
 }
 
-// hashFile hashes the file at path, as a stream.
-func hashFile(path string, alg digest.Algorithm) (digest.Digest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+// hashFile hashes the open file f (path names it), as a stream.
+func hashFile(f *os.File, path string, alg digest.Algorithm) (digest.Digest, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return "", isDirError(path)
 	}
