@@ -102,26 +102,42 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--key", pub), 10, "sign again with --new-bundle-format")
 	})
 
-	t.Run("keyless: cosign v3 with the local Fulcio, TSA and Rekor", func(t *testing.T) {
+	t.Run("keyless: cosign v2 and v3 with the local Fulcio, TSA and Rekor", func(t *testing.T) {
 		st := sigstack.StartWith(t, sigstack.Options{Rekor: true})
-		// Two bundles: one timestamped by the TSA alone, one also logged in Rekor.
+		// cosign v3 signs twice: timestamped by the TSA alone, and logged in Rekor too.
 		tsaOnly := filepath.Join(dir, "tsa-only.json")
 		var sc map[string]any
 		decodeJSON(t, readText(t, st.SigningConfig), &sc)
 		sc["rekorTlogUrls"] = []any{}
 		data, _ := json.Marshal(sc)
 		writeFile(t, tsaOnly, string(data))
-		bundles := map[string]string{tsaOnly: filepath.Join(dir, "keyless-tsa.bundle"), st.SigningConfig: filepath.Join(dir, "keyless-rekor.bundle")}
-		for config, bundle := range bundles {
+		type signed struct {
+			bundle string
+			logged bool
+		}
+		bundles := map[string]signed{
+			"cosign v3, TSA":           {filepath.Join(dir, "keyless-tsa.bundle"), false},
+			"cosign v3, TSA and Rekor": {filepath.Join(dir, "keyless-rekor.bundle"), true},
+			"cosign v2, TSA":           {filepath.Join(dir, "keyless-v2.bundle"), false},
+		}
+		for config, b := range map[string]signed{tsaOnly: bundles["cosign v3, TSA"], st.SigningConfig: bundles["cosign v3, TSA and Rekor"]} {
 			if out, err := cosignIn(t, cosign3, dir, "sign-blob", "--signing-config", config, "--trusted-root", st.TrustedRoot,
-				"--identity-token", st.Token(t, releaseWorkflow), "--yes", "--bundle", bundle, sums); err != nil {
-				t.Fatalf("cosign sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
+				"--identity-token", st.Token(t, releaseWorkflow), "--yes", "--bundle", b.bundle, sums); err != nil {
+				t.Fatalf("cosign v3 sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
 			}
 		}
+		// cosign v2 reads no signing config: the URLs as flags, Fulcio's root from SIGSTORE_ROOT_FILE.
+		v2 := exec.Command(cosign2, "sign-blob", "--fulcio-url", st.FulcioURL, "--identity-token", st.Token(t, releaseWorkflow),
+			"--tlog-upload=false", "--timestamp-server-url", st.TSAURL, "--insecure-skip-verify=true", "--new-bundle-format",
+			"--yes", "--bundle", bundles["cosign v2, TSA"].bundle, sums)
+		v2.Env = append(os.Environ(), "HOME="+st.Dir, "SIGSTORE_ROOT_FILE="+st.FulcioChain)
+		if out, err := v2.CombinedOutput(); err != nil {
+			t.Fatalf("cosign v2 sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
+		}
 		st.Stop() // what follows is offline
-		for config, bundle := range bundles {
-			logged := config == st.SigningConfig
-			t.Run(map[bool]string{false: "TSA", true: "TSA and Rekor"}[logged], func(t *testing.T) {
+		for name, b := range bundles {
+			bundle, logged := b.bundle, b.logged
+			t.Run(name, func(t *testing.T) {
 				if strings.Contains(readText(t, bundle), "tlogEntries") != logged {
 					t.Fatalf("the bundle's log entries are not as signed (logged: %v):\n%s", logged, readText(t, bundle))
 				}
@@ -149,7 +165,7 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 		}
 		// The log entry is checked: the Rekor bundle with its checkpoint's text changed is refused.
 		var b map[string]any
-		bundle := bundles[st.SigningConfig]
+		bundle := bundles["cosign v3, TSA and Rekor"].bundle
 		decodeJSON(t, readText(t, bundle), &b)
 		cp := b["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)["inclusionProof"].(map[string]any)["checkpoint"].(map[string]any)
 		cp["envelope"] = strings.Replace(cp["envelope"].(string), "127.0.0.1", "127.0.0.2", 1)

@@ -83,6 +83,7 @@ func TestVerifyBlobExitCodes(t *testing.T) {
 		{"an old-format bundle", []string{file, "--bundle", old, "--key", pub}, exitRefused, "sign again with --new-bundle-format"},
 		{"no signature", []string{file, "--bundle", unsigned, "--key", pub}, exitUnsigned, "not signed"},
 		{"no such file", []string{filepath.Join(dir, "nope"), "--bundle", bundle, "--key", pub}, exitUsage, "no such file " + filepath.Join(dir, "nope")},
+		{"no such file, an unsigned bundle", []string{filepath.Join(dir, "nope"), "--bundle", unsigned, "--key", pub}, exitUsage, "no such file " + filepath.Join(dir, "nope")},
 		{"no such bundle", []string{file, "--bundle", filepath.Join(dir, "nope.bundle"), "--key", pub}, exitUsage, "no such file " + filepath.Join(dir, "nope.bundle")},
 		{"no such key", []string{file, "--bundle", bundle, "--key", filepath.Join(dir, "nope.pub")}, exitUsage, "no such file"},
 		{"no --bundle", []string{file, "--key", pub}, exitUsage, "give --bundle"},

@@ -10,7 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/opencontainers/go-digest"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
@@ -124,6 +126,9 @@ func parseBlobBundle(data []byte) (*blobBundle, error) {
 	if !ok {
 		return nil, fmt.Errorf("the bundle's message digest uses %s: only SHA-256, SHA-384 and SHA-512 are read", ms.GetMessageDigest().GetAlgorithm())
 	}
+	if n := len(ms.GetMessageDigest().GetDigest()); n != alg.hash.Size() {
+		return nil, fmt.Errorf("the bundle's %s message digest is %d bytes, not %d", ms.GetMessageDigest().GetAlgorithm(), n, alg.hash.Size())
+	}
 	out := &blobBundle{
 		alg:     alg.hash,
 		claimed: digest.NewDigestFromBytes(alg.alg, ms.GetMessageDigest().GetDigest()),
@@ -185,11 +190,17 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 	if len(opts.Keys) == 0 && len(opts.Identities) == 0 {
 		return nil, refuse(errors.New(noTrust))
 	}
+	// Opened first, so that a missing file is reported as such whatever the bundle holds.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	b, err := parseBlobBundle(bundle)
 	if err != nil {
 		return nil, refuse(fmt.Errorf("bundle %s: %w", bundlePath, err))
 	}
-	sum, err := hashFile(path, b.claimed.Algorithm())
+	sum, err := hashFile(f, path, b.claimed.Algorithm())
 	if err != nil {
 		return nil, err
 	}
@@ -201,13 +212,8 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 	return res, nil
 }
 
-// hashFile hashes the file at path, as a stream.
-func hashFile(path string, alg digest.Algorithm) (digest.Digest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+// hashFile hashes the open file f (path names it), as a stream.
+func hashFile(f *os.File, path string, alg digest.Algorithm) (digest.Digest, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return "", isDirError(path)
 	}
@@ -241,7 +247,11 @@ func (b *blobBundle) check(sum digest.Digest, opts BlobOptions) (*BlobResult, er
 	}
 	if b.keyless != nil {
 		if len(opts.Identities) == 0 {
-			who, _ := signerOf(b.keyless.leaf)
+			// Who the certificate names, unchecked: shown so the user can decide whom to trust.
+			who := "a certificate"
+			if s, err := signerOf(b.keyless.leaf); err == nil {
+				who = printable(s.String())
+			}
 			return nil, fmt.Errorf("signed keylessly by %s, not by a trusted key (to trust a keyless signer, give --certificate-identity, --certificate-oidc-issuer and --trusted-root)", who)
 		}
 		who, err := b.keyless.check(opts.TrustedRoot, opts.Identities, sum)
@@ -251,7 +261,7 @@ func (b *blobBundle) check(sum digest.Digest, opts BlobOptions) (*BlobResult, er
 		return &BlobResult{Digest: sum, Signer: who, Time: b.keyless.times, Logged: b.keyless.logged}, nil
 	}
 	if len(opts.Keys) == 0 {
-		return nil, fmt.Errorf("signed with a key (hint %s), not by a certificate: give the signer's public key with --key", b.hint)
+		return nil, fmt.Errorf("signed with a key (hint %s), not by a certificate: give the signer's public key with --key", printable(b.hint))
 	}
 	var names []string
 	for _, k := range opts.Keys {
@@ -282,4 +292,15 @@ func hexDigest(d digest.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("digest %s: %w", d, err)
 	}
 	return raw, nil
+}
+
+// printable is s as it may reach a terminal: itself when every character is printable, else
+// quoted, so that a bundle cannot send control sequences to the user's terminal.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

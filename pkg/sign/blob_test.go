@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,15 +15,22 @@ import (
 	"strings"
 	"testing"
 
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // blobBundleJSON is the bundle cosign sign-blob --new-bundle-format writes with a key: a message
 // signature over the digest, the key named by a hint.
 func blobBundleJSON(digest, sig []byte, hint string) []byte {
-	return []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":%q}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
-		hint, base64.StdEncoding.EncodeToString(digest), base64.StdEncoding.EncodeToString(sig)))
+	h, _ := json.Marshal(hint)
+	return []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":%s}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
+		h, base64.StdEncoding.EncodeToString(digest), base64.StdEncoding.EncodeToString(sig)))
 }
 
 // signBlob signs data with s as cosign sign-blob does and returns the bundle.
@@ -104,6 +113,13 @@ func TestVerifyBlobWithKeys(t *testing.T) {
 
 	_, err = VerifyBlob(file, "b", bundle, BlobOptions{Identities: []Identity{{Issuer: "https://i", Subject: "s"}}})
 	wantRefused(t, "a key bundle, identities only", err, "give the signer's public key with --key")
+
+	// What the bundle says reaches the terminal quoted: no control sequence gets through.
+	_, err = VerifyBlob(file, "b", signBlob(t, s, data, "\x1b]0;pwned\x07\x1b[2J"), BlobOptions{Identities: []Identity{{Issuer: "https://i", Subject: "s"}}})
+	wantRefused(t, "a hint with control characters", err, `hint "\x1b]0;pwned\a\x1b[2J"`)
+	if err != nil && strings.ContainsAny(err.Error(), "\x1b\x07") {
+		t.Errorf("the refusal carries the bundle's control characters: %q", err)
+	}
 }
 
 // TestVerifyBlobRefusesOtherBundles: what is not a message-signature bundle is refused saying
@@ -114,17 +130,18 @@ func TestVerifyBlobRefusesOtherBundles(t *testing.T) {
 	file := writeTestFile(t, dir, "f", []byte("x"))
 	opts := BlobOptions{Keys: []PublicKey{pub}}
 	for name, tc := range map[string]struct{ bundle, want string }{
-		"old format":  {`{"base64Signature":"MEUC","cert":"","rekorBundle":null}`, "cosign's old format"},
-		"not JSON":    {`-----BEGIN PUBLIC KEY-----`, "not JSON"},
-		"no media":    {`{"messageSignature":{}}`, "not a sigstore bundle"},
-		"other media": {`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`, "not a sigstore bundle's"},
-		"attestation": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"MEUC"}]}}`, "an attestation"},
-		"sha3":        {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA3_256","digest":"AA=="},"signature":"MEUC"}}`, "only SHA-256, SHA-384 and SHA-512"},
-		"no material": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"MEUC"}}`, "neither a key nor a certificate"},
+		"old format":   {`{"base64Signature":"MEUC","cert":"","rekorBundle":null}`, "cosign's old format"},
+		"not JSON":     {`-----BEGIN PUBLIC KEY-----`, "not JSON"},
+		"no media":     {`{"messageSignature":{}}`, "not a sigstore bundle"},
+		"other media":  {`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`, "not a sigstore bundle's"},
+		"attestation":  {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"MEUC"}]}}`, "an attestation"},
+		"sha3":         {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA3_256","digest":"AA=="},"signature":"MEUC"}}`, "only SHA-256, SHA-384 and SHA-512"},
+		"short digest": {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AA=="},"signature":"MEUC"}}`, "message digest is 1 bytes, not 32"},
+		"no material":  {`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"signature":"MEUC"}}`, "neither a key nor a certificate"},
 	} {
 		_, err := VerifyBlob(file, "b", []byte(tc.bundle), opts)
 		wantRefused(t, name, err, tc.want)
-		if err != nil && name != "sha3" && !strings.Contains(err.Error(), "cosign sign-blob --new-bundle-format") {
+		if err != nil && name != "sha3" && name != "short digest" && !strings.Contains(err.Error(), "cosign sign-blob --new-bundle-format") {
 			t.Errorf("%s: %v does not say what was expected", name, err)
 		}
 	}
@@ -259,3 +276,71 @@ type otherFulcio struct {
 }
 
 func (o otherFulcio) FulcioCertificateAuthorities() []root.CertificateAuthority { return o.cas }
+
+// TestVerifyBlobKeylessRekorTime: a keyless blob bundle whose only proof of time is a Rekor v1
+// entry's integrated time (cosign v2 keyless against the public instance: no TSA) verifies, its
+// time proven by the log; the entry with its signed entry timestamp broken is refused.
+func TestVerifyBlobKeylessRekorTime(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	const who, issuer = "https://github.com/oprov/oprov/.github/workflows/release.yml@refs/tags/v1.0.0", "https://token.actions.githubusercontent.com"
+	ids := []Identity{{Issuer: issuer, Subject: who}}
+	data := []byte("checksums\n")
+	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
+	e, err := vs.Sign(who, issuer, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := e.SignatureContent()
+	ms := sc.MessageSignatureContent()
+	vc, _ := e.VerificationContent()
+	entries, _ := e.TlogEntries()
+	bundle := func(tle *protorekor.TransparencyLogEntry) []byte {
+		t.Helper()
+		pb := &protobundle.Bundle{
+			MediaType: bundleV01MediaType,
+			VerificationMaterial: &protobundle.VerificationMaterial{
+				Content: &protobundle.VerificationMaterial_X509CertificateChain{X509CertificateChain: &protocommon.X509CertificateChain{
+					Certificates: []*protocommon.X509Certificate{{RawBytes: vc.Certificate().Raw}}}},
+				TlogEntries: []*protorekor.TransparencyLogEntry{tle},
+			},
+			Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: ms.Digest()},
+				Signature:     ms.Signature(),
+			}},
+		}
+		out, err := protojson.Marshal(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The entry with its signed entry timestamp, as cosign's Rekor bundle annotation carries it.
+	raw := entries[0].TransparencyLogEntry()
+	rp := tlog.RekorPayload{Body: base64.StdEncoding.EncodeToString(raw.GetCanonicalizedBody()), IntegratedTime: raw.GetIntegratedTime(),
+		LogIndex: raw.GetLogIndex(), LogID: hex.EncodeToString(raw.GetLogId().GetKeyId())}
+	set, err := vs.RekorSignPayload(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rekorJSON, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": rp})
+	tle, err := parseRekorAnnotation(string(rekorJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyBlob(file, "b", bundle(tle), BlobOptions{Identities: ids, TrustedRoot: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Time) != 1 || !strings.HasPrefix(res.Time[0], "transparency log ") || !res.Logged {
+		t.Errorf("result: %+v, want the time proven by the log", res)
+	}
+	broken := proto.Clone(tle).(*protorekor.TransparencyLogEntry)
+	bad := broken.GetInclusionPromise().GetSignedEntryTimestamp()
+	bad[len(bad)/2] ^= 1
+	_, err = VerifyBlob(file, "b", bundle(broken), BlobOptions{Identities: ids, TrustedRoot: tr})
+	wantRefused(t, "a broken signed entry timestamp", err, "transparency-log entry does not check")
+}
