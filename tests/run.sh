@@ -33,16 +33,18 @@ go vet -tags gendocs ./cmd/oprov
 for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet -trimpath ./...); done
 
 step "every release platform builds (linux, darwin, windows on amd64 and arm64); darwin and windows vet"
-# Each build shares the build cache. Vet type-checks the tests too, once per system (the
-# architecture rarely changes what compiles). The end-to-end suite (./tests/...) drives POSIX
-# processes and signals: vetted for darwin, not windows.
+# Each build shares the build cache, with -trimpath as the release builds (.goreleaser.yaml): the
+# vets below and the snapshot release test (tests/release_test.go) then find these packages
+# compiled. Vet type-checks the tests too, once per system (the architecture rarely changes what
+# compiles). The end-to-end suite (./tests/...) drives POSIX processes and signals: vetted for
+# darwin, not windows.
 for target in linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
-  GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/oprov ./cmd/oprov-sandbox ||
+  GOOS=${target%/*} GOARCH=${target#*/} go build -trimpath -o /dev/null ./cmd/oprov ./cmd/oprov-sandbox ||
     { echo "build failed for $target"; exit 1; }
 done
-GOOS=darwin GOARCH=arm64 go vet ./... || { echo "go vet failed for darwin/arm64"; exit 1; }
+GOOS=darwin GOARCH=arm64 go vet -trimpath ./... || { echo "go vet failed for darwin/arm64"; exit 1; }
 # shellcheck disable=SC2046
-GOOS=windows GOARCH=amd64 go vet $(go list ./... | grep -v '/tests\(/\|$\)') || { echo "go vet failed for windows/amd64"; exit 1; }
+GOOS=windows GOARCH=amd64 go vet -trimpath $(go list ./... | grep -v '/tests\(/\|$\)') || { echo "go vet failed for windows/amd64"; exit 1; }
 
 step "the command reference and man pages match the CLI (docs/reference, docs/man)"
 bash scripts/gendocs.sh --check

@@ -18,12 +18,13 @@ import (
 func exitCode(err error) int {
 	var ue *usageError
 	var se *sign.Error
+	var be *sign.BlobError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &se) && se.Unsigned:
+	case errors.As(err, &se) && se.Unsigned, errors.As(err, &be) && be.Unsigned:
 		return exitUnsigned
-	case errors.As(err, &se), errors.Is(err, loader.ErrLockMismatch):
+	case errors.As(err, &se), errors.As(err, &be), errors.Is(err, loader.ErrLockMismatch):
 		return exitRefused
 	}
 	switch remedy, _, _ := oci.RemedyOf(err); remedy {
@@ -66,6 +67,8 @@ oprov exits with one of these codes, so that a script can tell a refusal from a 
 The numbers follow tools a script may already handle: cosign verify uses 10 (no matching
 signature), 11 (no such tag) and 12 (no signature); gh uses 4 when authentication is needed.
 Codes 3 and 4 mean "try again, or fix the access"; 10 and 12 mean "do not use this version".
+'oprov verify-blob' exits 10 when the file does not match its bundle or another signer made it,
+and 12 when the bundle holds no signature.
 
 With -o json, a command that fails still prints a JSON object on stdout where it can say why:
 'oprov verify -o json' prints {"verified": false, "reason": "...", "exit_code": N}.`

@@ -167,6 +167,8 @@ type keyless struct {
 	artifact []byte
 	// times are what proved the signing time, once check passed ("timestamp authority URL at T").
 	times []string
+	// logged is true once check has verified a transparency-log entry against the trusted root.
+	logged bool
 }
 
 // newKeylessBundle reads a parsed sigstore bundle that carries a certificate.
@@ -302,8 +304,10 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 	if len(tr.root.CTLogs()) > 0 {
 		opts = append(opts, verify.WithSignedCertificateTimestamps(1))
 	}
+	logged := false
 	if entries, _ := k.entity.TlogEntries(); len(entries) > 0 && len(tr.root.RekorLogs()) > 0 {
 		opts = append(opts, verify.WithTransparencyLog(1))
+		logged = true
 	}
 	v, err := verify.NewVerifier(tr.root, opts...)
 	if err != nil {
@@ -323,7 +327,7 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 	if err != nil {
 		return who, explainKeyless(err, k.leaf, tr)
 	}
-	k.times = nil
+	k.times, k.logged = nil, logged
 	for _, ts := range res.VerifiedTimestamps {
 		what := "timestamp authority"
 		if ts.Type == "Tlog" {

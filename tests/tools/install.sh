@@ -4,8 +4,8 @@
 #
 #   tests/tools/install.sh          build what is missing, print the bin directory
 #   tests/tools/install.sh tofu     only the tools named (registry, cosign, cosign3, fulcio, tsa,
-#                                   rekor, tofu, terraform, regctl, python, promtool, haproxy,
-#                                   chromium, sshd; goreleaser and syft only when named)
+#                                   rekor, tofu, terraform, regctl, goreleaser, syft, python,
+#                                   promtool, haproxy, chromium, sshd)
 #   OPROV_TOOLS_DIR=/some/dir ...   cache somewhere else (default ~/.cache/oprov-tools)
 #
 # Each tool lands in $OPROV_TOOLS_DIR/<name>-<version>/ and is linked into
@@ -187,8 +187,6 @@ install_deb() {
 
 # Tools named as arguments (tests/tools/install.sh tofu) are the only ones built; none means all.
 wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
-# Tools only a release needs (goreleaser --snapshot, docs/development.md): built when named.
-named() { [[ " $only " == *" $1 "* ]]; }
 only="$*"
 wanted registry && build registry "$REGISTRY_VERSION" registry "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
 wanted cosign && build cosign "$COSIGN_VERSION" cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
@@ -199,8 +197,9 @@ wanted rekor && build rekor "$REKOR_VERSION" posix "github.com/sigstore/rekor-ti
 wanted tsa && build tsa "$TSA_VERSION" timestamp-server "github.com/sigstore/timestamp-authority/cmd/timestamp-server@$TSA_VERSION"
 wanted tofu && build_tofu
 wanted regctl && build regctl "$REGCTL_VERSION" regctl "github.com/regclient/regclient/cmd/regctl@$REGCTL_VERSION"
-named syft && build syft "$SYFT_VERSION" syft "github.com/anchore/syft/cmd/syft@$SYFT_VERSION"
-named goreleaser && build goreleaser "$GORELEASER_VERSION" goreleaser "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
+# goreleaser and syft make a release (docs/development.md); the tests run it as a snapshot.
+wanted syft && build syft "$SYFT_VERSION" syft "github.com/anchore/syft/cmd/syft@$SYFT_VERSION"
+wanted goreleaser && build goreleaser "$GORELEASER_VERSION" goreleaser "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
 wanted terraform && build terraform "$TERRAFORM_VERSION" terraform "github.com/hashicorp/terraform@$TERRAFORM_VERSION"
 wanted python && install_tf
 wanted python && fill_wheelhouse

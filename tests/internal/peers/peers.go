@@ -1,6 +1,7 @@
 // Package peers finds the real programs oprov's end-to-end tests talk to (the distribution
-// registry, tofu, terraform, cosign v2 and v3 (cosign3), and for keyless signatures fulcio,
-// timestamp-server and rekor-server), as built by tests/tools/install.sh.
+// registry, tofu, terraform, cosign v2 and v3 (cosign3), for keyless signatures fulcio,
+// timestamp-server and rekor-server, and for the snapshot release goreleaser and syft), as built
+// by tests/tools/install.sh.
 //
 // A missing peer fails the test when CI is set, and skips it otherwise, with the command that
 // installs it.
