@@ -20,6 +20,7 @@ bash tests/tools/install_test.sh
 
 step "installing test peers (cached after the first run)"
 bin=$(bash tests/tools/install.sh)
+bash tests/tools/install.sh goreleaser >/dev/null # the release's image test (tests/image_test.go)
 export OPROV_TOOLS_DIR=$(dirname "$bin")
 
 step "gofmt and go vet"

@@ -47,15 +47,28 @@ func startServe(t testing.TB, env []string, rss bool, args ...string) *served {
 func startServeUnder(t testing.TB, env, wrapper []string, rss bool, args ...string) *served {
 	t.Helper()
 	dir := t.TempDir()
-	s := &served{logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
+	rssPath := ""
 	argv := append([]string{oprovBin, "serve", "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"), "-o", "json"}, args...)
 	argv = append(append([]string(nil), wrapper...), argv...)
 	if rss {
-		s.rssPath = filepath.Join(dir, "rss")
-		argv = append([]string{rssWrap, s.rssPath}, argv...)
+		rssPath = filepath.Join(dir, "rss")
+		argv = append([]string{rssWrap, rssPath}, argv...)
 	}
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	s := startServeCmd(t, cmd)
+	s.rssPath = rssPath
+	if s.CAFile != "" { // else the operator's certificate: the test trusts its CA itself
+		s.client = caClient(t, s.CAFile)
+	}
+	return s
+}
+
+// startServeCmd starts cmd, an `oprov serve -o json`, and waits until it prints where it listens;
+// the caller sets the client.
+func startServeCmd(t testing.TB, cmd *exec.Cmd) *served {
+	t.Helper()
+	s := &served{cmd: cmd, logPath: filepath.Join(t.TempDir(), "serve.log"), exited: make(chan struct{})}
 	logf, err := os.Create(s.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +92,6 @@ func startServeUnder(t testing.TB, env, wrapper []string, rss bool, args ...stri
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("oprov serve did not start within a minute\n%s", s.logText())
-	}
-	if s.CAFile != "" { // else the operator's certificate: the test trusts its CA itself
-		s.client = caClient(t, s.CAFile)
 	}
 	return s
 }

@@ -30,7 +30,7 @@ func newVerifyCmd(ios *IOStreams) *cobra.Command {
 	o := &verifyOptions{io: ios}
 	c := &cobra.Command{
 		Use:   "verify REPO:VERSION (--key PUB... | --certificate-identity ID --certificate-oidc-issuer URL --trusted-root FILE | --policy FILE)",
-		Short: "Verify a provider version's or a module's signature and digests",
+		Short: "Verify a provider version's, a module's or an image's signature and digests",
 		Long: `Verify that a provider version is signed by a trusted key, in any of cosign's storage
 forms (bundle referrer, sha256-<hex>.sig tag, or simple-signing referrer as cosign's
 --registry-referrers-mode=oci-1-1 writes it), including signatures made by the cosign CLI.
@@ -55,7 +55,12 @@ its mode: enforce fails, warn reports and exits 0.
 
 A module package (OpenTofu's modulepkg) is verified the same way, its manifest digest in place of
 the index's, under the same keys, identities or policy (rules match it by repository); its zip is
-then fetched and checked against its digest unless --no-zips.`,
+then fetched and checked against its digest unless --no-zips.
+
+Any other image or artifact (such as oprov's own serve image) is verified as 'cosign verify'
+does: a signature by a trusted key or identity over the digest the reference resolves to. An
+index's manifests are then checked against their digests. Nothing else is checked: the output
+says it is not a provider or module.`,
 		Example: `  oprov verify registry.example.com/providers/acme/hello:1.0.0 --key cosign.pub
   oprov verify registry.example.com/providers/acme/hello:1.0.0 --policy oprov-policy.hcl
   oprov verify registry.example.com/providers/acme/hello:1.0.0 --trusted-root trusted_root.json \
@@ -124,6 +129,12 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			return o.refused(oci.Explain("verify", ref, err))
 		}
 		return runVerifyModule(ctx, o, target, ref, m, policy, opts)
+	}
+	if img, err := lookupImage(ctx, target, ref); err != nil || img != nil {
+		if err != nil {
+			return o.refused(oci.Explain("verify", ref, err))
+		}
+		return runVerifyImage(ctx, o, target, ref, img, policy, opts)
 	}
 	bar := newProgress(o.io, "verifying")
 	opts.Progress = bar

@@ -127,7 +127,7 @@ func TestRuleErrorsFailClosed(t *testing.T) {
 		d[1].Severity != "warning" || !strings.Contains(d[1].Summary, `"watch" cannot be evaluated`) {
 		t.Fatalf("diagnostics %+v", d)
 	}
-	if detail := string(field(fields(resp, 4)[0], diagDetail)); !strings.Contains(detail, "no such key") {
+	if detail := string(plugin.WireField(plugin.WireFields(resp, 4)[0], diagDetail)); !strings.Contains(detail, "no such key") {
 		t.Errorf("the detail does not give CEL's error: %q", detail)
 	}
 
@@ -144,7 +144,7 @@ func TestRuleErrorsFailClosed(t *testing.T) {
 	if len(d) != 2 || d[0].Severity != "error" {
 		t.Fatalf("undecodable values: diagnostics %+v", d)
 	}
-	if detail := string(field(fields(resp, 4)[0], diagDetail)); !strings.Contains(detail, "did not decode") {
+	if detail := string(plugin.WireField(plugin.WireFields(resp, 4)[0], diagDetail)); !strings.Contains(detail, "did not decode") {
 		t.Errorf("the detail does not say the values did not decode: %q", detail)
 	}
 }
@@ -199,7 +199,7 @@ func TestEveryCallJudged(t *testing.T) {
 			}
 			denied := false
 			if tc.rpc == "CallFunction" {
-				denied = strings.Contains(string(field(field(resp, callFunctionError), 1)), `"stop" denies call of shout`)
+				denied = strings.Contains(string(plugin.WireField(plugin.WireField(resp, callFunctionError), 1)), `"stop" denies call of shout`)
 			} else {
 				d := diagnostics(resp, rpcs[tc.rpc].diagField)
 				denied = len(d) == 1 && d[0].Severity == "error" && strings.Contains(d[0].Summary, `"stop" denies `+tc.action)
@@ -207,7 +207,7 @@ func TestEveryCallJudged(t *testing.T) {
 			if !denied {
 				t.Errorf("not denied: response %x", resp)
 			}
-			if tc.forwarded && len(fields(resp, 1)) > 0 {
+			if tc.forwarded && len(plugin.WireFields(resp, 1)) > 0 {
 				t.Errorf("a denied %s still hands tofu its result", tc.rpc)
 			}
 			recs := readAudit(t, path)
@@ -223,7 +223,7 @@ func TestDenyAtApplyKeepsPrivate(t *testing.T) {
 	m := stackMiddleware(t, nil, mustRule(t, "late", Deny, `action == 'update' && planned.name == 'b'`, ""))
 	ty := cty.Object(map[string]cty.Type{"name": cty.String, "setting": cty.DynamicPseudoType})
 	prior := dynamicAs(t, nil, 2, stack("a"), ty)
-	priorDV := field(prior, 2)
+	priorDV := plugin.WireField(prior, 2)
 	identity := []byte("\x0a\x03id1")
 	planReq := append(append(append(typeName("acme_stack"), prior...), protowire.AppendBytes(protowire.AppendTag(nil, planPriorPrivate, protowire.BytesType), []byte("secret-private"))...),
 		protowire.AppendBytes(protowire.AppendTag(nil, planPriorIdentity, protowire.BytesType), identity)...)
@@ -244,8 +244,8 @@ func TestDenyAtApplyKeepsPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(field(resp, applyNewState)) != string(priorDV) || string(field(resp, applyNewPrivate)) != "secret-private" || string(field(resp, applyNewIdentity)) != string(identity) {
-		t.Errorf("denied apply: state %x private %q identity %x", field(resp, applyNewState), field(resp, applyNewPrivate), field(resp, applyNewIdentity))
+	if string(plugin.WireField(resp, applyNewState)) != string(priorDV) || string(plugin.WireField(resp, applyNewPrivate)) != "secret-private" || string(plugin.WireField(resp, applyNewIdentity)) != string(identity) {
+		t.Errorf("denied apply: state %x private %q identity %x", plugin.WireField(resp, applyNewState), plugin.WireField(resp, applyNewPrivate), plugin.WireField(resp, applyNewIdentity))
 	}
 }
 
@@ -300,7 +300,7 @@ func TestAuditWriteFailure(t *testing.T) {
 		callErr := func(rpc string, req []byte) error {
 			resp, err := m.Unary(context.Background(), call(rpc, req), next)
 			if d := diagnostics(resp, rpcs[rpc].diagField); err == nil && len(d) == 1 && d[0].Severity == "error" {
-				return errors.New(string(field(fields(resp, rpcs[rpc].diagField)[0], diagDetail)))
+				return errors.New(string(plugin.WireField(plugin.WireFields(resp, rpcs[rpc].diagField)[0], diagDetail)))
 			}
 			return err
 		}

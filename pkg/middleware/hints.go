@@ -40,8 +40,8 @@ func (h hints) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) (
 		return resp, err
 	}
 	said := map[string]bool{}
-	for _, d := range fields(resp, info.diagField) {
-		text := string(field(d, diagSummary)) + "\n" + string(field(d, diagDetail))
+	for _, d := range plugin.WireFields(resp, info.diagField) {
+		text := string(plugin.WireField(d, diagSummary)) + "\n" + string(plugin.WireField(d, diagDetail))
 		if s, ok := hint.SuggestIn(text, h.dir); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
 			said[s] = true
 			resp = appendDiagnostic(resp, info.diagField, severityWarning, "oprov: the provider's sandbox may have refused this", s+".")

@@ -24,8 +24,8 @@ func TestHintsAddWarning(t *testing.T) {
 		t.Fatalf("diagnostics: %+v", got)
 	}
 	out := run("/tfplugin6.Provider/ApplyResourceChange", resp)
-	ds := fields(out, 3)
-	if detail := string(field(ds[2], diagDetail)); !strings.Contains(detail, `read = ["/home/u/.aws/credentials"]`) {
+	ds := plugin.WireFields(out, 3)
+	if detail := string(plugin.WireField(ds[2], diagDetail)); !strings.Contains(detail, `read = ["/home/u/.aws/credentials"]`) {
 		t.Errorf("suggestion: %q", detail)
 	}
 	plain := appendDiagnostic(nil, 3, severityError, "fine", "")
@@ -35,11 +35,11 @@ func TestHintsAddWarning(t *testing.T) {
 	// A relative path (a Python provider given ${path.module}/kv.json) is read against the
 	// provider's working directory.
 	rel := appendDiagnostic(nil, 3, severityError, "Reading kv_entry", "PermissionError: [Errno 13] Permission denied: './kv.json'")
-	if ds := fields(run("/tfplugin6.Provider/ApplyResourceChange", rel), 3); len(ds) != 2 || !strings.Contains(string(field(ds[1], diagDetail)), `write = ["/srv/infra"]`) {
+	if ds := plugin.WireFields(run("/tfplugin6.Provider/ApplyResourceChange", rel), 3); len(ds) != 2 || !strings.Contains(string(plugin.WireField(ds[1], diagDetail)), `write = ["/srv/infra"]`) {
 		t.Errorf("a relative path: %d diagnostics", len(ds))
 	}
 	net := appendDiagnostic(nil, 2, severityError, "dial tcp 10.1.2.3:8443: connect: permission denied", "")
-	if ds := fields(run("/tfplugin5.Provider/ReadDataSource", net), 2); len(ds) != 2 || !strings.Contains(string(field(ds[1], diagDetail)), "connect = [8443]") {
+	if ds := plugin.WireFields(run("/tfplugin5.Provider/ReadDataSource", net), 2); len(ds) != 2 || !strings.Contains(string(plugin.WireField(ds[1], diagDetail)), "connect = [8443]") {
 		t.Errorf("protocol 5 ReadDataSource: %d diagnostics", len(ds))
 	}
 }

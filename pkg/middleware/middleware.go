@@ -98,7 +98,7 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 	rec := &Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: call.RPC()}
 	info, known := rpcs[rec.RPC]
 	if info.nameField != 0 {
-		rec.Kind, rec.Name = info.kind, string(field(call.Request, info.nameField))
+		rec.Kind, rec.Name = info.kind, string(plugin.WireField(call.Request, info.nameField))
 	}
 	rec.Action = callActions[rec.RPC]
 	if !known {
@@ -121,11 +121,11 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 	case "MoveResourceState":
 		resp, err = m.move(ctx, call, next, rec)
 	case "ReadDataSource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, field(call.Request, 2)))
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, plugin.WireField(call.Request, 2)))
 	case "OpenEphemeralResource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, field(call.Request, 2)))
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, plugin.WireField(call.Request, 2)))
 	case "CallFunction":
-		resp, err = m.before(ctx, call, next, rec, m.functionChange(rec, fields(call.Request, 2)))
+		resp, err = m.before(ctx, call, next, rec, m.functionChange(rec, plugin.WireFields(call.Request, 2)))
 	case "RenewEphemeralResource", "CloseEphemeralResource", "DeleteState", "LockState", "UnlockState":
 		resp, err = m.before(ctx, call, next, rec, Change{Kind: rec.Kind, Type: rec.Name, Action: rec.Action, Provider: m.cfg.Provider})
 	case "PlanAction":
@@ -164,10 +164,10 @@ func (m *middleware) Gate(ctx context.Context, call *plugin.Call) error {
 	ch := Change{Action: callActions[call.RPC()], Provider: m.cfg.Provider}
 	switch call.RPC() {
 	case "InvokeAction":
-		ch.Kind, ch.Type = "action", string(field(call.Request, 1))
+		ch.Kind, ch.Type = "action", string(plugin.WireField(call.Request, 1))
 		ch.Err = errors.New("oprov does not decode action configurations")
 	case "WriteStateBytes":
-		ch.Kind, ch.Type = "state_store", string(field(field(call.Request, 1), 1))
+		ch.Kind, ch.Type = "state_store", string(plugin.WireField(plugin.WireField(call.Request, 1), 1))
 	default:
 		return nil
 	}
@@ -206,8 +206,8 @@ func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
 		rec.Diagnostics = append(rec.Diagnostics, diagnostics(resp, info.diagField)...)
 	}
 	if rec.RPC == "CallFunction" {
-		if fe := field(resp, callFunctionError); fe != nil {
-			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(field(fe, 1))})
+		if fe := plugin.WireField(resp, callFunctionError); fe != nil {
+			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(plugin.WireField(fe, 1))})
 		}
 	}
 }
@@ -236,15 +236,15 @@ func (m *middleware) plan(ctx context.Context, call *plugin.Call, next plugin.Ne
 	if err != nil {
 		return nil, err
 	}
-	prior := field(call.Request, planPriorState)
+	prior := plugin.WireField(call.Request, planPriorState)
 	m.mu.Lock()
 	if len(m.kept) > 10000 {
 		clear(m.kept) // a bound, never reached by one run's resources in practice
 	}
-	m.kept[keptKey(rec.Name, prior)] = keptState{private: field(call.Request, planPriorPrivate), identity: field(call.Request, planPriorIdentity)}
+	m.kept[keptKey(rec.Name, prior)] = keptState{private: plugin.WireField(call.Request, planPriorPrivate), identity: plugin.WireField(call.Request, planPriorIdentity)}
 	m.mu.Unlock()
-	replace := len(fields(resp, planRequiresReplace)) > 0
-	ch := m.change(rec, prior, field(resp, planPlannedState), replace)
+	replace := len(plugin.WireFields(resp, planRequiresReplace)) > 0
+	ch := m.change(rec, prior, plugin.WireField(resp, planPlannedState), replace)
 	for _, d := range m.judge(ch, rec) {
 		resp = appendDiagnostic(resp, rpcs["PlanResourceChange"].diagField, d.severity, d.summary, d.detail)
 	}
@@ -260,8 +260,8 @@ func keptKey(typ string, priorDV []byte) string {
 // state, and the private data and identity the object had, and the provider is never asked to
 // apply it.
 func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
-	prior := field(call.Request, applyPriorState)
-	ch := m.change(rec, prior, field(call.Request, applyPlannedState), false)
+	prior := plugin.WireField(call.Request, applyPriorState)
+	ch := m.change(rec, prior, plugin.WireField(call.Request, applyPlannedState), false)
 	var denied []byte
 	for _, d := range m.judge(ch, rec) {
 		if d.severity == severityError {
@@ -275,7 +275,7 @@ func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.N
 	k, ok := m.kept[keptKey(rec.Name, prior)]
 	m.mu.Unlock()
 	if !ok { // no plan seen for it: what tofu planned to keep is the best there is
-		k = keptState{private: field(call.Request, applyPlannedPrivate), identity: field(call.Request, applyPlannedIdentity)}
+		k = keptState{private: plugin.WireField(call.Request, applyPlannedPrivate), identity: plugin.WireField(call.Request, applyPlannedIdentity)}
 	}
 	resp := protowire.AppendBytes(protowire.AppendTag(nil, applyNewState, protowire.BytesType), prior)
 	if len(k.private) > 0 {
@@ -350,10 +350,10 @@ func (m *middleware) imported(ctx context.Context, call *plugin.Call, next plugi
 		return nil, err
 	}
 	var vs []verdict
-	for _, ir := range fields(resp, 1) {
-		typ := string(field(ir, 1))
+	for _, ir := range plugin.WireFields(resp, 1) {
+		typ := string(plugin.WireField(ir, 1))
 		ch := Change{Kind: "resource", Type: typ, Action: "import", Provider: m.cfg.Provider}
-		m.values(&ch, rec, m.resources, typ, nil, field(ir, 2))
+		m.values(&ch, rec, m.resources, typ, nil, plugin.WireField(ir, 2))
 		vs = append(vs, m.judge(ch, rec)...)
 	}
 	if denies(vs) {
@@ -369,15 +369,15 @@ func (m *middleware) move(ctx context.Context, call *plugin.Call, next plugin.Ne
 	if err != nil {
 		return nil, err
 	}
-	src, target := string(field(call.Request, 2)), rec.Name
+	src, target := string(plugin.WireField(call.Request, 2)), rec.Name
 	ch := Change{Kind: "resource", Type: target, SourceType: src, Action: "move", Provider: m.cfg.Provider}
-	m.values(&ch, rec, m.resources, target, nil, field(resp, 1))
+	m.values(&ch, rec, m.resources, target, nil, plugin.WireField(resp, 1))
 	if ch.Err == nil {
-		raw := field(field(call.Request, 4), 1) // RawState.json
+		raw := plugin.WireField(plugin.WireField(call.Request, 4), 1) // RawState.json
 		rs, ok := m.resources[src]
 		switch {
 		case len(raw) == 0:
-		case ok && string(field(call.Request, 1)) == m.cfg.Provider || ok && len(field(call.Request, 1)) == 0:
+		case ok && string(plugin.WireField(call.Request, 1)) == m.cfg.Provider || ok && len(plugin.WireField(call.Request, 1)) == 0:
 			v, err := ctyjson.Unmarshal(raw, rs.ty)
 			if err != nil {
 				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
@@ -518,8 +518,8 @@ func action(prior, planned cty.Value, replace bool) string {
 // tofu's encoder is deterministic, so equal values are equal bytes.
 func rawAction(priorDV, plannedDV []byte, replace bool) string {
 	isNull := func(dv []byte) bool {
-		mp := field(dv, dynamicMsgpack)
-		return len(mp) == 0 && len(field(dv, dynamicJSON)) == 0 || len(mp) == 1 && mp[0] == 0xc0
+		mp := plugin.WireField(dv, dynamicMsgpack)
+		return len(mp) == 0 && len(plugin.WireField(dv, dynamicJSON)) == 0 || len(mp) == 1 && mp[0] == 0xc0
 	}
 	switch pn, nn := isNull(priorDV), isNull(plannedDV); {
 	case pn && nn:
@@ -530,7 +530,7 @@ func rawAction(priorDV, plannedDV []byte, replace bool) string {
 		return "delete"
 	case replace:
 		return "replace"
-	case string(field(priorDV, dynamicMsgpack)) == string(field(plannedDV, dynamicMsgpack)):
+	case string(plugin.WireField(priorDV, dynamicMsgpack)) == string(plugin.WireField(plannedDV, dynamicMsgpack)):
 		return "no-op"
 	}
 	return "update"

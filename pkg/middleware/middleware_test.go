@@ -118,7 +118,7 @@ func TestDenyDeleteOfDatabase(t *testing.T) {
 	if len(d) != 1 || d[0].Severity != "error" || !strings.Contains(d[0].Summary, `"keep-databases" denies delete of acme_database`) {
 		t.Fatalf("plan diagnostics %+v", d)
 	}
-	if called != 1 || field(resp, planPlannedState) == nil {
+	if called != 1 || plugin.WireField(resp, planPlannedState) == nil {
 		t.Errorf("the provider's own plan was lost (called %d)", called)
 	}
 	applyReq := dynamic(t, dynamic(t, typeName("acme_database"), applyPriorState, db("main", nil)), applyPlannedState, cty.NullVal(dbType))
@@ -129,7 +129,7 @@ func TestDenyDeleteOfDatabase(t *testing.T) {
 	if called != 1 {
 		t.Errorf("ApplyResourceChange reached the provider despite the deny rule")
 	}
-	if string(field(resp, applyNewState)) != string(field(applyReq, applyPriorState)) || len(diagnostics(resp, 3)) != 1 {
+	if string(plugin.WireField(resp, applyNewState)) != string(plugin.WireField(applyReq, applyPriorState)) || len(diagnostics(resp, 3)) != 1 {
 		t.Errorf("denied apply must keep the prior state and say why")
 	}
 	recs := readAudit(t, path)

@@ -25,10 +25,10 @@ const unencodable = "(unencodable) "
 // decodeDynamic decodes a DynamicValue message (msgpack, or JSON) as type t. A missing value
 // decodes as null.
 func decodeDynamic(dv []byte, t cty.Type) (cty.Value, error) {
-	if mp := field(dv, dynamicMsgpack); len(mp) > 0 {
+	if mp := plugin.WireField(dv, dynamicMsgpack); len(mp) > 0 {
 		return ctymsgpack.Unmarshal(mp, t)
 	}
-	if js := field(dv, dynamicJSON); len(js) > 0 {
+	if js := plugin.WireField(dv, dynamicJSON); len(js) > 0 {
 		return ctyjson.Unmarshal(js, t)
 	}
 	return cty.NullVal(t), nil

@@ -7,6 +7,8 @@ package middleware
 
 import (
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oprov/oprov/pkg/plugin"
 )
 
 // rpcInfo is what the middleware knows of one provider method: what its request names (the
@@ -67,49 +69,10 @@ const (
 	severityWarning = 2
 )
 
-// walk calls fn for each field of a message, with its number, wire type and the bytes that
-// follow its tag. A message that does not parse is walked up to the damage.
-func walk(msg []byte, fn func(n protowire.Number, typ protowire.Type, value []byte)) {
-	for len(msg) > 0 {
-		n, typ, tl := protowire.ConsumeTag(msg)
-		if tl < 0 {
-			return
-		}
-		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
-		if vl < 0 {
-			return
-		}
-		fn(n, typ, msg[tl:])
-		msg = msg[tl+vl:]
-	}
-}
-
-// fields gives every occurrence of a length-delimited field of a message, in order.
-func fields(msg []byte, num protowire.Number) [][]byte {
-	var out [][]byte
-	walk(msg, func(n protowire.Number, typ protowire.Type, value []byte) {
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(value)
-			out = append(out, v)
-		}
-	})
-	return out
-}
-
-// field gives the last occurrence of a length-delimited field (protobuf's rule for a singular
-// field), or nil.
-func field(msg []byte, num protowire.Number) []byte {
-	all := fields(msg, num)
-	if len(all) == 0 {
-		return nil
-	}
-	return all[len(all)-1]
-}
-
 // varintField gives the last occurrence of a varint field, or 0.
 func varintField(msg []byte, num protowire.Number) uint64 {
 	var v uint64
-	walk(msg, func(n protowire.Number, typ protowire.Type, value []byte) {
+	plugin.WireWalk(msg, func(n protowire.Number, typ protowire.Type, value []byte) {
 		if n == num && typ == protowire.VarintType {
 			v, _ = protowire.ConsumeVarint(value)
 		}
@@ -126,7 +89,7 @@ type Diagnostic struct {
 // diagnostics reads a response's diagnostics.
 func diagnostics(resp []byte, num protowire.Number) []Diagnostic {
 	var out []Diagnostic
-	for _, d := range fields(resp, num) {
+	for _, d := range plugin.WireFields(resp, num) {
 		sev := "invalid"
 		switch varintField(d, diagSeverity) {
 		case severityError:
@@ -134,7 +97,7 @@ func diagnostics(resp []byte, num protowire.Number) []Diagnostic {
 		case severityWarning:
 			sev = "warning"
 		}
-		out = append(out, Diagnostic{Severity: sev, Summary: string(field(d, diagSummary))})
+		out = append(out, Diagnostic{Severity: sev, Summary: string(plugin.WireField(d, diagSummary))})
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oprov/oprov/pkg/plugin"
 )
 
 // kind is how a message field is held in a recording.
@@ -256,8 +258,8 @@ func decodeField(f *field, data []byte, typeName string, index int, t typer, red
 	case kValue:
 		return t.valueOf(f.role, typeName, index, data, redact)
 	case kRawState:
-		js := fieldBytes(data, 1)
-		if js == nil || fieldBytes(data, 2) != nil { // a flatmap state is kept as it came
+		js := plugin.WireField(data, 1)
+		if js == nil || plugin.WireField(data, 2) != nil { // a flatmap state is kept as it came
 			return Msg{"wire": data}, nil
 		}
 		return t.rawState(typeName, js, redact)
@@ -267,34 +269,11 @@ func decodeField(f *field, data []byte, typeName string, index int, t typer, red
 	return nil, fmt.Errorf("unknown kind %d", f.kind)
 }
 
-// fieldBytes gives the last occurrence of a length-delimited field, or nil.
-func fieldBytes(msg []byte, num protowire.Number) []byte {
-	var out []byte
-	for len(msg) > 0 {
-		n, typ, tl := protowire.ConsumeTag(msg)
-		if tl < 0 {
-			return out
-		}
-		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
-		if vl < 0 {
-			return out
-		}
-		if n == num && typ == protowire.BytesType {
-			out, _ = protowire.ConsumeBytes(msg[tl:])
-			if out == nil {
-				out = []byte{}
-			}
-		}
-		msg = msg[tl+vl:]
-	}
-	return out
-}
-
 // decodePath reads an AttributePath: steps of attribute_name (1), element_key_string (2) and
 // element_key_int (3).
 func decodePath(b []byte) (Path, error) {
 	p := Path{}
-	for _, step := range allBytes(b, 1) {
+	for _, step := range plugin.WireFields(b, 1) {
 		n, typ, tl := protowire.ConsumeTag(step)
 		if tl < 0 {
 			return nil, fmt.Errorf("a path step does not parse")
@@ -314,26 +293,6 @@ func decodePath(b []byte) (Path, error) {
 		}
 	}
 	return p, nil
-}
-
-func allBytes(msg []byte, num protowire.Number) [][]byte {
-	var out [][]byte
-	for len(msg) > 0 {
-		n, typ, tl := protowire.ConsumeTag(msg)
-		if tl < 0 {
-			return out
-		}
-		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
-		if vl < 0 {
-			return out
-		}
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(msg[tl:])
-			out = append(out, v)
-		}
-		msg = msg[tl+vl:]
-	}
-	return out
 }
 
 // pathMsg writes an AttributePath.

@@ -475,7 +475,7 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 	case "UpgradeResourceState":
 		b, found := rp.p.schemas.resources[typ]
 		v, _ := asInt(live["version"])
-		raw := fieldBytes(fieldBytes(req, 3), 1)
+		raw := plugin.WireField(plugin.WireField(req, 3), 1)
 		if !found || v != rp.versions[typ] || raw == nil {
 			return nil, false, nil
 		}
@@ -493,8 +493,8 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 		if _, ok := rp.known(typ, live["current_state"]); !ok {
 			return nil, false, nil
 		}
-		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fieldBytes(req, 2))
-		if priv := fieldBytes(req, 3); len(priv) > 0 {
+		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), plugin.WireField(req, 2))
+		if priv := plugin.WireField(req, 3); len(priv) > 0 {
 			out = protowire.AppendBytes(protowire.AppendTag(out, 3, protowire.BytesType), priv)
 		}
 		return out, true, nil
@@ -525,8 +525,8 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 			return nil, false, changes
 		}
 		// No change: the object as it is.
-		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fieldBytes(req, 2))
-		if priv := fieldBytes(req, 5); len(priv) > 0 {
+		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), plugin.WireField(req, 2))
+		if priv := plugin.WireField(req, 5); len(priv) > 0 {
 			out = protowire.AppendBytes(protowire.AppendTag(out, 3, protowire.BytesType), priv)
 		}
 		if rp.legacy(typ) {

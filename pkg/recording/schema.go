@@ -138,7 +138,7 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 		return &Value{Wire: data}, nil
 	}
 	var v cty.Value
-	switch mp, js := fieldBytes(data, 1), fieldBytes(data, 2); {
+	switch mp, js := plugin.WireField(data, 1), plugin.WireField(data, 2); {
 	case len(mp) > 0:
 		v, err = ctymsgpack.Unmarshal(mp, b.ty)
 	case len(js) > 0:

@@ -3,6 +3,8 @@ package sign
 import (
 	"context"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/modulepkg"
@@ -13,11 +15,14 @@ import (
 // exactly as a provider index's: cosign-compatible, over the manifest's digest, and (when the tag
 // is a version) only for the version the manifest's org.opencontainers.image.version names. So
 // the module is checked as a version whose "index" is its manifest, signatures only; the zip
-// below it is checked by its digest when it is fetched (modulepkg.Resolved.FetchZip).
+// below it is checked by its digest when it is fetched (modulepkg.Resolved.FetchZip). Any other
+// manifest or index (a container image, such as oprov's own) is checked the same way
+// (DecideManifest): what lies below it is the caller's to check, by digest.
 
-// moduleVersion presents a resolved module package as a version for the signature checks.
-func moduleVersion(ref oci.Ref, m *modulepkg.Resolved) *artifact.Version {
-	v := &artifact.Version{Tag: ref.Reference, Index: m.Manifest, Parsed: &manifest.Index{Annotations: m.Parsed.Annotations}}
+// manifestVersion presents a manifest or index resolved from ref to desc as a version for the
+// signature checks.
+func manifestVersion(ref oci.Ref, desc ocispec.Descriptor, annotations map[string]string) *artifact.Version {
+	v := &artifact.Version{Tag: ref.Reference, Index: desc, Parsed: &manifest.Index{Annotations: annotations}}
 	if !ref.IsDigest() {
 		if ver, err := manifest.TagToVersion(ref.Reference); err == nil {
 			v.Version = ver
@@ -31,8 +36,16 @@ func moduleVersion(ref oci.Ref, m *modulepkg.Resolved) *artifact.Version {
 // repository; modules have no provider address), else with opts.Keys and opts.Identities in
 // enforce mode. The result's Digest is the manifest's; it lists no platforms.
 func DecideModule(ctx context.Context, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved, p *Policy, opts VerifyOptions) (*Decision, error) {
+	return DecideManifest(ctx, t, ref, m.Manifest, m.Parsed.Annotations, p, opts)
+}
+
+// DecideManifest checks the signatures over a manifest or index already resolved from ref to desc
+// (nothing is resolved by tag again), as DecideModule does a module's: a trusted signer's
+// signature over exactly desc's digest and, when ref's tag is a version, annotations (the
+// manifest's) naming no other version. Nothing below desc is checked.
+func DecideManifest(ctx context.Context, t oci.ReadOnly, ref oci.Ref, desc ocispec.Descriptor, annotations map[string]string, p *Policy, opts VerifyOptions) (*Decision, error) {
 	opts.SignaturesOnly = true
-	v := moduleVersion(ref, m)
+	v := manifestVersion(ref, desc, annotations)
 	if p != nil {
 		return p.Check(ctx, t, ref, v, "", opts)
 	}
