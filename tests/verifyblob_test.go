@@ -94,12 +94,19 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 		})
 	}
 
-	t.Run("cosign's old bundle format is refused saying so", func(t *testing.T) {
+	t.Run("cosign's old bundle format and an attestation are refused saying so", func(t *testing.T) {
 		bundle := filepath.Join(dir, "old.bundle")
 		if out, err := cosignIn(t, cosign2, dir, "sign-blob", "--key", "cosign.key", "--tlog-upload=false", "--yes", "--bundle", bundle, sums); err != nil {
 			t.Fatalf("cosign sign-blob: %v\n%s", err, out)
 		}
 		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--key", pub), 10, "sign again with --new-bundle-format")
+		att := filepath.Join(dir, "attestation.bundle")
+		writeFile(t, filepath.Join(dir, "predicate.json"), `{"built_by":"ci"}`)
+		if out, err := cosignIn(t, cosign3, dir, "attest-blob", "--key", "cosign.key", "--signing-config", "offline.json", "--trusted-root", "empty-root.json",
+			"--predicate", "predicate.json", "--type", "https://example.com/build/v1", "--yes", "--bundle", att, sums); err != nil {
+			t.Fatalf("cosign attest-blob: %v\n%s", err, out)
+		}
+		blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", att, "--key", pub), 10, "an attestation, or an image signature), not a signature over a file's bytes")
 	})
 
 	t.Run("keyless: cosign v2 and v3 with the local Fulcio, TSA and Rekor", func(t *testing.T) {

@@ -43,7 +43,7 @@ refused, saying so. Exit codes: 0 verified; 10 refused (another key or identity,
 does not match the bundle); 12 the bundle holds no signature; 2 a missing file, a directory or a
 bad flag; 1 a file that cannot be read.`,
 		Example: `  oprov verify-blob SHA256SUMS --bundle SHA256SUMS.bundle --key cosign.pub
-  oprov verify-blob SHA256SUMS --bundle SHA256SUMS.bundle --trusted-root trusted_root.json \
+  oprov verify-blob SHA256SUMS --bundle SHA256SUMS.sigstore.json --trusted-root trusted_root.json \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com \
     --certificate-identity-regexp '^https://github.com/oprov/oprov/\.github/workflows/release\.yml@refs/tags/v'`,
 		Args: argsRange(1, 1, "one file: the file the bundle signs"),

@@ -271,7 +271,11 @@ func (b *blobBundle) check(sum digest.Digest, opts BlobOptions) (*BlobResult, er
 	if len(problems) > 0 {
 		why = " (" + strings.Join(problems, "; ") + ")"
 	}
-	return nil, fmt.Errorf("the signature is not by a trusted key (trusted: %s)%s", strings.Join(names, ", "), why)
+	named := ""
+	if b.hint != "" {
+		named = fmt.Sprintf("; the bundle names its key by the hint %s (base64 of the SHA-256 of the public key): give that key with --key if you trust it", printable(b.hint))
+	}
+	return nil, fmt.Errorf("the signature is not by a trusted key (trusted: %s)%s%s", strings.Join(names, ", "), why, named)
 }
 
 // verifyDigest checks a signature over a digest with key. errNotThisKey means another key made it.

@@ -99,7 +99,7 @@ func TestVerifyBlobWithKeys(t *testing.T) {
 	wantRefused(t, "a signature over another file claiming this file's digest", err, "not by a trusted key (trusted: "+pub.Name)
 
 	_, err = VerifyBlob(file, "b", bundle, BlobOptions{Keys: []PublicKey{otherPub}})
-	wantRefused(t, "another key", err, "not by a trusted key (trusted: "+otherPub.Name+")")
+	wantRefused(t, "another key", err, "not by a trusted key (trusted: "+otherPub.Name+"); the bundle names its key by the hint "+pub.Hint)
 
 	// The hint is the bundle's claim, not a key: a hint naming the trusted key does not make
 	// another key's signature good, and a hint naming another key does not spoil a good one.
