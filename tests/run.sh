@@ -32,19 +32,20 @@ go vet -tags gendocs ./cmd/oprov
 # compiles are then the ones the end-to-end tests' provider builds find in the cache.
 for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet -trimpath ./...); done
 
-step "every release platform builds (linux, darwin, windows on amd64 and arm64); darwin and windows vet"
+step "every release platform builds and vets (linux, darwin, windows on amd64 and arm64)"
 # Each build shares the build cache, with -trimpath as the release builds (.goreleaser.yaml): the
-# vets below and the snapshot release test (tests/release_test.go) then find these packages
-# compiled. Vet type-checks the tests too, once per system (the architecture rarely changes what
-# compiles). The end-to-end suite (./tests/...) drives POSIX processes and signals: vetted for
-# darwin, not windows.
+# vets and the snapshot release test (tests/release_test.go) then find these packages compiled.
+# Vet type-checks the tests too. The end-to-end suite (./tests/...) drives POSIX processes and
+# signals: vetted for darwin, not windows. linux/amd64 is vetted above.
+windows_pkgs=$(go list ./... | grep -v '/tests\(/\|$\)')
 for target in linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
-  GOOS=${target%/*} GOARCH=${target#*/} go build -trimpath -o /dev/null ./cmd/oprov ./cmd/oprov-sandbox ||
+  os=${target%/*} arch=${target#*/} pkgs=./...
+  [ "$os" = windows ] && pkgs=$windows_pkgs
+  GOOS=$os GOARCH=$arch go build -trimpath -o /dev/null ./cmd/oprov ./cmd/oprov-sandbox ||
     { echo "build failed for $target"; exit 1; }
+  # shellcheck disable=SC2086
+  GOOS=$os GOARCH=$arch go vet -trimpath $pkgs || { echo "go vet failed for $target"; exit 1; }
 done
-GOOS=darwin GOARCH=arm64 go vet -trimpath ./... || { echo "go vet failed for darwin/arm64"; exit 1; }
-# shellcheck disable=SC2046
-GOOS=windows GOARCH=amd64 go vet -trimpath $(go list ./... | grep -v '/tests\(/\|$\)') || { echo "go vet failed for windows/amd64"; exit 1; }
 
 step "the command reference and man pages match the CLI (docs/reference, docs/man)"
 bash scripts/gendocs.sh --check
