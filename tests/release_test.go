@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,10 +90,21 @@ func TestReleaseSnapshot(t *testing.T) {
 		t.Fatalf("SHA256SUMS lists %d archives of the six platforms: %v", len(archives), sums)
 	}
 	version := strings.TrimSuffix(strings.TrimPrefix(archives["linux_amd64"], "oprov_"), "_linux_amd64.tar.gz")
+	// Linux packages: deb, rpm and apk for amd64 and arm64.
+	var packages []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, format := range []string{"deb", "rpm", "apk"} {
+			name := "oprov_" + version + "_linux_" + arch + "." + format
+			if _, ok := sums[name]; !ok {
+				t.Errorf("SHA256SUMS does not list the package %s", name)
+			}
+			packages = append(packages, name)
+		}
+	}
 
 	t.Run("SHA256SUMS is right", func(t *testing.T) {
-		if len(sums) != 2*len(releasePlatforms) {
-			t.Errorf("SHA256SUMS lists %d files, want the %d archives and their SBOMs: %v", len(sums), len(releasePlatforms), sums)
+		if len(sums) != 2*len(releasePlatforms)+len(packages) {
+			t.Errorf("SHA256SUMS lists %d files, want the %d archives, their SBOMs and %d packages: %v", len(sums), len(releasePlatforms), len(packages), sums)
 		}
 		for name, want := range sums {
 			data, err := os.ReadFile(filepath.Join(dist, name))
@@ -154,6 +166,25 @@ func TestReleaseSnapshot(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+	t.Run("the deb installs both commands in /usr/bin", func(t *testing.T) {
+		dpkg := peers.Require(t, "dpkg-deb") // Debian's; the rpm and apk are nfpm's work as the deb is
+		deb := filepath.Join(dist, "oprov_"+version+"_linux_"+runtime.GOARCH+".deb")
+		out, err := exec.Command(dpkg, "--field", deb, "Package", "Architecture").CombinedOutput()
+		if err != nil || string(out) != "Package: oprov\nArchitecture: "+runtime.GOARCH+"\n" {
+			t.Errorf("dpkg-deb --field %s: %v\n%s", filepath.Base(deb), err, out)
+		}
+		root := t.TempDir()
+		if out, err := exec.Command(dpkg, "--extract", deb, root).CombinedOutput(); err != nil {
+			t.Fatalf("dpkg-deb --extract: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(root, "usr/bin/oprov-sandbox")); err != nil {
+			t.Errorf("the deb has no /usr/bin/oprov-sandbox: %v", err)
+		}
+		out, err = exec.Command(filepath.Join(root, "usr/bin/oprov"), "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "oprov "+version+" (") || !strings.Contains(string(out), commit) {
+			t.Errorf("the deb's /usr/bin/oprov --version: %v\n%s", err, out)
 		}
 	})
 	t.Run("an SBOM for each archive", func(t *testing.T) {
@@ -232,10 +263,10 @@ func TestReleaseSnapshot(t *testing.T) {
 			t.Errorf("tar xzf %s oprov oprov-sandbox: %v\n%s", archives["linux_amd64"], err, out)
 		}
 	})
-	t.Run("the same commit gives the same archives", func(t *testing.T) {
+	t.Run("the same commit gives the same archives and packages", func(t *testing.T) {
 		// Archives only: no SBOMs (syft's carry a random namespace and the time) and no signature.
 		again := snapshotRelease(t, filepath.Join(t.TempDir(), "b"), commit, filepath.Join(keys, "cosign.key"), "sbom,sign")
-		for _, name := range archives {
+		for _, name := range append(slices.Collect(maps.Values(archives)), packages...) {
 			a, _ := os.ReadFile(filepath.Join(dist, name))
 			b, err := os.ReadFile(filepath.Join(again, name))
 			if err != nil || !bytes.Equal(a, b) {
