@@ -91,7 +91,7 @@ func TestReleaseImage(t *testing.T) {
 	os.WriteFile(cfgCopy, bytes.Replace(cfg, []byte(imageBase), []byte(base), 1), 0o644)
 
 	start := time.Now()
-	rel := exec.Command(goreleaser, "release", "--clean", "--config", cfgCopy, "--skip=archive,sbom,announce")
+	rel := exec.Command(goreleaser, "release", "--clean", "--config", cfgCopy, "--skip=archive,nfpm,sbom,announce")
 	rel.Dir = clone
 	rel.Env = append(os.Environ(), "PATH="+peers.Dir()+string(os.PathListSeparator)+os.Getenv("PATH"), "GOFLAGS=",
 		"OPROV_RELEASE_IMAGE_ONLY=1", "KO_DOCKER_REPO="+reg.Host+"/oprov", "SSL_CERT_FILE="+reg.CAFile,
