@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,4 +68,22 @@ func TestVerifyImageManifestBytesBounded(t *testing.T) {
 			t.Errorf("exit %d, %s", code, stderr)
 		}
 	})
+}
+
+// TestVerifyImageNotCoveredByProviderRules: a signed image, even at a tag where a provider was,
+// is not covered by a policy rule that names providers (even all of them, "**"), signed by that
+// rule's key: provider rules trust providers, which an image is not.
+func TestVerifyImageNotCoveredByProviderRules(t *testing.T) {
+	key, pub := keyPair(t, "k")
+	dir, index, _ := imageLayout(t, "1.0.0", 0, nil)
+	signImage(t, dir, "1.0.0", key, index)
+	policy := filepath.Join(t.TempDir(), "policy.hcl")
+	src := "trust \"every provider\" {\n  providers = [\"**\"]\n  keys      = [\"" + pub + "\"]\n}\n"
+	if err := os.WriteFile(policy, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "verify", "oci-layout:"+dir+":1.0.0", "--policy", policy)
+	if code == 0 || !strings.Contains(stderr, "no trust rule in "+policy+" covers") {
+		t.Errorf("a provider rule covered an image: exit %d\n%s%s", code, out, stderr)
+	}
 }
