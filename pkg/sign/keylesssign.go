@@ -146,9 +146,13 @@ func githubToken(ctx context.Context, endpoint, bearer string) (string, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", errors.New("the URL is not an http(s) URL")
 	}
-	q := u.Query()
-	q.Set("audience", idTokenAudience)
-	u.RawQuery = q.Encode()
+	// Appended, as GitHub's own toolkit does: the URL's query is GitHub's, and stays as written.
+	aud := "audience=" + url.QueryEscape(idTokenAudience)
+	if u.RawQuery == "" {
+		u.RawQuery = aud
+	} else {
+		u.RawQuery += "&" + aud
+	}
 	ctx, cancel := context.WithTimeout(ctx, idTokenTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
