@@ -158,7 +158,9 @@ var errUnsignedBlob = errors.New("not signed: the bundle holds no signature")
 // device that never ends, is refused before it is parsed.
 func ReadBlobBundle(path string) ([]byte, error) {
 	f, err := openRegular(path, "bundle "+path)
-	if err != nil {
+	if errors.Is(err, fs.ErrInvalid) {
+		return nil, err // it names the bundle
+	} else if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer f.Close()
