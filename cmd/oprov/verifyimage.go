@@ -19,6 +19,10 @@ import (
 // image lists a few platforms (and maybe their attestations), far fewer than this.
 const maxImageManifests = 256
 
+// maxImageManifestBytes bounds the bytes of an index's manifests verify fetches, in all (each
+// distinct digest once): a few platforms' manifests are kilobytes each.
+const maxImageManifestBytes = 4 * manifest.MaxManifestSize
+
 // dockerManifestList is Docker's media type of a multi-platform image's index (OCI's is
 // ocispec.MediaTypeImageIndex).
 const dockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -117,16 +121,32 @@ func runVerifyImage(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref o
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
 	out := imageJSON{Reference: ref.String(), Digest: img.Desc.Digest.String(), MediaType: img.Desc.MediaType}
+	// Bounded before any fetch: each manifest's size, and all of them, each digest counted once.
+	fetched := map[string]bool{}
+	var total int64
 	for _, m := range img.Manifests {
-		if m.Size > manifest.MaxManifestSize {
+		if m.Size < 0 || m.Size > manifest.MaxManifestSize {
 			return o.refused(fmt.Errorf("verify %s: manifest %s is %d bytes, over the %d byte limit", ref, m.Digest, m.Size, manifest.MaxManifestSize))
 		}
-		// FetchAll checks the size and the digest the signed index names.
-		if _, err := content.FetchAll(ctx, t, m); errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
+		if !fetched[m.Digest.String()] {
+			fetched[m.Digest.String()] = true
+			total += m.Size
+		}
+	}
+	if total > maxImageManifestBytes {
+		return o.refused(fmt.Errorf("verify %s (%s): the index's manifests are %d bytes in all, over the limit of %d bytes: nothing was fetched", ref, img.Desc.Digest, total, maxImageManifestBytes))
+	}
+	clear(fetched)
+	for _, m := range img.Manifests {
+		if fetched[m.Digest.String()] {
+			// Listed again (for another platform, or to make verify fetch it again): checked once.
+		} else if _, err := content.FetchAll(ctx, t, m); errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
+			// FetchAll checks the size and the digest the signed index names.
 			return o.refused(fmt.Errorf("verify %s (%s): manifest %s: the registry served bytes that do not match the digest the signed index names (%w): nothing was verified", ref, img.Desc.Digest, m.Digest, err))
 		} else if err != nil {
 			return o.refused(oci.Explain("verify", ref, fmt.Errorf("manifest %s: %w", m.Digest, err)))
 		}
+		fetched[m.Digest.String()] = true
 		im := imageManifest{Digest: m.Digest.String()}
 		if p := m.Platform; p != nil {
 			im.Platform = p.OS + "/" + p.Architecture

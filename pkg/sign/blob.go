@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/opencontainers/go-digest"
@@ -156,14 +157,13 @@ var errUnsignedBlob = errors.New("not signed: the bundle holds no signature")
 // ReadBlobBundle reads a bundle file, bounded: a bundle larger than any cosign writes, or a
 // device that never ends, is refused before it is parsed.
 func ReadBlobBundle(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	f, err := openRegular(path, "bundle "+path)
+	if errors.Is(err, fs.ErrInvalid) {
+		return nil, err // it names the bundle
+	} else if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, isDirError("bundle " + path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBlobBundle+1))
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", path, err)
@@ -180,6 +180,51 @@ type isDirError string
 func (e isDirError) Error() string        { return string(e) + " is a directory, not a file" }
 func (e isDirError) Is(target error) bool { return target == fs.ErrInvalid }
 
+// notRegularError is a FIFO, a device or a socket given where a file is expected: a bad argument.
+type notRegularError struct {
+	name string
+	mode fs.FileMode
+}
+
+func (e notRegularError) Error() string {
+	kind := "a special file"
+	switch {
+	case e.mode&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case e.mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case e.mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Sprintf("%s is %s, not a regular file: save what it gives to a file and name that", e.name, kind)
+}
+func (e notRegularError) Is(target error) bool { return target == fs.ErrInvalid }
+
+// openRegular opens path for reading and gives it only when it is a regular file, judged on the
+// open descriptor (after any symlink), so that what is judged is what is read. The open does not
+// block: a FIFO with no writer is refused at once rather than waited on, and a device such as
+// /dev/zero is refused rather than read without end. name says what path is in messages.
+func openRegular(path, name string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case st.IsDir():
+		f.Close()
+		return nil, isDirError(name)
+	case !st.Mode().IsRegular():
+		f.Close()
+		return nil, notRegularError{name, st.Mode()}
+	}
+	return f, nil
+}
+
 // VerifyBlob checks that bundle (the bytes of a bundle file, named bundlePath in messages) is a
 // signature of the file at path by a trusted key or identity. The file is read as a stream, once.
 // A refusal is a *BlobError; a file that cannot be read gives its os error.
@@ -191,7 +236,7 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 		return nil, refuse(errors.New(noTrust))
 	}
 	// Opened first, so that a missing file is reported as such whatever the bundle holds.
-	f, err := os.Open(path)
+	f, err := openRegular(path, path)
 	if err != nil {
 		return nil, err
 	}
@@ -214,9 +259,6 @@ func VerifyBlob(path, bundlePath string, bundle []byte, opts BlobOptions) (*Blob
 
 // hashFile hashes the open file f (path names it), as a stream.
 func hashFile(f *os.File, path string, alg digest.Algorithm) (digest.Digest, error) {
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return "", isDirError(path)
-	}
 	d := alg.Digester()
 	if _, err := io.Copy(d.Hash(), f); err != nil {
 		return "", fmt.Errorf("reading %s: %w", path, err)

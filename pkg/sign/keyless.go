@@ -105,16 +105,18 @@ type CertSigner struct {
 	Trigger    string `json:"github_workflow_trigger,omitempty"`
 }
 
+// String is the signer as messages show it, each field quoted when it holds a character that is
+// not printable: the certificate's claims come from whoever obtained it, and reach the terminal.
 func (s CertSigner) String() string {
-	out := s.Subject + " (issuer " + s.Issuer
+	out := printable(s.Subject) + " (issuer " + printable(s.Issuer)
 	if s.Repository != "" {
-		out += ", repository " + s.Repository
+		out += ", repository " + printable(s.Repository)
 	}
 	if s.Ref != "" {
-		out += ", ref " + s.Ref
+		out += ", ref " + printable(s.Ref)
 	}
 	if s.Trigger != "" {
-		out += ", trigger " + s.Trigger
+		out += ", trigger " + printable(s.Trigger)
 	}
 	return out + ")"
 }

@@ -2,15 +2,18 @@ package sign
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sigstore/cosign/v2/pkg/providers"
-	_ "github.com/sigstore/cosign/v2/pkg/providers/github" // GitHub Actions' token endpoint
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
@@ -102,25 +105,137 @@ func KeylessFrom(ctx context.Context, k Keyless, signingConfig string) (*Keyless
 }
 
 // ambientToken is the OIDC token of the CI job this runs in, found as cosign finds it:
-// SIGSTORE_ID_TOKEN, else GitHub Actions' token endpoint (cosign's own provider for it).
+// SIGSTORE_ID_TOKEN, else GitHub Actions' token endpoint.
 func ambientToken(ctx context.Context) (string, error) {
 	const none = "keyless signing needs an OIDC identity token: --identity-token or " + IDTokenEnv +
 		" (GitLab CI: an id_tokens entry named " + IDTokenEnv + " with aud: sigstore), or a GitHub Actions job with 'permissions: id-token: write'"
 	if tok := strings.TrimSpace(os.Getenv(IDTokenEnv)); tok != "" {
 		return tok, nil
 	}
-	gh, err := providers.ProvideFrom(ctx, "github-actions")
-	if err != nil || !gh.Enabled(ctx) {
+	endpoint, bearer := os.Getenv(githubTokenURLEnv), os.Getenv(githubTokenBearerEnv)
+	if endpoint == "" || bearer == "" {
 		return "", errors.New(none)
 	}
-	tok, err := gh.Provide(ctx, idTokenAudience)
+	tok, err := githubToken(ctx, endpoint, bearer)
 	if err != nil {
-		return "", fmt.Errorf("keyless signing: GitHub Actions' token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) failed: %v", err)
-	}
-	if tok = strings.TrimSpace(tok); tok == "" {
-		return "", errors.New("keyless signing: GitHub Actions' token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) gave no token: give the job 'permissions: id-token: write'")
+		return "", fmt.Errorf("keyless signing: GitHub Actions' token endpoint (%s): %v", githubTokenURLEnv, err)
 	}
 	return tok, nil
+}
+
+// GitHub Actions' token endpoint, as a job with 'permissions: id-token: write' sees it: its URL,
+// and the request token that is its bearer credential.
+const (
+	githubTokenURLEnv    = "ACTIONS_ID_TOKEN_REQUEST_URL"
+	githubTokenBearerEnv = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
+)
+
+// Bounds on GitHub's token endpoint: its answer is a JSON object holding one JWT of a few
+// kilobytes, given within a second or two.
+const maxIDTokenAnswer = 64 << 10
+
+var idTokenTimeout = 30 * time.Second
+
+// githubToken asks GitHub Actions' token endpoint for a token for Fulcio's audience, as cosign
+// does, but bounded: in time (idTokenTimeout) and bytes (maxIDTokenAnswer), no redirect (the
+// request token is a credential, for this URL alone), only a 200 answer, and a JWT for the
+// sigstore audience, so that a token meant for another service is never sent to Fulcio. Its
+// errors never hold the request token nor what the endpoint sent.
+func githubToken(ctx context.Context, endpoint, bearer string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", errors.New("the URL is not an http(s) URL")
+	}
+	// Appended, as GitHub's own toolkit does: the URL's query is GitHub's, and stays as written.
+	aud := "audience=" + url.QueryEscape(idTokenAudience)
+	if u.RawQuery == "" {
+		u.RawQuery = aud
+	} else {
+		u.RawQuery += "&" + aud
+	}
+	ctx, cancel := context.WithTimeout(ctx, idTokenTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", errors.New("the URL is not an http(s) URL")
+	}
+	req.Header.Set("Authorization", "bearer "+bearer)
+	req.Header.Set("Accept", "application/json")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("no answer within %s (the time allowed)", idTokenTimeout)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("%s: %v", u.Host, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return "", fmt.Errorf("answered with a redirect (%s), which is not followed: the request token is for this URL alone", resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return "", fmt.Errorf("answered %s: give the job 'permissions: id-token: write'", printable(resp.Status))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIDTokenAnswer+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("no whole answer within %s (the time allowed)", idTokenTimeout)
+		}
+		return "", fmt.Errorf("reading the answer: %v", err)
+	}
+	if len(body) > maxIDTokenAnswer {
+		return "", fmt.Errorf("the answer is over %d bytes, larger than any token", maxIDTokenAnswer)
+	}
+	var answer struct {
+		Value string `json:"value"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return "", errors.New("the answer is not JSON with a token in \"value\"")
+	}
+	tok := strings.TrimSpace(answer.Value)
+	if tok == "" {
+		return "", errors.New("gave no token: give the job 'permissions: id-token: write'")
+	}
+	if err := checkAudience(tok, idTokenAudience); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// checkAudience reads, without checking its signature (Fulcio does), the audience a JWT is for,
+// and refuses it unless it includes aud.
+func checkAudience(tok, aud string) error {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return errors.New("the token is not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return errors.New("the token is not a JWT: its claims are not base64url")
+	}
+	var claims struct {
+		Aud json.RawMessage `json:"aud"`
+	}
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		return errors.New("the token is not a JWT: its claims are not JSON")
+	}
+	var auds []string
+	var one string
+	if json.Unmarshal(claims.Aud, &one) == nil {
+		auds = []string{one}
+	} else if json.Unmarshal(claims.Aud, &auds) != nil {
+		return errors.New("the token names no audience")
+	}
+	for _, a := range auds {
+		if a == aud {
+			return nil
+		}
+	}
+	return fmt.Errorf("the token is for another audience (%s), not %q: it is not sent to Fulcio", printable(strings.Join(auds, ", ")), aud)
 }
 
 // keylessBundle signs statement (an in-toto statement) as a DSSE envelope with a fresh key,

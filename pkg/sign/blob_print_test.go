@@ -1,0 +1,66 @@
+package sign
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+)
+
+// TestKeylessSignerPrintedQuoted: a certificate that chains to the trusted root, issued for an
+// identity holding terminal escapes (an OIDC issuer claim, a subject), reaches messages quoted:
+// in a refusal for another identity and in the signer an acceptance shows. Otherwise a signer
+// could clear the user's screen or draw a false verdict.
+func TestKeylessSignerPrintedQuoted(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	const who, issuer = "dev\x1b[2J@example.com", "https://issuer.example\x1b[1A\rVerified OK\u202e"
+	data := []byte("checksums\n")
+	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
+	e, err := vs.Sign(who, issuer, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := e.SignatureContent()
+	ms := sc.MessageSignatureContent()
+	vc, _ := e.VerificationContent()
+	ts, _ := e.Timestamps()
+	bundle := []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json",
+"verificationMaterial":{"certificate":{"rawBytes":%q},"timestampVerificationData":{"rfc3161Timestamps":[{"signedTimestamp":%q}]}},
+"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
+		base64.StdEncoding.EncodeToString(vc.Certificate().Raw), base64.StdEncoding.EncodeToString(ts[0]),
+		base64.StdEncoding.EncodeToString(ms.Digest()), base64.StdEncoding.EncodeToString(ms.Signature())))
+	clean := func(what, s string) {
+		t.Helper()
+		for _, r := range s {
+			if !unicode.IsPrint(r) && r != '\n' {
+				t.Errorf("%s holds %U unquoted: %q", what, r, s)
+				return
+			}
+		}
+	}
+
+	_, err = VerifyBlob(file, "b", bundle, BlobOptions{Identities: []Identity{{IssuerRegexp: "^https://", Subject: "other@example.com"}}, TrustedRoot: tr})
+	wantRefused(t, "another identity", err, "not a trusted identity")
+	if err != nil {
+		clean("the refusal", err.Error())
+	}
+
+	res, err := VerifyBlob(file, "b", bundle, BlobOptions{Identities: []Identity{{IssuerRegexp: "^https://", SubjectRegexp: "@example[.]com$"}}, TrustedRoot: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean("the signer shown", res.Signer.String())
+	if res.Signer.Issuer != issuer || res.Signer.Subject != who {
+		t.Errorf("the signer's fields (as JSON gives them) changed: %+v", res.Signer)
+	}
+	if !strings.Contains(res.Signer.String(), `\x1b[2J`) {
+		t.Errorf("the signer shown does not say what the escape was: %s", res.Signer)
+	}
+}
