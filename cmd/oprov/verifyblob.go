@@ -40,12 +40,13 @@ transparency-log entry is not required.
 
 cosign's old bundle format (base64Signature, cert, rekorBundle) and attestation bundles are
 refused, saying so. Exit codes: 0 verified; 10 refused (another key or identity, or the file
-does not match the bundle); 12 the bundle holds no signature; 2 a missing file, a directory or a
-bad flag; 1 a file that cannot be read.`,
+does not match the bundle); 12 the bundle holds no signature; 2 a missing file, anything but a
+regular file (a directory, a named pipe, a device) or a bad flag; 1 a file that cannot be read.`,
 		Example: `  oprov verify-blob SHA256SUMS --bundle SHA256SUMS.bundle --key cosign.pub
   oprov verify-blob SHA256SUMS --bundle SHA256SUMS.sigstore.json --trusted-root trusted_root.json \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com \
-    --certificate-identity-regexp '^https://github.com/oprov/oprov/\.github/workflows/release\.yml@refs/tags/v'`,
+    --certificate-github-workflow-repository oprov/oprov \
+    --certificate-identity-regexp '^https://github\.com/oprov/oprov/\.github/workflows/release\.yml@refs/tags/v[0-9][^@]*$'`,
 		Args: argsRange(1, 1, "one file: the file the bundle signs"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
