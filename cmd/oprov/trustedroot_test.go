@@ -261,6 +261,8 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		{name: "a target over oprov's bound", target: big, code: exitRefused, want: "over the 4 MiB oprov accepts",
 			// Not served: were it asked for, the answer would be 404 (exit 3), not a refusal.
 			tamper: func(files map[string][]byte) { delete(files, targetPath(files)) }},
+		{name: "a signed target that is not a trusted root", target: []byte(`{"mediaType":"text/plain"}`), code: exitRefused, want: "it is not a trusted root"},
+		{name: "a signed trusted root with no certificate authority", target: []byte(`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`), code: exitRefused, want: "lists no certificate authority"},
 		{name: "timestamp signed by a key the root does not list", spec: tufRepoSpec{rogueTimestamp: true}, code: exitRefused, want: "timestamp"},
 		{name: "expired timestamp", spec: tufRepoSpec{expiredTimestamp: true}, code: exitRefused, want: "expired"},
 	} {
