@@ -47,7 +47,7 @@ type trustedRootOptions struct {
 func newTrustedRootCmd(ios *IOStreams) *cobra.Command {
 	o := &trustedRootOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "trusted-root [--out FILE] [--tuf-url URL --tuf-root ROOT.json]",
+		Use:   "trusted-root [--to FILE] [--tuf-url URL --tuf-root ROOT.json]",
 		Short: "Fetch Sigstore's trusted_root.json through TUF, for keyless verification offline",
 		Long: `Fetch the trusted root that keyless verification needs (--trusted-root of verify and
 verify-blob), through TUF, as cosign and gh do. TUF checks that the file is the one the
@@ -69,18 +69,18 @@ Exit codes: 0 written; 10 refused (metadata not signed by the root's keys, expir
 that does not match it); 3 the repository could not be reached or timed out; 2 a bad flag or
 --tuf-root file; 1 anything else.`,
 		Example: `  oprov trusted-root
-  oprov trusted-root --out /etc/oprov/trusted_root.json -o json
-  oprov trusted-root --tuf-url file:///media/usb/tuf --tuf-root root.json --out trusted_root.json`,
+  oprov trusted-root --to /etc/oprov/trusted_root.json -o json
+  oprov trusted-root --tuf-url file:///media/usb/tuf --tuf-root root.json --to trusted_root.json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runTrustedRoot(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.Out, "out", "trusted_root.json", "the file to write")
+	c.Flags().StringVar(&o.Out, "to", "trusted_root.json", "the file to write")
 	c.Flags().StringVar(&o.TUFURL, "tuf-url", "", "the TUF repository or a mirror of it (default "+tuf.DefaultMirror+")")
 	c.Flags().StringVar(&o.TUFRoot, "tuf-root", "", "the TUF repository's root.json, obtained out of band (default: the public-good root built in)")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long")
-	o.output.pathHint = "--out"
+	o.output.pathHint = "--to"
 	o.output.register(c)
 	return c
 }
@@ -93,16 +93,16 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 		return usageErrorf("trusted-root: --tuf-root needs --tuf-url, the repository that root.json is for")
 	}
 	if o.Out == "" {
-		return usageErrorf("trusted-root: --out is empty: give the file to write")
+		return usageErrorf("trusted-root: --to is empty: give the file to write")
 	}
 	if o.Timeout <= 0 {
 		return usageErrorf("trusted-root: --timeout %s: give a positive duration, such as 2m", o.Timeout)
 	}
 	if st, err := os.Stat(o.Out); err == nil && st.IsDir() {
-		return usageErrorf("trusted-root: --out %s is a directory: give a file name", o.Out)
+		return usageErrorf("trusted-root: --to %s is a directory: give a file name", o.Out)
 	}
 	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
-		return usageErrorf("trusted-root: --out %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
+		return usageErrorf("trusted-root: --to %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
 	}
 	repo := tuf.DefaultMirror
 	tufRoot := tuf.DefaultRoot()

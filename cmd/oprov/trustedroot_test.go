@@ -147,7 +147,7 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 	writeFile(t, rootFile, string(rootJSON))
 	out := filepath.Join(dir, "trusted_root.json")
 
-	stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--out", out)
+	stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--to", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -201,7 +201,7 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 			writeFile(t, p, string(b))
 		}
 		out := filepath.Join(t.TempDir(), "tr.json")
-		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", "file://"+filepath.ToSlash(mirror), "--tuf-root", rootFile, "--out", out, "-o", "json")
+		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", "file://"+filepath.ToSlash(mirror), "--tuf-root", rootFile, "--to", out, "-o", "json")
 		var got trustSummary
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
 			t.Fatalf("exit %d, %v\n%s%s", code, err, stdout, stderr)
@@ -282,7 +282,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 			writeFile(t, rootFile, string(rootJSON))
 			out := filepath.Join(dir, "trusted_root.json")
 			writeFile(t, out, "old")
-			stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--out", out)
+			stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--to", out)
 			if code != tc.code || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "nothing was written") {
 				t.Errorf("exit %d, want %d; stderr %q (want %q)\n%s", code, tc.code, stderr, tc.want, stdout)
 			}
@@ -307,7 +307,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		writeFile(t, rootFile, string(rootJSON))
 		out := filepath.Join(dir, "trusted_root.json")
 		start := time.Now()
-		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--out", out, "--timeout", "1s", "-o", "json")
+		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--to", out, "--timeout", "1s", "-o", "json")
 		if took := time.Since(start); took > 30*time.Second {
 			t.Errorf("gave up after %s, not about 1s", took)
 		}
@@ -336,9 +336,9 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 			{[]string{"--tuf-url", "ftp://x", "--tuf-root", notRoot}, "give an https://, http:// or file:// URL"},
 			{[]string{"--tuf-url", "http://127.0.0.1:1", "--tuf-root", notRoot}, "is not a TUF root.json"},
 			{[]string{"--tuf-url", "http://127.0.0.1:1", "--tuf-root", filepath.Join(dir, "nope.json")}, "no such file"},
-			{[]string{"-o", "x.json"}, "use --out x.json"},
-			{[]string{"--out", dir}, "is a directory"},
-			{[]string{"--out", filepath.Join(dir, "no", "x.json")}, "does not exist"},
+			{[]string{"-o", "x.json"}, "use --to x.json"},
+			{[]string{"--to", dir}, "is a directory"},
+			{[]string{"--to", filepath.Join(dir, "no", "x.json")}, "does not exist"},
 		} {
 			_, stderr, code := runCLI(t, append([]string{"trusted-root"}, tc.args...)...)
 			if code != exitUsage || !strings.Contains(stderr, tc.want) {
