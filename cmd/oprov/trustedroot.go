@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
@@ -159,7 +161,7 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	} {
 		fmt.Fprintf(o.io.Out, "  %s: %d\n", g.title, len(g.list))
 		for _, e := range g.list {
-			fmt.Fprintf(o.io.Out, "    %s  %s\n", e.URI, e.validity())
+			fmt.Fprintf(o.io.Out, "    %s  %s\n", printableText(e.URI), e.validity())
 		}
 	}
 	return nil
@@ -322,6 +324,17 @@ func tufError(ctx context.Context, repo string, timeout time.Duration, err error
 		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: could not fetch from %s: %v; nothing was written (check --tuf-url and the network)", repo, err)}
 	}
 	return fmt.Errorf("trusted-root: %s: %w; nothing was written", repo, err)
+}
+
+// printableText is s as it may reach a terminal: itself when every character is printable, else
+// quoted, so that a trusted root's URIs cannot send control sequences to the user's terminal.
+func printableText(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // trustSummary is what a trusted root holds, as trusted-root prints it.

@@ -296,6 +296,24 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		})
 	}
 
+	t.Run("control characters in a URI", func(t *testing.T) {
+		var doc map[string]any
+		if err := json.Unmarshal(trJSON, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["certificateAuthorities"].([]any)[0].(map[string]any)["uri"] = "https://fulcio.example\x1b]0;pwned\x07"
+		target, _ := json.Marshal(doc)
+		files, rootJSON := newTUFRepo(t, target, tufRepoSpec{})
+		srv := serveTUF(t, files)
+		dir := t.TempDir()
+		rootFile := filepath.Join(dir, "root.json")
+		writeFile(t, rootFile, string(rootJSON))
+		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", srv.URL, "--tuf-root", rootFile, "--to", filepath.Join(dir, "tr.json"))
+		if code != 0 || strings.ContainsAny(stdout, "\x1b\x07") || !strings.Contains(stdout, `"https://fulcio.example\x1b]0;pwned\a"`) {
+			t.Errorf("exit %d: %q %s", code, stdout, stderr)
+		}
+	})
+
 	t.Run("a mirror that never answers", func(t *testing.T) {
 		hang := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
