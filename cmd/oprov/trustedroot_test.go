@@ -28,6 +28,7 @@ import (
 type tufRepoSpec struct {
 	expiredTimestamp bool // timestamp.json expired an hour ago
 	rogueTimestamp   bool // timestamp.json signed by a key root.json does not list
+	rogueRotation    bool // a 2.root.json signed only by a key 1.root.json does not list
 }
 
 // newTUFRepo builds a TUF repository (root, targets, snapshot, timestamp, each role with its own
@@ -91,6 +92,20 @@ func newTUFRepo(t *testing.T, target []byte, spec tufRepoSpec) (map[string][]byt
 		return b
 	}
 	rootJSON := signed("1.root.json", r, metadata.ROOT)
+	if spec.rogueRotation {
+		next, err := metadata.Root().FromBytes(rootJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next.ClearSignatures()
+		next.Signed.Version = 2
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		rogue, _ := signature.LoadSigner(priv, crypto.Hash(0))
+		if _, err := next.Sign(rogue); err != nil {
+			t.Fatal(err)
+		}
+		files["2.root.json"], _ = next.ToBytes(true)
+	}
 	signed("1.targets.json", targets, metadata.TARGETS)
 	signed("1.snapshot.json", snapshot, metadata.SNAPSHOT)
 	signed("timestamp.json", timestamp, metadata.TIMESTAMP)
@@ -264,6 +279,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		{name: "a signed target that is not a trusted root", target: []byte(`{"mediaType":"text/plain"}`), code: exitRefused, want: "it is not a trusted root"},
 		{name: "a signed trusted root with no certificate authority", target: []byte(`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`), code: exitRefused, want: "lists no certificate authority"},
 		{name: "timestamp signed by a key the root does not list", spec: tufRepoSpec{rogueTimestamp: true}, code: exitRefused, want: "timestamp"},
+		{name: "a root rotation signed by a key the root does not list", spec: tufRepoSpec{rogueRotation: true}, code: exitRefused, want: "Verifying root failed"},
 		{name: "expired timestamp", spec: tufRepoSpec{expiredTimestamp: true}, code: exitRefused, want: "expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
