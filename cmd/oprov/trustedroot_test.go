@@ -2,12 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,111 +15,9 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
-	"github.com/sigstore/sigstore/pkg/signature"
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/oprov/oprov/internal/testing/tufrepo"
 )
-
-// tufRepoSpec says how newTUFRepo departs from an honest repository.
-type tufRepoSpec struct {
-	expiredTimestamp bool // timestamp.json expired an hour ago
-	rogueTimestamp   bool // timestamp.json signed by a key root.json does not list
-	rogueRotation    bool // a 2.root.json signed only by a key 1.root.json does not list
-}
-
-// newTUFRepo builds a TUF repository (root, targets, snapshot, timestamp, each role with its own
-// ed25519 key made here, consistent snapshots) whose one target is trusted_root.json, holding
-// target. It returns the repository's files by path and its root.json.
-func newTUFRepo(t *testing.T, target []byte, spec tufRepoSpec) (map[string][]byte, []byte) {
-	t.Helper()
-	expires := time.Now().Add(24 * time.Hour).UTC()
-	signers := map[string]signature.Signer{}
-	r := metadata.Root(expires)
-	for _, role := range []string{metadata.ROOT, metadata.TARGETS, metadata.SNAPSHOT, metadata.TIMESTAMP} {
-		pub, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := metadata.KeyFromPublicKey(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Signed.AddKey(key, role); err != nil {
-			t.Fatal(err)
-		}
-		if signers[role], err = signature.LoadSigner(priv, crypto.Hash(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if spec.rogueTimestamp {
-		_, priv, _ := ed25519.GenerateKey(rand.Reader)
-		signers[metadata.TIMESTAMP], _ = signature.LoadSigner(priv, crypto.Hash(0))
-	}
-	targets := metadata.Targets(expires)
-	tf, err := metadata.TargetFile().FromBytes(trustedRootTarget, target, "sha256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	targets.Signed.Targets[trustedRootTarget] = tf
-	snapshot := metadata.Snapshot(expires)
-	snapshot.Signed.Meta["targets.json"] = metadata.MetaFile(1)
-	tsExpires := expires
-	if spec.expiredTimestamp {
-		tsExpires = time.Now().Add(-time.Hour).UTC()
-	}
-	timestamp := metadata.Timestamp(tsExpires)
-	timestamp.Signed.Meta["snapshot.json"] = metadata.MetaFile(1)
-
-	files := map[string][]byte{}
-	sum := sha256.Sum256(target)
-	files["targets/"+hex.EncodeToString(sum[:])+"."+trustedRootTarget] = target
-	signed := func(name string, m interface {
-		Sign(signature.Signer) (*metadata.Signature, error)
-		ToBytes(bool) ([]byte, error)
-	}, role string) []byte {
-		if _, err := m.Sign(signers[role]); err != nil {
-			t.Fatal(err)
-		}
-		b, err := m.ToBytes(true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-		return b
-	}
-	rootJSON := signed("1.root.json", r, metadata.ROOT)
-	if spec.rogueRotation {
-		next, err := metadata.Root().FromBytes(rootJSON)
-		if err != nil {
-			t.Fatal(err)
-		}
-		next.ClearSignatures()
-		next.Signed.Version = 2
-		_, priv, _ := ed25519.GenerateKey(rand.Reader)
-		rogue, _ := signature.LoadSigner(priv, crypto.Hash(0))
-		if _, err := next.Sign(rogue); err != nil {
-			t.Fatal(err)
-		}
-		files["2.root.json"], _ = next.ToBytes(true)
-	}
-	signed("1.targets.json", targets, metadata.TARGETS)
-	signed("1.snapshot.json", snapshot, metadata.SNAPSHOT)
-	signed("timestamp.json", timestamp, metadata.TIMESTAMP)
-	return files, rootJSON
-}
-
-// serveTUF serves files on 127.0.0.1, 404 for anything else.
-func serveTUF(t *testing.T, files map[string][]byte) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // virtualTrustedRoot is the trusted_root.json of sigstore-go's virtual Sigstore vs (its CA, TSA
 // and Rekor log), as a Sigstore instance publishes it in TUF.
@@ -155,8 +48,8 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	trJSON := virtualTrustedRoot(t, vs)
-	files, rootJSON := newTUFRepo(t, trJSON, tufRepoSpec{})
-	srv := serveTUF(t, files)
+	files, rootJSON := tufrepo.New(t, trustedRootTarget, trJSON, tufrepo.Spec{})
+	srv := tufrepo.Serve(t, files)
 	dir := t.TempDir()
 	rootFile := filepath.Join(dir, "root.json")
 	writeFile(t, rootFile, string(rootJSON))
@@ -208,13 +101,7 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 
 	t.Run("-o json, from a file:// mirror", func(t *testing.T) {
 		mirror := t.TempDir()
-		for name, b := range files {
-			p := filepath.Join(mirror, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, p, string(b))
-		}
+		tufrepo.WriteDir(t, mirror, files)
 		out := filepath.Join(t.TempDir(), "tr.json")
 		stdout, stderr, code := runCLI(t, "trusted-root", "--tuf-url", "file://"+filepath.ToSlash(mirror), "--tuf-root", rootFile, "--to", out, "-o", "json")
 		var got trustSummary
@@ -241,46 +128,37 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	trJSON := virtualTrustedRoot(t, vs)
-	targetPath := func(files map[string][]byte) string {
-		for name := range files {
-			if strings.HasPrefix(name, "targets/") {
-				return name
-			}
-		}
-		t.Fatal("no target")
-		return ""
-	}
 	big := bytes.Repeat([]byte(" "), maxTrustedRootSize+1)
 	copy(big, trJSON)
 
 	for _, tc := range []struct {
 		name   string
 		target []byte
-		spec   tufRepoSpec
+		spec   tufrepo.Spec
 		tamper func(files map[string][]byte)
 		code   int
 		want   string
 	}{
 		{name: "a target that does not match the metadata", code: exitRefused, want: "hash verification failed",
 			tamper: func(files map[string][]byte) {
-				p := targetPath(files)
+				p := tufrepo.TargetPath(t, files)
 				b := bytes.Clone(files[p])
 				b[len(b)-2] ^= 1
 				files[p] = b
 			}},
 		{name: "a target longer than the metadata says", code: exitRefused, want: "larger than expected",
 			tamper: func(files map[string][]byte) {
-				p := targetPath(files)
+				p := tufrepo.TargetPath(t, files)
 				files[p] = append(bytes.Clone(files[p]), bytes.Repeat([]byte(" "), 1000)...)
 			}},
 		{name: "a target over oprov's bound", target: big, code: exitRefused, want: "over the 4 MiB oprov accepts",
 			// Not served: were it asked for, the answer would be 404 (exit 3), not a refusal.
-			tamper: func(files map[string][]byte) { delete(files, targetPath(files)) }},
+			tamper: func(files map[string][]byte) { delete(files, tufrepo.TargetPath(t, files)) }},
 		{name: "a signed target that is not a trusted root", target: []byte(`{"mediaType":"text/plain"}`), code: exitRefused, want: "it is not a trusted root"},
 		{name: "a signed trusted root with no certificate authority", target: []byte(`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`), code: exitRefused, want: "lists no certificate authority"},
-		{name: "timestamp signed by a key the root does not list", spec: tufRepoSpec{rogueTimestamp: true}, code: exitRefused, want: "timestamp"},
-		{name: "a root rotation signed by a key the root does not list", spec: tufRepoSpec{rogueRotation: true}, code: exitRefused, want: "Verifying root failed"},
-		{name: "expired timestamp", spec: tufRepoSpec{expiredTimestamp: true}, code: exitRefused, want: "expired"},
+		{name: "timestamp signed by a key the root does not list", spec: tufrepo.Spec{RogueTimestamp: true}, code: exitRefused, want: "timestamp"},
+		{name: "a root rotation signed by a key the root does not list", spec: tufrepo.Spec{RogueRotation: true}, code: exitRefused, want: "Verifying root failed"},
+		{name: "expired timestamp", spec: tufrepo.Spec{ExpiredTimestamp: true}, code: exitRefused, want: "expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OPROV_CACHE_DIR", t.TempDir())
@@ -288,11 +166,11 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 			if tc.target != nil {
 				target = tc.target
 			}
-			files, rootJSON := newTUFRepo(t, target, tc.spec)
+			files, rootJSON := tufrepo.New(t, trustedRootTarget, target, tc.spec)
 			if tc.tamper != nil {
 				tc.tamper(files)
 			}
-			srv := serveTUF(t, files)
+			srv := tufrepo.Serve(t, files)
 			dir := t.TempDir()
 			rootFile := filepath.Join(dir, "root.json")
 			writeFile(t, rootFile, string(rootJSON))
@@ -319,8 +197,8 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		}
 		doc["certificateAuthorities"].([]any)[0].(map[string]any)["uri"] = "https://fulcio.example\x1b]0;pwned\x07"
 		target, _ := json.Marshal(doc)
-		files, rootJSON := newTUFRepo(t, target, tufRepoSpec{})
-		srv := serveTUF(t, files)
+		files, rootJSON := tufrepo.New(t, trustedRootTarget, target, tufrepo.Spec{})
+		srv := tufrepo.Serve(t, files)
 		dir := t.TempDir()
 		rootFile := filepath.Join(dir, "root.json")
 		writeFile(t, rootFile, string(rootJSON))
@@ -335,7 +213,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
 		t.Cleanup(srv.Close)
 		t.Cleanup(func() { close(hang) })
-		_, rootJSON := newTUFRepo(t, trJSON, tufRepoSpec{})
+		_, rootJSON := tufrepo.New(t, trustedRootTarget, trJSON, tufrepo.Spec{})
 		dir := t.TempDir()
 		rootFile := filepath.Join(dir, "root.json")
 		writeFile(t, rootFile, string(rootJSON))
