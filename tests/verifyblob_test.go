@@ -155,6 +155,20 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 		if readText(t, fetched) != readText(t, st.TrustedRoot) || !strings.Contains(r.Stdout, "certificate authorities: 1") {
 			t.Errorf("trusted-root wrote another file, or says:\n%s", r.Stdout)
 		}
+		// The same repository is one cosign reads: served on 127.0.0.1, 'cosign initialize' takes it
+		// and cosign verify-blob, given no --trusted-root, gets the root through it.
+		cosignHome := filepath.Join(dir, "cosign-tuf-home")
+		cosignTUF := func(args ...string) {
+			t.Helper()
+			c := exec.Command(cosign3, args...)
+			c.Env = append(os.Environ(), "HOME="+cosignHome)
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("cosign %s: %v\n%s", args[0], err, out)
+			}
+		}
+		cosignTUF("initialize", "--mirror", tufrepo.Serve(t, tufFiles).URL, "--root", filepath.Join(dir, "tuf-root.json"))
+		cosignTUF("verify-blob", "--bundle", bundles["cosign v3, TSA"].bundle, "--certificate-identity", releaseWorkflow.Subject(),
+			"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-sct", "--insecure-ignore-tlog", sums)
 		for name, b := range bundles {
 			bundle, logged := b.bundle, b.logged
 			t.Run(name, func(t *testing.T) {
