@@ -114,6 +114,9 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 			return usageErrorf("trusted-root: --tuf-url %q: give an https://, http:// or file:// URL of a TUF repository", o.TUFURL)
 		}
 		repo = strings.TrimSuffix(o.TUFURL, "/")
+		if d := tuf.URLToPath(repo); d == "" || d == "." || d == ".." || strings.ContainsAny(d, `\`) {
+			return usageErrorf("trusted-root: --tuf-url %q: give the URL of a TUF repository (it also names the repository's cache directory)", o.TUFURL)
+		}
 	}
 	if o.TUFRoot != "" {
 		var err error

@@ -246,6 +246,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		}{
 			{[]string{"--tuf-root", notRoot}, "--tuf-root needs --tuf-url"},
 			{[]string{"--tuf-url", "ftp://x", "--tuf-root", notRoot}, "give an https://, http:// or file:// URL"},
+			{[]string{"--tuf-url", "http://..", "--tuf-root", notRoot}, "give the URL of a TUF repository"},
 			{[]string{"--tuf-url", "http://127.0.0.1:1", "--tuf-root", notRoot}, "is not a TUF root.json"},
 			{[]string{"--tuf-url", "http://127.0.0.1:1", "--tuf-root", filepath.Join(dir, "nope.json")}, "no such file"},
 			{[]string{"-o", "x.json"}, "use --to x.json"},
