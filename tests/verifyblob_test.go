@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/internal/testing/tufrepo"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/sigstack"
 )
@@ -142,6 +143,32 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 			t.Fatalf("cosign v2 sign-blob keyless: %v\n%s\n%s", err, out, st.Logs())
 		}
 		st.Stop() // what follows is offline
+		// The trusted root crosses the air gap through TUF: oprov trusted-root fetches it from a
+		// file:// mirror of a TUF repository that holds it, and verify-blob uses what it wrote.
+		tufFiles, tufRoot := tufrepo.New(t, "trusted_root.json", []byte(readText(t, st.TrustedRoot)), tufrepo.Spec{})
+		mirror := filepath.Join(dir, "tuf-mirror")
+		tufrepo.WriteDir(t, mirror, tufFiles)
+		writeFile(t, filepath.Join(dir, "tuf-root.json"), string(tufRoot))
+		fetched := filepath.Join(dir, "fetched_trusted_root.json")
+		r := mustOprov(t, []string{"OPROV_CACHE_DIR=" + filepath.Join(dir, "cache")}, "trusted-root", "--tuf-url", "file://"+filepath.ToSlash(mirror),
+			"--tuf-root", filepath.Join(dir, "tuf-root.json"), "--to", fetched)
+		if readText(t, fetched) != readText(t, st.TrustedRoot) || !strings.Contains(r.Stdout, "certificate authorities: 1") {
+			t.Errorf("trusted-root wrote another file, or says:\n%s", r.Stdout)
+		}
+		// The same repository is one cosign reads: served on 127.0.0.1, 'cosign initialize' takes it
+		// and cosign verify-blob, given no --trusted-root, gets the root through it.
+		cosignHome := filepath.Join(dir, "cosign-tuf-home")
+		cosignTUF := func(args ...string) {
+			t.Helper()
+			c := exec.Command(cosign3, args...)
+			c.Env = append(os.Environ(), "HOME="+cosignHome)
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("cosign %s: %v\n%s", args[0], err, out)
+			}
+		}
+		cosignTUF("initialize", "--mirror", tufrepo.Serve(t, tufFiles).URL, "--root", filepath.Join(dir, "tuf-root.json"))
+		cosignTUF("verify-blob", "--bundle", bundles["cosign v3, TSA"].bundle, "--certificate-identity", releaseWorkflow.Subject(),
+			"--certificate-oidc-issuer", st.Issuer.URL, "--insecure-ignore-sct", "--insecure-ignore-tlog", sums)
 		for name, b := range bundles {
 			bundle, logged := b.bundle, b.logged
 			t.Run(name, func(t *testing.T) {
@@ -163,6 +190,8 @@ func TestVerifyBlobInteroperatesWithCosign(t *testing.T) {
 					strings.Contains(r.Stdout, "transparency-log entry checked against "+st.TrustedRoot) != logged {
 					t.Errorf("verify-blob output:\n%s", r.Stdout)
 				}
+				blobVerified(t, mustOprov(t, nil, "verify-blob", sums, "--bundle", bundle, "-o", "json", "--trusted-root", fetched,
+					"--certificate-identity", releaseWorkflow.Subject(), "--certificate-oidc-issuer", st.Issuer.URL), sums, "", releaseWorkflow.Subject())
 				blobRefused(t, oprov(t, nil, append([]string{"verify-blob", sums, "--bundle", bundle}, keylessFlags(st, nightlyWorkflow)...)...), 10, "not a trusted identity")
 				blobRefused(t, oprov(t, nil, append([]string{"verify-blob", changed, "--bundle", bundle}, keylessFlags(st, releaseWorkflow)...)...), 10, "the file was changed")
 				blobRefused(t, oprov(t, nil, "verify-blob", sums, "--bundle", bundle, "--trusted-root", otherFulcioRoot(t, st),

@@ -68,7 +68,8 @@ The numbers follow tools a script may already handle: cosign verify uses 10 (no 
 signature), 11 (no such tag) and 12 (no signature); gh uses 4 when authentication is needed.
 Codes 3 and 4 mean "try again, or fix the access"; 10 and 12 mean "do not use this version".
 'oprov verify-blob' exits 10 when the file does not match its bundle or another signer made it,
-and 12 when the bundle holds no signature.
+and 12 when the bundle holds no signature. 'oprov trusted-root' exits 10 when TUF refuses what the
+repository served, and 3 when it gets no answer.
 
 With -o json, a command that fails still prints a JSON object on stdout where it can say why:
 'oprov verify -o json' prints {"verified": false, "reason": "...", "exit_code": N}.`

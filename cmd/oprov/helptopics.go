@@ -113,7 +113,7 @@ var commandGroups = []struct {
 	id, title string
 	commands  []string
 }{
-	{"publish", "Publish providers:", []string{"package", "push", "sign", "keygen", "verify", "verify-blob", "pull", "inspect", "attach", "login", "logout"}},
+	{"publish", "Publish providers:", []string{"package", "push", "sign", "keygen", "verify", "verify-blob", "trusted-root", "pull", "inspect", "attach", "login", "logout"}},
 	{"configure", "Configure and run (beside your .tf files):", []string{"init", "run", "lock", "install", "tofurc", "schema", "provider", "sandbox"}},
 	{"serve", "Serve and air gap:", []string{"serve", "mirror", "copy", "save", "load", "discover"}},
 	{"other", "Other:", nil},
