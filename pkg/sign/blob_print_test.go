@@ -1,8 +1,6 @@
 package sign
 
 import (
-	"encoding/base64"
-	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -23,19 +21,7 @@ func TestKeylessSignerPrintedQuoted(t *testing.T) {
 	const who, issuer = "dev\x1b[2J@example.com", "https://issuer.example\x1b[1A\rVerified OK\u202e"
 	data := []byte("checksums\n")
 	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
-	e, err := vs.Sign(who, issuer, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, _ := e.SignatureContent()
-	ms := sc.MessageSignatureContent()
-	vc, _ := e.VerificationContent()
-	ts, _ := e.Timestamps()
-	bundle := []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json",
-"verificationMaterial":{"certificate":{"rawBytes":%q},"timestampVerificationData":{"rfc3161Timestamps":[{"signedTimestamp":%q}]}},
-"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
-		base64.StdEncoding.EncodeToString(vc.Certificate().Raw), base64.StdEncoding.EncodeToString(ts[0]),
-		base64.StdEncoding.EncodeToString(ms.Digest()), base64.StdEncoding.EncodeToString(ms.Signature())))
+	bundle := timestampedBlobBundle(t, vs, who, issuer, data)
 	clean := func(what, s string) {
 		t.Helper()
 		for _, r := range s {
