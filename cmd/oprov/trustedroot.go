@@ -87,42 +87,51 @@ that does not match it); 3 the repository could not be reached or timed out; 2 a
 	return c
 }
 
+// source checks the flags and gives the repository to fetch from and the TUF root that vouches
+// for it.
+func (o *trustedRootOptions) source() (repo string, tufRoot []byte, err error) {
+	if o.TUFRoot != "" && o.TUFURL == "" {
+		return "", nil, usageErrorf("trusted-root: --tuf-root needs --tuf-url, the repository that root.json is for")
+	}
+	if o.Out == "" {
+		return "", nil, usageErrorf("trusted-root: --to is empty: give the file to write")
+	}
+	if o.Timeout <= 0 {
+		return "", nil, usageErrorf("trusted-root: --timeout %s: give a positive duration, such as 2m", o.Timeout)
+	}
+	if st, err := os.Stat(o.Out); err == nil && st.IsDir() {
+		return "", nil, usageErrorf("trusted-root: --to %s is a directory: give a file name", o.Out)
+	}
+	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
+		return "", nil, usageErrorf("trusted-root: --to %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
+	}
+	repo = tuf.DefaultMirror
+	tufRoot = tuf.DefaultRoot()
+	if o.TUFURL != "" {
+		u, err := url.Parse(o.TUFURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
+			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give an https://, http:// or file:// URL of a TUF repository", o.TUFURL)
+		}
+		repo = strings.TrimSuffix(o.TUFURL, "/")
+		if d := tuf.URLToPath(repo); d == "" || d == "." || d == ".." || strings.ContainsAny(d, `\`) {
+			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give the URL of a TUF repository (it also names the repository's cache directory)", o.TUFURL)
+		}
+	}
+	if o.TUFRoot != "" {
+		if tufRoot, err = readTUFRoot(o.TUFRoot); err != nil {
+			return "", nil, err
+		}
+	}
+	return repo, tufRoot, nil
+}
+
 func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if o.TUFRoot != "" && o.TUFURL == "" {
-		return usageErrorf("trusted-root: --tuf-root needs --tuf-url, the repository that root.json is for")
-	}
-	if o.Out == "" {
-		return usageErrorf("trusted-root: --to is empty: give the file to write")
-	}
-	if o.Timeout <= 0 {
-		return usageErrorf("trusted-root: --timeout %s: give a positive duration, such as 2m", o.Timeout)
-	}
-	if st, err := os.Stat(o.Out); err == nil && st.IsDir() {
-		return usageErrorf("trusted-root: --to %s is a directory: give a file name", o.Out)
-	}
-	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
-		return usageErrorf("trusted-root: --to %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
-	}
-	repo := tuf.DefaultMirror
-	tufRoot := tuf.DefaultRoot()
-	if o.TUFURL != "" {
-		u, err := url.Parse(o.TUFURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
-			return usageErrorf("trusted-root: --tuf-url %q: give an https://, http:// or file:// URL of a TUF repository", o.TUFURL)
-		}
-		repo = strings.TrimSuffix(o.TUFURL, "/")
-		if d := tuf.URLToPath(repo); d == "" || d == "." || d == ".." || strings.ContainsAny(d, `\`) {
-			return usageErrorf("trusted-root: --tuf-url %q: give the URL of a TUF repository (it also names the repository's cache directory)", o.TUFURL)
-		}
-	}
-	if o.TUFRoot != "" {
-		var err error
-		if tufRoot, err = readTUFRoot(o.TUFRoot); err != nil {
-			return err
-		}
+	repo, tufRoot, err := o.source()
+	if err != nil {
+		return err
 	}
 	dir, err := cache.DefaultDir()
 	if err != nil {
@@ -152,7 +161,13 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, sum)
 	}
-	fmt.Fprintf(o.io.Out, "Wrote %s, the trusted root from %s (checked through TUF)\n", sum.File, sum.Repository)
+	writeTrustedRootText(o.io.Out, sum)
+	return nil
+}
+
+// writeTrustedRootText says where the trusted root went and what it holds.
+func writeTrustedRootText(w io.Writer, sum *trustSummary) {
+	fmt.Fprintf(w, "Wrote %s, the trusted root from %s (checked through TUF)\n", sum.File, sum.Repository)
 	for _, g := range []struct {
 		title string
 		list  []trustEntry
@@ -162,12 +177,11 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 		{"transparency logs", sum.Logs},
 		{"certificate transparency logs", sum.CTLogs},
 	} {
-		fmt.Fprintf(o.io.Out, "  %s: %d\n", g.title, len(g.list))
+		fmt.Fprintf(w, "  %s: %d\n", g.title, len(g.list))
 		for _, e := range g.list {
-			fmt.Fprintf(o.io.Out, "    %s  %s\n", printableText(e.URI), e.validity())
+			fmt.Fprintf(w, "    %s  %s\n", printableText(e.URI), e.validity())
 		}
 	}
-	return nil
 }
 
 // failed answers a failure; with -o json, {"written": false, ...} on stdout too.

@@ -121,41 +121,11 @@ func runVerifyImage(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref o
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
 	out := imageJSON{Reference: ref.String(), Digest: img.Desc.Digest.String(), MediaType: img.Desc.MediaType}
-	// Bounded before any fetch: each manifest's size, and all of them, each digest counted once.
-	fetched := map[string]bool{}
-	var total int64
-	for _, m := range img.Manifests {
-		if m.Size < 0 || m.Size > manifest.MaxManifestSize {
-			return o.refused(fmt.Errorf("verify %s: manifest %s is %d bytes, over the %d byte limit", ref, m.Digest, m.Size, manifest.MaxManifestSize))
-		}
-		if !fetched[m.Digest.String()] {
-			fetched[m.Digest.String()] = true
-			total += m.Size
-		}
+	manifests, err := checkImageManifests(ctx, t, ref, img)
+	if err != nil {
+		return o.refused(err)
 	}
-	if total > maxImageManifestBytes {
-		return o.refused(fmt.Errorf("verify %s (%s): the index's manifests are %d bytes in all, over the limit of %d bytes: nothing was fetched", ref, img.Desc.Digest, total, maxImageManifestBytes))
-	}
-	clear(fetched)
-	for _, m := range img.Manifests {
-		if fetched[m.Digest.String()] {
-			// Listed again (for another platform, or to make verify fetch it again): checked once.
-		} else if _, err := content.FetchAll(ctx, t, m); errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
-			// FetchAll checks the size and the digest the signed index names.
-			return o.refused(fmt.Errorf("verify %s (%s): manifest %s: the registry served bytes that do not match the digest the signed index names (%w): nothing was verified", ref, img.Desc.Digest, m.Digest, err))
-		} else if err != nil {
-			return o.refused(oci.Explain("verify", ref, fmt.Errorf("manifest %s: %w", m.Digest, err)))
-		}
-		fetched[m.Digest.String()] = true
-		im := imageManifest{Digest: m.Digest.String()}
-		if p := m.Platform; p != nil {
-			im.Platform = p.OS + "/" + p.Architecture
-			if p.Variant != "" {
-				im.Platform += "/" + p.Variant
-			}
-		}
-		out.Manifests = append(out.Manifests, im)
-	}
+	out.Manifests = manifests
 	if o.output.JSON() {
 		res := struct {
 			Verified   bool             `json:"verified"`
@@ -189,4 +159,46 @@ func runVerifyImage(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref o
 		fmt.Fprintf(o.io.Out, "  %-14s manifest %s checked\n", m.Platform, m.Digest)
 	}
 	return nil
+}
+
+// checkImageManifests fetches an index's manifests and checks each against the digest the signed
+// index names. They are bounded before any fetch: each manifest's size, and all of them, each
+// digest counted once.
+func checkImageManifests(ctx context.Context, t oci.ReadOnly, ref oci.Ref, img *imageSubject) ([]imageManifest, error) {
+	fetched := map[string]bool{}
+	var total int64
+	for _, m := range img.Manifests {
+		if m.Size < 0 || m.Size > manifest.MaxManifestSize {
+			return nil, fmt.Errorf("verify %s: manifest %s is %d bytes, over the %d byte limit", ref, m.Digest, m.Size, manifest.MaxManifestSize)
+		}
+		if !fetched[m.Digest.String()] {
+			fetched[m.Digest.String()] = true
+			total += m.Size
+		}
+	}
+	if total > maxImageManifestBytes {
+		return nil, fmt.Errorf("verify %s (%s): the index's manifests are %d bytes in all, over the limit of %d bytes: nothing was fetched", ref, img.Desc.Digest, total, maxImageManifestBytes)
+	}
+	clear(fetched)
+	var manifests []imageManifest
+	for _, m := range img.Manifests {
+		if fetched[m.Digest.String()] {
+			// Listed again (for another platform, or to make verify fetch it again): checked once.
+		} else if _, err := content.FetchAll(ctx, t, m); errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
+			// FetchAll checks the size and the digest the signed index names.
+			return nil, fmt.Errorf("verify %s (%s): manifest %s: the registry served bytes that do not match the digest the signed index names (%w): nothing was verified", ref, img.Desc.Digest, m.Digest, err)
+		} else if err != nil {
+			return nil, oci.Explain("verify", ref, fmt.Errorf("manifest %s: %w", m.Digest, err))
+		}
+		fetched[m.Digest.String()] = true
+		im := imageManifest{Digest: m.Digest.String()}
+		if p := m.Platform; p != nil {
+			im.Platform = p.OS + "/" + p.Architecture
+			if p.Variant != "" {
+				im.Platform += "/" + p.Variant
+			}
+		}
+		manifests = append(manifests, im)
+	}
+	return manifests, nil
 }
