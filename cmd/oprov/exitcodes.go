@@ -19,7 +19,10 @@ func exitCode(err error) int {
 	var ue *usageError
 	var se *sign.Error
 	var be *sign.BlobError
+	var ce *exitCodeError
 	switch {
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &se) && se.Unsigned, errors.As(err, &be) && be.Unsigned:

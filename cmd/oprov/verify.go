@@ -20,6 +20,7 @@ type verifyOptions struct {
 	keyless   keylessFlags
 	Address   string
 	Platforms []string
+	Kind      string
 	AllZips   bool
 	NoZips    bool
 	registry  registryFlags
@@ -77,6 +78,7 @@ says it is not a provider or module.`,
 	o.keyless.register(c)
 	c.Flags().StringVar(&o.Address, "address", "", "the provider's source address, for policy rules that match providers")
 	c.Flags().StringSliceVar(&o.Platforms, "platform", nil, "fetch and check these platforms' zips (default: this machine's platform)")
+	c.Flags().StringVar(&o.Kind, "kind", "", "refuse anything but this kind of artifact: provider, module or image (default: any; a script that installs what it verified should name it)")
 	c.Flags().BoolVar(&o.AllZips, "all-platforms", false, "fetch and check every platform's zip")
 	c.Flags().BoolVar(&o.NoZips, "no-zips", false, "check the signature and every platform's manifest only; fetch no zip")
 	o.registry.register(c)
@@ -90,6 +92,11 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	if (len(o.Keys) == 0 && len(o.keyless.identities()) == 0) == (o.Policy == "") {
 		return usageErrorf("verify: give --key PUB (one or more) or --policy FILE, or a keyless identity: --certificate-identity with --certificate-oidc-issuer and --trusted-root")
+	}
+	switch o.Kind {
+	case "", "provider", "module", "image":
+	default:
+		return usageErrorf("verify: --kind %q: give provider, module or image", o.Kind)
 	}
 	ref, err := parseVersionRef("verify", o.Ref)
 	if err != nil {
@@ -128,13 +135,22 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if err != nil {
 			return o.refused(oci.Explain("verify", ref, err))
 		}
+		if err := o.wantKind(ref, "module"); err != nil {
+			return o.refused(err)
+		}
 		return runVerifyModule(ctx, o, target, ref, m, policy, opts)
 	}
 	if img, err := lookupImage(ctx, target, ref); err != nil || img != nil {
 		if err != nil {
 			return o.refused(oci.Explain("verify", ref, err))
 		}
+		if err := o.wantKind(ref, "image"); err != nil {
+			return o.refused(err)
+		}
 		return runVerifyImage(ctx, o, target, ref, img, policy, opts)
+	}
+	if err := o.wantKind(ref, "provider"); err != nil {
+		return o.refused(err)
 	}
 	bar := newProgress(o.io, "verifying")
 	opts.Progress = bar
@@ -147,6 +163,23 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
 	}
 	return printVerified(o, ref, d)
+}
+
+// wantKind refuses what ref holds (kind) when --kind names another, before any signature is
+// checked: a tag moved onto something else its signer also signed is not what the script asked for.
+func (o *verifyOptions) wantKind(ref oci.Ref, kind string) error {
+	if o.Kind == "" || o.Kind == kind {
+		return nil
+	}
+	return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("verify %s: this is %s %s, not %s %s (--kind %s): nothing was verified", ref, article(kind), kind, article(o.Kind), o.Kind, o.Kind)}
+}
+
+// article is "an" before image, else "a".
+func article(word string) string {
+	if word == "image" {
+		return "an"
+	}
+	return "a"
 }
 
 // refused answers a failed verification: with -o json, {"verified": false, ...} on stdout with

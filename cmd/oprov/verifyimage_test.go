@@ -150,6 +150,25 @@ func TestVerifyImage(t *testing.T) {
 		t.Errorf("--platform: exit %d, %s", code, stderr)
 	}
 
+	// --kind: a script that asked for a provider is refused an image its signer also signed,
+	// before any signature is checked; asking for an image passes.
+	if _, stderr, code := runCLI(t, "verify", repo+":1.2.3", "--key", pub, "--kind", "provider"); code != exitRefused || !strings.Contains(stderr, "this is an image, not a provider") {
+		t.Errorf("--kind provider on an image: exit %d, %s", code, stderr)
+	}
+	var refusal struct {
+		Verified bool `json:"verified"`
+		ExitCode int  `json:"exit_code"`
+	}
+	if out, _, code := runCLI(t, "verify", repo+":1.2.3", "--key", pub, "--kind", "module", "-o", "json"); code != exitRefused || json.Unmarshal([]byte(out), &refusal) != nil || refusal.Verified || refusal.ExitCode != exitRefused {
+		t.Errorf("--kind module on an image, JSON: exit %d, %s", code, out)
+	}
+	if _, stderr, code := runCLI(t, "verify", repo+":1.2.3", "--key", pub, "--kind", "image"); code != 0 {
+		t.Errorf("--kind image: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "verify", repo+":1.2.3", "--key", pub, "--kind", "chart"); code != exitUsage || !strings.Contains(stderr, "give provider, module or image") {
+		t.Errorf("--kind chart: exit %d, %s", code, stderr)
+	}
+
 	t.Run("a manifest that does not match the signed index's digest", func(t *testing.T) {
 		// A layout checks its own digests when opened: a registry serves what it likes, so the
 		// target here serves other bytes, of the same size, for the arm64 manifest.
