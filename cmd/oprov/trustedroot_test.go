@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
+	"github.com/oprov/oprov/internal/testing/sigstoretest"
 	"github.com/oprov/oprov/internal/testing/tufrepo"
 )
 
@@ -79,20 +78,8 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 	data := []byte("0123abcd  oprov_1.0.0_linux_amd64.tar.gz\n")
 	sums := filepath.Join(dir, "SHA256SUMS")
 	writeFile(t, sums, string(data))
-	e, err := vs.Sign(who, issuer, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, _ := e.SignatureContent()
-	ms := sc.MessageSignatureContent()
-	vc, _ := e.VerificationContent()
-	ts, _ := e.Timestamps()
 	bundle := filepath.Join(dir, "SHA256SUMS.sigstore.json")
-	writeFile(t, bundle, fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json",
-"verificationMaterial":{"certificate":{"rawBytes":%q},"timestampVerificationData":{"rfc3161Timestamps":[{"signedTimestamp":%q}]}},
-"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
-		base64.StdEncoding.EncodeToString(vc.Certificate().Raw), base64.StdEncoding.EncodeToString(ts[0]),
-		base64.StdEncoding.EncodeToString(ms.Digest()), base64.StdEncoding.EncodeToString(ms.Signature())))
+	writeFile(t, bundle, string(sigstoretest.TimestampedBlobBundle(t, vs, who, issuer, data)))
 	stdout, stderr, code = runCLI(t, "verify-blob", sums, "--bundle", bundle, "--trusted-root", out,
 		"--certificate-identity", who, "--certificate-oidc-issuer", issuer)
 	if code != 0 || !strings.Contains(stdout, "signed keylessly by") {

@@ -6,6 +6,8 @@ import (
 	"unicode"
 
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+
+	"github.com/oprov/oprov/internal/testing/sigstoretest"
 )
 
 // TestKeylessSignerPrintedQuoted: a certificate that chains to the trusted root, issued for an
@@ -21,7 +23,7 @@ func TestKeylessSignerPrintedQuoted(t *testing.T) {
 	const who, issuer = "dev\x1b[2J@example.com", "https://issuer.example\x1b[1A\rVerified OK\u202e"
 	data := []byte("checksums\n")
 	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
-	bundle := timestampedBlobBundle(t, vs, who, issuer, data)
+	bundle := sigstoretest.TimestampedBlobBundle(t, vs, who, issuer, data)
 	clean := func(what, s string) {
 		t.Helper()
 		for _, r := range s {

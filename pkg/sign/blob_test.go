@@ -23,6 +23,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/oprov/oprov/internal/testing/sigstoretest"
 )
 
 // blobBundleJSON is the bundle cosign sign-blob --new-bundle-format writes with a key: a message
@@ -227,7 +229,7 @@ func TestVerifyBlobKeyless(t *testing.T) {
 	dir := t.TempDir()
 	data := []byte("checksums\n")
 	file := writeTestFile(t, dir, "SHA256SUMS", data)
-	bundle := timestampedBlobBundle(t, vs, who, issuer, data)
+	bundle := sigstoretest.TimestampedBlobBundle(t, vs, who, issuer, data)
 
 	res, err := VerifyBlob(file, "b", bundle, BlobOptions{Identities: ids, TrustedRoot: tr})
 	if err != nil {
@@ -331,23 +333,4 @@ func TestVerifyBlobKeylessRekorTime(t *testing.T) {
 	bad[len(bad)/2] ^= 1
 	_, err = VerifyBlob(file, "b", bundle(broken), BlobOptions{Identities: ids, TrustedRoot: tr})
 	wantRefused(t, "a broken signed entry timestamp", err, "transparency-log entry does not check")
-}
-
-// timestampedBlobBundle signs data as who (of issuer) with the virtual Sigstore and writes the
-// bundle cosign sign-blob would: the certificate, an RFC 3161 timestamp, the message signature.
-func timestampedBlobBundle(t *testing.T, vs *ca.VirtualSigstore, who, issuer string, data []byte) []byte {
-	t.Helper()
-	e, err := vs.Sign(who, issuer, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, _ := e.SignatureContent()
-	ms := sc.MessageSignatureContent()
-	vc, _ := e.VerificationContent()
-	ts, _ := e.Timestamps()
-	return []byte(fmt.Sprintf(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json",
-"verificationMaterial":{"certificate":{"rawBytes":%q},"timestampVerificationData":{"rfc3161Timestamps":[{"signedTimestamp":%q}]}},
-"messageSignature":{"messageDigest":{"algorithm":"SHA2_256","digest":%q},"signature":%q}}`,
-		base64.StdEncoding.EncodeToString(vc.Certificate().Raw), base64.StdEncoding.EncodeToString(ts[0]),
-		base64.StdEncoding.EncodeToString(ms.Digest()), base64.StdEncoding.EncodeToString(ms.Signature())))
 }
