@@ -1,0 +1,222 @@
+package protocol
+
+import "fmt"
+
+// Class is what a field that carries a value holds, as every surface of oprov must treat it.
+type Class int
+
+// The classes. A field's class decides how secret it is (Secrecy) and which schema, if any,
+// describes its value (the Role).
+const (
+	Unclassed      Class = iota
+	Name                 // a resource, data source, function, action or state store's name, a state's id: routing
+	Meta                 // versions, flags, limits, capabilities, deferrals, times, an import id
+	Diagnostics          // what went wrong or what is happening, as text for the user
+	SchemaInfo           // a description of types: schemas, functions' signatures, metadata
+	ProviderConfig       // the provider's own configuration
+	Config               // a resource, data source, ephemeral resource, list, action or state store's configuration
+	State                // a managed resource's object, or a data source's result: prior, proposed, planned, new
+	RawState             // a stored object as upgrade reads it: JSON by an older schema, or a legacy flatmap
+	Private              // private state: bytes only the provider reads
+	Identity             // resource identity: data meant for comparing resources, with a schema of its own
+	EphemeralResult      // an ephemeral resource's result: the secret it exists to keep out of state
+	FunctionArgument     // a value passed to a provider function
+	FunctionResult       // what a provider function returned
+	MovedSource          // a cross-type move's source: another resource type's (or provider's) state
+	ProviderMeta         // a module's provider_meta block: no schema oprov decodes
+	StateBytes           // a state store's state: every secret of a configuration
+	ListOption           // a list resource's options given as values (include_resource_object, limit)
+)
+
+var classNames = [...]string{"unclassed", "name", "meta", "diagnostics", "schema", "provider configuration", "configuration",
+	"state", "raw state", "private state", "identity", "ephemeral result", "function argument", "function result",
+	"moved source", "provider meta", "state bytes", "list option"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Secrecy is how much of a value is secret: the one secret rule every surface applies.
+type Secrecy int
+
+const (
+	Public        Secrecy = iota // nothing in it: names, flags, diagnostics, schemas
+	BySchema                     // the attributes the schema marks sensitive or write-only (plugin.Block.Secret)
+	AllAttributes                // every attribute, unless the user chose to keep them: the provider's configuration
+	Whole                        // all of it: oprov cannot know what in it is secret, so it keeps none of it
+)
+
+// Secrecy gives the class's rule.
+func (c Class) Secrecy() Secrecy {
+	switch c {
+	case Config, State, RawState:
+		return BySchema
+	case ProviderConfig:
+		return AllAttributes
+	case Private, EphemeralResult, FunctionArgument, FunctionResult, MovedSource, ProviderMeta, StateBytes, ListOption:
+		return Whole
+	case Unclassed:
+		return Whole // what the model does not describe is kept by no surface
+	}
+	return Public
+}
+
+// byType classes every field of a message type, wherever it appears.
+var byType = map[string]Class{
+	"Diagnostic": Diagnostics, "FunctionError": Diagnostics, "InvokeAction.Event.Progress": Diagnostics, "InvokeAction.Event.Completed": Diagnostics,
+	"Schema": SchemaInfo, "Function": SchemaInfo, "ResourceIdentitySchema": SchemaInfo, "ActionSchema": SchemaInfo,
+	"ServerCapabilities": Meta, "ClientCapabilities": Meta, "Deferred": Meta, "google.protobuf.Timestamp": Meta,
+	"StateByteRange": Meta, "StateStoreClientCapabilities": Meta, "StateStoreServerCapabilities": Meta,
+	"GetMetadata.DataSourceMetadata": SchemaInfo, "GetMetadata.ResourceMetadata": SchemaInfo,
+	"GetMetadata.FunctionMetadata": SchemaInfo, "GetMetadata.EphemeralResourceMetadata": SchemaInfo,
+	"GetMetadata.ListResourceMetadata": SchemaInfo, "GetMetadata.StateStoreMetadata": SchemaInfo,
+	"GetMetadata.ActionMetadata": SchemaInfo, "RequestChunkMeta": Name, "AttributePath": Meta,
+}
+
+// byField classes the fields of the methods' own messages, by "Message.field". A field whose
+// message type has a class in byType needs no entry; ResourceIdentityData and RawState fields
+// are classed here, where the field says what they hold.
+var byField = map[string]Class{
+	"GetProviderSchema.Response.provider": SchemaInfo, "GetProviderSchema.Response.resource_schemas": SchemaInfo,
+	"GetProviderSchema.Response.data_source_schemas": SchemaInfo, "GetProviderSchema.Response.functions": SchemaInfo,
+	"GetProviderSchema.Response.ephemeral_resource_schemas": SchemaInfo, "GetProviderSchema.Response.list_resource_schemas": SchemaInfo,
+	"GetProviderSchema.Response.state_store_schemas": SchemaInfo, "GetProviderSchema.Response.action_schemas": SchemaInfo,
+	"GetProviderSchema.Response.provider_meta": SchemaInfo, "GetFunctions.Response.functions": SchemaInfo,
+	"GetResourceIdentitySchemas.Response.identity_schemas": SchemaInfo,
+
+	"ValidateProviderConfig.Request.config": ProviderConfig, "PrepareProviderConfig.Request.config": ProviderConfig,
+	"PrepareProviderConfig.Response.prepared_config": ProviderConfig,
+	"ConfigureProvider.Request.terraform_version":    Meta, "ConfigureProvider.Request.config": ProviderConfig,
+	"Configure.Request.terraform_version": Meta, "Configure.Request.config": ProviderConfig,
+
+	"ValidateResourceConfig.Request.type_name": Name, "ValidateResourceConfig.Request.config": Config,
+	"ValidateResourceTypeConfig.Request.type_name": Name, "ValidateResourceTypeConfig.Request.config": Config,
+	"ValidateDataResourceConfig.Request.type_name": Name, "ValidateDataResourceConfig.Request.config": Config,
+	"ValidateDataSourceConfig.Request.type_name": Name, "ValidateDataSourceConfig.Request.config": Config,
+	"ValidateEphemeralResourceConfig.Request.type_name": Name, "ValidateEphemeralResourceConfig.Request.config": Config,
+	"ValidateListResourceConfig.Request.type_name": Name, "ValidateListResourceConfig.Request.config": Config,
+	"ValidateListResourceConfig.Request.include_resource_object": ListOption, "ValidateListResourceConfig.Request.limit": ListOption,
+	"ValidateStateStoreConfig.Request.type_name": Name, "ValidateStateStoreConfig.Request.config": Config,
+	"ValidateActionConfig.Request.action_type": Name, "ValidateActionConfig.Request.config": Config,
+
+	"UpgradeResourceState.Request.type_name": Name, "UpgradeResourceState.Request.version": Meta,
+	"UpgradeResourceState.Request.raw_state": RawState, "UpgradeResourceState.Response.upgraded_state": State,
+	"UpgradeResourceIdentity.Request.type_name": Name, "UpgradeResourceIdentity.Request.version": Meta,
+	"UpgradeResourceIdentity.Request.raw_identity": Identity, "UpgradeResourceIdentity.Response.upgraded_identity": Identity,
+
+	"ReadResource.Request.type_name": Name, "ReadResource.Request.current_state": State, "ReadResource.Request.private": Private,
+	"ReadResource.Request.provider_meta": ProviderMeta, "ReadResource.Request.current_identity": Identity,
+	"ReadResource.Response.new_state": State, "ReadResource.Response.private": Private, "ReadResource.Response.new_identity": Identity,
+
+	"PlanResourceChange.Request.type_name": Name, "PlanResourceChange.Request.prior_state": State,
+	"PlanResourceChange.Request.proposed_new_state": State, "PlanResourceChange.Request.config": Config,
+	"PlanResourceChange.Request.prior_private": Private, "PlanResourceChange.Request.provider_meta": ProviderMeta,
+	"PlanResourceChange.Request.prior_identity": Identity,
+	"PlanResourceChange.Response.planned_state": State, "PlanResourceChange.Response.requires_replace": Meta,
+	"PlanResourceChange.Response.planned_private": Private, "PlanResourceChange.Response.legacy_type_system": Meta,
+	"PlanResourceChange.Response.planned_identity": Identity,
+
+	"ApplyResourceChange.Request.type_name": Name, "ApplyResourceChange.Request.prior_state": State,
+	"ApplyResourceChange.Request.planned_state": State, "ApplyResourceChange.Request.config": Config,
+	"ApplyResourceChange.Request.planned_private": Private, "ApplyResourceChange.Request.provider_meta": ProviderMeta,
+	"ApplyResourceChange.Request.planned_identity": Identity,
+	"ApplyResourceChange.Response.new_state": State, "ApplyResourceChange.Response.private": Private,
+	"ApplyResourceChange.Response.legacy_type_system": Meta, "ApplyResourceChange.Response.new_identity": Identity,
+
+	"ImportResourceState.Request.type_name": Name, "ImportResourceState.Request.id": Meta,
+	"ImportResourceState.Request.identity":          Identity,
+	"ImportResourceState.ImportedResource.type_name": Name, "ImportResourceState.ImportedResource.state": State,
+	"ImportResourceState.ImportedResource.private": Private, "ImportResourceState.ImportedResource.identity": Identity,
+
+	"MoveResourceState.Request.source_provider_address": Name, "MoveResourceState.Request.source_type_name": Name,
+	"MoveResourceState.Request.source_schema_version": Meta, "MoveResourceState.Request.source_state": MovedSource,
+	"MoveResourceState.Request.target_type_name": Name, "MoveResourceState.Request.source_private": MovedSource,
+	"MoveResourceState.Request.source_identity": MovedSource, "MoveResourceState.Request.source_identity_schema_version": Meta,
+	"MoveResourceState.Response.target_state": State, "MoveResourceState.Response.target_private": Private,
+	"MoveResourceState.Response.target_identity": Identity,
+
+	"ReadDataSource.Request.type_name": Name, "ReadDataSource.Request.config": Config,
+	"ReadDataSource.Request.provider_meta": ProviderMeta, "ReadDataSource.Response.state": State,
+
+	"GenerateResourceConfig.Request.type_name": Name, "GenerateResourceConfig.Request.state": State,
+	"GenerateResourceConfig.Response.config": Config,
+
+	"OpenEphemeralResource.Request.type_name": Name, "OpenEphemeralResource.Request.config": Config,
+	"OpenEphemeralResource.Response.result": EphemeralResult, "OpenEphemeralResource.Response.private": Private,
+	"RenewEphemeralResource.Request.type_name": Name, "RenewEphemeralResource.Request.private": Private,
+	"RenewEphemeralResource.Response.private": Private,
+	"CloseEphemeralResource.Request.type_name": Name, "CloseEphemeralResource.Request.private": Private,
+
+	"ListResource.Request.type_name": Name, "ListResource.Request.config": Config,
+	"ListResource.Request.include_resource_object": Meta, "ListResource.Request.limit": Meta,
+	"ListResource.Event.identity": Identity, "ListResource.Event.display_name": Meta, "ListResource.Event.resource_object": State,
+
+	"CallFunction.Request.name": Name, "CallFunction.Request.arguments": FunctionArgument,
+	"CallFunction.Response.result": FunctionResult,
+
+	"ConfigureStateStore.Request.type_name": Name, "ConfigureStateStore.Request.config": Config,
+	"ReadStateBytes.Request.type_name": Name, "ReadStateBytes.Request.state_id": Name,
+	"ReadStateBytes.ResponseChunk.bytes": StateBytes, "ReadStateBytes.ResponseChunk.total_length": Meta,
+	"WriteStateBytes.RequestChunk.bytes": StateBytes, "WriteStateBytes.RequestChunk.total_length": Meta,
+	"LockState.Request.type_name": Name, "LockState.Request.state_id": Name, "LockState.Request.operation": Meta,
+	"LockState.Response.lock_id": Meta,
+	"UnlockState.Request.type_name": Name, "UnlockState.Request.state_id": Name, "UnlockState.Request.lock_id": Meta,
+	"GetStates.Request.type_name": Name, "GetStates.Response.state_ids": Name,
+	"DeleteState.Request.type_name": Name, "DeleteState.Request.state_id": Name,
+
+	"PlanAction.Request.action_type": Name, "PlanAction.Request.config": Config,
+	"InvokeAction.Request.action_type": Name, "InvokeAction.Request.config": Config,
+
+	"StopProvider.Response.Error": Diagnostics, "Stop.Response.Error": Diagnostics,
+}
+
+// ClassOf gives the class of field f of message msg (a method's message or one inside it): the
+// field's own entry, else its message type's, else Unclassed.
+func ClassOf(msg string, f *Field) Class {
+	if c, ok := byField[msg+"."+f.Name]; ok {
+		return c
+	}
+	if c, ok := byType[f.Type]; ok {
+		return c
+	}
+	return Unclassed
+}
+
+// Unclassed lists every field a method of v reaches that has no class, as Method: Message.field;
+// a field whose type is a message is followed into that message. The published protocol must
+// give an empty list (TestEveryFieldHasAClass).
+func (v *Version) Unclassed() []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(method, msg string)
+	walk = func(method, msg string) {
+		if seen[msg] {
+			return
+		}
+		seen[msg] = true
+		m := v.Message(msg)
+		if m == nil {
+			out = append(out, fmt.Sprintf("%s: message %s is not in the model", method, msg))
+			return
+		}
+		for i := range m.Fields {
+			f := &m.Fields[i]
+			if ClassOf(msg, f) != Unclassed {
+				continue
+			}
+			if v.Message(f.Type) != nil {
+				walk(method, f.Type)
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s.%s", method, msg, f.Name))
+		}
+	}
+	for _, m := range v.Methods {
+		walk(m.Name, m.Request)
+		walk(m.Name, m.Response)
+	}
+	return out
+}
