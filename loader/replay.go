@@ -21,7 +21,7 @@ func withRecording(ctx context.Context, members []plugin.Member, ls []Launchable
 	if err != nil {
 		return nil, err
 	}
-	w.KeepConfig = ro.KeepConfig
+	w.KeepConfig, w.KeepFunctionResults = ro.KeepConfig, ro.KeepFunctionResults
 	for i := range members {
 		inner, l := members[i].Middleware, ls[i]
 		members[i].Middleware = func(pr *plugin.Provider) (plugin.Middleware, error) {

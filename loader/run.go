@@ -32,6 +32,8 @@ type RunOptions struct {
 	// provider configurations' values in it (they are redacted otherwise).
 	Record     string
 	KeepConfig bool
+	// KeepFunctionResults keeps provider functions' results in the recording (redacted otherwise).
+	KeepFunctionResults bool
 	// Replay, when set, is a recording that answers every provider call: no provider is
 	// installed or started. Ignore lists attributes its comparison leaves out.
 	Replay string

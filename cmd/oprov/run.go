@@ -18,6 +18,7 @@ type runOptions struct {
 	Verbose    bool
 	Record     string
 	KeepConfig bool
+	KeepFuncs  bool
 	Replay     string
 	Ignore     []string
 	Command    []string
@@ -65,6 +66,7 @@ a diagnostic saying how it differs from the nearest recorded one.`,
 	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
 	c.Flags().StringVar(&o.Record, "record", "", "record every provider call to this file (line-oriented JSON; secrets redacted)")
 	c.Flags().BoolVar(&o.KeepConfig, "record-provider-config", false, "keep the provider configurations' values in the recording (they are redacted otherwise)")
+	c.Flags().BoolVar(&o.KeepFuncs, "record-function-results", false, "keep what provider functions return in the recording (redacted otherwise, since a result may be a secret passed in; replay answers a function call only from a recording that kept them)")
 	c.Flags().StringVar(&o.Replay, "replay", "", "answer every provider call from this recording: no provider runs")
 	c.Flags().StringArrayVar(&o.Ignore, "replay-ignore", nil, "leave TYPE.ATTRIBUTE out when comparing calls with the recording (TYPE may be *); repeatable")
 	o.flags.register(c)
@@ -98,7 +100,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		ignore = append(ignore, ig)
 	}
 	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose,
-		Record: o.Record, KeepConfig: o.KeepConfig, Replay: o.Replay, Ignore: ignore}
+		Record: o.Record, KeepConfig: o.KeepConfig, KeepFunctionResults: o.KeepFuncs, Replay: o.Replay, Ignore: ignore}
 	code, err := o.run(ctx, ro)
 	if err != nil {
 		return err

@@ -8,24 +8,24 @@ type Class int
 // The classes. A field's class decides how secret it is (Secrecy) and which schema, if any,
 // describes its value (the Role).
 const (
-	Unclassed      Class = iota
-	Name                 // a resource, data source, function, action or state store's name, a state's id: routing
-	Meta                 // versions, flags, limits, capabilities, deferrals, times, an import id
-	Diagnostics          // what went wrong or what is happening, as text for the user
-	SchemaInfo           // a description of types: schemas, functions' signatures, metadata
-	ProviderConfig       // the provider's own configuration
-	Config               // a resource, data source, ephemeral resource, list, action or state store's configuration
-	State                // a managed resource's object, or a data source's result: prior, proposed, planned, new
-	RawState             // a stored object as upgrade reads it: JSON by an older schema, or a legacy flatmap
-	Private              // private state: bytes only the provider reads
-	Identity             // resource identity: data meant for comparing resources, with a schema of its own
-	EphemeralResult      // an ephemeral resource's result: the secret it exists to keep out of state
-	FunctionArgument     // a value passed to a provider function
-	FunctionResult       // what a provider function returned
-	MovedSource          // a cross-type move's source: another resource type's (or provider's) state
-	ProviderMeta         // a module's provider_meta block: no schema oprov decodes
-	StateBytes           // a state store's state: every secret of a configuration
-	ListOption           // a list resource's options given as values (include_resource_object, limit)
+	Unclassed        Class = iota
+	Name                   // a resource, data source, function, action or state store's name, a state's id: routing
+	Meta                   // versions, flags, limits, capabilities, deferrals, times, an import id
+	Diagnostics            // what went wrong or what is happening, as text for the user
+	SchemaInfo             // a description of types: schemas, functions' signatures, metadata
+	ProviderConfig         // the provider's own configuration
+	Config                 // a resource, data source, ephemeral resource, list, action or state store's configuration
+	State                  // a managed resource's object, or a data source's result: prior, proposed, planned, new
+	RawState               // a stored object as upgrade reads it: JSON by an older schema, or a legacy flatmap
+	Private                // private state: bytes only the provider reads
+	Identity               // resource identity: data meant for comparing resources, with a schema of its own
+	EphemeralResult        // an ephemeral resource's result: the secret it exists to keep out of state
+	FunctionArgument       // a value passed to a provider function
+	FunctionResult         // what a provider function returned
+	MovedSource            // a cross-type move's source: another resource type's (or provider's) state
+	ProviderMeta           // a module's provider_meta block: no schema oprov decodes
+	StateBytes             // a state store's state: every secret of a configuration
+	ListOption             // a list resource's options given as values (include_resource_object, limit)
 )
 
 var classNames = [...]string{"unclassed", "name", "meta", "diagnostics", "schema", "provider configuration", "configuration",
@@ -123,11 +123,11 @@ var byField = map[string]Class{
 	"ApplyResourceChange.Request.planned_state": State, "ApplyResourceChange.Request.config": Config,
 	"ApplyResourceChange.Request.planned_private": Private, "ApplyResourceChange.Request.provider_meta": ProviderMeta,
 	"ApplyResourceChange.Request.planned_identity": Identity,
-	"ApplyResourceChange.Response.new_state": State, "ApplyResourceChange.Response.private": Private,
+	"ApplyResourceChange.Response.new_state":       State, "ApplyResourceChange.Response.private": Private,
 	"ApplyResourceChange.Response.legacy_type_system": Meta, "ApplyResourceChange.Response.new_identity": Identity,
 
 	"ImportResourceState.Request.type_name": Name, "ImportResourceState.Request.id": Meta,
-	"ImportResourceState.Request.identity":          Identity,
+	"ImportResourceState.Request.identity":           Identity,
 	"ImportResourceState.ImportedResource.type_name": Name, "ImportResourceState.ImportedResource.state": State,
 	"ImportResourceState.ImportedResource.private": Private, "ImportResourceState.ImportedResource.identity": Identity,
 
@@ -147,7 +147,7 @@ var byField = map[string]Class{
 	"OpenEphemeralResource.Request.type_name": Name, "OpenEphemeralResource.Request.config": Config,
 	"OpenEphemeralResource.Response.result": EphemeralResult, "OpenEphemeralResource.Response.private": Private,
 	"RenewEphemeralResource.Request.type_name": Name, "RenewEphemeralResource.Request.private": Private,
-	"RenewEphemeralResource.Response.private": Private,
+	"RenewEphemeralResource.Response.private":  Private,
 	"CloseEphemeralResource.Request.type_name": Name, "CloseEphemeralResource.Request.private": Private,
 
 	"ListResource.Request.type_name": Name, "ListResource.Request.config": Config,
@@ -162,7 +162,7 @@ var byField = map[string]Class{
 	"ReadStateBytes.ResponseChunk.bytes": StateBytes, "ReadStateBytes.ResponseChunk.total_length": Meta,
 	"WriteStateBytes.RequestChunk.bytes": StateBytes, "WriteStateBytes.RequestChunk.total_length": Meta,
 	"LockState.Request.type_name": Name, "LockState.Request.state_id": Name, "LockState.Request.operation": Meta,
-	"LockState.Response.lock_id": Meta,
+	"LockState.Response.lock_id":    Meta,
 	"UnlockState.Request.type_name": Name, "UnlockState.Request.state_id": Name, "UnlockState.Request.lock_id": Meta,
 	"GetStates.Request.type_name": Name, "GetStates.Response.state_ids": Name,
 	"DeleteState.Request.type_name": Name, "DeleteState.Request.state_id": Name,

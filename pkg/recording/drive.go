@@ -31,7 +31,7 @@ func NewDriver(protocol int, schema *plugin.ProviderSchema, invoke func(ctx cont
 	if err != nil {
 		return nil, err
 	}
-	s.keepConfig = true
+	s.keepConfig, s.keepFunctionResults = true, true
 	return &Driver{invoke: invoke, protocol: protocol, schema: schema, s: s, private: map[string][]byte{}}, nil
 }
 

@@ -61,8 +61,8 @@ func deleteAt(tree any, p Path) {
 func (rp *Replayer) fieldTrees(spec *message, typ string, req Msg, redacted map[string][]Path) (map[string]any, map[string][]Path) {
 	out := map[string]any{}
 	own := map[string][]Path{}
-	if spec == nil {
-		out["wire"] = req["wire"]
+	if spec == nil || req[unmodelledKey] != nil {
+		out[unmodelledKey] = req[unmodelledKey]
 		return out, own
 	}
 	for _, f := range spec.fields {

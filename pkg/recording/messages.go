@@ -3,6 +3,7 @@ package recording
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/protocol"
 )
 
 // kind is how a message field is held in a recording.
@@ -24,6 +26,7 @@ const (
 	kValue    // a DynamicValue, decoded by the schema (Value)
 	kRawState // a RawState: its JSON as JSON, sensitive attributes redacted
 	kPath     // an AttributePath, as a Path
+	kSecret   // a field the model says is wholly secret: recorded as redactedText, never its bytes
 )
 
 // role says which schema a DynamicValue's type comes from.
@@ -36,6 +39,7 @@ const (
 	roleData
 	roleFuncArg
 	roleFuncResult
+	roleEphemeral
 )
 
 type field struct {
@@ -46,10 +50,12 @@ type field struct {
 	sub      *message
 	role     role
 	compared bool // part of what makes two calls the same (format.md: the same call)
+	class    protocol.Class
 }
 
-// message is what a recording knows of a protocol message: the fields it names. Every other
-// field is kept as it came, in "wire" (base64 of the fields' bytes).
+// message is what a recording knows of a protocol message: the fields the model names. A field
+// it does not name is never written: its number is listed under "unmodelled", and replay refuses
+// to answer a call whose recorded answer had one.
 type message struct {
 	fields []field
 }
@@ -72,66 +78,15 @@ func (m *message) byName(name string) *field {
 	return nil
 }
 
-var (
-	diagnostic = &message{[]field{{num: 1, name: "severity", kind: kInt}, {num: 2, name: "summary", kind: kString},
-		{num: 3, name: "detail", kind: kString}, {num: 4, name: "attribute", kind: kPath}}}
-	diags = func(n protowire.Number) field {
-		return field{num: n, name: "diagnostics", kind: kMessage, repeated: true, sub: diagnostic}
-	}
-	typeName = field{num: 1, name: "type_name", kind: kString, compared: true}
-	config   = func(n protowire.Number, r role) field {
-		return field{num: n, name: "config", kind: kValue, role: r, compared: true}
-	}
-	funcError   = &message{[]field{{num: 1, name: "text", kind: kString}, {num: 2, name: "function_argument", kind: kInt}}}
-	imported    = &message{[]field{typeName, {num: 2, name: "state", kind: kValue, role: roleResource}, {num: 3, name: "private", kind: kBytes}}}
-	emptyAnswer = &message{}
-)
+// calls are the RPCs whose messages a recording decodes, by their names in protocols 5 and 6:
+// every unary method of the published protocol, derived from pkg/protocol's model (modelled.go).
+// A call of any other method is recorded without its payload, and replay refuses to answer it.
+var calls = modelCalls()
 
 // call is what a recording knows of one RPC: its request and response.
 type call struct{ request, response *message }
 
-// calls are the RPCs whose messages a recording decodes, by their names in protocols 5 and 6
-// (their field numbers agree). Any other RPC is kept whole as wire bytes, and two of its calls
-// are the same when their request bytes are.
-var calls = map[string]call{
-	"ValidateProviderConfig": {&message{[]field{config(1, roleProvider)}}, &message{[]field{diags(2)}}},
-	"PrepareProviderConfig": {&message{[]field{config(1, roleProvider)}},
-		&message{[]field{{num: 1, name: "prepared_config", kind: kValue, role: roleProvider}, diags(2)}}},
-	"ConfigureProvider":          {&message{[]field{{num: 1, name: "terraform_version", kind: kString}, config(2, roleProvider)}}, &message{[]field{diags(1)}}},
-	"Configure":                  {&message{[]field{{num: 1, name: "terraform_version", kind: kString}, config(2, roleProvider)}}, &message{[]field{diags(1)}}},
-	"ValidateResourceConfig":     {&message{[]field{typeName, config(2, roleResource)}}, &message{[]field{diags(1)}}},
-	"ValidateResourceTypeConfig": {&message{[]field{typeName, config(2, roleResource)}}, &message{[]field{diags(1)}}},
-	"ValidateDataResourceConfig": {&message{[]field{typeName, config(2, roleData)}}, &message{[]field{diags(1)}}},
-	"ValidateDataSourceConfig":   {&message{[]field{typeName, config(2, roleData)}}, &message{[]field{diags(1)}}},
-	"UpgradeResourceState": {&message{[]field{typeName, {num: 2, name: "version", kind: kInt, compared: true},
-		{num: 3, name: "raw_state", kind: kRawState, compared: true}}},
-		&message{[]field{{num: 1, name: "upgraded_state", kind: kValue, role: roleResource}, diags(2)}}},
-	"ReadResource": {&message{[]field{typeName, {num: 2, name: "current_state", kind: kValue, role: roleResource, compared: true},
-		{num: 3, name: "private", kind: kBytes}}},
-		&message{[]field{{num: 1, name: "new_state", kind: kValue, role: roleResource}, diags(2), {num: 3, name: "private", kind: kBytes}}}},
-	"PlanResourceChange": {&message{[]field{typeName,
-		{num: 2, name: "prior_state", kind: kValue, role: roleResource, compared: true},
-		{num: 3, name: "proposed_new_state", kind: kValue, role: roleResource, compared: true},
-		config(4, roleResource), {num: 5, name: "prior_private", kind: kBytes}}},
-		&message{[]field{{num: 1, name: "planned_state", kind: kValue, role: roleResource},
-			{num: 2, name: "requires_replace", kind: kPath, repeated: true}, {num: 3, name: "planned_private", kind: kBytes},
-			diags(4), {num: 5, name: "legacy_type_system", kind: kBool}}}},
-	"ApplyResourceChange": {&message{[]field{typeName,
-		{num: 2, name: "prior_state", kind: kValue, role: roleResource, compared: true},
-		{num: 3, name: "planned_state", kind: kValue, role: roleResource, compared: true},
-		config(4, roleResource), {num: 5, name: "planned_private", kind: kBytes}}},
-		&message{[]field{{num: 1, name: "new_state", kind: kValue, role: roleResource}, {num: 2, name: "private", kind: kBytes},
-			diags(3), {num: 4, name: "legacy_type_system", kind: kBool}}}},
-	"ImportResourceState": {&message{[]field{typeName, {num: 2, name: "id", kind: kString, compared: true}}},
-		&message{[]field{{num: 1, name: "imported_resources", kind: kMessage, repeated: true, sub: imported}, diags(2)}}},
-	"ReadDataSource": {&message{[]field{typeName, config(2, roleData)}},
-		&message{[]field{{num: 1, name: "state", kind: kValue, role: roleData}, diags(2)}}},
-	"CallFunction": {&message{[]field{{num: 1, name: "name", kind: kString, compared: true},
-		{num: 2, name: "arguments", kind: kValue, repeated: true, role: roleFuncArg, compared: true}}},
-		&message{[]field{{num: 1, name: "result", kind: kValue, role: roleFuncResult}, {num: 2, name: "error", kind: kMessage, sub: funcError}}}},
-	"StopProvider": {emptyAnswer, &message{[]field{{num: 1, name: "error", kind: kString}}}},
-	"Stop":         {emptyAnswer, &message{[]field{{num: 1, name: "error", kind: kString}}}},
-}
+var emptyAnswer = &message{}
 
 // diagField is where each decoded RPC's response keeps its diagnostics.
 func diagField(rpc string) protowire.Number {
@@ -150,6 +105,8 @@ type typer interface {
 	valueOf(r role, typeName string, index int, data []byte, redact bool) (*Value, error)
 	encodeValue(r role, typeName string, index int, v *Value, fill func(Path) (cty.Value, bool)) ([]byte, error)
 	rawState(typeName string, js []byte, redact bool) (*RawState, error)
+	secret(f *field, typeName string, index int, data []byte, redact bool) (any, error)
+	encodeSecret(f *field, typeName string, index int, v any, fill func(Path) (cty.Value, bool)) ([]byte, bool, error)
 }
 
 // RawState is a stored object as upgrade sees it: its JSON, with the sensitive attributes
@@ -159,23 +116,23 @@ type RawState struct {
 	Redacted []Path `json:"redacted,omitempty"`
 }
 
-// Msg is a decoded message: its named fields, and the others' bytes.
+// Msg is a decoded message: its named fields, and under unmodelledKey the numbers of any field
+// the model does not name (never their bytes).
 type Msg map[string]any
 
 // decodeMsg decodes a message's wire bytes by spec m. typeName is the call's type (a message's
-// own type_name field overrides it for its values). With redact, secrets become redactedText.
+// own type_name field overrides it for its values). With redact, secrets become redactedText. A
+// method the model lacks (m nil) gives only {"unmodelled": true}: nothing of its payload.
 func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg, error) {
 	out := Msg{}
 	if m == nil {
-		if len(b) > 0 {
-			out["wire"] = b
-		}
+		out[unmodelledKey] = true
 		return out, nil
 	}
 	if tn := ownTypeName(b, m); tn != "" {
 		typeName = tn
 	}
-	var rest []byte
+	var unmodelled []any
 	index := map[protowire.Number]int{}
 	for len(b) > 0 {
 		n, typ, tl := protowire.ConsumeTag(b)
@@ -186,11 +143,12 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 		if vl < 0 {
 			return nil, fmt.Errorf("field %d does not parse: %v", n, protowire.ParseError(vl))
 		}
-		whole, val := b[:tl+vl], b[tl:tl+vl]
+		val := b[tl : tl+vl]
 		b = b[tl+vl:]
 		f := m.byNum(n)
-		if f == nil || (f.kind == kBool || f.kind == kInt) != (typ == protowire.VarintType) || f.kind != kBool && f.kind != kInt && typ != protowire.BytesType {
-			rest = append(rest, whole...)
+		varint := f != nil && (f.kind == kBool || f.kind == kInt)
+		if f == nil || varint != (typ == protowire.VarintType) || !varint && typ != protowire.BytesType {
+			unmodelled = appendOnce(unmodelled, int64(n))
 			continue
 		}
 		var v any
@@ -216,17 +174,24 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 			out[f.name] = v
 		}
 	}
-	if len(rest) > 0 {
-		out["wire"] = rest
+	if len(unmodelled) > 0 {
+		out[unmodelledKey] = unmodelled
 	}
 	return out, nil
 }
 
-func ownTypeName(b []byte, m *message) string {
-	if f := m.byName("type_name"); f == nil {
-		if f = m.byName("name"); f == nil {
-			return ""
+func appendOnce(l []any, n int64) []any {
+	for _, x := range l {
+		if x == n {
+			return l
 		}
+	}
+	return append(l, n)
+}
+
+func ownTypeName(b []byte, m *message) string {
+	if m.byName("type_name") == nil && m.byName("name") == nil && m.byName("target_type_name") == nil {
+		return ""
 	}
 	var tn string
 	for len(b) > 0 {
@@ -238,7 +203,7 @@ func ownTypeName(b []byte, m *message) string {
 		if vl < 0 {
 			return tn
 		}
-		if f := m.byNum(n); f != nil && (f.name == "type_name" || f.name == "name") && typ == protowire.BytesType {
+		if f := m.byNum(n); f != nil && (f.name == "type_name" || f.name == "name" || f.name == "target_type_name") && typ == protowire.BytesType {
 			s, _ := protowire.ConsumeBytes(b[tl:])
 			tn = string(s)
 		}
@@ -259,10 +224,13 @@ func decodeField(f *field, data []byte, typeName string, index int, t typer, red
 		return t.valueOf(f.role, typeName, index, data, redact)
 	case kRawState:
 		js := plugin.WireField(data, 1)
-		if js == nil || plugin.WireField(data, 2) != nil { // a flatmap state is kept as it came
-			return Msg{"wire": data}, nil
+		if js == nil || plugin.WireField(data, 2) != nil {
+			// A legacy flatmap state: no schema says what in it is secret, so none of it is kept.
+			return &RawState{JSON: redactedText, Redacted: []Path{{}}}, nil
 		}
 		return t.rawState(typeName, js, redact)
+	case kSecret:
+		return t.secret(f, typeName, index, data, redact)
 	case kPath:
 		return decodePath(data)
 	}
@@ -323,7 +291,9 @@ func pathMsg(p Path) ([]byte, error) {
 	return m, nil
 }
 
-// encodeMsg writes a decoded message back as wire bytes (fields in number order, then "wire").
+// encodeMsg writes a decoded message back as wire bytes (fields in number order). A message that
+// holds raw bytes ("wire", which no recording of this format has: one truth per line) or lists
+// fields the model does not name cannot be written: replay has no faithful answer from it.
 func encodeMsg(msg Msg, m *message, typeName string, t typer, fill func(Path) (cty.Value, bool)) ([]byte, error) {
 	var out []byte
 	if m == nil {
@@ -339,8 +309,26 @@ func encodeMsg(msg Msg, m *message, typeName string, t typer, fill func(Path) (c
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	// A part with no faithful copy (errNotRecorded) does not stop the check of the others: the
+	// message is refused only at the end, so a recording's every other field is still checked.
+	var missing error
+	keep := func(err error) error {
+		if errors.Is(err, errNotRecorded) {
+			if missing == nil {
+				missing = err
+			}
+			return nil
+		}
+		return err
+	}
 	for _, name := range names {
-		if name == "wire" {
+		switch name {
+		case "wire":
+			return nil, errors.New(`"wire": a recording holds each value once, decoded; raw protocol bytes beside it are refused (was the line edited?)`)
+		case unmodelledKey:
+			if err := keep(unmodelledError(msg[name])); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		f := m.byName(name)
@@ -356,20 +344,36 @@ func encodeMsg(msg Msg, m *message, typeName string, t typer, fill func(Path) (c
 			vals = l
 		}
 		for i, v := range vals {
-			var err error
-			if out, err = appendField(out, f, v, typeName, i, t, fill); err != nil {
+			b, err := appendField(out, f, v, typeName, i, t, fill)
+			if err = keep(err); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if b != nil {
+				out = b
 			}
 		}
 	}
-	if w, ok := msg["wire"]; ok {
-		b, err := asBytes(w)
-		if err != nil {
-			return nil, fmt.Errorf("wire: %w", err)
-		}
-		out = append(out, b...)
+	if missing != nil {
+		return nil, missing
 	}
 	return out, nil
+}
+
+// unmodelledError says why a message with unmodelled parts has no answer.
+func unmodelledError(v any) error {
+	if v == true {
+		return notRecorded{"the call is of a method oprov does not model (or did not decode as the model says): it was recorded without its payload, and replay does not answer it"}
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("%q holds true or a list of field numbers", unmodelledKey)
+	}
+	for _, n := range l {
+		if _, err := asInt(n); err != nil {
+			return fmt.Errorf("%q holds true or a list of field numbers", unmodelledKey)
+		}
+	}
+	return notRecorded{fmt.Sprintf("the recorded message held fields oprov does not model (numbers %v): they were not recorded, so replay cannot answer faithfully", v)}
 }
 
 func asBytes(v any) ([]byte, error) {
@@ -435,16 +439,26 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 		if data, err = t.encodeValue(f.role, typeName, index, rv, fill); err != nil {
 			return nil, err
 		}
+	case kSecret:
+		var err error
+		var ok bool
+		if data, ok, err = t.encodeSecret(f, typeName, index, v, fill); err != nil {
+			return nil, err
+		} else if !ok {
+			return out, nil // private state not recorded: answered as none
+		}
 	case kRawState:
 		m, err := asMsg(v)
 		if err != nil {
 			return nil, err
 		}
-		if w, ok := m["wire"]; ok {
-			if data, err = asBytes(w); err != nil {
-				return nil, err
-			}
-			break
+		if _, ok := m["wire"]; ok {
+			return nil, errors.New(`"wire": a stored state is recorded as JSON only`)
+		}
+		if ps, err := asPaths(m["redacted"]); err != nil {
+			return nil, fmt.Errorf("redacted: %w", err)
+		} else if wholly(ps) {
+			return nil, errors.New("the stored state was not recorded (no schema says what in it is secret)")
 		}
 		if _, err := asPaths(m["redacted"]); err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
@@ -505,8 +519,8 @@ func asValue(v any) (*Value, error) {
 		return v, nil
 	case map[string]any:
 		for k := range v {
-			if k != "value" && k != "unknown" && k != "redacted" && k != "wire" {
-				return nil, fmt.Errorf("a value has %q; it holds value, unknown, redacted or wire", k)
+			if k != "value" && k != "unknown" && k != "redacted" {
+				return nil, fmt.Errorf("a value has %q; it holds value, unknown and redacted (raw protocol bytes are never recorded)", k)
 			}
 		}
 		rv := &Value{Value: v["value"]}
@@ -516,11 +530,6 @@ func asValue(v any) (*Value, error) {
 		}
 		if rv.Redacted, err = asPaths(v["redacted"]); err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
-		}
-		if w, ok := v["wire"]; ok {
-			if rv.Wire, err = asBytes(w); err != nil {
-				return nil, fmt.Errorf("wire: %w", err)
-			}
 		}
 		return rv, nil
 	}

@@ -146,13 +146,16 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 		return nil, nil
 	}
 	spec, known := calls[rpc]
-	var reqSpec, respSpec *message
-	if known {
-		reqSpec, respSpec = spec.request, spec.response
+	if !known {
+		return nil, status.Errorf(codes.Unimplemented, "oprov replay: %s: %v", rpc, unmodelledError(true))
 	}
+	reqSpec, respSpec := spec.request, spec.response
 	dec, err := decodeMsg(call.Request, reqSpec, "", rp.p.schemas, false)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "oprov replay: %s: %v", rpc, err)
+	}
+	if u := dec[unmodelledKey]; u != nil {
+		return nil, status.Errorf(codes.Unimplemented, "oprov replay: %s: the request holds fields oprov does not model (numbers %v); a recording cannot say what the provider answered to them", rpc, u)
 	}
 	live, err := normal(dec)
 	if err != nil {
@@ -226,11 +229,9 @@ func score(diffs []Diff) int {
 // the same (docs/recording-format.md).
 func (rp *Replayer) compare(spec *message, typ string, recorded, live Msg) []Diff {
 	var diffs []Diff
-	if spec == nil {
-		if !reflect.DeepEqual(recorded["wire"], live["wire"]) {
-			diffs = append(diffs, Diff{Field: "request", Recorded: "other bytes", Now: "these"})
-		}
-		return diffs
+	if spec == nil || recorded[unmodelledKey] != nil || live[unmodelledKey] != nil {
+		// A call or field oprov does not model cannot be compared: that is a difference.
+		return append(diffs, Diff{Field: "request", Recorded: "parts oprov does not model", Now: "cannot be compared"})
 	}
 	for _, f := range spec.fields {
 		if !f.compared {
@@ -272,9 +273,6 @@ func marked(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
-	}
-	if w, ok := m["wire"]; ok {
-		return "wire:" + fmt.Sprint(w)
 	}
 	tree := m["value"]
 	if _, ok := m["json"]; ok { // a stored state
@@ -417,7 +415,7 @@ func (rp *Replayer) filler(spec *message, typ string, dec Msg) func(Path) (cty.V
 			continue
 		}
 		rv, ok := dec[name].(*Value)
-		if !ok || rv.Wire != nil {
+		if !ok || wholly(rv.Redacted) {
 			continue
 		}
 		b, err := rp.p.schemas.blockFor(f.role, typ, 0)

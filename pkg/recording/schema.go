@@ -23,13 +23,16 @@ type schemas struct {
 	provider  block
 	resources map[string]block
 	data      map[string]block
+	ephemeral map[string]block
 	functions map[string]*plugin.Function
 	// keepConfig keeps the provider configuration's values; otherwise they are redacted.
 	keepConfig bool
+	// keepFunctionResults keeps what provider functions return; otherwise they are redacted.
+	keepFunctionResults bool
 }
 
 func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
-	out := &schemas{resources: map[string]block{}, data: map[string]block{}, functions: map[string]*plugin.Function{}}
+	out := &schemas{resources: map[string]block{}, data: map[string]block{}, ephemeral: map[string]block{}, functions: map[string]*plugin.Function{}}
 	if s == nil {
 		return out, nil
 	}
@@ -49,6 +52,11 @@ func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
 	for name, sc := range s.DataSourceSchemas {
 		if out.data[name], err = blockOf(sc.Block); err != nil {
 			return nil, fmt.Errorf("data source %s's schema: %w", name, err)
+		}
+	}
+	for name, sc := range s.EphemeralResourceSchemas {
+		if out.ephemeral[name], err = blockOf(sc.Block); err != nil {
+			return nil, fmt.Errorf("ephemeral resource %s's schema: %w", name, err)
 		}
 	}
 	for name, f := range s.Functions {
@@ -109,6 +117,11 @@ func (s *schemas) blockFor(r role, typeName string, index int) (block, error) {
 			return b, nil
 		}
 		return block{}, fmt.Errorf("data source %s is not in the provider's schema", typeName)
+	case roleEphemeral:
+		if b, ok := s.ephemeral[typeName]; ok {
+			return b, nil
+		}
+		return block{}, fmt.Errorf("ephemeral resource %s is not in the provider's schema", typeName)
 	case roleFuncArg, roleFuncResult:
 		f, ok := s.functions[typeName]
 		if !ok {
@@ -131,11 +144,12 @@ func (s *schemas) blockFor(r role, typeName string, index int) (block, error) {
 	return block{}, fmt.Errorf("no schema describes it")
 }
 
-// valueOf decodes a DynamicValue message; one with no schema is kept as it came.
+// valueOf decodes a DynamicValue message. One no schema describes, or that does not decode by
+// its schema, is redacted whole: oprov cannot say what in it is secret.
 func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redact bool) (*Value, error) {
 	b, err := s.blockFor(r, typeName, index)
 	if err != nil {
-		return &Value{Wire: data}, nil
+		return whollyRedacted(), nil
 	}
 	var v cty.Value
 	switch mp, js := plugin.WireField(data, 1), plugin.WireField(data, 2); {
@@ -147,7 +161,7 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 		v = cty.NullVal(b.ty)
 	}
 	if err != nil {
-		return &Value{Wire: data}, nil
+		return whollyRedacted(), nil
 	}
 	var sensitive func(Path) bool
 	if redact {
@@ -163,8 +177,8 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 
 // encodeValue writes a recorded value back as a DynamicValue message (msgpack).
 func (s *schemas) encodeValue(r role, typeName string, index int, rv *Value, fill func(Path) (cty.Value, bool)) ([]byte, error) {
-	if rv.Wire != nil {
-		return rv.Wire, nil
+	if wholly(rv.Redacted) {
+		return nil, notRecorded{"the value was not recorded (no schema says what in it is secret, or it did not decode by its schema)"}
 	}
 	b, err := s.blockFor(r, typeName, index)
 	if err != nil {

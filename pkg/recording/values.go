@@ -69,8 +69,6 @@ type Value struct {
 	Value    any    `json:"value"`
 	Unknown  []Path `json:"unknown,omitempty"`
 	Redacted []Path `json:"redacted,omitempty"`
-	// Wire holds a value oprov could not decode (no schema for it): the DynamicValue message as it came.
-	Wire []byte `json:"wire,omitempty"`
 }
 
 // fromCty encodes v of type ty. Sensitive paths (by the schema) are redacted.

@@ -23,6 +23,9 @@ type Writer struct {
 	err  error
 	// KeepConfig records the provider configuration's values (they are redacted otherwise).
 	KeepConfig bool
+	// KeepFunctionResults records what provider functions return (redacted otherwise: a result
+	// may be a secret passed to the function, which oprov cannot see marked).
+	KeepFunctionResults bool
 }
 
 // Create starts a recording at path for a run of program (its name and version).
@@ -101,8 +104,9 @@ func (w *Writer) Provider(ctx context.Context, pr *plugin.Provider, addr, versio
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", addr, err)
 	}
-	sch.keepConfig = w.KeepConfig
-	if err := w.put(&Line{Provider: addr, Version: version, H1: h1, Protocol: pr.Protocol, Schema: s, SchemaWire: wire, ConfigKept: w.KeepConfig}); err != nil {
+	sch.keepConfig, sch.keepFunctionResults = w.KeepConfig, w.KeepFunctionResults
+	if err := w.put(&Line{Provider: addr, Version: version, H1: h1, Protocol: pr.Protocol, Schema: s, SchemaWire: wire,
+		ConfigKept: w.KeepConfig, FunctionResultsKept: w.KeepFunctionResults}); err != nil {
 		return nil, err
 	}
 	return &recorder{w: w, addr: addr, schemas: sch, inner: inner}, nil
@@ -134,8 +138,9 @@ func (r *recorder) Unary(ctx context.Context, call *plugin.Call, next plugin.Nex
 	return resp, err
 }
 
-// line decodes a call for the recording, secrets redacted. What does not decode is kept as it
-// came.
+// line decodes a call for the recording, secrets redacted by pkg/protocol's classes. Nothing is
+// kept that the model does not describe: a method it lacks is recorded by name only, a field it
+// lacks by number only, and a message that does not decode as the model says is not kept at all.
 func (r *recorder) line(rpc string, req, resp []byte, err error) *Line {
 	l := &Line{Provider: r.addr, Call: rpc}
 	spec, known := calls[rpc]
@@ -145,19 +150,22 @@ func (r *recorder) line(rpc string, req, resp []byte, err error) *Line {
 	}
 	var derr error
 	if l.Request, derr = decodeMsg(req, reqSpec, "", r.schemas, true); derr != nil {
-		l.Request = Msg{"wire": req}
+		l.Request = Msg{unmodelledKey: true}
 	}
-	l.Type, _ = l.Request["type_name"].(string)
-	if l.Type == "" {
-		l.Type, _ = l.Request["name"].(string)
+	for _, k := range []string{"type_name", "name", "target_type_name", "action_type"} {
+		if l.Type, _ = l.Request[k].(string); l.Type != "" {
+			break
+		}
 	}
 	if err != nil {
 		st, _ := status.FromError(err)
 		l.Error = &CallError{Code: st.Code().String(), Message: st.Message()}
 		return l
 	}
-	if l.Response, derr = decodeMsg(resp, respSpec, l.Type, r.schemas, true); derr != nil {
-		l.Response = Msg{"wire": resp}
+	if !known {
+		l.Response = Msg{unmodelledKey: true}
+	} else if l.Response, derr = decodeMsg(resp, respSpec, l.Type, r.schemas, true); derr != nil {
+		l.Response = Msg{unmodelledKey: true}
 	}
 	return l
 }

@@ -1,0 +1,97 @@
+package recording
+
+import (
+	"github.com/oprov/oprov/pkg/protocol"
+)
+
+// unmodelledKey is where a decoded message lists the numbers of fields the model does not name
+// (their payload is never kept), or, as true, marks a call of a method the model lacks.
+const unmodelledKey = "unmodelled"
+
+// modelCalls derives what a recording decodes of every unary method of protocols 5 and 6 from
+// pkg/protocol's model: each field's kind from its type, its schema role from its class and
+// method, its secrecy from its class. Streams (ListResource, ReadStateBytes, WriteStateBytes,
+// InvokeAction) are never recorded and never answered by replay.
+func modelCalls() map[string]call {
+	out := map[string]call{}
+	for _, major := range []int{5, 6} {
+		v := protocol.Published(major)
+		for _, m := range v.Methods {
+			if m.ClientStream || m.ServerStream {
+				continue
+			}
+			out[m.Name] = call{request: modelMessage(v, m.Name, m.Request, true, map[string]*message{}),
+				response: modelMessage(v, m.Name, m.Response, false, map[string]*message{})}
+		}
+	}
+	return out
+}
+
+// comparedClasses are the classes of request fields that make two calls the same: what tofu asks
+// about. Meta fields count only by name (a schema version, an import id); capabilities and the
+// engine's version do not, so a recording replays across tofu and Terraform.
+var comparedClasses = map[protocol.Class]bool{protocol.Name: true, protocol.Config: true, protocol.ProviderConfig: true,
+	protocol.State: true, protocol.RawState: true, protocol.FunctionArgument: true, protocol.ListOption: true, protocol.MovedSource: true}
+
+var comparedMeta = map[string]bool{"version": true, "id": true, "source_schema_version": true}
+
+func modelMessage(v *protocol.Version, method, name string, request bool, seen map[string]*message) *message {
+	if m, ok := seen[name]; ok {
+		return m
+	}
+	pm := v.Message(name)
+	out := &message{}
+	seen[name] = out
+	if pm == nil {
+		return out
+	}
+	for i := range pm.Fields {
+		pf := &pm.Fields[i]
+		cls := protocol.ClassOf(name, pf)
+		f := field{num: pf.Num, name: pf.Name, repeated: pf.Repeated || pf.Map, class: cls}
+		f.compared = request && (comparedClasses[cls] || cls == protocol.Meta && comparedMeta[pf.Name])
+		switch {
+		case cls.Secrecy() == protocol.Whole:
+			f.kind = kSecret
+		case pf.Type == "string":
+			f.kind = kString
+		case pf.Type == "bool":
+			f.kind = kBool
+		case pf.Type == "int64" || pf.Type == "int32" || pf.Type == "uint64" || pf.Type == "uint32" || pf.Type == "enum":
+			f.kind = kInt
+		case pf.Type == "bytes" || pf.Map:
+			f.kind = kBytes
+		case pf.Type == "DynamicValue" && (cls == protocol.Config || cls == protocol.State || cls == protocol.ProviderConfig):
+			f.kind, f.role = kValue, roleOf(method, cls)
+		case pf.Type == "RawState" && cls == protocol.RawState:
+			f.kind = kRawState
+		case pf.Type == "AttributePath":
+			f.kind = kPath
+		case cls == protocol.Identity || v.Message(pf.Type) == nil:
+			// Identity is public by the protocol (data for comparing resources) and kept as its
+			// bytes; so is a message the model takes from elsewhere (a Timestamp).
+			f.kind = kBytes
+		default:
+			f.kind, f.sub = kMessage, modelMessage(v, method, pf.Type, request, seen)
+		}
+		out.fields = append(out.fields, f)
+	}
+	return out
+}
+
+// roleOf says which schema describes a configuration or state of a method's messages.
+func roleOf(method string, cls protocol.Class) role {
+	if cls == protocol.ProviderConfig {
+		return roleProvider
+	}
+	switch method {
+	case "ValidateResourceConfig", "ValidateResourceTypeConfig", "UpgradeResourceState", "ReadResource",
+		"PlanResourceChange", "ApplyResourceChange", "ImportResourceState", "MoveResourceState", "GenerateResourceConfig":
+		return roleResource
+	case "ValidateDataResourceConfig", "ValidateDataSourceConfig", "ReadDataSource":
+		return roleData
+	case "ValidateEphemeralResourceConfig", "OpenEphemeralResource":
+		return roleEphemeral
+	}
+	return roleNone // lists, actions, state stores: no schema a recording decodes, so wholly redacted
+}
