@@ -187,7 +187,7 @@ func TestReplayOCIProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{`"oprov_recording":1`, `"call":"ApplyResourceChange"`, `"call":"ReadDataSource"`, `"grace"`} {
+			for _, want := range []string{`"oprov_recording":2`, `"call":"ApplyResourceChange"`, `"call":"ReadDataSource"`, `"grace"`} {
 				if !strings.Contains(string(data), want) {
 					t.Errorf("the recording lacks %s", want)
 				}

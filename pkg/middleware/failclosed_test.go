@@ -201,7 +201,7 @@ func TestEveryCallJudged(t *testing.T) {
 			if tc.rpc == "CallFunction" {
 				denied = strings.Contains(string(plugin.WireField(plugin.WireField(resp, callFunctionError), 1)), `"stop" denies call of shout`)
 			} else {
-				d := diagnostics(resp, rpcs[tc.rpc].diagField)
+				d := diagnostics(resp, diagOf(tc.rpc))
 				denied = len(d) == 1 && d[0].Severity == "error" && strings.Contains(d[0].Summary, `"stop" denies `+tc.action)
 			}
 			if !denied {
@@ -299,8 +299,8 @@ func TestAuditWriteFailure(t *testing.T) {
 		// A refused call answers with an error diagnostic where its response has them.
 		callErr := func(rpc string, req []byte) error {
 			resp, err := m.Unary(context.Background(), call(rpc, req), next)
-			if d := diagnostics(resp, rpcs[rpc].diagField); err == nil && len(d) == 1 && d[0].Severity == "error" {
-				return errors.New(string(plugin.WireField(plugin.WireFields(resp, rpcs[rpc].diagField)[0], diagDetail)))
+			if d := diagnostics(resp, diagOf(rpc)); err == nil && len(d) == 1 && d[0].Severity == "error" {
+				return errors.New(string(plugin.WireField(plugin.WireFields(resp, diagOf(rpc))[0], diagDetail)))
 			}
 			return err
 		}

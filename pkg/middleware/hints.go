@@ -35,7 +35,7 @@ func (h hints) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) (
 	} else {
 		resp, err = next(ctx, call.Request)
 	}
-	info, known := rpcs[call.RPC()]
+	info, known := rpcOf(call.RPC())
 	if err != nil || !known || info.diagField == 0 || !(bytes.Contains(resp, refusalWords[0]) || bytes.Contains(resp, refusalWords[1])) {
 		return resp, err
 	}

@@ -96,7 +96,7 @@ var callActions = map[string]string{
 func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) ([]byte, error) {
 	start := time.Now()
 	rec := &Record{Provider: m.cfg.Provider, Version: m.cfg.Version, RPC: call.RPC()}
-	info, known := rpcs[rec.RPC]
+	info, known := rpcOf(rec.RPC)
 	if info.nameField != 0 {
 		rec.Kind, rec.Name = info.kind, string(plugin.WireField(call.Request, info.nameField))
 	}
@@ -121,9 +121,9 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 	case "MoveResourceState":
 		resp, err = m.move(ctx, call, next, rec)
 	case "ReadDataSource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, plugin.WireField(call.Request, 2)))
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, plugin.WireField(call.Request, readDataConfig)))
 	case "OpenEphemeralResource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, plugin.WireField(call.Request, 2)))
+		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, plugin.WireField(call.Request, openEphemeralConfig)))
 	case "CallFunction":
 		resp, err = m.before(ctx, call, next, rec, m.functionChange(rec, plugin.WireFields(call.Request, 2)))
 	case "RenewEphemeralResource", "CloseEphemeralResource", "DeleteState", "LockState", "UnlockState":
@@ -147,7 +147,7 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 // failed is the answer to a call that must fail: an error diagnostic tofu shows as it is, where
 // the call's response has diagnostics, otherwise a gRPC error.
 func (m *middleware) failed(rpc string, err error) ([]byte, error) {
-	if f := rpcs[rpc].diagField; f != 0 {
+	if f := diagOf(rpc); f != 0 {
 		return appendDiagnostic(nil, f, severityError, "oprov: the call is refused", err.Error()), nil
 	}
 	return nil, status.Error(codes.Unavailable, err.Error())
@@ -164,10 +164,10 @@ func (m *middleware) Gate(ctx context.Context, call *plugin.Call) error {
 	ch := Change{Action: callActions[call.RPC()], Provider: m.cfg.Provider}
 	switch call.RPC() {
 	case "InvokeAction":
-		ch.Kind, ch.Type = "action", string(plugin.WireField(call.Request, 1))
+		ch.Kind, ch.Type = "action", string(plugin.WireField(call.Request, invokeActionType))
 		ch.Err = errors.New("oprov does not decode action configurations")
 	case "WriteStateBytes":
-		ch.Kind, ch.Type = "state_store", string(plugin.WireField(plugin.WireField(call.Request, 1), 1))
+		ch.Kind, ch.Type = "state_store", string(plugin.WireField(plugin.WireField(call.Request, writeStateMeta), chunkMetaType))
 	default:
 		return nil
 	}
@@ -207,7 +207,7 @@ func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
 	}
 	if rec.RPC == "CallFunction" {
 		if fe := plugin.WireField(resp, callFunctionError); fe != nil {
-			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(plugin.WireField(fe, 1))})
+			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(plugin.WireField(fe, functionErrorText))})
 		}
 	}
 }
@@ -246,7 +246,7 @@ func (m *middleware) plan(ctx context.Context, call *plugin.Call, next plugin.Ne
 	replace := len(plugin.WireFields(resp, planRequiresReplace)) > 0
 	ch := m.change(rec, prior, plugin.WireField(resp, planPlannedState), replace)
 	for _, d := range m.judge(ch, rec) {
-		resp = appendDiagnostic(resp, rpcs["PlanResourceChange"].diagField, d.severity, d.summary, d.detail)
+		resp = appendDiagnostic(resp, diagOf("PlanResourceChange"), d.severity, d.summary, d.detail)
 	}
 	return resp, nil
 }
@@ -265,7 +265,7 @@ func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.N
 	var denied []byte
 	for _, d := range m.judge(ch, rec) {
 		if d.severity == severityError {
-			denied = appendDiagnostic(denied, rpcs["ApplyResourceChange"].diagField, d.severity, d.summary, d.detail)
+			denied = appendDiagnostic(denied, diagOf("ApplyResourceChange"), d.severity, d.summary, d.detail)
 		}
 	}
 	if denied == nil {
@@ -325,7 +325,7 @@ func (m *middleware) refusal(rpc string, vs []verdict) []byte {
 	}
 	var resp []byte
 	for _, v := range vs {
-		resp = appendDiagnostic(resp, rpcs[rpc].diagField, v.severity, v.summary, v.detail)
+		resp = appendDiagnostic(resp, diagOf(rpc), v.severity, v.summary, v.detail)
 	}
 	return resp
 }
@@ -334,11 +334,11 @@ func (m *middleware) refusal(rpc string, vs []verdict) []byte {
 // to oprov's stderr).
 func (m *middleware) withWarnings(rpc string, resp []byte, vs []verdict) []byte {
 	for _, v := range vs {
-		if rpcs[rpc].diagField == 0 {
+		if diagOf(rpc) == 0 {
 			m.cfg.Warn(v.summary + ": " + v.detail)
 			continue
 		}
-		resp = appendDiagnostic(resp, rpcs[rpc].diagField, v.severity, v.summary, v.detail)
+		resp = appendDiagnostic(resp, diagOf(rpc), v.severity, v.summary, v.detail)
 	}
 	return resp
 }
@@ -350,10 +350,10 @@ func (m *middleware) imported(ctx context.Context, call *plugin.Call, next plugi
 		return nil, err
 	}
 	var vs []verdict
-	for _, ir := range plugin.WireFields(resp, 1) {
-		typ := string(plugin.WireField(ir, 1))
+	for _, ir := range plugin.WireFields(resp, importedResources) {
+		typ := string(plugin.WireField(ir, importedType))
 		ch := Change{Kind: "resource", Type: typ, Action: "import", Provider: m.cfg.Provider}
-		m.values(&ch, rec, m.resources, typ, nil, plugin.WireField(ir, 2))
+		m.values(&ch, rec, m.resources, typ, nil, plugin.WireField(ir, importedState))
 		vs = append(vs, m.judge(ch, rec)...)
 	}
 	if denies(vs) {
@@ -369,28 +369,28 @@ func (m *middleware) move(ctx context.Context, call *plugin.Call, next plugin.Ne
 	if err != nil {
 		return nil, err
 	}
-	src, target := string(plugin.WireField(call.Request, 2)), rec.Name
+	src, target := string(plugin.WireField(call.Request, moveSourceType)), rec.Name
 	ch := Change{Kind: "resource", Type: target, SourceType: src, Action: "move", Provider: m.cfg.Provider}
-	m.values(&ch, rec, m.resources, target, nil, plugin.WireField(resp, 1))
+	m.values(&ch, rec, m.resources, target, nil, plugin.WireField(resp, moveTargetState))
 	if ch.Err == nil {
-		raw := plugin.WireField(plugin.WireField(call.Request, 4), 1) // RawState.json
+		raw := plugin.WireField(plugin.WireField(call.Request, moveSourceState), rawStateJSON)
 		rs, ok := m.resources[src]
 		switch {
 		case len(raw) == 0:
-		case ok && string(plugin.WireField(call.Request, 1)) == m.cfg.Provider || ok && len(plugin.WireField(call.Request, 1)) == 0:
+		case ok && string(plugin.WireField(call.Request, moveSourceProvider)) == m.cfg.Provider || ok && len(plugin.WireField(call.Request, moveSourceProvider)) == 0:
 			v, err := ctyjson.Unmarshal(raw, rs.ty)
 			if err != nil {
 				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
 				break
 			}
 			ch.Prior = goValue(v, rs.block, false)
-			rec.Prior = goValue(v, rs.block, true)
+			rec.Prior = wholeSecret // a moved source's secrecy is not known (pkg/protocol: MovedSource)
 		default:
 			// Another provider's type: no schema to redact it with, so the audit says only that.
 			if err := json.Unmarshal(raw, &ch.Prior); err != nil {
 				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
 			}
-			rec.Prior = "(another provider's object: not recorded)"
+			rec.Prior = wholeSecret
 		}
 	}
 	vs := m.judge(ch, rec)
@@ -442,7 +442,13 @@ func (m *middleware) functionChange(rec *Record, args [][]byte) Change {
 	}
 	ch.Planned = vals
 	if m.cfg.Audit != nil && m.cfg.Audit.Values {
-		rec.Planned = vals
+		// Rules see the arguments; the audit does not: oprov cannot know which of them tofu held
+		// as sensitive (pkg/protocol: FunctionArgument is wholly secret).
+		hidden := make([]any, len(vals))
+		for i := range hidden {
+			hidden[i] = wholeSecret
+		}
+		rec.Planned = hidden
 	}
 	return ch
 }

@@ -12,8 +12,13 @@ import (
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
-// redacted stands in for the value of an attribute the schema marks sensitive.
+// redacted stands in for the value of an attribute the schema marks sensitive or write-only
+// (plugin.Attribute.Secret, the rule every surface applies).
 const redacted = "(sensitive)"
+
+// wholeSecret stands in for a value none of which the audit keeps: one whose secrecy oprov
+// cannot know (pkg/protocol's Whole: function arguments, a moved object's source).
+const wholeSecret = "(sensitive: not recorded)"
 
 // unknown stands in for a value known only after apply.
 const unknown = "(known after apply)"
@@ -50,7 +55,7 @@ func goValue(v cty.Value, b *plugin.Block, redact bool) any {
 	for name := range v.Type().AttributeTypes() {
 		av := v.GetAttr(name)
 		switch a, nb := b.Attributes[name], b.BlockTypes[name]; {
-		case a != nil && a.Sensitive && redact && !av.IsNull():
+		case a != nil && a.Secret() && redact && !av.IsNull():
 			out[name] = redacted
 		case a != nil && a.NestedType != nil:
 			out[name] = nested(av, a.NestedType.NestingMode, &plugin.Block{Attributes: a.NestedType.Attributes}, redact)

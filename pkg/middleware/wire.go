@@ -6,61 +6,82 @@
 package middleware
 
 import (
+	"sync"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/protocol"
 )
 
 // rpcInfo is what the middleware knows of one provider method: what its request names (the
 // field holding a resource type or function name, and which kind of thing that is) and where its
-// response keeps diagnostics. Field numbers are the published protocol's (5.10 and 6.10 agree).
+// response keeps diagnostics. All of it is pkg/protocol's model (SubjectOf), for protocols 5 and 6.
 type rpcInfo struct {
 	kind      string // resource, data_source, ephemeral_resource, list_resource, function, state_store, action
 	nameField protowire.Number
 	diagField protowire.Number
 }
 
-var rpcs = map[string]rpcInfo{
-	"GetMetadata": {diagField: 2}, "GetProviderSchema": {diagField: 4}, "GetSchema": {diagField: 4},
-	"ValidateProviderConfig": {diagField: 2}, "PrepareProviderConfig": {diagField: 2},
-	"ConfigureProvider": {diagField: 1}, "Configure": {diagField: 1}, "GetFunctions": {diagField: 2},
-	"GetResourceIdentitySchemas": {diagField: 2}, "MoveResourceState": {"resource", 5, 2},
-	"ValidateResourceConfig": {"resource", 1, 1}, "ValidateResourceTypeConfig": {"resource", 1, 1},
-	"UpgradeResourceState": {"resource", 1, 2}, "UpgradeResourceIdentity": {"resource", 1, 2},
-	"ReadResource": {"resource", 1, 2}, "PlanResourceChange": {"resource", 1, 4},
-	"ApplyResourceChange": {"resource", 1, 3}, "ImportResourceState": {"resource", 1, 2},
-	"GenerateResourceConfig":     {"resource", 1, 2},
-	"ValidateDataResourceConfig": {"data_source", 1, 1}, "ValidateDataSourceConfig": {"data_source", 1, 1},
-	"ReadDataSource":                  {"data_source", 1, 2},
-	"ValidateEphemeralResourceConfig": {"ephemeral_resource", 1, 1}, "OpenEphemeralResource": {"ephemeral_resource", 1, 1},
-	"RenewEphemeralResource": {"ephemeral_resource", 1, 1}, "CloseEphemeralResource": {"ephemeral_resource", 1, 1},
-	"ValidateListResourceConfig": {"list_resource", 1, 1},
-	"CallFunction":               {kind: "function", nameField: 1},
-	"ValidateStateStoreConfig":   {"state_store", 1, 1}, "ConfigureStateStore": {"state_store", 1, 1},
-	"LockState": {"state_store", 1, 2}, "UnlockState": {"state_store", 1, 1}, "GetStates": {"state_store", 1, 2},
-	"DeleteState": {"state_store", 1, 1}, "PlanAction": {"action", 1, 1}, "ValidateActionConfig": {"action", 1, 1},
+// rpcTable is every method of the published protocols, built on first use.
+var rpcTable = sync.OnceValue(func() map[string]rpcInfo {
+	out := map[string]rpcInfo{}
+	for _, major := range []int{5, 6} {
+		v := protocol.Published(major)
+		for i := range v.Methods {
+			s := v.SubjectOf(&v.Methods[i])
+			out[v.Methods[i].Name] = rpcInfo{kind: s.Kind, nameField: s.NameField, diagField: s.DiagField}
+		}
+	}
+	return out
+})
+
+// diagOf gives where a method's response keeps its diagnostics (0: it has none).
+func diagOf(name string) protowire.Number {
+	info, _ := rpcOf(name)
+	return info.diagField
 }
 
-// Fields of the messages the middleware reads.
-const (
-	planPriorState       = 2 // PlanResourceChange.Request
-	planPlannedState     = 1 // PlanResourceChange.Response
-	planRequiresReplace  = 2 // PlanResourceChange.Response
-	applyPriorState      = 2 // ApplyResourceChange.Request
-	applyPlannedState    = 3 // ApplyResourceChange.Request
-	planPriorPrivate     = 5 // PlanResourceChange.Request
-	planPriorIdentity    = 8 // PlanResourceChange.Request
-	applyPlannedPrivate  = 5 // ApplyResourceChange.Request
-	applyPlannedIdentity = 7 // ApplyResourceChange.Request
-	applyNewState        = 1 // ApplyResourceChange.Response
-	applyNewPrivate      = 2 // ApplyResourceChange.Response
-	applyNewIdentity     = 5 // ApplyResourceChange.Response
-	callFunctionError    = 2 // CallFunction.Response: FunctionError{text = 1}
-	dynamicMsgpack       = 1 // DynamicValue
-	dynamicJSON          = 2
-	diagSeverity         = 1 // Diagnostic
-	diagSummary          = 2
-	diagDetail           = 3
+// rpcOf gives what the model says of a method; known is false for one it lacks.
+func rpcOf(name string) (info rpcInfo, known bool) {
+	info, known = rpcTable()[name]
+	return info, known
+}
+
+// Fields of the messages the middleware reads, by their names in the model.
+var (
+	planPriorState       = protocol.Num("PlanResourceChange.Request", "prior_state")
+	planPlannedState     = protocol.Num("PlanResourceChange.Response", "planned_state")
+	planRequiresReplace  = protocol.Num("PlanResourceChange.Response", "requires_replace")
+	applyPriorState      = protocol.Num("ApplyResourceChange.Request", "prior_state")
+	applyPlannedState    = protocol.Num("ApplyResourceChange.Request", "planned_state")
+	planPriorPrivate     = protocol.Num("PlanResourceChange.Request", "prior_private")
+	planPriorIdentity    = protocol.Num("PlanResourceChange.Request", "prior_identity")
+	applyPlannedPrivate  = protocol.Num("ApplyResourceChange.Request", "planned_private")
+	applyPlannedIdentity = protocol.Num("ApplyResourceChange.Request", "planned_identity")
+	applyNewState        = protocol.Num("ApplyResourceChange.Response", "new_state")
+	applyNewPrivate      = protocol.Num("ApplyResourceChange.Response", "private")
+	applyNewIdentity     = protocol.Num("ApplyResourceChange.Response", "new_identity")
+	callFunctionError    = protocol.Num("CallFunction.Response", "error")
+	dynamicMsgpack       = protocol.Num("DynamicValue", "msgpack")
+	dynamicJSON          = protocol.Num("DynamicValue", "json")
+	diagSeverity         = protocol.Num("Diagnostic", "severity")
+	diagSummary          = protocol.Num("Diagnostic", "summary")
+	diagDetail           = protocol.Num("Diagnostic", "detail")
+	functionErrorText    = protocol.Num("FunctionError", "text")
+	readDataConfig       = protocol.Num("ReadDataSource.Request", "config")
+	openEphemeralConfig  = protocol.Num("OpenEphemeralResource.Request", "config")
+	invokeActionType     = protocol.Num("InvokeAction.Request", "action_type")
+	writeStateMeta       = protocol.Num("WriteStateBytes.RequestChunk", "meta")
+	chunkMetaType        = protocol.Num("RequestChunkMeta", "type_name")
+	importedResources    = protocol.Num("ImportResourceState.Response", "imported_resources")
+	importedType         = protocol.Num("ImportResourceState.ImportedResource", "type_name")
+	importedState        = protocol.Num("ImportResourceState.ImportedResource", "state")
+	moveSourceProvider   = protocol.Num("MoveResourceState.Request", "source_provider_address")
+	moveSourceType       = protocol.Num("MoveResourceState.Request", "source_type_name")
+	moveSourceState      = protocol.Num("MoveResourceState.Request", "source_state")
+	moveTargetState      = protocol.Num("MoveResourceState.Response", "target_state")
+	rawStateJSON         = protocol.Num("RawState", "json")
 )
 
 // Diagnostic severities on the wire.

@@ -59,6 +59,46 @@ type Attribute struct {
 	WriteOnly       bool            `json:"write_only,omitempty"`
 }
 
+// Secret is the one rule for what in a value is secret, by the schema: an attribute marked
+// sensitive or write-only. Audit, rules, recording and replay all apply it (pkg/protocol says
+// which values are read by the schema at all).
+func (a *Attribute) Secret() bool { return a.Sensitive || a.WriteOnly }
+
+// SecretAt says whether the value at path p inside a value of block b is secret: it is, or lies
+// inside, a secret attribute. Steps are attribute or block names (strings), and after a nested
+// collection its element's index or key. A path the schema does not describe is not secret by
+// the schema (the classes of pkg/protocol decide about values no schema describes).
+func (b *Block) SecretAt(p []any) bool {
+	for i := 0; i < len(p) && b != nil; i++ {
+		name, ok := p[i].(string)
+		if !ok {
+			return false
+		}
+		if a := b.Attributes[name]; a != nil {
+			if a.Secret() {
+				return true
+			}
+			if a.NestedType == nil {
+				return false
+			}
+			b = &Block{Attributes: a.NestedType.Attributes}
+			if m := a.NestedType.NestingMode; m != "single" && m != "group" && m != "" {
+				i++ // the element's index or key
+			}
+			continue
+		}
+		nb := b.BlockTypes[name]
+		if nb == nil {
+			return false
+		}
+		b = nb.Block
+		if m := nb.NestingMode; m != "single" && m != "group" && m != "" {
+			i++
+		}
+	}
+	return false
+}
+
 // NestedType is a nested attribute type (protocol 6).
 type NestedType struct {
 	Attributes  map[string]*Attribute `json:"attributes,omitempty"`

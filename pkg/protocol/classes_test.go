@@ -48,3 +48,27 @@ func TestUnknownMethodIsNotModelled(t *testing.T) {
 		t.Fatal("an unclassed field is not wholly secret")
 	}
 }
+
+// TestEveryMethodHasItsSubject: every method that names a thing has its kind and the field
+// holding the name, and every unary response with diagnostics says where.
+func TestEveryMethodHasItsSubject(t *testing.T) {
+	for _, major := range []int{5, 6} {
+		v := Published(major)
+		for i := range v.Methods {
+			m := &v.Methods[i]
+			s := v.SubjectOf(m)
+			req := v.Message(m.Request)
+			named := req.Named("type_name") != nil || req.Named("action_type") != nil || req.Named("name") != nil || req.Named("meta") != nil
+			if named && (s.Kind == "" || s.NameField == 0) {
+				t.Errorf("%d: %s names a thing but its subject is %+v", major, m.Name, s)
+			}
+		}
+	}
+	v := Published(6)
+	if s := v.SubjectOf(v.Method("MoveResourceState")); s.NameField != 5 || s.DiagField != 2 || s.Kind != "resource" {
+		t.Errorf("MoveResourceState: %+v", s)
+	}
+	if Num("PlanResourceChange.Request", "prior_private") != 5 {
+		t.Error("Num(PlanResourceChange.Request, prior_private) is not 5")
+	}
+}

@@ -119,3 +119,74 @@ func Lookup(full string) (*Version, *Method) {
 	}
 	return v, v.Method(name)
 }
+
+// Num gives the number of field name of message msg, from protocol 6's model or, for a message
+// only protocol 5 has, 5's (the two agree wherever both have a field). It panics on a name the
+// model lacks: callers name fields as constants, and their tests reach every one.
+func Num(msg, name string) protowire.Number {
+	for _, major := range []int{6, 5} {
+		if m := Published(major).Message(msg); m != nil {
+			if f := m.Named(name); f != nil {
+				return f.Num
+			}
+		}
+	}
+	panic("protocol: no field " + msg + "." + name + " in the model")
+}
+
+// Subject is what a method is about: the kind of thing it names and where.
+type Subject struct {
+	// Kind is resource, data_source, ephemeral_resource, list_resource, function, state_store or
+	// action; empty for a method about the provider as a whole.
+	Kind string
+	// NameField is the request's field holding the thing's name (0 when Kind is empty).
+	NameField protowire.Number
+	// DiagField is the response's repeated Diagnostic field (0 when it has none).
+	DiagField protowire.Number
+}
+
+// kinds names each method's subject by the prefix or name of the method.
+var kinds = []struct{ method, kind string }{
+	{"ValidateResourceConfig", "resource"}, {"ValidateResourceTypeConfig", "resource"}, {"UpgradeResourceState", "resource"},
+	{"UpgradeResourceIdentity", "resource"}, {"ReadResource", "resource"}, {"PlanResourceChange", "resource"},
+	{"ApplyResourceChange", "resource"}, {"ImportResourceState", "resource"}, {"MoveResourceState", "resource"},
+	{"GenerateResourceConfig", "resource"},
+	{"ValidateDataResourceConfig", "data_source"}, {"ValidateDataSourceConfig", "data_source"}, {"ReadDataSource", "data_source"},
+	{"ValidateEphemeralResourceConfig", "ephemeral_resource"}, {"OpenEphemeralResource", "ephemeral_resource"},
+	{"RenewEphemeralResource", "ephemeral_resource"}, {"CloseEphemeralResource", "ephemeral_resource"},
+	{"ListResource", "list_resource"}, {"ValidateListResourceConfig", "list_resource"},
+	{"CallFunction", "function"},
+	{"ValidateStateStoreConfig", "state_store"}, {"ConfigureStateStore", "state_store"}, {"ReadStateBytes", "state_store"},
+	{"WriteStateBytes", "state_store"}, {"LockState", "state_store"}, {"UnlockState", "state_store"},
+	{"GetStates", "state_store"}, {"DeleteState", "state_store"},
+	{"PlanAction", "action"}, {"InvokeAction", "action"}, {"ValidateActionConfig", "action"},
+}
+
+// SubjectOf gives what method m of v is about.
+func (v *Version) SubjectOf(m *Method) Subject {
+	var s Subject
+	for _, k := range kinds {
+		if k.method == m.Name {
+			s.Kind = k.kind
+		}
+	}
+	if req := v.Message(m.Request); req != nil && s.Kind != "" {
+		for _, name := range []string{"target_type_name", "type_name", "action_type", "name"} {
+			if f := req.Named(name); f != nil && f.Type == "string" {
+				s.NameField = f.Num
+				break
+			}
+		}
+		if f := req.Named("meta"); s.NameField == 0 && f != nil { // WriteStateBytes: the name is in its meta
+			s.NameField = f.Num
+		}
+	}
+	if resp := v.Message(m.Response); resp != nil {
+		for _, f := range resp.Fields {
+			if f.Type == "Diagnostic" && f.Repeated {
+				s.DiagField = f.Num
+			}
+		}
+	}
+	return s
+}

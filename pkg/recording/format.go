@@ -16,7 +16,7 @@ import (
 )
 
 // formatVersion is the version of the recording format this oprov writes and reads.
-const formatVersion = 1
+const formatVersion = 2
 
 // Line is one line of a recording: the header (first), a provider, or a call.
 type Line struct {

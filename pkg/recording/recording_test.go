@@ -82,7 +82,7 @@ func providerLineOf(t *testing.T, typ string) string {
 	return string(b)
 }
 
-const header = `{"oprov_recording":1,"program":"tofu 1.12.0"}`
+const header = `{"oprov_recording":2,"program":"tofu 1.12.0"}`
 
 // A damaged recording is refused with an error naming the line and the cause.
 func TestReadRefusesDamage(t *testing.T) {

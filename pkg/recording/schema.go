@@ -70,37 +70,8 @@ func blockOf(b *plugin.Block) (block, error) {
 	return block{b: b, ty: ty}, err
 }
 
-// secret reports whether the attribute at p, in a value of block b, is sensitive or write-only.
-func secret(b *plugin.Block, p Path) bool {
-	for i := 0; i < len(p) && b != nil; i++ {
-		name, ok := p[i].(string)
-		if !ok {
-			return false
-		}
-		if a := b.Attributes[name]; a != nil {
-			if a.Sensitive || a.WriteOnly {
-				return i == len(p)-1
-			}
-			if a.NestedType == nil {
-				return false
-			}
-			b = &plugin.Block{Attributes: a.NestedType.Attributes}
-			if m := a.NestedType.NestingMode; m != "single" && m != "group" && m != "" {
-				i++ // the element's index or key
-			}
-			continue
-		}
-		nb := b.BlockTypes[name]
-		if nb == nil {
-			return false
-		}
-		b = nb.Block
-		if m := nb.NestingMode; m != "single" && m != "group" && m != "" {
-			i++
-		}
-	}
-	return false
-}
+// secret reports whether the value at p, in a value of block b, is secret by the schema.
+func secret(b *plugin.Block, p Path) bool { return b.SecretAt(p) }
 
 // blockFor gives the schema block and type a role names in a call about typeName.
 func (s *schemas) blockFor(r role, typeName string, index int) (block, error) {
