@@ -223,8 +223,8 @@ func decodeField(f *field, data []byte, typeName string, index int, t typer, red
 	case kValue:
 		return t.valueOf(f.role, typeName, index, data, redact)
 	case kRawState:
-		js := plugin.WireField(data, 1)
-		if js == nil || plugin.WireField(data, 2) != nil {
+		js := plugin.WireField(data, rawStateJSON)
+		if js == nil || plugin.WireField(data, rawStateFlatmap) != nil {
 			// A legacy flatmap state: no schema says what in it is secret, so none of it is kept.
 			return &RawState{JSON: redactedText, Redacted: []Path{{}}}, nil
 		}
@@ -241,19 +241,19 @@ func decodeField(f *field, data []byte, typeName string, index int, t typer, red
 // element_key_int (3).
 func decodePath(b []byte) (Path, error) {
 	p := Path{}
-	for _, step := range plugin.WireFields(b, 1) {
+	for _, step := range plugin.WireFields(b, pathSteps) {
 		n, typ, tl := protowire.ConsumeTag(step)
 		if tl < 0 {
 			return nil, fmt.Errorf("a path step does not parse")
 		}
 		switch {
-		case typ == protowire.BytesType && n == 1:
+		case typ == protowire.BytesType && n == stepAttribute:
 			s, _ := protowire.ConsumeBytes(step[tl:])
 			p = append(p, string(s))
-		case typ == protowire.BytesType && n == 2:
+		case typ == protowire.BytesType && n == stepKeyString:
 			s, _ := protowire.ConsumeBytes(step[tl:])
 			p = append(p, map[string]any{"key": string(s)})
-		case typ == protowire.VarintType && n == 3:
+		case typ == protowire.VarintType && n == stepKeyInt:
 			x, _ := protowire.ConsumeVarint(step[tl:])
 			p = append(p, int64(x))
 		default:
@@ -270,23 +270,23 @@ func pathMsg(p Path) ([]byte, error) {
 		var step []byte
 		switch s := s.(type) {
 		case string:
-			step = protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), s)
+			step = protowire.AppendString(protowire.AppendTag(nil, stepAttribute, protowire.BytesType), s)
 		case map[string]any:
 			k, ok := s["key"].(string)
 			if !ok {
 				return nil, fmt.Errorf("a path step {\"key\": ...} needs a string key")
 			}
-			step = protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), k)
+			step = protowire.AppendString(protowire.AppendTag(nil, stepKeyString, protowire.BytesType), k)
 		case json.Number, int64, int:
 			i, err := asInt(s)
 			if err != nil {
 				return nil, fmt.Errorf("path step %v is not an integer", s)
 			}
-			step = protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), uint64(i))
+			step = protowire.AppendVarint(protowire.AppendTag(nil, stepKeyInt, protowire.VarintType), uint64(i))
 		default:
 			return nil, fmt.Errorf("a path step must be a name, a number or {\"key\": ...}, not %s", jsonKind(s))
 		}
-		m = protowire.AppendBytes(protowire.AppendTag(m, 1, protowire.BytesType), step)
+		m = protowire.AppendBytes(protowire.AppendTag(m, pathSteps, protowire.BytesType), step)
 	}
 	return m, nil
 }
@@ -467,7 +467,7 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 		if err != nil {
 			return nil, err
 		}
-		data = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), js)
+		data = protowire.AppendBytes(protowire.AppendTag(nil, rawStateJSON, protowire.BytesType), js)
 	case kPath:
 		p, err := asPath(v)
 		if err != nil {

@@ -95,3 +95,32 @@ func roleOf(method string, cls protocol.Class) role {
 	}
 	return roleNone // lists, actions, state stores: no schema a recording decodes, so wholly redacted
 }
+
+// Fields replay and the drive write or read themselves, by their names in the model.
+var (
+	dynamicMsgpack     = protocol.Num("DynamicValue", "msgpack")
+	dynamicJSON        = protocol.Num("DynamicValue", "json")
+	rawStateJSON       = protocol.Num("RawState", "json")
+	rawStateFlatmap    = protocol.Num("RawState", "flatmap")
+	upgradeRawState    = protocol.Num("UpgradeResourceState.Request", "raw_state")
+	upgradeUpgraded    = protocol.Num("UpgradeResourceState.Response", "upgraded_state")
+	readCurrentState   = protocol.Num("ReadResource.Request", "current_state")
+	readPrivate        = protocol.Num("ReadResource.Request", "private")
+	readNewState       = protocol.Num("ReadResource.Response", "new_state")
+	readNewPrivate     = protocol.Num("ReadResource.Response", "private")
+	planPrior          = protocol.Num("PlanResourceChange.Request", "prior_state")
+	planPriorPrivate   = protocol.Num("PlanResourceChange.Request", "prior_private")
+	planPlanned        = protocol.Num("PlanResourceChange.Response", "planned_state")
+	planPlannedPrivate = protocol.Num("PlanResourceChange.Response", "planned_private")
+	planLegacy         = protocol.Num("PlanResourceChange.Response", "legacy_type_system")
+	pathSteps          = protocol.Num("AttributePath", "steps")
+	stepAttribute      = protocol.Num("AttributePath.Step", "attribute_name")
+	stepKeyString      = protocol.Num("AttributePath.Step", "element_key_string")
+	stepKeyInt         = protocol.Num("AttributePath.Step", "element_key_int")
+	diagSeverity       = protocol.Num("Diagnostic", "severity")
+	diagSummary        = protocol.Num("Diagnostic", "summary")
+	diagDetail         = protocol.Num("Diagnostic", "detail")
+	diagAttribute      = protocol.Num("Diagnostic", "attribute")
+	functionErrorText  = protocol.Num("FunctionError", "text")
+	callFunctionError  = protocol.Num("CallFunction.Response", "error")
+)

@@ -473,7 +473,7 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 	case "UpgradeResourceState":
 		b, found := rp.p.schemas.resources[typ]
 		v, _ := asInt(live["version"])
-		raw := plugin.WireField(plugin.WireField(req, 3), 1)
+		raw := plugin.WireField(plugin.WireField(req, upgradeRawState), rawStateJSON)
 		if !found || v != rp.versions[typ] || raw == nil {
 			return nil, false, nil
 		}
@@ -485,15 +485,15 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 		if err != nil {
 			return nil, false, nil
 		}
-		dv := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), mp)
-		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), dv), true, nil
+		dv := protowire.AppendBytes(protowire.AppendTag(nil, dynamicMsgpack, protowire.BytesType), mp)
+		return protowire.AppendBytes(protowire.AppendTag(nil, upgradeUpgraded, protowire.BytesType), dv), true, nil
 	case "ReadResource":
 		if _, ok := rp.known(typ, live["current_state"]); !ok {
 			return nil, false, nil
 		}
-		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), plugin.WireField(req, 2))
-		if priv := plugin.WireField(req, 3); len(priv) > 0 {
-			out = protowire.AppendBytes(protowire.AppendTag(out, 3, protowire.BytesType), priv)
+		out := protowire.AppendBytes(protowire.AppendTag(nil, readNewState, protowire.BytesType), plugin.WireField(req, readCurrentState))
+		if priv := plugin.WireField(req, readPrivate); len(priv) > 0 {
+			out = protowire.AppendBytes(protowire.AppendTag(out, readNewPrivate, protowire.BytesType), priv)
 		}
 		return out, true, nil
 	case "PlanResourceChange":
@@ -523,12 +523,12 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 			return nil, false, changes
 		}
 		// No change: the object as it is.
-		out := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), plugin.WireField(req, 2))
-		if priv := plugin.WireField(req, 5); len(priv) > 0 {
-			out = protowire.AppendBytes(protowire.AppendTag(out, 3, protowire.BytesType), priv)
+		out := protowire.AppendBytes(protowire.AppendTag(nil, planPlanned, protowire.BytesType), plugin.WireField(req, planPrior))
+		if priv := plugin.WireField(req, planPriorPrivate); len(priv) > 0 {
+			out = protowire.AppendBytes(protowire.AppendTag(out, planPlannedPrivate, protowire.BytesType), priv)
 		}
 		if rp.legacy(typ) {
-			out = protowire.AppendVarint(protowire.AppendTag(out, 5, protowire.VarintType), 1)
+			out = protowire.AppendVarint(protowire.AppendTag(out, planLegacy, protowire.VarintType), 1)
 		}
 		return out, true, nil
 	}
@@ -603,20 +603,20 @@ func (rp *Replayer) refuse(rpc, typ string, nearest *CallRec, diffs []Diff) ([]b
 		detail.WriteString("Record again with oprov run --record.")
 	}
 	if rpc == "CallFunction" {
-		fe := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), summary+": "+detail.String())
-		return protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), fe), nil
+		fe := protowire.AppendString(protowire.AppendTag(nil, functionErrorText, protowire.BytesType), summary+": "+detail.String())
+		return protowire.AppendBytes(protowire.AppendTag(nil, callFunctionError, protowire.BytesType), fe), nil
 	}
 	n := diagField(rpc)
 	if n == 0 {
 		return nil, status.Error(codes.FailedPrecondition, summary+": "+detail.String())
 	}
 	var d []byte
-	d = protowire.AppendVarint(protowire.AppendTag(d, 1, protowire.VarintType), 1) // error
-	d = protowire.AppendString(protowire.AppendTag(d, 2, protowire.BytesType), summary)
-	d = protowire.AppendString(protowire.AppendTag(d, 3, protowire.BytesType), strings.TrimSpace(detail.String()))
+	d = protowire.AppendVarint(protowire.AppendTag(d, diagSeverity, protowire.VarintType), 1) // error
+	d = protowire.AppendString(protowire.AppendTag(d, diagSummary, protowire.BytesType), summary)
+	d = protowire.AppendString(protowire.AppendTag(d, diagDetail, protowire.BytesType), strings.TrimSpace(detail.String()))
 	if attr != nil {
 		if pm, err := pathMsg(attrOnly(attr)); err == nil && len(pm) > 0 {
-			d = protowire.AppendBytes(protowire.AppendTag(d, 4, protowire.BytesType), pm)
+			d = protowire.AppendBytes(protowire.AppendTag(d, diagAttribute, protowire.BytesType), pm)
 		}
 	}
 	return protowire.AppendBytes(protowire.AppendTag(nil, n, protowire.BytesType), d), nil

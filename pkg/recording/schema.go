@@ -123,7 +123,7 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 		return whollyRedacted(), nil
 	}
 	var v cty.Value
-	switch mp, js := plugin.WireField(data, 1), plugin.WireField(data, 2); {
+	switch mp, js := plugin.WireField(data, dynamicMsgpack), plugin.WireField(data, dynamicJSON); {
 	case len(mp) > 0:
 		v, err = ctymsgpack.Unmarshal(mp, b.ty)
 	case len(js) > 0:
@@ -163,7 +163,7 @@ func (s *schemas) encodeValue(r role, typeName string, index int, rv *Value, fil
 	if err != nil {
 		return nil, err
 	}
-	return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), mp), nil
+	return protowire.AppendBytes(protowire.AppendTag(nil, dynamicMsgpack, protowire.BytesType), mp), nil
 }
 
 // rawState reads a stored object's JSON, redacting what the resource's schema marks secret.
