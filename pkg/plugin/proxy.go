@@ -12,8 +12,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/oprov/oprov/pkg/protocol"
 )
 
 // Call is one unary call passing through a proxy: the full gRPC method name and the request as
@@ -166,8 +170,16 @@ func (x *Proxy) forward(_ any, stream grpc.ServerStream) error {
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
-	if x.mw != nil && unaryProviderCall(method) {
-		return x.unary(ctx, method, stream)
+	if x.mw != nil && isProviderService(method) {
+		v, m := protocol.Lookup(method)
+		if m == nil {
+			// Fail closed: audit, rules and recording cannot judge what the model lacks.
+			return status.Errorf(codes.Unimplemented, "oprov: %q is not a method of plugin protocol %d as oprov models it (%d.%d): its audit, rules and recording cannot see it, so it is refused; upgrade oprov",
+				method, v.Major, v.Major, v.Minor)
+		}
+		if !m.ClientStream && !m.ServerStream {
+			return x.unary(ctx, method, stream)
+		}
 	}
 	start := time.Now()
 	var err error
@@ -275,10 +287,9 @@ func isProviderService(method string) bool {
 	return strings.HasPrefix(method, "/tfplugin5.Provider/") || strings.HasPrefix(method, "/tfplugin6.Provider/")
 }
 
-// streamingRPCs are the provider methods that stream (protocol 6.10, 5.10); every other provider
-// method is unary.
-var streamingRPCs = map[string]bool{"ListResource": true, "ReadStateBytes": true, "WriteStateBytes": true, "InvokeAction": true}
-
+// unaryProviderCall says whether method is a unary method of the provider protocol as the model
+// describes it (a method it lacks is not).
 func unaryProviderCall(method string) bool {
-	return isProviderService(method) && !streamingRPCs[method[strings.LastIndexByte(method, '/')+1:]]
+	_, m := protocol.Lookup(method)
+	return m != nil && !m.ClientStream && !m.ServerStream
 }

@@ -67,7 +67,7 @@ func (s *StandIn) handle(_ any, stream grpc.ServerStream) error {
 		return errors.New("stand-in: no method")
 	}
 	if !unaryProviderCall(method) {
-		return status.Errorf(codes.Unimplemented, "%s is not served by a replay", method)
+		return status.Errorf(codes.Unimplemented, "%q is not served by a replay: only unary provider calls are recorded (streams such as InvokeAction never are)", method)
 	}
 	var req rawMsg
 	if err := stream.RecvMsg(&req); err != nil {
