@@ -23,7 +23,7 @@ type layer struct {
 }
 
 var rules = []layer{
-	{name: "format", packages: []string{"manifest"},
+	{name: "format", packages: []string{"manifest", "pkg/protocol"},
 		may: nil},
 	{name: "primitives", packages: []string{
 		"internal/iox", "internal/signals", "internal/progress", "internal/hcldiag",

@@ -8,11 +8,11 @@ type Class int
 // The classes. A field's class decides how secret it is (Secrecy) and which schema, if any,
 // describes its value (the Role).
 const (
-	Unclassed        Class = iota
+	unclassed        Class = iota
 	Name                   // a resource, data source, function, action or state store's name, a state's id: routing
 	Meta                   // versions, flags, limits, capabilities, deferrals, times, an import id
-	Diagnostics            // what went wrong or what is happening, as text for the user
-	SchemaInfo             // a description of types: schemas, functions' signatures, metadata
+	diagnostics            // what went wrong or what is happening, as text for the user
+	schemaInfo             // a description of types: schemas, functions' signatures, metadata
 	ProviderConfig         // the provider's own configuration
 	Config                 // a resource, data source, ephemeral resource, list, action or state store's configuration
 	State                  // a managed resource's object, or a data source's result: prior, proposed, planned, new
@@ -23,14 +23,15 @@ const (
 	FunctionArgument       // a value passed to a provider function
 	FunctionResult         // what a provider function returned
 	MovedSource            // a cross-type move's source: another resource type's (or provider's) state
-	ProviderMeta           // a module's provider_meta block: no schema oprov decodes
-	StateBytes             // a state store's state: every secret of a configuration
+	providerMeta           // a module's provider_meta block: no schema oprov decodes
+	stateBytes             // a state store's state: every secret of a configuration
 	ListOption             // a list resource's options given as values (include_resource_object, limit)
+	Container              // a message of the model's whose own fields carry the classes (an imported resource)
 )
 
 var classNames = [...]string{"unclassed", "name", "meta", "diagnostics", "schema", "provider configuration", "configuration",
 	"state", "raw state", "private state", "identity", "ephemeral result", "function argument", "function result",
-	"moved source", "provider meta", "state bytes", "list option"}
+	"moved source", "provider meta", "state bytes", "list option", "container"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -56,9 +57,9 @@ func (c Class) Secrecy() Secrecy {
 		return BySchema
 	case ProviderConfig:
 		return AllAttributes
-	case Private, EphemeralResult, FunctionArgument, FunctionResult, MovedSource, ProviderMeta, StateBytes, ListOption:
+	case Private, EphemeralResult, FunctionArgument, FunctionResult, MovedSource, providerMeta, stateBytes, ListOption:
 		return Whole
-	case Unclassed:
+	case unclassed:
 		return Whole // what the model does not describe is kept by no surface
 	}
 	return Public
@@ -66,26 +67,26 @@ func (c Class) Secrecy() Secrecy {
 
 // byType classes every field of a message type, wherever it appears.
 var byType = map[string]Class{
-	"Diagnostic": Diagnostics, "FunctionError": Diagnostics, "InvokeAction.Event.Progress": Diagnostics, "InvokeAction.Event.Completed": Diagnostics,
-	"Schema": SchemaInfo, "Function": SchemaInfo, "ResourceIdentitySchema": SchemaInfo, "ActionSchema": SchemaInfo,
+	"Diagnostic": diagnostics, "FunctionError": diagnostics, "InvokeAction.Event.Progress": diagnostics, "InvokeAction.Event.Completed": diagnostics,
+	"Schema": schemaInfo, "Function": schemaInfo, "ResourceIdentitySchema": schemaInfo, "ActionSchema": schemaInfo,
 	"ServerCapabilities": Meta, "ClientCapabilities": Meta, "Deferred": Meta, "google.protobuf.Timestamp": Meta,
 	"StateByteRange": Meta, "StateStoreClientCapabilities": Meta, "StateStoreServerCapabilities": Meta,
-	"GetMetadata.DataSourceMetadata": SchemaInfo, "GetMetadata.ResourceMetadata": SchemaInfo,
-	"GetMetadata.FunctionMetadata": SchemaInfo, "GetMetadata.EphemeralResourceMetadata": SchemaInfo,
-	"GetMetadata.ListResourceMetadata": SchemaInfo, "GetMetadata.StateStoreMetadata": SchemaInfo,
-	"GetMetadata.ActionMetadata": SchemaInfo, "RequestChunkMeta": Name, "AttributePath": Meta,
+	"GetMetadata.DataSourceMetadata": schemaInfo, "GetMetadata.ResourceMetadata": schemaInfo,
+	"GetMetadata.FunctionMetadata": schemaInfo, "GetMetadata.EphemeralResourceMetadata": schemaInfo,
+	"GetMetadata.ListResourceMetadata": schemaInfo, "GetMetadata.StateStoreMetadata": schemaInfo,
+	"GetMetadata.ActionMetadata": schemaInfo, "RequestChunkMeta": Name, "AttributePath": Meta,
 }
 
 // byField classes the fields of the methods' own messages, by "Message.field". A field whose
 // message type has a class in byType needs no entry; ResourceIdentityData and RawState fields
 // are classed here, where the field says what they hold.
 var byField = map[string]Class{
-	"GetProviderSchema.Response.provider": SchemaInfo, "GetProviderSchema.Response.resource_schemas": SchemaInfo,
-	"GetProviderSchema.Response.data_source_schemas": SchemaInfo, "GetProviderSchema.Response.functions": SchemaInfo,
-	"GetProviderSchema.Response.ephemeral_resource_schemas": SchemaInfo, "GetProviderSchema.Response.list_resource_schemas": SchemaInfo,
-	"GetProviderSchema.Response.state_store_schemas": SchemaInfo, "GetProviderSchema.Response.action_schemas": SchemaInfo,
-	"GetProviderSchema.Response.provider_meta": SchemaInfo, "GetFunctions.Response.functions": SchemaInfo,
-	"GetResourceIdentitySchemas.Response.identity_schemas": SchemaInfo,
+	"GetProviderSchema.Response.provider": schemaInfo, "GetProviderSchema.Response.resource_schemas": schemaInfo,
+	"GetProviderSchema.Response.data_source_schemas": schemaInfo, "GetProviderSchema.Response.functions": schemaInfo,
+	"GetProviderSchema.Response.ephemeral_resource_schemas": schemaInfo, "GetProviderSchema.Response.list_resource_schemas": schemaInfo,
+	"GetProviderSchema.Response.state_store_schemas": schemaInfo, "GetProviderSchema.Response.action_schemas": schemaInfo,
+	"GetProviderSchema.Response.provider_meta": schemaInfo, "GetFunctions.Response.functions": schemaInfo,
+	"GetResourceIdentitySchemas.Response.identity_schemas": schemaInfo,
 
 	"ValidateProviderConfig.Request.config": ProviderConfig, "PrepareProviderConfig.Request.config": ProviderConfig,
 	"PrepareProviderConfig.Response.prepared_config": ProviderConfig,
@@ -108,12 +109,12 @@ var byField = map[string]Class{
 	"UpgradeResourceIdentity.Request.raw_identity": Identity, "UpgradeResourceIdentity.Response.upgraded_identity": Identity,
 
 	"ReadResource.Request.type_name": Name, "ReadResource.Request.current_state": State, "ReadResource.Request.private": Private,
-	"ReadResource.Request.provider_meta": ProviderMeta, "ReadResource.Request.current_identity": Identity,
+	"ReadResource.Request.provider_meta": providerMeta, "ReadResource.Request.current_identity": Identity,
 	"ReadResource.Response.new_state": State, "ReadResource.Response.private": Private, "ReadResource.Response.new_identity": Identity,
 
 	"PlanResourceChange.Request.type_name": Name, "PlanResourceChange.Request.prior_state": State,
 	"PlanResourceChange.Request.proposed_new_state": State, "PlanResourceChange.Request.config": Config,
-	"PlanResourceChange.Request.prior_private": Private, "PlanResourceChange.Request.provider_meta": ProviderMeta,
+	"PlanResourceChange.Request.prior_private": Private, "PlanResourceChange.Request.provider_meta": providerMeta,
 	"PlanResourceChange.Request.prior_identity": Identity,
 	"PlanResourceChange.Response.planned_state": State, "PlanResourceChange.Response.requires_replace": Meta,
 	"PlanResourceChange.Response.planned_private": Private, "PlanResourceChange.Response.legacy_type_system": Meta,
@@ -121,7 +122,7 @@ var byField = map[string]Class{
 
 	"ApplyResourceChange.Request.type_name": Name, "ApplyResourceChange.Request.prior_state": State,
 	"ApplyResourceChange.Request.planned_state": State, "ApplyResourceChange.Request.config": Config,
-	"ApplyResourceChange.Request.planned_private": Private, "ApplyResourceChange.Request.provider_meta": ProviderMeta,
+	"ApplyResourceChange.Request.planned_private": Private, "ApplyResourceChange.Request.provider_meta": providerMeta,
 	"ApplyResourceChange.Request.planned_identity": Identity,
 	"ApplyResourceChange.Response.new_state":       State, "ApplyResourceChange.Response.private": Private,
 	"ApplyResourceChange.Response.legacy_type_system": Meta, "ApplyResourceChange.Response.new_identity": Identity,
@@ -139,7 +140,7 @@ var byField = map[string]Class{
 	"MoveResourceState.Response.target_identity": Identity,
 
 	"ReadDataSource.Request.type_name": Name, "ReadDataSource.Request.config": Config,
-	"ReadDataSource.Request.provider_meta": ProviderMeta, "ReadDataSource.Response.state": State,
+	"ReadDataSource.Request.provider_meta": providerMeta, "ReadDataSource.Response.state": State,
 
 	"GenerateResourceConfig.Request.type_name": Name, "GenerateResourceConfig.Request.state": State,
 	"GenerateResourceConfig.Response.config": Config,
@@ -159,8 +160,8 @@ var byField = map[string]Class{
 
 	"ConfigureStateStore.Request.type_name": Name, "ConfigureStateStore.Request.config": Config,
 	"ReadStateBytes.Request.type_name": Name, "ReadStateBytes.Request.state_id": Name,
-	"ReadStateBytes.ResponseChunk.bytes": StateBytes, "ReadStateBytes.ResponseChunk.total_length": Meta,
-	"WriteStateBytes.RequestChunk.bytes": StateBytes, "WriteStateBytes.RequestChunk.total_length": Meta,
+	"ReadStateBytes.ResponseChunk.bytes": stateBytes, "ReadStateBytes.ResponseChunk.total_length": Meta,
+	"WriteStateBytes.RequestChunk.bytes": stateBytes, "WriteStateBytes.RequestChunk.total_length": Meta,
 	"LockState.Request.type_name": Name, "LockState.Request.state_id": Name, "LockState.Request.operation": Meta,
 	"LockState.Response.lock_id":    Meta,
 	"UnlockState.Request.type_name": Name, "UnlockState.Request.state_id": Name, "UnlockState.Request.lock_id": Meta,
@@ -170,11 +171,11 @@ var byField = map[string]Class{
 	"PlanAction.Request.action_type": Name, "PlanAction.Request.config": Config,
 	"InvokeAction.Request.action_type": Name, "InvokeAction.Request.config": Config,
 
-	"StopProvider.Response.Error": Diagnostics, "Stop.Response.Error": Diagnostics,
+	"StopProvider.Response.Error": diagnostics, "Stop.Response.Error": diagnostics,
 }
 
 // ClassOf gives the class of field f of message msg (a method's message or one inside it): the
-// field's own entry, else its message type's, else Unclassed.
+// field's own entry, else its message type's, else unclassed.
 func ClassOf(msg string, f *Field) Class {
 	if c, ok := byField[msg+"."+f.Name]; ok {
 		return c
@@ -182,7 +183,12 @@ func ClassOf(msg string, f *Field) Class {
 	if c, ok := byType[f.Type]; ok {
 		return c
 	}
-	return Unclassed
+	for _, major := range []int{6, 5} {
+		if Published(major).Message(f.Type) != nil {
+			return Container
+		}
+	}
+	return unclassed
 }
 
 // Unclassed lists every field a method of v reaches that has no class, as Method: Message.field;
@@ -204,11 +210,12 @@ func (v *Version) Unclassed() []string {
 		}
 		for i := range m.Fields {
 			f := &m.Fields[i]
-			if ClassOf(msg, f) != Unclassed {
-				continue
-			}
-			if v.Message(f.Type) != nil {
+			switch ClassOf(msg, f) {
+			case Container:
 				walk(method, f.Type)
+				continue
+			case unclassed:
+			default:
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s: %s.%s", method, msg, f.Name))

@@ -44,7 +44,7 @@ func TestUnknownMethodIsNotModelled(t *testing.T) {
 	if _, m := Lookup("/plugin.GRPCStdio/StreamStdio"); m != nil {
 		t.Fatal("another service's method was taken for a provider's")
 	}
-	if Unclassed.Secrecy() != Whole {
+	if unclassed.Secrecy() != Whole {
 		t.Fatal("an unclassed field is not wholly secret")
 	}
 }

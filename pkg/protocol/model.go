@@ -94,9 +94,9 @@ func (m *Message) Named(name string) *Field {
 	return nil
 }
 
-// MethodName is an RPC's own name from a gRPC method (/tfplugin6.Provider/PlanResourceChange),
+// methodName is an RPC's own name from a gRPC method (/tfplugin6.Provider/PlanResourceChange),
 // and the protocol's major version (0 when the service is not a provider's).
-func MethodName(full string) (major int, name string) {
+func methodName(full string) (major int, name string) {
 	svc, name, ok := strings.Cut(strings.TrimPrefix(full, "/"), "/")
 	switch {
 	case !ok:
@@ -112,7 +112,7 @@ func MethodName(full string) (major int, name string) {
 // Lookup gives the method a gRPC method name names, in its protocol's model; nil when the model
 // has no such method (a newer protocol's, or not a provider's at all).
 func Lookup(full string) (*Version, *Method) {
-	major, name := MethodName(full)
+	major, name := methodName(full)
 	v := Published(major)
 	if v == nil {
 		return nil, nil

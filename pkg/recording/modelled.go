@@ -50,8 +50,9 @@ func modelMessage(v *protocol.Version, method, name string, request bool, seen m
 		cls := protocol.ClassOf(name, pf)
 		f := field{num: pf.Num, name: pf.Name, repeated: pf.Repeated || pf.Map, class: cls}
 		f.compared = request && (comparedClasses[cls] || cls == protocol.Meta && comparedMeta[pf.Name])
+		sec := cls.Secrecy()
 		switch {
-		case cls.Secrecy() == protocol.Whole:
+		case sec == protocol.Whole:
 			f.kind = kSecret
 		case pf.Type == "string":
 			f.kind = kString
@@ -61,13 +62,13 @@ func modelMessage(v *protocol.Version, method, name string, request bool, seen m
 			f.kind = kInt
 		case pf.Type == "bytes" || pf.Map:
 			f.kind = kBytes
-		case pf.Type == "DynamicValue" && (cls == protocol.Config || cls == protocol.State || cls == protocol.ProviderConfig):
+		case pf.Type == "DynamicValue" && (sec == protocol.BySchema || sec == protocol.AllAttributes):
 			f.kind, f.role = kValue, roleOf(method, cls)
-		case pf.Type == "RawState" && cls == protocol.RawState:
+		case pf.Type == "RawState" && sec == protocol.BySchema:
 			f.kind = kRawState
 		case pf.Type == "AttributePath":
 			f.kind = kPath
-		case cls == protocol.Identity || v.Message(pf.Type) == nil:
+		case sec == protocol.Public && (cls == protocol.Identity || cls != protocol.Container && v.Message(pf.Type) == nil):
 			// Identity is public by the protocol (data for comparing resources) and kept as its
 			// bytes; so is a message the model takes from elsewhere (a Timestamp).
 			f.kind = kBytes
