@@ -183,6 +183,9 @@ func ClassOf(msg string, f *Field) Class {
 	if c, ok := byType[f.Type]; ok {
 		return c
 	}
+	if valueTypes[f.Type] {
+		return unclassed // a value's class is its field's: it says what the value is
+	}
 	for _, major := range []int{6, 5} {
 		if Published(major).Message(f.Type) != nil {
 			return Container
@@ -190,6 +193,10 @@ func ClassOf(msg string, f *Field) Class {
 	}
 	return unclassed
 }
+
+// valueTypes are the messages that carry a value: a field of one of them has a class of its own,
+// never its fields'.
+var valueTypes = map[string]bool{"DynamicValue": true, "RawState": true, "ResourceIdentityData": true}
 
 // Unclassed lists every field a method of v reaches that has no class, as Method: Message.field;
 // a field whose type is a message is followed into that message. The published protocol must
