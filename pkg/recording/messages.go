@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -124,6 +125,20 @@ type Msg map[string]any
 // own type_name field overrides it for its values). With redact, secrets become redactedText. A
 // method the model lacks (m nil) gives only {"unmodelled": true}: nothing of its payload.
 func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg, error) {
+	return decodeMsgAt(b, m, typeName, t, redact, 0)
+}
+
+// maxDepth bounds how deep messages nest inside each other: the model's deepest (a schema's
+// nested blocks aside, which no recorded call carries) is a few levels.
+const maxDepth = 32
+
+// maxUnmodelled bounds how many unmodelled field numbers a message lists.
+const maxUnmodelled = 16
+
+func decodeMsgAt(b []byte, m *message, typeName string, t typer, redact bool, depth int) (Msg, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("messages nest deeper than %d levels", maxDepth)
+	}
 	out := Msg{}
 	if m == nil {
 		out[unmodelledKey] = true
@@ -148,7 +163,9 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 		f := m.byNum(n)
 		varint := f != nil && (f.kind == kBool || f.kind == kInt)
 		if f == nil || varint != (typ == protowire.VarintType) || !varint && typ != protowire.BytesType {
-			unmodelled = appendOnce(unmodelled, int64(n))
+			if len(unmodelled) < maxUnmodelled && !slices.Contains(unmodelled, any(int64(n))) {
+				unmodelled = append(unmodelled, int64(n))
+			}
 			continue
 		}
 		var v any
@@ -162,7 +179,7 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 		} else {
 			data, _ := protowire.ConsumeBytes(val)
 			var err error
-			if v, err = decodeField(f, data, typeName, index[n], t, redact); err != nil {
+			if v, err = decodeField(f, data, typeName, index[n], t, redact, depth); err != nil {
 				return nil, fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
@@ -178,15 +195,6 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 		out[unmodelledKey] = unmodelled
 	}
 	return out, nil
-}
-
-func appendOnce(l []any, n int64) []any {
-	for _, x := range l {
-		if x == n {
-			return l
-		}
-	}
-	return append(l, n)
 }
 
 func ownTypeName(b []byte, m *message) string {
@@ -212,14 +220,14 @@ func ownTypeName(b []byte, m *message) string {
 	return tn
 }
 
-func decodeField(f *field, data []byte, typeName string, index int, t typer, redact bool) (any, error) {
+func decodeField(f *field, data []byte, typeName string, index int, t typer, redact bool, depth int) (any, error) {
 	switch f.kind {
 	case kString:
 		return string(data), nil
 	case kBytes:
 		return data, nil
 	case kMessage:
-		return decodeMsg(data, f.sub, typeName, t, redact)
+		return decodeMsgAt(data, f.sub, typeName, t, redact, depth+1)
 	case kValue:
 		return t.valueOf(f.role, typeName, index, data, redact)
 	case kRawState:

@@ -238,3 +238,42 @@ func TestRawWireBytesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A provider's answer cannot make the recorder work without bound: a message with many distinct
+// fields the model lacks lists a few of them, and messages nested past the bound are refused
+// (the line keeps nothing of them).
+func TestRecorderBoundsHostileAnswers(t *testing.T) {
+	sch, err := newSchemas(secretsSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{addr: "example.com/x/x", schemas: sch}
+	var many []byte
+	for n := protowire.Number(100); n < 100+200000; n++ {
+		many = protowire.AppendVarint(protowire.AppendTag(many, n, protowire.VarintType), 1)
+	}
+	allocs := testing.AllocsPerRun(1, func() { r.line("ReadDataSource", nil, many, nil) })
+	l := r.line("ReadDataSource", nil, many, nil)
+	if u, _ := l.Response[unmodelledKey].([]any); len(u) != maxUnmodelled {
+		t.Errorf("listed %d unmodelled fields, want %d", len(u), maxUnmodelled)
+	}
+	if allocs > 1000 {
+		t.Errorf("200000 unmodelled fields took %.0f allocations", allocs)
+	}
+	// Diagnostics nest an AttributePath; wrap a diagnostic in itself past the bound through the
+	// one recursive message reachable: build the deepest nesting the wire allows cheaply.
+	deep := []byte{}
+	for i := 0; i < 10000; i++ {
+		deep = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), deep)
+	}
+	if _, err := decodeMsgAt(deep, recursiveMsg(), "", sch, true, 0); err == nil || !strings.Contains(err.Error(), "nest deeper") {
+		t.Errorf("10000 nested messages: %v", err)
+	}
+}
+
+// recursiveMsg is a message whose field 1 is itself.
+func recursiveMsg() *message {
+	m := &message{}
+	m.fields = []field{{num: 1, name: "self", kind: kMessage, sub: m}}
+	return m
+}
