@@ -35,8 +35,10 @@ func NewDriver(protocol int, schema *plugin.ProviderSchema, invoke func(ctx cont
 	return &Driver{invoke: invoke, protocol: protocol, schema: schema, s: s, private: map[string][]byte{}}, nil
 }
 
-// Driver drives the recording's replay of this provider.
+// Driver drives the recording's replay of this provider (from then on, its refusals name what
+// provider check --json can do).
 func (rp *Replayer) Driver() (*Driver, error) {
+	rp.driven = true
 	return NewDriver(rp.Protocol(), rp.p.Line.Schema, func(ctx context.Context, method string, req []byte) ([]byte, error) {
 		return rp.Answer(ctx, &plugin.Call{Method: method, Protocol: rp.Protocol(), Request: req})
 	})
