@@ -141,7 +141,7 @@ func (d *Driver) do(ctx context.Context, r *Request, a *Answer) error {
 
 // data reads the data source r names with r's configuration.
 func (d *Driver) data(ctx context.Context, r *Request, b block, a *Answer) error {
-	cfg, err := d.value(r.Config, b, "config", true)
+	cfg, err := d.config(r.Config, b, "config")
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (d *Driver) change(ctx context.Context, r *Request, b block, a *Answer) err
 	}
 	if r.Call == "delete" {
 		cfg = cty.NullVal(b.ty)
-	} else if cfg, err = d.value(r.Config, b, "config", true); err != nil {
+	} else if cfg, err = d.config(r.Config, b, "config"); err != nil {
 		return err
 	}
 	if !cfg.IsNull() {
@@ -200,7 +200,10 @@ func (d *Driver) change(ctx context.Context, r *Request, b block, a *Answer) err
 			return err
 		}
 	}
-	proposed := proposedNew(b, prior, cfg)
+	proposed, err := safeProposedNew(b, prior, cfg)
+	if err != nil {
+		return err
+	}
 	plan, err := d.call(ctx, "PlanResourceChange", r.Type, fieldStr(1, r.Type), fieldDV(2, prior, b.ty), fieldDV(3, proposed, b.ty),
 		fieldDV(4, cfg, b.ty), fieldBytes5(d.private[r.Type]))
 	if err != nil {
@@ -254,7 +257,7 @@ func (d *Driver) result(resp Msg, field string, a *Answer) error {
 
 // configure checks the provider configuration against the schema, then validates and configures.
 func (d *Driver) configure(ctx context.Context, raw json.RawMessage, a *Answer) error {
-	cfg, err := d.value(raw, d.s.provider, "provider configuration", true)
+	cfg, err := d.config(raw, d.s.provider, "provider configuration")
 	if err != nil {
 		return err
 	}
@@ -319,6 +322,15 @@ func (d *Driver) function(ctx context.Context, r *Request, a *Answer) error {
 	return nil
 }
 
+// config reads a configuration of a block's type (value), shaped as tofu decodes one.
+func (d *Driver) config(raw json.RawMessage, b block, what string) (cty.Value, error) {
+	v, err := d.value(raw, b, what, true)
+	if err != nil {
+		return v, err
+	}
+	return configShape(b.b, v), nil
+}
+
 // value reads a JSON value of a block's type; missing required attributes are named.
 func (d *Driver) value(raw json.RawMessage, b block, what string, required bool) (cty.Value, error) {
 	if raw == nil || string(raw) == "null" {
@@ -368,27 +380,6 @@ func names(m map[string]block) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
-}
-
-// proposedNew is tofu's proposed new state, for top-level attributes: the configuration, with
-// computed attributes it leaves null taken from the prior state, or unknown when there is none.
-func proposedNew(b block, prior, cfg cty.Value) cty.Value {
-	if cfg.IsNull() || b.b == nil {
-		return cfg
-	}
-	attrs := map[string]cty.Value{}
-	for name := range b.ty.AttributeTypes() {
-		v := cfg.GetAttr(name)
-		if a := b.b.Attributes[name]; a != nil && a.Computed && v.IsNull() {
-			if !prior.IsNull() {
-				v = prior.GetAttr(name)
-			} else {
-				v = cty.UnknownVal(v.Type())
-			}
-		}
-		attrs[name] = v
-	}
-	return cty.ObjectVal(attrs)
 }
 
 // call makes one call and decodes its answer; error diagnostics are an error.
