@@ -198,7 +198,7 @@ func TestReplayOCIProvider(t *testing.T) {
 			if !strings.Contains(string(data), `"protocol":5`) {
 				t.Errorf("the recording lacks the protocol 5 provider")
 			}
-			answers := driveJSON(t, offlineEnv(env), rec+" --address example.com/acme/hello", `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
+			answers := driveJSON(t, offlineEnv(env), "--recording "+rec+" --address example.com/acme/hello", `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
 			expectAnswers(t, answers, `"Hello, tofu!"`)
 		})
 	}

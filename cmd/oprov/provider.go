@@ -33,18 +33,19 @@ func newProviderCmd(ios *IOStreams) *cobra.Command {
 }
 
 type providerCheckOptions struct {
-	io     *IOStreams
-	Dir    string
-	Steps  string
-	JSON   bool
-	target schemaOptions
-	output outputFlag
+	io        *IOStreams
+	Dir       string
+	Steps     string
+	JSON      bool
+	Recording string
+	target    schemaOptions
+	output    outputFlag
 }
 
 func newProviderCheckCmd(ios *IOStreams) *cobra.Command {
 	o := &providerCheckOptions{io: ios}
 	c := &cobra.Command{
-		Use:   "check DIR STEPS",
+		Use:   "check DIR STEPS | check --json TARGET | check --json --recording FILE",
 		Short: "Run a stdio provider through its lifecycle from a file of steps",
 		Long: `Run the stdio provider in DIR through oprov's host as tofu would drive it (configure, plan
 and apply, import, read, data sources, function calls), from a JSON file of steps, and check
@@ -64,8 +65,16 @@ each result. One line per step; the exit status is 1 at the first step that fail
 describes the protocol.
 
 With --json, TARGET is any provider oprov launches: a reference REPO:VERSION, an executable, a
-Go, Python or stdio source directory, or a recording (oprov run --record). Calls are read from
-stdin, one JSON object a line, and each answer is written to stdout as one line:
+Go, Python or stdio source directory. A file given as TARGET is run as a provider; it is never
+read as a recording. With --recording FILE instead of TARGET, the recording (oprov run --record)
+answers and no provider runs: FILE is only read, and a file that does not begin with a
+recording's header is refused, whatever its mode. A recording given as TARGET (it begins with
+the header, or its name ends in .jsonl) is refused, naming --recording, and nothing runs.
+--address picks one provider of a recording that holds several. A recording answers the calls
+it holds: a create or plan replays when its configuration is the recorded one.
+
+Calls are read from stdin, one JSON object a line, and each answer is written to stdout as one
+line:
 
     {"call": "configure", "config": {"greeting": "Hi"}}
     {"call": "create", "type": "hello_greeting", "config": {"name": "a"}}
@@ -81,16 +90,26 @@ stdin, one JSON object a line, and each answer is written to stdout as one line:
 The provider configuration is checked against the schema first: a missing required attribute
 is named. Nothing is written into the provider's directory; builds go to the cache.`,
 		Example: `  oprov provider check ./examples/stdio-python ./examples/stdio-python/steps.json
-  oprov provider check --json registry.example.com/providers/acme/hello:1.0.0 < calls.jsonl`,
+  oprov provider check --json registry.example.com/providers/acme/hello:1.0.0 < calls.jsonl
+  oprov provider check --json --recording testdata/apply.jsonl --address example.com/acme/hello < calls.jsonl`,
 		Args: func(c *cobra.Command, args []string) error {
-			if o.JSON {
-				return argsRange(1, 1, "one provider: REPO:VERSION, a path or a recording")(c, args)
+			switch {
+			case o.Recording != "" && !o.JSON:
+				return usageErrorf("--recording needs --json: oprov provider check --json --recording FILE")
+			case o.Recording != "" && len(args) > 0:
+				return usageErrorf("give either a provider TARGET or --recording FILE, not both")
+			case o.Recording != "":
+				return nil
+			case o.JSON:
+				return argsRange(1, 1, "one provider: REPO:VERSION or a path (a recording goes with --recording FILE)")(c, args)
 			}
 			return argsRange(2, 2, "DIR and STEPS")(c, args)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			if o.JSON {
-				o.target.Target = args[0]
+				if len(args) == 1 {
+					o.target.Target = args[0]
+				}
 				return runProviderJSON(c.Context(), o)
 			}
 			o.Dir, o.Steps = args[0], args[1]
@@ -99,7 +118,8 @@ is named. Nothing is written into the provider's directory; builds go to the cac
 	}
 	o.target.io = ios
 	c.Flags().BoolVar(&o.JSON, "json", false, "drive the provider TARGET with JSON calls on stdin, one answer a line on stdout")
-	c.Flags().StringVar(&o.target.Address, "address", "", "with --json: the provider's source address (default: guessed from the name)")
+	c.Flags().StringVar(&o.Recording, "recording", "", "with --json: drive the recording FILE (oprov run --record) instead of a provider: it answers, and nothing runs")
+	c.Flags().StringVar(&o.target.Address, "address", "", "with --json: the provider's source address (default: guessed from the name); with --recording, which of its providers")
 	c.Flags().StringSliceVar(&o.target.Keys, "key", nil, "with --json: verify a repository version's signature with this public key (repeatable)")
 	c.Flags().StringVar(&o.target.Policy, "policy", "", "with --json: verify a repository version's signature under this trust policy")
 	c.Flags().StringVar(&o.target.CacheDir, "cache-dir", "", "with --json: the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
@@ -180,14 +200,24 @@ func runProviderJSON(ctx context.Context, o *providerCheckOptions) error {
 	return nil
 }
 
-// providerDriver launches the target (or reads it, for a recording) and gives its driver.
+// providerDriver launches the target, or reads the recording --recording names, and gives its
+// driver. A positional TARGET is a provider: a file given there is run, never read as a
+// recording, and a recording given there is refused, naming --recording.
 func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Driver, func(), error) {
-	if rec, ok, err := readRecording(o.target.Target, o.target.Address); ok || err != nil {
+	if o.Recording != "" {
+		rec, err := recording.Open(o.Recording)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &usageError{err}
 		}
-		d, err := rec.Driver()
+		rp, err := rec.Replayer(o.target.Address, nil)
+		if err != nil {
+			return nil, nil, usageErrorf("recording %s: %v", o.Recording, err)
+		}
+		d, err := rp.Driver()
 		return d, func() {}, err
+	}
+	if err := notARecording(o.target.Target); err != nil {
+		return nil, nil, err
 	}
 	exe, _, err := schemaTarget(ctx, &o.target)
 	if err != nil {
@@ -211,32 +241,20 @@ func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Dr
 	return d, stop, nil
 }
 
-// readRecording reads path as a recording when it is one, and gives the replayer of the provider
-// addr names (the only one, when addr is empty).
-func readRecording(path, addr string) (*recording.Replayer, bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, false, nil
+// notARecording refuses a recording given as TARGET, where a provider to run goes: one that
+// begins with a recording's header, or is named as recordings are (*.jsonl), so that a script
+// written for the old form (a recording as TARGET) never runs what a pull request put in the
+// recording's place. Nothing is read as a recording here: that takes --recording.
+func notARecording(target string) error {
+	st, err := os.Stat(target)
+	if err != nil || st.IsDir() {
+		return nil
 	}
-	defer f.Close()
-	head := make([]byte, 32)
-	n, _ := f.Read(head)
-	if st, err := f.Stat(); err != nil || st.IsDir() || !strings.HasPrefix(strings.TrimSpace(string(head[:n])), `{"oprov_recording"`) {
-		return nil, false, nil
+	if recording.IsRecordingFile(target) {
+		return usageErrorf("%s is a recording, and TARGET is a provider to run: give a recording as --recording %s (nothing was run)", target, target)
 	}
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, true, err
+	if strings.HasSuffix(strings.ToLower(target), ".jsonl") {
+		return usageErrorf("%s is named as a recording (.jsonl), and TARGET is a provider to run: give a recording as --recording %s (nothing was run; a provider executable is not named .jsonl)", target, target)
 	}
-	rec, err := recording.Read(f, path)
-	if err != nil {
-		return nil, true, err
-	}
-	var found []string
-	for _, rp := range rec.Replayers(nil) {
-		if addr == "" && len(rec.Order) == 1 || rp.Address() == addr {
-			return rp, true, nil
-		}
-		found = append(found, rp.Address())
-	}
-	return nil, true, fmt.Errorf("recording %s holds %s: name one with --address", path, strings.Join(found, ", "))
+	return nil
 }

@@ -35,8 +35,10 @@ func NewDriver(protocol int, schema *plugin.ProviderSchema, invoke func(ctx cont
 	return &Driver{invoke: invoke, protocol: protocol, schema: schema, s: s, private: map[string][]byte{}}, nil
 }
 
-// Driver drives the recording's replay of this provider.
+// Driver drives the recording's replay of this provider (from then on, its refusals name what
+// provider check --json can do).
 func (rp *Replayer) Driver() (*Driver, error) {
+	rp.driven = true
 	return NewDriver(rp.Protocol(), rp.p.Line.Schema, func(ctx context.Context, method string, req []byte) ([]byte, error) {
 		return rp.Answer(ctx, &plugin.Call{Method: method, Protocol: rp.Protocol(), Request: req})
 	})
@@ -139,7 +141,7 @@ func (d *Driver) do(ctx context.Context, r *Request, a *Answer) error {
 
 // data reads the data source r names with r's configuration.
 func (d *Driver) data(ctx context.Context, r *Request, b block, a *Answer) error {
-	cfg, err := d.value(r.Config, b, "config", true)
+	cfg, err := d.config(r.Config, b, "config")
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func (d *Driver) change(ctx context.Context, r *Request, b block, a *Answer) err
 	}
 	if r.Call == "delete" {
 		cfg = cty.NullVal(b.ty)
-	} else if cfg, err = d.value(r.Config, b, "config", true); err != nil {
+	} else if cfg, err = d.config(r.Config, b, "config"); err != nil {
 		return err
 	}
 	if !cfg.IsNull() {
@@ -198,7 +200,10 @@ func (d *Driver) change(ctx context.Context, r *Request, b block, a *Answer) err
 			return err
 		}
 	}
-	proposed := proposedNew(b, prior, cfg)
+	proposed, err := safeProposedNew(b, prior, cfg)
+	if err != nil {
+		return err
+	}
 	plan, err := d.call(ctx, "PlanResourceChange", r.Type, fieldStr(1, r.Type), fieldDV(2, prior, b.ty), fieldDV(3, proposed, b.ty),
 		fieldDV(4, cfg, b.ty), fieldBytes5(d.private[r.Type]))
 	if err != nil {
@@ -252,7 +257,7 @@ func (d *Driver) result(resp Msg, field string, a *Answer) error {
 
 // configure checks the provider configuration against the schema, then validates and configures.
 func (d *Driver) configure(ctx context.Context, raw json.RawMessage, a *Answer) error {
-	cfg, err := d.value(raw, d.s.provider, "provider configuration", true)
+	cfg, err := d.config(raw, d.s.provider, "provider configuration")
 	if err != nil {
 		return err
 	}
@@ -317,6 +322,15 @@ func (d *Driver) function(ctx context.Context, r *Request, a *Answer) error {
 	return nil
 }
 
+// config reads a configuration of a block's type (value), shaped as tofu decodes one.
+func (d *Driver) config(raw json.RawMessage, b block, what string) (cty.Value, error) {
+	v, err := d.value(raw, b, what, true)
+	if err != nil {
+		return v, err
+	}
+	return configShape(b.b, v), nil
+}
+
 // value reads a JSON value of a block's type; missing required attributes are named.
 func (d *Driver) value(raw json.RawMessage, b block, what string, required bool) (cty.Value, error) {
 	if raw == nil || string(raw) == "null" {
@@ -366,27 +380,6 @@ func names(m map[string]block) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
-}
-
-// proposedNew is tofu's proposed new state, for top-level attributes: the configuration, with
-// computed attributes it leaves null taken from the prior state, or unknown when there is none.
-func proposedNew(b block, prior, cfg cty.Value) cty.Value {
-	if cfg.IsNull() || b.b == nil {
-		return cfg
-	}
-	attrs := map[string]cty.Value{}
-	for name := range b.ty.AttributeTypes() {
-		v := cfg.GetAttr(name)
-		if a := b.b.Attributes[name]; a != nil && a.Computed && v.IsNull() {
-			if !prior.IsNull() {
-				v = prior.GetAttr(name)
-			} else {
-				v = cty.UnknownVal(v.Type())
-			}
-		}
-		attrs[name] = v
-	}
-	return cty.ObjectVal(attrs)
 }
 
 // call makes one call and decodes its answer; error diagnostics are an error.

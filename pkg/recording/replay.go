@@ -54,6 +54,7 @@ type Replayer struct {
 	versions map[string]int64
 	index    map[string][]*indexEntry // by call and type (index.go)
 	finalIdx map[string][]*finalIndex // by type
+	driven   bool                     // answers provider check --json, which has no --replay-ignore (hint.go)
 }
 
 // Replayers gives a replayer for each provider of the recording, in the order they appear.
@@ -597,7 +598,7 @@ func (rp *Replayer) refuse(rpc, typ string, nearest *CallRec, diffs []Diff) ([]b
 	}
 	if typ != "" && len(diffs) > 0 && len(diffs[0].Path) > 0 {
 		if s, ok := diffs[0].Path[0].(string); ok {
-			fmt.Fprintf(&detail, "Record again with oprov run --record, or leave the attribute out of the comparison with --replay-ignore %s.%s.", typ, s)
+			detail.WriteString(rp.differsHint(typ, s))
 		}
 	} else {
 		detail.WriteString("Record again with oprov run --record.")
