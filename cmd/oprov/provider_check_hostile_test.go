@@ -71,7 +71,7 @@ func TestProviderCheckRefusesAFakeRecordingHeader(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
 	for _, c := range []struct{ name, prefix, want string }{
-		{"header then a script", `{"oprov_recording":1,"program":"tofu 1.12.0"}` + "\n", "line 2"},
+		{"header then a script", `{"oprov_recording":2,"program":"tofu 1.12.0"}` + "\n", "line 2"},
 		{"header cut short", `{"oprov_recording":` + "\x00\x01\x7fELF", "line 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +110,7 @@ func goodRecording(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(`{"oprov_recording":1,"program":"tofu 1.12.0"}`+"\n"+string(p)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(`{"oprov_recording":2,"program":"tofu 1.12.0"}`+"\n"+string(p)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

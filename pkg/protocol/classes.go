@@ -198,6 +198,17 @@ func ClassOf(msg string, f *Field) Class {
 // never its fields'.
 var valueTypes = map[string]bool{"DynamicValue": true, "RawState": true, "ResourceIdentityData": true}
 
+// ClassWithin gives the class of field f of message msg reached through a field of class parent:
+// a field with no class of its own inside a classed message (a Diagnostic's summary) has its
+// container's.
+func ClassWithin(parent Class, msg string, f *Field) Class {
+	c := ClassOf(msg, f)
+	if c == unclassed && parent != unclassed && parent != Container {
+		return parent
+	}
+	return c
+}
+
 // Unclassed lists every field a method of v reaches that has no class, as Method: Message.field;
 // a field whose type is a message is followed into that message. The published protocol must
 // give an empty list (TestEveryFieldHasAClass).

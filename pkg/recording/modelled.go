@@ -20,8 +20,8 @@ func modelCalls() map[string]call {
 			if m.ClientStream || m.ServerStream {
 				continue
 			}
-			out[m.Name] = call{request: modelMessage(v, m.Name, m.Request, true, map[string]*message{}),
-				response: modelMessage(v, m.Name, m.Response, false, map[string]*message{})}
+			out[m.Name] = call{request: modelMessage(v, m.Name, m.Request, protocol.Container, true, map[string]*message{}),
+				response: modelMessage(v, m.Name, m.Response, protocol.Container, false, map[string]*message{})}
 		}
 	}
 	return out
@@ -35,19 +35,20 @@ var comparedClasses = map[protocol.Class]bool{protocol.Name: true, protocol.Conf
 
 var comparedMeta = map[string]bool{"version": true, "id": true, "source_schema_version": true}
 
-func modelMessage(v *protocol.Version, method, name string, request bool, seen map[string]*message) *message {
-	if m, ok := seen[name]; ok {
+func modelMessage(v *protocol.Version, method, name string, parent protocol.Class, request bool, seen map[string]*message) *message {
+	key := name + "\x00" + parent.String()
+	if m, ok := seen[key]; ok {
 		return m
 	}
 	pm := v.Message(name)
 	out := &message{}
-	seen[name] = out
+	seen[key] = out
 	if pm == nil {
 		return out
 	}
 	for i := range pm.Fields {
 		pf := &pm.Fields[i]
-		cls := protocol.ClassOf(name, pf)
+		cls := protocol.ClassWithin(parent, name, pf)
 		f := field{num: pf.Num, name: pf.Name, repeated: pf.Repeated || pf.Map, class: cls}
 		f.compared = request && (comparedClasses[cls] || cls == protocol.Meta && comparedMeta[pf.Name])
 		sec := cls.Secrecy()
@@ -73,7 +74,7 @@ func modelMessage(v *protocol.Version, method, name string, request bool, seen m
 			// bytes; so is a message the model takes from elsewhere (a Timestamp).
 			f.kind = kBytes
 		default:
-			f.kind, f.sub = kMessage, modelMessage(v, method, pf.Type, request, seen)
+			f.kind, f.sub = kMessage, modelMessage(v, method, pf.Type, cls, request, seen)
 		}
 		out.fields = append(out.fields, f)
 	}
