@@ -82,3 +82,27 @@ func TestRedactedInADynamicPartIsFilledFromTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// A stored object (UpgradeResourceState's raw state) keeps a dynamic-typed block as
+// {"type": ..., "value": ...}: its sensitive attributes are redacted as well.
+func TestSecretInADynamicTypedBlockOfAStoredObjectIsRedacted(t *testing.T) {
+	b, err := blockOf(stackBlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &schemas{resources: map[string]block{"x_stack": b}}
+	stored := `{"name":"s","layer":{"type":["tuple",[["object",{"extra":"string","name":"string","secret":"string"}]]],` +
+		`"value":[{"extra":"plain","name":"base","secret":"hunter-1"}]}}`
+	rs, err := s.rawState("x_stack", []byte(stored), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "hunter") || !strings.Contains(string(out), `"base"`) ||
+		!strings.Contains(string(out), `"redacted":[["layer","value",0,"secret"]]`) {
+		t.Errorf("the recorded stored object: %s", out)
+	}
+}
