@@ -106,3 +106,19 @@ func TestSecretInADynamicTypedBlockOfAStoredObjectIsRedacted(t *testing.T) {
 		t.Errorf("the recorded stored object: %s", out)
 	}
 }
+
+// A redacted sensitive dynamic attribute is filled with the live value, whatever its type (it
+// was answered as null: tofu then refused the plan, "sensitive planned value does not match
+// config value").
+func TestRedactedDynamicAttributeIsFilled(t *testing.T) {
+	ty := cty.Object(map[string]cty.Type{"blob": cty.DynamicPseudoType})
+	live := cty.ObjectVal(map[string]cty.Value{"user": cty.StringVal("ops"), "key": cty.StringVal("hunter")})
+	rv := &Value{Value: map[string]any{"blob": redactedText}, Redacted: []Path{{"blob"}}}
+	got, err := rv.toCty(ty, func(p Path) (cty.Value, bool) { return live, len(p) == 1 && p[0] == "blob" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.GetAttr("blob").RawEquals(live) {
+		t.Errorf("filled: %#v, want %#v", got.GetAttr("blob"), live)
+	}
+}

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -425,6 +426,19 @@ func (rp *Replayer) filler(spec *message, typ string, dec Msg) func(Path) (cty.V
 		}
 		if v, err := rv.toCty(b.ty, nil); err == nil {
 			vals, ty = append(vals, v), b.ty // every field of the request has the type's schema
+		}
+	}
+	// An upgrade's stored object, read by the schema it has now: its redacted places are those
+	// of the upgraded state the recording answers with.
+	if f := spec.byName("raw_state"); f != nil && f.kind == kRawState {
+		if rs, ok := dec["raw_state"].(*RawState); ok && rs.JSON != nil && !wholly(rs.Redacted) {
+			if b, err := rp.p.schemas.blockFor(roleResource, typ, 0); err == nil {
+				if js, err := json.Marshal(rs.JSON); err == nil {
+					if v, err := ctyjson.Unmarshal(js, b.ty); err == nil {
+						vals, ty = append(vals, v), b.ty
+					}
+				}
+			}
 		}
 	}
 	return func(p Path) (cty.Value, bool) {

@@ -199,7 +199,8 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 	}
 	if len(d.redacted) > 0 && d.redacted[p.key()] {
 		if d.fill != nil {
-			if v, ok := d.fill(p); ok && v.Type().Equals(ty) {
+			// A dynamic place takes the live value's own type.
+			if v, ok := d.fill(p); ok && (ty == cty.DynamicPseudoType || v.Type().Equals(ty)) {
 				return v, nil
 			}
 		}
