@@ -2,6 +2,7 @@ package recording
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -410,6 +411,7 @@ func (rp *Replayer) filler(spec *message, typ string, dec Msg) func(Path) (cty.V
 		return nil
 	}
 	var vals []cty.Value
+	var ty cty.Type
 	for _, name := range []string{"config", "planned_state", "proposed_new_state", "current_state", "prior_state"} {
 		f := spec.byName(name)
 		if f == nil {
@@ -424,12 +426,25 @@ func (rp *Replayer) filler(spec *message, typ string, dec Msg) func(Path) (cty.V
 			continue
 		}
 		if v, err := rv.toCty(b.ty, nil); err == nil {
-			vals = append(vals, v)
+			vals, ty = append(vals, v), b.ty // every field of the request has the type's schema
+		}
+	}
+	// An upgrade's stored object, read by the schema it has now: its redacted places are those
+	// of the upgraded state the recording answers with.
+	if f := spec.byName("raw_state"); f != nil && f.kind == kRawState {
+		if rs, ok := dec["raw_state"].(*RawState); ok && rs.JSON != nil && !wholly(rs.Redacted) {
+			if b, err := rp.p.schemas.blockFor(roleResource, typ, 0); err == nil {
+				if js, err := json.Marshal(rs.JSON); err == nil {
+					if v, err := ctyjson.Unmarshal(js, b.ty); err == nil {
+						vals, ty = append(vals, v), b.ty
+					}
+				}
+			}
 		}
 	}
 	return func(p Path) (cty.Value, bool) {
 		for _, v := range vals {
-			if x, ok := ctyAt(v, p); ok && x.IsKnown() && !x.IsNull() {
+			if x, ok := ctyAt(v, ty, p); ok && x.IsKnown() && !x.IsNull() {
 				return x, true
 			}
 		}
@@ -437,12 +452,21 @@ func (rp *Replayer) filler(spec *message, typ string, dec Msg) func(Path) (cty.V
 	}
 }
 
-func ctyAt(v cty.Value, p Path) (cty.Value, bool) {
+// ctyAt gives the part of v, a value of the schema's type st, at a recorded path p. Where st is
+// dynamic, a recorded path has a "value" step (the wrapper {"type", "value"}) that v lacks.
+func ctyAt(v cty.Value, st cty.Type, p Path) (cty.Value, bool) {
 	for _, s := range p {
 		if v.IsNull() || !v.IsKnown() {
 			return cty.NilVal, false
 		}
 		ty := v.Type()
+		if st == cty.DynamicPseudoType {
+			if s != "value" {
+				return cty.NilVal, false
+			}
+			st = ty // what is inside has the type the value has
+			continue
+		}
 		switch s := s.(type) {
 		case string:
 			switch {
@@ -461,8 +485,26 @@ func ctyAt(v cty.Value, p Path) (cty.Value, bool) {
 		default:
 			return cty.NilVal, false
 		}
+		if st = stepType(st, s); st == cty.NilType {
+			return cty.NilVal, false
+		}
 	}
 	return v, true
+}
+
+// stepType is the type of the part of a value of type st at step s, or NilType.
+func stepType(st cty.Type, s any) cty.Type {
+	name, isName := s.(string)
+	i, isIndex := s.(int)
+	switch {
+	case st.IsObjectType() && isName && st.HasAttribute(name):
+		return st.AttributeType(name)
+	case st.IsMapType() && isName, (st.IsListType() || st.IsSetType()) && isIndex:
+		return st.ElementType()
+	case st.IsTupleType() && isIndex && i < st.Length():
+		return st.TupleElementType(i)
+	}
+	return cty.NilType
 }
 
 // derive answers the calls a recording implies without holding them, for an object it shows

@@ -174,13 +174,15 @@ func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, 
 	}
 	out := &RawState{JSON: j}
 	if b, ok := s.resources[typeName]; ok && redact {
-		out.JSON = redactJSON(j, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
+		out.JSON = redactJSON(j, b.ty, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
 	}
 	return out, nil
 }
 
-// redactJSON replaces every non-null value at a secret path.
-func redactJSON(j any, p Path, secret func(Path) bool, out *[]Path) any {
+// redactJSON replaces every non-null value at a secret path. ty is the schema's type at p (NilType
+// where it is not known): where it is dynamic, the stored JSON is {"type": ..., "value": ...},
+// and the schema still decides what inside the value is secret, by the path without that step.
+func redactJSON(j any, ty cty.Type, p Path, secret func(Path) bool, out *[]Path) any {
 	if j == nil {
 		return nil
 	}
@@ -190,15 +192,25 @@ func redactJSON(j any, p Path, secret func(Path) bool, out *[]Path) any {
 	}
 	switch j := j.(type) {
 	case map[string]any:
+		if _, wrapped := j["value"]; ty == cty.DynamicPseudoType && wrapped {
+			at := len(p)
+			inner := func(q Path) bool { return secret(append(clonePath(q[:at]), q[at+1:]...)) }
+			m := map[string]any{}
+			for k, v := range j {
+				m[k] = v
+			}
+			m["value"] = redactJSON(j["value"], cty.NilType, append(p, "value"), inner, out)
+			return m
+		}
 		m := map[string]any{}
 		for k, v := range j {
-			m[k] = redactJSON(v, append(p, k), secret, out)
+			m[k] = redactJSON(v, stepType(ty, k), append(p, k), secret, out)
 		}
 		return m
 	case []any:
 		l := make([]any, len(j))
 		for i, v := range j {
-			l[i] = redactJSON(v, append(p, i), secret, out)
+			l[i] = redactJSON(v, stepType(ty, i), append(p, i), secret, out)
 		}
 		return l
 	}

@@ -99,11 +99,19 @@ func encodeValue(v cty.Value, ty cty.Type, p Path, out *Value, sensitive func(Pa
 		if err != nil {
 			return nil, err
 		}
-		inner, err := encodeValue(v, v.Type(), append(p, "value"), out, nil)
+		// The schema still decides what inside is secret (a list of blocks holding a dynamic
+		// attribute is dynamic as a whole, its sensitive attributes included): it reads the
+		// path without the wrapper's "value" step.
+		inner := sensitive
+		if sensitive != nil {
+			at := len(p)
+			inner = func(q Path) bool { return sensitive(append(clonePath(q[:at]), q[at+1:]...)) }
+		}
+		wrapped, err := encodeValue(v, v.Type(), append(p, "value"), out, inner)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": json.RawMessage(tj), "value": inner}, nil
+		return map[string]any{"type": json.RawMessage(tj), "value": wrapped}, nil
 	}
 	switch {
 	case ty == cty.String:
@@ -191,7 +199,8 @@ func (d *decoder) decode(j any, ty cty.Type, p Path) (cty.Value, error) {
 	}
 	if len(d.redacted) > 0 && d.redacted[p.key()] {
 		if d.fill != nil {
-			if v, ok := d.fill(p); ok && v.Type().Equals(ty) {
+			// A dynamic place takes the live value's own type.
+			if v, ok := d.fill(p); ok && (ty == cty.DynamicPseudoType || v.Type().Equals(ty)) {
 				return v, nil
 			}
 		}
