@@ -100,12 +100,12 @@ func replayCycleImporting(t *testing.T, bin, cfg, tf string, env []string, cache
 	recImport := filepath.Join(filepath.Dir(rec), "import.jsonl")
 	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
 	start := time.Now()
-	mustOprov(t, env, "run", "-C", cfg, "--record", rec, "--", bin, "apply", "-auto-approve", "-input=false")
+	mustOprov(t, env, "run", "-C", cfg, "--record", rec, "--record-function-results", "--", bin, "apply", "-auto-approve", "-input=false")
 	t.Logf("recorded apply: %s", time.Since(start).Round(time.Millisecond))
 	if imp != nil {
 		// state rm needs the providers' schemas only: the recording has them.
 		mustOprov(t, env, "run", "-C", cfg, "--replay", rec, "--", bin, "state", "rm", imp.addr)
-		mustOprov(t, env, "run", "-C", cfg, "--record", recImport, "--", bin, "import", "-input=false", imp.addr, imp.id)
+		mustOprov(t, env, "run", "-C", cfg, "--record", recImport, "--record-function-results", "--", bin, "import", "-input=false", imp.addr, imp.id)
 		if data, err := os.ReadFile(recImport); err != nil || !strings.Contains(string(data), `"call":"ImportResourceState"`) {
 			t.Fatalf("the import's recording lacks ImportResourceState (%v)", err)
 		}
