@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,45 @@ type Group struct {
 	// Dir is the run's private directory (mode 0700): every member's sockets and temporary
 	// files are inside it, and Stop removes it.
 	Dir string
+
+	holdsProcs bool // a proxy runs: the group holds oprov to fewer cores (proxyProcs) until Stop
+}
+
+// proxyProcs is how many cores oprov's own Go code may run on while a proxy serves: half the
+// machine's, at least one. The run's work is tofu's and the providers'; a proxy only forwards.
+// Given every core, Go's scheduler wakes idle threads to look for work at each message a proxy
+// passes, and on a machine the three processes already fill that cost about a fifth of the
+// proxy's CPU (docs/performance.md, the sandboxed apply). A GOMAXPROCS the user set is kept.
+func proxyProcs() int { return max(1, runtime.NumCPU()/2) }
+
+// procsHeld counts the groups whose proxies hold oprov to proxyProcs; the first saves the
+// setting it lowers, the last to stop puts it back.
+var procsHeld struct {
+	sync.Mutex
+	groups int
+	saved  int // 0: nothing was lowered
+}
+
+func holdProcs() {
+	procsHeld.Lock()
+	defer procsHeld.Unlock()
+	procsHeld.groups++
+	if procsHeld.groups > 1 || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if want := proxyProcs(); runtime.GOMAXPROCS(0) > want {
+		procsHeld.saved = runtime.GOMAXPROCS(want)
+	}
+}
+
+func releaseProcs() {
+	procsHeld.Lock()
+	defer procsHeld.Unlock()
+	procsHeld.groups--
+	if procsHeld.groups == 0 && procsHeld.saved > 0 {
+		runtime.GOMAXPROCS(procsHeld.saved)
+		procsHeld.saved = 0
+	}
 }
 
 // stopTimeout bounds how long Stop waits for all providers before giving up on them.
@@ -112,7 +152,10 @@ func (g *Group) proxy(i int) error {
 		mw = w(mw)
 	}
 	var err error
-	g.Proxies[i], err = startProxy(g.Dir, g.Providers[i], mw)
+	if g.Proxies[i], err = startProxy(g.Dir, g.Providers[i], mw); err == nil && !g.holdsProcs {
+		g.holdsProcs = true
+		holdProcs()
+	}
 	return err
 }
 
@@ -139,6 +182,10 @@ func (g *Group) Stop() {
 		}
 	}
 	wg.Wait()
+	if g.holdsProcs {
+		g.holdsProcs = false
+		releaseProcs()
+	}
 	if g.Dir != "" {
 		os.RemoveAll(g.Dir)
 	}

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,11 +15,14 @@ import (
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
-// Writer writes a recording. Lines go to a temporary file beside the destination, one write a
-// line, and Close renames it into place: a recording is never seen half-written.
+// Writer writes a recording. Lines go to a temporary file beside the destination, through a
+// buffer (a recording is only ever read once Close has put it in place, so a line need not reach
+// the file at once), and Close renames it into place: a recording is never seen half-written. A
+// write that fails fails every call after it and Close, so the run fails and no file is left.
 type Writer struct {
 	mu   sync.Mutex
 	f    *os.File
+	buf  *bufio.Writer
 	path string
 	err  error
 	// KeepConfig records the provider configuration's values (they are redacted otherwise).
@@ -28,6 +32,9 @@ type Writer struct {
 	KeepFunctionResults bool
 }
 
+// writeBuffer is how many bytes of lines the writer holds before it writes them to the file.
+const writeBuffer = 256 << 10
+
 // Create starts a recording at path for a run of program (its name and version).
 func Create(path, program string) (*Writer, error) {
 	dir := filepath.Dir(path)
@@ -35,7 +42,7 @@ func Create(path, program string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", path, err)
 	}
-	w := &Writer{f: f, path: path}
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, writeBuffer), path: path}
 	if err := w.put(&Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}); err != nil {
 		w.Abort()
 		return nil, err
@@ -53,7 +60,7 @@ func (w *Writer) put(l *Line) error {
 	if w.err != nil {
 		return w.err
 	}
-	if _, err := w.f.Write(append(b, '\n')); err != nil {
+	if _, err := w.buf.Write(append(b, '\n')); err != nil {
 		w.err = fmt.Errorf("recording %s: %w", w.path, err)
 	}
 	return w.err
@@ -64,6 +71,9 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
+	if err == nil {
+		err = w.buf.Flush()
+	}
 	if err == nil {
 		err = w.f.Sync()
 	}
