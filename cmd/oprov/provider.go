@@ -231,6 +231,13 @@ func readRecording(path, addr string) (*recording.Replayer, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
+	key, err := recording.ReplayKey()
+	if err != nil {
+		return nil, true, err
+	}
+	if err := rec.Unlock(key); err != nil {
+		return nil, true, fmt.Errorf("recording %s: %w", path, err)
+	}
 	var found []string
 	for _, rp := range rec.Replayers(nil) {
 		if addr == "" && len(rec.Order) == 1 || rp.Address() == addr {

@@ -157,6 +157,8 @@ type typer interface {
 type RawState struct {
 	JSON     any    `json:"json"`
 	Redacted []Path `json:"redacted,omitempty"`
+	// Digests are the redacted values' digests, in the order of Redacted (digest.go).
+	Digests []string `json:"digests,omitempty"`
 }
 
 // Msg is a decoded message: its named fields, and the others' bytes.
@@ -446,8 +448,12 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 			}
 			break
 		}
-		if _, err := asPaths(m["redacted"]); err != nil {
+		ps, err := asPaths(m["redacted"])
+		if err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
+		}
+		if _, err := checkDigests(m["digests"], len(ps)); err != nil {
+			return nil, fmt.Errorf("digests: %w", err)
 		}
 		js, err := json.Marshal(m["json"])
 		if err != nil {
@@ -505,8 +511,8 @@ func asValue(v any) (*Value, error) {
 		return v, nil
 	case map[string]any:
 		for k := range v {
-			if k != "value" && k != "unknown" && k != "redacted" && k != "wire" {
-				return nil, fmt.Errorf("a value has %q; it holds value, unknown, redacted or wire", k)
+			if k != "value" && k != "unknown" && k != "redacted" && k != "digests" && k != "wire" {
+				return nil, fmt.Errorf("a value has %q; it holds value, unknown, redacted, digests or wire", k)
 			}
 		}
 		rv := &Value{Value: v["value"]}
@@ -516,6 +522,9 @@ func asValue(v any) (*Value, error) {
 		}
 		if rv.Redacted, err = asPaths(v["redacted"]); err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
+		}
+		if rv.Digests, err = checkDigests(v["digests"], len(rv.Redacted)); err != nil {
+			return nil, fmt.Errorf("digests: %w", err)
 		}
 		if w, ok := v["wire"]; ok {
 			if rv.Wire, err = asBytes(w); err != nil {

@@ -26,6 +26,8 @@ type schemas struct {
 	functions map[string]*plugin.Function
 	// keepConfig keeps the provider configuration's values; otherwise they are redacted.
 	keepConfig bool
+	// key digests the redacted values (digest.go).
+	key *Key
 }
 
 func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
@@ -158,7 +160,7 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 			sensitive = func(p Path) bool { return secret(b.b, p) }
 		}
 	}
-	return fromCty(v, b.ty, sensitive)
+	return fromCty(v, b.ty, sensitive, s.key)
 }
 
 // encodeValue writes a recorded value back as a DynamicValue message (msgpack).
@@ -190,6 +192,7 @@ func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, 
 	out := &RawState{JSON: j}
 	if b, ok := s.resources[typeName]; ok && redact {
 		out.JSON = redactJSON(j, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
+		out.Digests = s.key.digestsOf(j, out.Redacted)
 	}
 	return out, nil
 }

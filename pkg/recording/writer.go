@@ -23,17 +23,23 @@ type Writer struct {
 	err  error
 	// KeepConfig records the provider configuration's values (they are redacted otherwise).
 	KeepConfig bool
+	key        *Key
 }
 
-// Create starts a recording at path for a run of program (its name and version).
-func Create(path, program string) (*Writer, error) {
+// Create starts a recording at path for a run of program (its name and version); key digests
+// its redacted values (RecordKey).
+func Create(path, program string, key *Key) (*Writer, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".oprov-recording-*")
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", path, err)
 	}
-	w := &Writer{f: f, path: path}
-	if err := w.put(&Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+	w := &Writer{f: f, path: path, key: key}
+	head := &Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}
+	if key != nil {
+		head.KeyID = key.ID()
+	}
+	if err := w.put(head); err != nil {
 		w.Abort()
 		return nil, err
 	}
@@ -102,6 +108,7 @@ func (w *Writer) Provider(ctx context.Context, pr *plugin.Provider, addr, versio
 		return nil, fmt.Errorf("recording %s: %w", addr, err)
 	}
 	sch.keepConfig = w.KeepConfig
+	sch.key = w.key
 	if err := w.put(&Line{Provider: addr, Version: version, H1: h1, Protocol: pr.Protocol, Schema: s, SchemaWire: wire, ConfigKept: w.KeepConfig}); err != nil {
 		return nil, err
 	}
