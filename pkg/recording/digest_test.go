@@ -474,3 +474,13 @@ func TestRecordingKeyFile(t *testing.T) {
 		t.Errorf("a key directory anyone can write: %v", err)
 	}
 }
+
+// A recording into a directory that does not exist is an error naming the file asked for and
+// the fix, not the temporary file it is first written to.
+func TestCreateNamesTheDestination(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "testdata", "example.jsonl")
+	_, err := Create(path, "tofu", nil)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "mkdir -p") || strings.Contains(err.Error(), ".oprov-recording-") {
+		t.Errorf("Create in a missing directory: %v", err)
+	}
+}

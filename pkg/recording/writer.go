@@ -32,7 +32,7 @@ func Create(path, program string, key *Key) (*Writer, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".oprov-recording-*")
 	if err != nil {
-		return nil, fmt.Errorf("recording %s: %w", path, err)
+		return nil, createError(path, dir, err)
 	}
 	w := &Writer{f: f, path: path, key: key}
 	head := &Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}
