@@ -251,11 +251,11 @@ func secretDiff(d Diff) (string, bool) {
 	case rs && !rd:
 		return fmt.Sprintf("%s: recorded %s with no digest, so it cannot be compared; record again with this oprov", where, redactedText), true
 	case rs && ns:
-		return fmt.Sprintf("%s: a secret other than the recorded one (their digests differ)", where), true
+		return fmt.Sprintf("%s: a redacted value other than the recorded one (their digests differ)", where), true
 	case rs:
-		return fmt.Sprintf("%s: recorded a secret %s, now %s", where, redactedText, show(d.Now)), true
+		return fmt.Sprintf("%s: recorded a redacted value, now %s", where, show(d.Now)), true
 	case ns:
-		return fmt.Sprintf("%s: recorded %s, now a secret %s", where, show(d.Recorded), redactedText), true
+		return fmt.Sprintf("%s: recorded %s, now a redacted value", where, show(d.Recorded)), true
 	}
 	return "", false
 }

@@ -199,7 +199,7 @@ func TestReplayChangedSensitiveAttributeIsADifference(t *testing.T) {
 		t.Fatalf("the plan of the unchanged object was refused: %s", why)
 	}
 	_, why := ask(t, rp, "PlanResourceChange", planReq(t, state, thing("a", "changed", "id-1"), thing("a", "changed", "")))
-	if !strings.Contains(why, "config.password: a secret other than the recorded one") {
+	if !strings.Contains(why, "config.password: a redacted value other than the recorded one") {
 		t.Errorf("a changed password planned as no change: %q", why)
 	}
 	// A state whose secret is not the recorded one is not an object the recording shows.
@@ -224,7 +224,7 @@ func TestReplayChangedProviderConfigIsADifference(t *testing.T) {
 	}
 	for _, c := range []struct{ region, token, where string }{{"us-east-1", "tok", "config.region"}, {"eu-west-1", "tok2", "config.token"}} {
 		_, why := ask(t, rp, "ConfigureProvider", configureReq(t, providerConfig(c.region, c.token)))
-		if !strings.Contains(why, c.where+": a secret other than the recorded one") {
+		if !strings.Contains(why, c.where+": a redacted value other than the recorded one") {
 			t.Errorf("ConfigureProvider with %s changed: %q", c.where, why)
 		}
 		_, why = ask(t, rp, "ValidateProviderConfig", fields(dv(t, providerConfig(c.region, c.token), secretProviderType)))
