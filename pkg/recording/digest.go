@@ -81,26 +81,33 @@ func (k *Key) ID() string {
 
 // digest is the digest of a value of type ty: of the type and of the value's msgpack encoding
 // (which holds unknown values, sorts maps, sets and attributes, and writes equal numbers
-// alike). It is "" with no key or for a value that cannot be encoded: such a place matches
-// nothing.
+// alike). It is "" with no key. A value that cannot be encoded gets a digest of random bytes,
+// which matches nothing.
 func (k *Key) digest(ty cty.Type, v cty.Value) (d string) {
 	if k == nil {
 		return ""
 	}
 	defer func() {
 		if recover() != nil { // cty panics on a value that does not fit its type
-			d = ""
+			d = k.unmatchable()
 		}
 	}()
 	tj, err := ctyjson.MarshalType(ty)
 	if err != nil {
-		return ""
+		return k.unmatchable()
 	}
 	mp, err := ctymsgpack.Marshal(v, ty)
 	if err != nil {
-		return ""
+		return k.unmatchable()
 	}
 	return digestPrefix + hex.EncodeToString(k.mac("value", tj, mp))
+}
+
+// unmatchable is a well-formed digest no value has.
+func (k *Key) unmatchable() string {
+	b := make([]byte, keyBytes)
+	rand.Read(b)
+	return digestPrefix + hex.EncodeToString(k.mac("unencodable", b))
 }
 
 // digestBytes is the digest of opaque bytes, such as private state.
@@ -119,7 +126,7 @@ func (k *Key) digestJSON(j any) string {
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
-		return ""
+		return k.unmatchable()
 	}
 	return digestPrefix + hex.EncodeToString(k.mac("json", b))
 }
@@ -189,12 +196,18 @@ func checkDigests(v any, redacted int) ([]string, error) {
 	return out, nil
 }
 
+func validKeyID(s string) bool {
+	return len(s) == keyIDDigits && isHex(s)
+}
+
 func validDigest(s string) bool {
 	h, ok := strings.CutPrefix(s, digestPrefix)
-	if !ok || len(h) != 2*sha256.Size {
-		return false
-	}
-	for _, c := range h {
+	return ok && len(h) == 2*sha256.Size && isHex(h)
+}
+
+// isHex reports whether s is lower-case hex digits.
+func isHex(s string) bool {
+	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}
@@ -277,6 +290,8 @@ func (r *Recording) Unlock(k *Key) error {
 		switch {
 		case id == "":
 			return errors.New("it holds digests of secrets but its header names no key_id: was it edited? record it again")
+		case !validKeyID(id):
+			return fmt.Errorf("its header's key_id is not %d hex digits: was it edited? record it again", keyIDDigits)
 		case k == nil:
 			return fmt.Errorf("it was made with the recording key %s, and there is no key here: set %s to that key (in CI, from the secret that holds it), or replay as the user who recorded it", id, keyEnv)
 		case k.ID() != id:

@@ -262,6 +262,14 @@ func TestReplayWithAnotherKeyIsAnError(t *testing.T) {
 	if err := rec.Unlock(testKey(t, 3)); err == nil || !strings.Contains(err.Error(), "key_id") {
 		t.Errorf("digests with no key ID: %v", err)
 	}
+	// A key ID that is not one (escape sequences for the terminal) is refused, not printed.
+	hostile := strings.Replace(text, testKey(t, 3).ID(), `\u001b]0;pwned\u0007`, 1)
+	if rec, err = Read(strings.NewReader(hostile), "rec.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Unlock(testKey(t, 3)); err == nil || strings.ContainsAny(err.Error(), "\x1b\x07") || !strings.Contains(err.Error(), "key_id") {
+		t.Errorf("a key ID of escape sequences: %q", err)
+	}
 }
 
 // A redacted value recorded with no digest (no key, or written by hand) matches nothing, not
