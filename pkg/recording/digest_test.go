@@ -218,7 +218,9 @@ func TestReplayChangedProviderConfigIsADifference(t *testing.T) {
 	if strings.Contains(text, "eu-west-1") {
 		t.Fatalf("the recording holds the provider configuration:\n%s", text)
 	}
-	rp := replayer(t, text, key)
+	// --replay-ignore *.region names no resource or data source: the provider configuration
+	// has no state in its answer that could show the change, so it is still compared.
+	rp := replayer(t, text, key, Ignore{Type: "*", Path: Path{"region"}})
 	if _, why := ask(t, rp, "ConfigureProvider", configureReq(t, providerConfig("eu-west-1", "tok"))); why != "" {
 		t.Fatalf("the recorded configuration was refused: %s", why)
 	}

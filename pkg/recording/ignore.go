@@ -28,15 +28,32 @@ var ignoredSource = map[string]struct {
 	"ReadDataSource":      {resp: 1, from: "config", role: roleData},
 }
 
+// ignoresOf gives the ignored attributes that apply to a call about typ: a resource type's or a
+// data source's, never a provider configuration's or a function's arguments, whose answers hold
+// no state to take an ignored value from (ignoring them would turn a difference into no change).
+func (rp *Replayer) ignoresOf(typ string) []Ignore {
+	s := rp.p.schemas
+	if _, ok := s.resources[typ]; !ok {
+		if _, ok := s.data[typ]; !ok {
+			return nil
+		}
+	}
+	var out []Ignore
+	for _, ig := range rp.ignore {
+		if ig.Type == "*" || ig.Type == typ {
+			out = append(out, ig)
+		}
+	}
+	return out
+}
+
 // withIgnored gives an answer (resp, its wire bytes) to a call (dec, decoded with its secrets)
 // with each ignored attribute's value taken from the request.
 func (rp *Replayer) withIgnored(rpc, typ string, resp []byte, dec Msg) ([]byte, error) {
 	src, ok := ignoredSource[rpc]
 	var paths []Path
-	for _, ig := range rp.ignore {
-		if ig.Type == "*" || ig.Type == typ {
-			paths = append(paths, ig.Path)
-		}
+	for _, ig := range rp.ignoresOf(typ) {
+		paths = append(paths, ig.Path)
 	}
 	if !ok || len(paths) == 0 {
 		return resp, nil

@@ -91,10 +91,8 @@ func (rp *Replayer) fieldTrees(spec *message, typ string, req Msg, redacted map[
 				for _, p := range redacted[name] {
 					t = setAt(t, p, redactedMark)
 				}
-				for _, ig := range rp.ignore {
-					if ig.Type == "*" || ig.Type == typ {
-						deleteAt(t, ig.Path)
-					}
+				for _, ig := range rp.ignoresOf(typ) {
+					deleteAt(t, ig.Path)
 				}
 				trees = append(trees, canon(t))
 			}
@@ -212,10 +210,8 @@ func (rp *Replayer) stateKey(typ string, state any, redacted []Path) string {
 	for _, p := range redacted {
 		t = setAt(t, p, redactedMark)
 	}
-	for _, ig := range rp.ignore {
-		if ig.Type == "*" || ig.Type == typ {
-			deleteAt(t, ig.Path)
-		}
+	for _, ig := range rp.ignoresOf(typ) {
+		deleteAt(t, ig.Path)
 	}
 	return keyOf(canon(t))
 }

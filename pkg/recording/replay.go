@@ -415,8 +415,8 @@ func (rp *Replayer) diffValue(field, typ string, rec, now any) []Diff {
 }
 
 func (rp *Replayer) ignored(typ string, p Path) bool {
-	for _, ig := range rp.ignore {
-		if (ig.Type == "*" || ig.Type == typ) && len(p) >= len(ig.Path) {
+	for _, ig := range rp.ignoresOf(typ) {
+		if len(p) >= len(ig.Path) {
 			same := true
 			for i := range ig.Path {
 				if p[i] != ig.Path[i] {
