@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,11 +153,36 @@ func replayCycleImporting(t *testing.T, bin, cfg, tf string, env []string, cache
 	}
 	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(tf, old, new, 1))
 	r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color")
-	if all := r.Stderr + r.Stdout; r.Code == 0 || !strings.Contains(all, "oprov replay: the recording holds no") ||
-		!strings.Contains(all, resource) || !strings.Contains(all, `now `+new[strings.IndexByte(new, '"'):]) {
+	newValue := new[strings.IndexByte(new, '"'):]
+	all := r.Stderr + r.Stdout
+	if r.Code == 0 || !strings.Contains(all, "oprov replay: the recording holds no") ||
+		!strings.Contains(all, resource) || !strings.Contains(all, `now `+newValue) {
 		t.Errorf("a replayed plan with %s changed to %s: exit %d\n%s%s", old, new, r.Code, r.Stdout, r.Stderr)
 	}
+	// The error's own hint, --replay-ignore TYPE.ATTRIBUTE, leaves the attribute out of the
+	// comparison, not out of the plan: the plan shows the change, never "No changes".
+	if hint := regexp.MustCompile(`--replay-ignore\s+([A-Za-z0-9_]+\.[A-Za-z0-9_]+)`).FindStringSubmatch(all); hint == nil {
+		t.Errorf("the replayed plan's error gives no --replay-ignore hint:\n%s", all)
+	} else {
+		r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--replay-ignore", hint[1], "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color")
+		if r.Code != 2 || !strings.Contains(r.Stdout, "-> "+newValue) {
+			t.Errorf("a replayed plan with %s changed to %s and --replay-ignore %s: exit %d, want 2 and the change shown\n%s%s", old, new, hint[1], r.Code, r.Stdout, r.Stderr)
+		}
+	}
 	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	// The documented workflow commits no state (it holds the secrets the recording redacts):
+	// CI replays the apply into no state, then the plan shows no changes.
+	for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
+		if err := os.Remove(filepath.Join(cfg, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	if r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "apply", "-auto-approve", "-input=false", "-no-color"); r.Code != 0 {
+		t.Fatalf("a replayed apply into no state: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r = oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color"); r.Code != 0 {
+		t.Errorf("the replayed plan after a replayed apply into no state: exit %d, want 0 (no changes)\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	return rec
 }
 
@@ -198,8 +224,23 @@ func TestReplayOCIProvider(t *testing.T) {
 			if !strings.Contains(string(data), `"protocol":5`) {
 				t.Errorf("the recording lacks the protocol 5 provider")
 			}
-			answers := driveJSON(t, offlineEnv(env), "--recording "+rec+" --address example.com/acme/hello", `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
-			expectAnswers(t, answers, `"Hello, tofu!"`)
+			answers := driveJSON(t, offlineEnv(env), "--recording "+rec+" --address example.com/acme/hello", `{"call":"configure","config":{"greeting":"Hello"}}`, `{"call":"data","type":"hello_greeting","config":{"name":"tofu"}}`)
+			expectAnswers(t, answers, "", `"Hello, tofu!"`)
+			off := offlineEnv(env)
+			// A changed provider configuration is a difference, though the recording redacts it.
+			writeFile(t, filepath.Join(f.cfg, "main.tf"), strings.Replace(tf, `greeting = "Hello"`, `greeting = "Howdy"`, 1))
+			r := oprov(t, off, "run", "-C", f.cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color")
+			if all := r.Stdout + r.Stderr; r.Code == 0 || !strings.Contains(all, "config.greeting: a redacted value other than the recorded one") {
+				t.Errorf("a replayed plan with the provider's greeting changed: exit %d\n%s", r.Code, all)
+			}
+			// A recorded version the configuration's required_providers rule out is refused,
+			// naming both, before tofu runs.
+			writeFile(t, filepath.Join(f.cfg, "main.tf"), strings.Replace(tf, `version = "~> 1.0"`, `version = "~> 2.0"`, 1))
+			r = oprov(t, off, "run", "-C", f.cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color")
+			if r.Code == 0 || !strings.Contains(r.Stderr, `example.com/acme/hello version "1.0.0"`) || !strings.Contains(r.Stderr, `"~> 2.0"`) {
+				t.Errorf("a replay of hello 1.0.0 with version ~> 2.0 required: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			writeFile(t, filepath.Join(f.cfg, "main.tf"), tf)
 		})
 	}
 }
@@ -285,9 +326,37 @@ func TestReplayKeepsSecretsOut(t *testing.T) {
 	bin := peers.Require(t, "tofu")
 	cfg, env := middlewareDir(t, bin, "")
 	cache := t.TempDir()
-	env = append(env, "OPROV_CACHE_DIR="+cache)
+	state := t.TempDir()
+	env = append(env, "OPROV_CACHE_DIR="+cache, "OPROV_STATE_DIR="+state, "OPROV_RECORDING_KEY=")
 	tf := strings.Replace(recorderConfig(true), "resource \"recorder_thing\"", "provider \"recorder\" {\n  token = \""+recorderToken+"\"\n}\nresource \"recorder_thing\"", 1)
 	rec := replayCycle(t, bin, cfg, tf, env, cache, nil, []string{"QUIET", "HI!"}, `name   = "one"`, `name   = "two"`, `recorder_thing.a`)
+	off := offlineEnv(env)
+	// A changed secret is a difference: the provider's token, a sensitive attribute.
+	for _, c := range []struct{ old, new, want string }{
+		{recorderToken, "tok-changed", "config.token: a redacted value other than the recorded one"},
+		{recorderSecret, "hunter3", "config.secret: a redacted value other than the recorded one"},
+	} {
+		writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(tf, c.old, c.new, 1))
+		r := oprov(t, off, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color")
+		if all := r.Stdout + r.Stderr; r.Code == 0 || !strings.Contains(all, c.want) {
+			t.Errorf("a replayed plan with %s changed: exit %d, want %q\n%s", c.old, r.Code, c.want, all)
+		}
+	}
+	writeFile(t, filepath.Join(cfg, "main.tf"), tf)
+	// CI holds the key as a secret and sets OPROV_RECORDING_KEY to it; another key is an error
+	// naming the variable.
+	key, err := os.ReadFile(filepath.Join(state, "recording.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := append(append([]string{}, off...), "OPROV_STATE_DIR="+t.TempDir(), "OPROV_RECORDING_KEY="+strings.TrimSpace(string(key)))
+	if r := oprov(t, ci, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color"); r.Code != 0 {
+		t.Errorf("a replayed plan with the key in OPROV_RECORDING_KEY: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	ci[len(ci)-1] = "OPROV_RECORDING_KEY=" + strings.Repeat("5a", 32)
+	if r := oprov(t, ci, "run", "-C", cfg, "--replay", rec, "--", bin, "plan", "-input=false", "-no-color"); r.Code == 0 || !strings.Contains(r.Stderr, "set OPROV_RECORDING_KEY to the key it was made with") {
+		t.Errorf("a replay with another key: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	data, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,11 @@ const environmentHelp = `Every environment variable oprov reads, and every file 
 
 oprov's own variables
   OPROV_CACHE_DIR          the shared cache (default: $XDG_CACHE_HOME/oprov, on Linux ~/.cache/oprov)
-  OPROV_STATE_DIR          where fingerprint.key is kept (default: $XDG_CONFIG_HOME/oprov,
-                           on Linux ~/.config/oprov)
+  OPROV_STATE_DIR          where fingerprint.key and recording.key are kept (default:
+                           $XDG_CONFIG_HOME/oprov, on Linux ~/.config/oprov)
+  OPROV_RECORDING_KEY      the key that digests a recording's secrets (64 hex digits or more,
+                           as 'openssl rand -hex 32' prints; default: recording.key); set it in
+                           CI to the key the recording was made with
   OPROV_TOFU               the program init runs, and run runs for 'tofu', whose CLI
                            configuration files count (default: tofu); set
                            OPROV_TOFU=terraform for Terraform
@@ -88,6 +91,9 @@ Files in your home directory
   $OPROV_STATE_DIR/fingerprint.key (~/.config/oprov/fingerprint.key)
                                            a secret made on first use (mode 0600): it lets oprov
                                            skip hashing an unpacked provider nobody changed
+  $OPROV_STATE_DIR/recording.key (~/.config/oprov/recording.key)
+                                           a secret made on the first run --record (mode 0600):
+                                           the key of a recording's digests of its secrets
   ~/.cache/oprov-sandbox/HASH              a sandboxed Python provider's writable directory
   ~/.cache/oprov-python/                   Python providers' bytecode
   ~/.local/state/oprov/serve/              serve's local certificate authority (--state-dir)

@@ -209,6 +209,13 @@ func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Dr
 		if err != nil {
 			return nil, nil, &usageError{err}
 		}
+		key, err := recording.ReplayKey()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := rec.Unlock(key); err != nil {
+			return nil, nil, fmt.Errorf("recording %s: %w", o.Recording, err)
+		}
 		rp, err := rec.Replayer(o.target.Address, nil)
 		if err != nil {
 			return nil, nil, usageErrorf("recording %s: %v", o.Recording, err)

@@ -37,7 +37,7 @@ func TestSecretInADynamicTypedBlockIsRedacted(t *testing.T) {
 		cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("top"), "secret": cty.StringVal("hunter-2"),
 			"extra": cty.ObjectVal(map[string]cty.Value{"depth": cty.NumberIntVal(2)})}),
 	})})
-	rv, err := fromCty(v, ty, func(p Path) bool { return secret(stackBlock, p) })
+	rv, err := fromCty(v, ty, func(p Path) bool { return secret(stackBlock, p) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRedactedInADynamicPartIsFilledFromTheRequest(t *testing.T) {
 		cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("top"), "secret": cty.StringVal("hunter-2"),
 			"extra": cty.ObjectVal(map[string]cty.Value{"depth": cty.NumberIntVal(2)})}),
 	})})
-	rv, err := fromCty(v, ty, func(p Path) bool { return secret(stackBlock, p) })
+	rv, err := fromCty(v, ty, func(p Path) bool { return secret(stackBlock, p) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ type Line struct {
 	Format  int    `json:"oprov_recording,omitempty"`
 	Program string `json:"program,omitempty"` // e.g. "tofu 1.12.0"
 	Created string `json:"created,omitempty"`
+	KeyID   string `json:"key_id,omitempty"` // the recording key's ID (digest.go)
 	// A provider, or the provider a call went to.
 	Provider string `json:"provider,omitempty"`
 	// A provider.
@@ -54,6 +55,7 @@ type Recording struct {
 	Header    Line
 	Providers map[string]*ProviderRec
 	Order     []string // provider addresses as they appear
+	key       *Key     // what replay digests live secrets with (Unlock)
 }
 
 // ProviderRec is one provider of a recording and its calls.

@@ -7,9 +7,9 @@ import (
 
 // The index answers the common case, a call the recording holds exactly, without comparing it
 // with every recorded call: each recorded call has a key (its compared fields, marked, with the
-// ignored attributes left out), and a live call's key is made with the recorded calls' redacted
-// places put in it, which a redacted value matches whatever it is. Calls of one kind share their
-// redacted places (they come from the schema), so there are few sets of them to try.
+// ignored attributes left out), and a live call's key is made the same way: its secrets redacted
+// by the same schema, each marked with its digest (digest.go), so a secret matches only the same
+// secret.
 
 type indexEntry struct {
 	sig   string // the redacted places, by field
@@ -91,10 +91,8 @@ func (rp *Replayer) fieldTrees(spec *message, typ string, req Msg, redacted map[
 				for _, p := range redacted[name] {
 					t = setAt(t, p, redactedMark)
 				}
-				for _, ig := range rp.ignore {
-					if ig.Type == "*" || ig.Type == typ {
-						deleteAt(t, ig.Path)
-					}
+				for _, ig := range rp.ignoresOf(typ) {
+					deleteAt(t, ig.Path)
 				}
 				trees = append(trees, canon(t))
 			}
@@ -160,7 +158,7 @@ func (rp *Replayer) lookup(rpc, typ string, live Msg) []*CallRec {
 	spec := requestSpec(rpc)
 	var out []*CallRec
 	for _, e := range rp.index[rpc+"\x00"+typ] {
-		trees, _ := rp.fieldTrees(spec, typ, live, e.paths)
+		trees, _ := rp.fieldTrees(spec, typ, live, nil) // the live call has its own secrets' digests
 		out = append(out, e.calls[keyOf(trees)]...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LineNo < out[j].LineNo })
@@ -212,10 +210,8 @@ func (rp *Replayer) stateKey(typ string, state any, redacted []Path) string {
 	for _, p := range redacted {
 		t = setAt(t, p, redactedMark)
 	}
-	for _, ig := range rp.ignore {
-		if ig.Type == "*" || ig.Type == typ {
-			deleteAt(t, ig.Path)
-		}
+	for _, ig := range rp.ignoresOf(typ) {
+		deleteAt(t, ig.Path)
 	}
 	return keyOf(canon(t))
 }

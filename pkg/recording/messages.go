@@ -115,6 +115,8 @@ type typer interface {
 type RawState struct {
 	JSON     any    `json:"json"`
 	Redacted []Path `json:"redacted,omitempty"`
+	// Digests are the redacted values' digests, in the order of Redacted (digest.go).
+	Digests []string `json:"digests,omitempty"`
 }
 
 // Msg is a decoded message: its named fields, and under unmodelledKey the numbers of any field
@@ -468,8 +470,12 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 		} else if wholly(ps) {
 			return nil, errors.New("the stored state was not recorded (no schema says what in it is secret)")
 		}
-		if _, err := asPaths(m["redacted"]); err != nil {
+		ps, err := asPaths(m["redacted"])
+		if err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
+		}
+		if _, err := checkDigests(m["digests"], len(ps)); err != nil {
+			return nil, fmt.Errorf("digests: %w", err)
 		}
 		js, err := json.Marshal(m["json"])
 		if err != nil {
@@ -527,8 +533,8 @@ func asValue(v any) (*Value, error) {
 		return v, nil
 	case map[string]any:
 		for k := range v {
-			if k != "value" && k != "unknown" && k != "redacted" {
-				return nil, fmt.Errorf("a value has %q; it holds value, unknown and redacted (raw protocol bytes are never recorded)", k)
+			if k != "value" && k != "unknown" && k != "redacted" && k != "digests" {
+				return nil, fmt.Errorf("a value has %q; it holds value, unknown, redacted and digests (raw protocol bytes are never recorded)", k)
 			}
 		}
 		rv := &Value{Value: v["value"]}
@@ -538,6 +544,9 @@ func asValue(v any) (*Value, error) {
 		}
 		if rv.Redacted, err = asPaths(v["redacted"]); err != nil {
 			return nil, fmt.Errorf("redacted: %w", err)
+		}
+		if rv.Digests, err = checkDigests(v["digests"], len(rv.Redacted)); err != nil {
+			return nil, fmt.Errorf("digests: %w", err)
 		}
 		return rv, nil
 	}

@@ -79,7 +79,7 @@ func TestProposedNewIsWhatTofuProposes(t *testing.T) {
 	}
 	b := sch.resources["x_thing"]
 	show := func(v cty.Value) string {
-		rv, err := fromCty(v, b.ty, nil)
+		rv, err := fromCty(v, b.ty, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestValueRoundTrip(t *testing.T) {
 		"ids": cty.SetVal([]cty.Value{cty.StringVal("1"), cty.StringVal("2")}), "list": cty.ListVal([]cty.Value{cty.True, cty.UnknownVal(cty.Bool)}),
 		"any": cty.TupleVal([]cty.Value{cty.StringVal("x"), cty.NumberIntVal(2)}), "secret": cty.StringVal("hunter2"), "id": cty.UnknownVal(cty.String),
 	})
-	rv, err := fromCty(v, testType, func(p Path) bool { return len(p) == 1 && p[0] == "secret" })
+	rv, err := fromCty(v, testType, func(p Path) bool { return len(p) == 1 && p[0] == "secret" }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

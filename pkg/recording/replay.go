@@ -61,8 +61,10 @@ type Replayer struct {
 // Replayers gives a replayer for each provider of the recording, in the order they appear.
 func (r *Recording) Replayers(ignore []Ignore) []*Replayer {
 	var out []*Replayer
+	key := r.replayKey()
 	for _, addr := range r.Order {
 		p := r.Providers[addr]
+		p.schemas.key = key
 		rp := &Replayer{addr: addr, p: p, ignore: ignore, used: map[*CallRec]bool{}, byKey: map[string][]*CallRec{},
 			finals: map[string][]any{}, configs: map[string][]any{}, versions: map[string]int64{}}
 		for name, sc := range p.Line.Schema.ResourceSchemas {
@@ -107,6 +109,9 @@ type Diff struct {
 }
 
 func (d Diff) String() string {
+	if s, ok := secretDiff(d); ok {
+		return s
+	}
 	where := d.Field
 	if len(d.Path) > 0 {
 		where += "." + d.Path.String()
@@ -124,7 +129,7 @@ const (
 func show(v any) string {
 	switch v := v.(type) {
 	case mark:
-		return string(v)
+		return showMark(v)
 	case nil:
 		return "null"
 	case string:
@@ -159,7 +164,12 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	if u := dec[unmodelledKey]; u != nil {
 		return nil, status.Errorf(codes.Unimplemented, "oprov replay: %s: the request holds fields oprov does not model (numbers %v); a recording cannot say what the provider answered to them", rpc, u)
 	}
-	live, err := normal(dec)
+	// Compared as recorded: secrets redacted, with their digests by the recording's key.
+	cmp, err := decodeMsg(call.Request, reqSpec, "", rp.p.schemas, true)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "oprov replay: %s: %v", rpc, err)
+	}
+	live, err := normal(cmp)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "oprov replay: %s: %v", rpc, err)
 	}
@@ -184,6 +194,9 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 		}
 		fill := rp.filler(reqSpec, typ, dec)
 		resp, err := encodeMsg(match.Line.Response, respSpec, typ, rp.p.schemas, fill)
+		if err == nil {
+			resp, err = rp.withIgnored(rpc, typ, resp, dec)
+		}
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "oprov replay: line %d: %v", match.LineNo, err)
 		}
@@ -191,6 +204,9 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	}
 	resp, ok, why := rp.derive(rpc, typ, call.Request, live)
 	if ok {
+		if resp, err = rp.withIgnored(rpc, typ, resp, dec); err != nil {
+			return nil, status.Errorf(codes.Internal, "oprov replay: %s: %v", rpc, err)
+		}
 		return resp, nil
 	}
 	if why != nil {
@@ -283,10 +299,14 @@ func marked(v any) any {
 	tree = deepCopy(tree)
 	for _, key := range []string{"unknown", "redacted"} {
 		ps, _ := asPaths(m[key])
-		for _, p := range ps {
+		var secrets []mark
+		if key == "redacted" {
+			secrets = secretMarks(m, len(ps))
+		}
+		for i, p := range ps {
 			mk := unknownMark
 			if key == "redacted" {
-				mk = redactedMark
+				mk = secrets[i]
 			}
 			tree = setAt(tree, p, mk)
 		}
@@ -335,13 +355,21 @@ func setAt(tree any, p Path, v any) any {
 	return tree
 }
 
-// diffValue compares two marked values: a redacted recorded place takes anything, an unknown
-// one only an unknown; ignored attributes are skipped.
+// diffValue compares two marked values: a redacted place only a redacted one with the same
+// digest, an unknown one only an unknown; ignored attributes are skipped.
 func (rp *Replayer) diffValue(field, typ string, rec, now any) []Diff {
 	var out []Diff
 	var walk func(p Path, a, b any)
 	walk = func(p Path, a, b any) {
-		if rp.ignored(typ, p) || a == redactedMark {
+		if rp.ignored(typ, p) {
+			return
+		}
+		as, _ := secretMark(a)
+		bs, _ := secretMark(b)
+		if as || bs {
+			if !sameSecret(a, b) {
+				out = append(out, Diff{field, clonePath(p), a, b})
+			}
 			return
 		}
 		switch av := a.(type) {
@@ -387,8 +415,8 @@ func (rp *Replayer) diffValue(field, typ string, rec, now any) []Diff {
 }
 
 func (rp *Replayer) ignored(typ string, p Path) bool {
-	for _, ig := range rp.ignore {
-		if (ig.Type == "*" || ig.Type == typ) && len(p) >= len(ig.Path) {
+	for _, ig := range rp.ignoresOf(typ) {
+		if len(p) >= len(ig.Path) {
 			same := true
 			for i := range ig.Path {
 				if p[i] != ig.Path[i] {
@@ -596,7 +624,7 @@ func (rp *Replayer) known(typ string, state any) ([]any, bool) {
 	}
 	var out []any
 	for _, fi := range rp.finalIdx[typ] {
-		out = append(out, fi.keys[rp.stateKey(typ, state, fi.paths)]...)
+		out = append(out, fi.keys[rp.stateKey(typ, state, nil)]...) // the live state has its own secrets' digests
 	}
 	return out, len(out) > 0
 }

@@ -29,6 +29,8 @@ type schemas struct {
 	keepConfig bool
 	// keepFunctionResults keeps what provider functions return; otherwise they are redacted.
 	keepFunctionResults bool
+	// key digests the redacted values (digest.go).
+	key *Key
 }
 
 func newSchemas(s *plugin.ProviderSchema) (*schemas, error) {
@@ -115,24 +117,36 @@ func (s *schemas) blockFor(r role, typeName string, index int) (block, error) {
 	return block{}, fmt.Errorf("no schema describes it")
 }
 
+// decodeDynamicValue decodes a DynamicValue message as type ty (msgpack, else JSON; none is null).
+func decodeDynamicValue(data []byte, ty cty.Type) (cty.Value, error) {
+	switch mp, js := plugin.WireField(data, dynamicMsgpack), plugin.WireField(data, dynamicJSON); {
+	case len(mp) > 0:
+		return ctymsgpack.Unmarshal(mp, ty)
+	case len(js) > 0:
+		return ctyjson.Unmarshal(js, ty)
+	}
+	return cty.NullVal(ty), nil
+}
+
+// opaque is a value none of which is kept, compared by the digest of its bytes.
+func (s *schemas) opaque(data []byte) *Value {
+	rv := whollyRedacted()
+	if s.key != nil {
+		rv.Digests = []string{s.key.digestBytes(data)}
+	}
+	return rv
+}
+
 // valueOf decodes a DynamicValue message. One no schema describes, or that does not decode by
 // its schema, is redacted whole: oprov cannot say what in it is secret.
 func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redact bool) (*Value, error) {
 	b, err := s.blockFor(r, typeName, index)
 	if err != nil {
-		return whollyRedacted(), nil
+		return s.opaque(data), nil
 	}
-	var v cty.Value
-	switch mp, js := plugin.WireField(data, dynamicMsgpack), plugin.WireField(data, dynamicJSON); {
-	case len(mp) > 0:
-		v, err = ctymsgpack.Unmarshal(mp, b.ty)
-	case len(js) > 0:
-		v, err = ctyjson.Unmarshal(js, b.ty)
-	default:
-		v = cty.NullVal(b.ty)
-	}
+	v, err := decodeDynamicValue(data, b.ty)
 	if err != nil {
-		return whollyRedacted(), nil
+		return s.opaque(data), nil
 	}
 	var sensitive func(Path) bool
 	if redact {
@@ -143,7 +157,7 @@ func (s *schemas) valueOf(r role, typeName string, index int, data []byte, redac
 			sensitive = func(p Path) bool { return secret(b.b, p) }
 		}
 	}
-	return fromCty(v, b.ty, sensitive)
+	return fromCty(v, b.ty, sensitive, s.key)
 }
 
 // encodeValue writes a recorded value back as a DynamicValue message (msgpack).
@@ -175,6 +189,7 @@ func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, 
 	out := &RawState{JSON: j}
 	if b, ok := s.resources[typeName]; ok && redact {
 		out.JSON = redactJSON(j, b.ty, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
+		out.Digests = s.key.digestsOf(j, out.Redacted)
 	}
 	return out, nil
 }

@@ -51,12 +51,30 @@ func secretRole(c protocol.Class) role {
 // value as the schema reads it, or its bytes.
 func (s *schemas) secret(f *field, typeName string, index int, data []byte, redact bool) (any, error) {
 	if redact && !(f.class == protocol.FunctionResult && s.keepFunctionResults) {
-		return whollyRedacted(), nil
+		rv := whollyRedacted()
+		if s.key != nil {
+			rv.Digests = []string{s.secretDigest(f, typeName, index, data)}
+		}
+		return rv, nil
 	}
 	if r := secretRole(f.class); r != roleNone {
 		return s.valueOf(r, typeName, index, data, false)
 	}
 	return data, nil
+}
+
+// secretDigest is the digest a wholly secret field is compared by: of its value by the schema's
+// type where a schema describes it (so that tofu's and Terraform's encodings of one value agree),
+// else of its bytes.
+func (s *schemas) secretDigest(f *field, typeName string, index int, data []byte) string {
+	if r := secretRole(f.class); r != roleNone {
+		if b, err := s.blockFor(r, typeName, index); err == nil {
+			if v, err := decodeDynamicValue(data, b.ty); err == nil {
+				return s.key.digest(b.ty, v)
+			}
+		}
+	}
+	return s.key.digestBytes(data)
 }
 
 // encodeSecret writes a wholly secret field of an answer back. Private state that was not recorded

@@ -69,11 +69,15 @@ type Value struct {
 	Value    any    `json:"value"`
 	Unknown  []Path `json:"unknown,omitempty"`
 	Redacted []Path `json:"redacted,omitempty"`
+	// Digests are the redacted values' keyed digests, in the order of Redacted (digest.go).
+	Digests []string `json:"digests,omitempty"`
+	key     *Key     // what fromCty digests redacted values with
 }
 
-// fromCty encodes v of type ty. Sensitive paths (by the schema) are redacted.
-func fromCty(v cty.Value, ty cty.Type, sensitive func(Path) bool) (*Value, error) {
-	out := &Value{}
+// fromCty encodes v of type ty. Sensitive paths (by the schema) are redacted, with their digests
+// by key (none when nil).
+func fromCty(v cty.Value, ty cty.Type, sensitive func(Path) bool, key *Key) (*Value, error) {
+	out := &Value{key: key}
 	var err error
 	out.Value, err = encodeValue(v, ty, nil, out, sensitive)
 	if err != nil {
@@ -91,8 +95,7 @@ func encodeValue(v cty.Value, ty cty.Type, p Path, out *Value, sensitive func(Pa
 		return nil, nil
 	}
 	if sensitive != nil && sensitive(p) {
-		out.Redacted = append(out.Redacted, clonePath(p))
-		return redactedText, nil
+		return out.redact(p, ty, v), nil
 	}
 	if ty == cty.DynamicPseudoType {
 		tj, err := ctyjson.MarshalType(v.Type())

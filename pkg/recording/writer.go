@@ -30,20 +30,26 @@ type Writer struct {
 	// KeepFunctionResults records what provider functions return (redacted otherwise: a result
 	// may be a secret passed to the function, which oprov cannot see marked).
 	KeepFunctionResults bool
+	key                 *Key
 }
 
 // writeBuffer is how many bytes of lines the writer holds before it writes them to the file.
 const writeBuffer = 256 << 10
 
-// Create starts a recording at path for a run of program (its name and version).
-func Create(path, program string) (*Writer, error) {
+// Create starts a recording at path for a run of program (its name and version); key digests
+// its redacted values (RecordKey).
+func Create(path, program string, key *Key) (*Writer, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".oprov-recording-*")
 	if err != nil {
-		return nil, fmt.Errorf("recording %s: %w", path, err)
+		return nil, createError(path, dir, err)
 	}
-	w := &Writer{f: f, buf: bufio.NewWriterSize(f, writeBuffer), path: path}
-	if err := w.put(&Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, writeBuffer), path: path, key: key}
+	head := &Line{Format: formatVersion, Program: program, Created: time.Now().UTC().Format(time.RFC3339)}
+	if key != nil {
+		head.KeyID = key.ID()
+	}
+	if err := w.put(head); err != nil {
 		w.Abort()
 		return nil, err
 	}
@@ -115,6 +121,7 @@ func (w *Writer) Provider(ctx context.Context, pr *plugin.Provider, addr, versio
 		return nil, fmt.Errorf("recording %s: %w", addr, err)
 	}
 	sch.keepConfig, sch.keepFunctionResults = w.KeepConfig, w.KeepFunctionResults
+	sch.key = w.key
 	if err := w.put(&Line{Provider: addr, Version: version, H1: h1, Protocol: pr.Protocol, Schema: s, SchemaWire: wire,
 		ConfigKept: w.KeepConfig, FunctionResultsKept: w.KeepFunctionResults}); err != nil {
 		return nil, err

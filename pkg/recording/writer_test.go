@@ -13,7 +13,7 @@ import (
 // puts the file in place.
 func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "calls.jsonl")
-	w, err := Create(path, "tofu")
+	w, err := Create(path, "tofu", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestWriterFailureFailsTheRun(t *testing.T) {
 	for _, lines := range []int{1, 5000} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "calls.jsonl")
-		w, err := Create(path, "tofu")
+		w, err := Create(path, "tofu", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
