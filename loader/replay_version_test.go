@@ -15,7 +15,7 @@ import (
 func recordingOf(t *testing.T, version string) *recording.Recording {
 	t.Helper()
 	// The smallest schema answer: protocol 6, an empty provider block.
-	text := `{"oprov_recording":1,"program":"tofu 1.12.0"}
+	text := `{"oprov_recording":2,"program":"tofu 1.12.0"}
 {"provider":"example.com/acme/hello","version":"` + version + `","protocol":6,"schema":{"provider":{"version":0,"block":{"description_kind":"plain"}}},"schema_wire":"CgISAA=="}
 `
 	rec, err := recording.Read(strings.NewReader(text), "rec.jsonl")

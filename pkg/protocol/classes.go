@@ -174,9 +174,9 @@ var byField = map[string]Class{
 	"StopProvider.Response.Error": diagnostics, "Stop.Response.Error": diagnostics,
 }
 
-// ClassOf gives the class of field f of message msg (a method's message or one inside it): the
+// classOf gives the class of field f of message msg (a method's message or one inside it): the
 // field's own entry, else its message type's, else unclassed.
-func ClassOf(msg string, f *Field) Class {
+func classOf(msg string, f *Field) Class {
 	if c, ok := byField[msg+"."+f.Name]; ok {
 		return c
 	}
@@ -202,7 +202,7 @@ var valueTypes = map[string]bool{"DynamicValue": true, "RawState": true, "Resour
 // a field with no class of its own inside a classed message (a Diagnostic's summary) has its
 // container's.
 func ClassWithin(parent Class, msg string, f *Field) Class {
-	c := ClassOf(msg, f)
+	c := classOf(msg, f)
 	if c == unclassed && parent != unclassed && parent != Container {
 		return parent
 	}
@@ -228,7 +228,7 @@ func (v *Version) Unclassed() []string {
 		}
 		for i := range m.Fields {
 			f := &m.Fields[i]
-			switch ClassOf(msg, f) {
+			switch classOf(msg, f) {
 			case Container:
 				walk(method, f.Type)
 				continue
