@@ -26,10 +26,14 @@ func TestProviderCheckReplaysARecordedCreateAndPlan(t *testing.T) {
 			if err := os.RemoveAll(f.cache); err != nil {
 				t.Fatal(err)
 			}
+			// The provider is configured as it was recorded: its configuration is compared by
+			// digest, so the key the recording was made with is needed (the user's key file).
 			answers := driveJSON(t, offlineEnv(env), "--recording "+rec,
+				`{"call":"configure","config":{"greeting":"Hello"}}`,
 				`{"call":"plan","type":"hello_greeting","config":{"name":"oprov"}}`,
 				`{"call":"create","type":"hello_greeting","config":{"name":"oprov"}}`,
 				`{"call":"create","type":"hello_greeting","config":{"name":"someone-else"}}`)
+			answers = answers[1:]
 			expectAnswers(t, answers[:2], `"name":"oprov"`, `"Hello, oprov!"`)
 			if a := answers[0]; len(a.State) == 0 || a.State["message"] != nil {
 				t.Errorf("the replayed plan: %v, want message unknown (null in state)", a.State)

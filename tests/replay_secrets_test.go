@@ -230,11 +230,11 @@ func TestRecordingsKeepNoSecretOfAnyPlace(t *testing.T) {
 			r := oprov(t, offlineEnv(env), "run", "-C", cfg, "--replay", plan, "--", bin, "plan", "-detailed-exitcode", "-input=false", "-no-color")
 			all := r.Stdout + r.Stderr
 			if c.tofuOnly {
-				// Neither an ephemeral resource's result nor a function's arguments are
-				// recorded: replay cannot open the one nor tell which call the other is.
+				// Neither an ephemeral resource's result nor a function's result is recorded
+				// (the function's was not asked for): replay refuses both, saying why.
 				flat := strings.Join(strings.Fields(all), " ") // as tofu wraps it
 				if r.Code != 1 || !strings.Contains(flat, "an ephemeral resource's result is never recorded") ||
-					!strings.Contains(flat, "CallFunction of reveal") {
+					!strings.Contains(flat, "a provider function's result is not recorded unless the recording was made with oprov run --record-function-results") {
 					t.Errorf("a replayed plan of a configuration with an ephemeral resource and a function: exit %d, want both refused\n%s", r.Code, all)
 				}
 				t.Logf("replayed plan (ephemeral resource and function): exit %d\n%s", r.Code, all)
