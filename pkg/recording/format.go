@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
@@ -73,24 +73,31 @@ type CallRec struct {
 // 128 KiB), and no configuration uses this many.
 const maxProviders = 200
 
-// maxLine bounds one line of a recording (a schema or a state can be large).
-const maxLine = 256 << 20
-
-// Read reads a recording, checking every line: what it is, that its provider was declared, and
-// that every answer in it can be given again. Errors name the line.
+// Read reads a recording within the default limits (ReadWith).
 func Read(r io.Reader, name string) (*Recording, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	return ReadWith(r, name, DefaultLimits())
+}
+
+// ReadWith reads a recording, checking every line: what it is, that its provider was declared,
+// that every answer in it can be given again, and that it stays within the limits and the fixed
+// bounds (bounds.go). Errors name the line; text from the recording in them is quoted.
+func ReadWith(r io.Reader, name string, limits Limits) (*Recording, error) {
+	limits = limits.WithDefaults()
+	sc := bufio.NewScanner(&boundedReader{r: r, left: limits.MaxBytes})
+	sc.Buffer(make([]byte, 0, 64<<10), limits.MaxLine)
 	rec := &Recording{Providers: map[string]*ProviderRec{}}
-	n := 0
+	n, ncalls := 0, 0
 	for sc.Scan() {
 		n++
 		text := sc.Bytes()
-		if len(strings.TrimSpace(string(text))) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
 		bad := func(format string, a ...any) error {
-			return fmt.Errorf("recording %s, line %d: %s", name, n, fmt.Sprintf(format, a...))
+			return fmt.Errorf("recording %s, line %d: %s", name, n, quoted(fmt.Sprintf(format, a...)))
+		}
+		if err := checkJSONBounds(text); err != nil {
+			return nil, bad("%v", err)
 		}
 		var l Line
 		if err := decodeJSON(text, &l); err != nil {
@@ -98,6 +105,9 @@ func Read(r io.Reader, name string) (*Recording, error) {
 				return nil, bad("not an oprov recording (%v): make one with oprov run --record FILE -- tofu apply", err)
 			}
 			return nil, bad("not a JSON object (%v); was the file cut short or edited?", err)
+		}
+		if err := checkNames(&l); err != nil {
+			return nil, bad("%v", err)
 		}
 		switch {
 		case n == 1 && l.Format == 0:
@@ -114,6 +124,13 @@ func Read(r io.Reader, name string) (*Recording, error) {
 			if p == nil {
 				return nil, bad("a call to provider %q, which no earlier line declares", l.Provider)
 			}
+			if ncalls++; ncalls > limits.MaxCalls {
+				return nil, fmt.Errorf("recording %s, line %d: %w", name, n, &oci.LimitError{
+					What:    fmt.Sprintf("more than %d calls", limits.MaxCalls),
+					Limit:   fmt.Sprintf("the %s of %d", SettingMaxRecordingCalls, limits.MaxCalls),
+					Setting: SettingMaxRecordingCalls,
+				})
+			}
 			if err := p.check(&l); err != nil {
 				return nil, bad("%s of %s: %v", l.Call, l.Type, err)
 			}
@@ -127,8 +144,19 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("recording %s, line %d: longer than %d MiB", name, n+1, maxLine>>20)
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
+				What:    "a line longer than " + oci.FormatSize(int64(limits.MaxLine)),
+				Limit:   "the " + string(SettingMaxRecordingLine) + " of " + oci.FormatSize(int64(limits.MaxLine)),
+				Setting: SettingMaxRecordingLine,
+			})
+		case errors.Is(err, errTooBig):
+			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
+				What:    "the file is larger than " + oci.FormatSize(limits.MaxBytes),
+				Limit:   "the " + string(SettingMaxRecordingBytes) + " of " + oci.FormatSize(limits.MaxBytes),
+				Setting: SettingMaxRecordingBytes,
+			})
 		}
 		return nil, fmt.Errorf("recording %s: %w", name, err)
 	}
@@ -139,6 +167,16 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		return nil, fmt.Errorf("recording %s holds no provider: was it cut short?", name)
 	}
 	return rec, nil
+}
+
+// checkNames makes sure the names a line holds can be named in a message as they are.
+func checkNames(l *Line) error {
+	for _, f := range []struct{ what, s string }{{"provider address", l.Provider}, {"call name", l.Call}, {"type name", l.Type}} {
+		if err := checkName(f.what, f.s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // declare adds the provider line l (line n) to rec: at most maxProviders, each once, speaking

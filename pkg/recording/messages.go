@@ -493,7 +493,7 @@ func asPath(v any) (Path, error) {
 	case Path:
 		return v, nil
 	case []any:
-		return Path(v), nil
+		return Path(v), checkPathLen(len(v))
 	}
 	return nil, fmt.Errorf("want a path (an array), have %s", jsonKind(v))
 }

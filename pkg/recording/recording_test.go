@@ -101,7 +101,7 @@ func TestReadRefusesDamage(t *testing.T) {
 		{"unknown field", header + "\n" + p + "\n" + strings.Replace(good, `"response":{}`, `"response":{"bogus":1}`, 1), `field "bogus"`},
 		{"no answer", header + "\n" + p + "\n" + strings.Replace(good, `,"response":{}`, ``, 1), "no response and no error"},
 		{"two headers", header + "\n" + header, "line 2: a second header"},
-		{"huge number", header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "a number written with 2000001 characters"},
+		{"huge number", header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "2000001 digits"},
 		{"bad protocol", header + "\n" + strings.Replace(p, `"protocol":6`, `"protocol":7`, 1), "protocol 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

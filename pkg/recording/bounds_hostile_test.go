@@ -1,0 +1,92 @@
+package recording
+
+import (
+	"strings"
+	"testing"
+)
+
+// numberRecording is a recording of one apply whose number attribute holds num.
+func numberRecording(t *testing.T, num string) string {
+	apply := `{"provider":"example.com/x/x","call":"ApplyResourceChange","type":"x_thing","request":{"type_name":"x_thing"},"response":{"new_state":{"value":{"name":NUM}}}}`
+	return header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, "NUM", num, 1) + "\n"
+}
+
+// A number's text is short, but its value is not: 1e600000000 is 600 million digits once cty
+// writes it out in full (as msgpack does for a number no float64 holds), which keeps replay busy
+// for hours. Read refuses the exponent, naming the line, before any number is built.
+func TestReadRefusesHugeExponentBeforeBuildingTheNumber(t *testing.T) {
+	for _, num := range []string{"1e600000000", "1E+600000000", "-1e-600000000", "0.5e1001", "1e99999999999999999999999999"} {
+		_, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl")
+		if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "exponent") {
+			t.Errorf("a number %s: %v, want a refusal of its exponent at line 3", num, err)
+		}
+	}
+	for _, num := range []string{"1e308", "-2.5e-300", "123456789012345678901234567890.5", "1e1000"} {
+		if _, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl"); err != nil {
+			t.Errorf("a number %s that a provider can give: %v", num, err)
+		}
+	}
+}
+
+// Digits are bounded as well as exponents: a number of 2000 digits is refused at the line.
+func TestReadRefusesManyDigits(t *testing.T) {
+	_, err := Read(strings.NewReader(numberRecording(t, "1"+strings.Repeat("0", 1999))), "rec.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "digits") {
+		t.Fatalf("a number of 2000 digits: %v", err)
+	}
+}
+
+// A flat path of a million steps in "redacted" is 6 MB of JSON on one line; replay turned it
+// into a million nested maps, recursively, and the goroutine's stack went past 1 GB. Read refuses
+// a path longer than the bound, naming the line.
+func TestReadRefusesAFlatPathOfAMillionSteps(t *testing.T) {
+	path := "[" + strings.Repeat(`"a",`, 1_000_000) + `"a"]`
+	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":"x"},"redacted":[PATH]}},"response":{"new_state":{"value":{"name":"x"}}}}`
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "PATH", path, 1)+"\n"), "rec.jsonl")
+	if err == nil {
+		rec.Replayers(nil) // what crashed oprov
+		t.Fatal("a path of a million steps was read")
+	}
+	if !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "path") {
+		t.Fatalf("a path of a million steps: %v", err)
+	}
+}
+
+// JSON nested deeper than the bound (here in a dynamic value's type, where any depth parses) is
+// refused at the line, before a recursive walk meets it.
+func TestReadRefusesDeepNesting(t *testing.T) {
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":DEEP}}},"response":{"new_state":{"value":{"name":"x"}}}}`
+	_, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "DEEP", deep, 1)+"\n"), "rec.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "nested") {
+		t.Fatalf("JSON nested 5000 deep: %v", err)
+	}
+}
+
+// A call's name and type come from the recording; with escape sequences in them, the error that
+// names them would drive the user's terminal. Read refuses names that are no RPC or type name,
+// and the error quotes them.
+func TestReadQuotesEscapeSequencesInNames(t *testing.T) {
+	p := providerLine(t)
+	for _, c := range []struct{ name, line string }{
+		{"call", `{"provider":"example.com/x/x","call":"Read\u001b]0;pwned\u0007Resource","type":"x_thing","request":{},"response":{}}`},
+		{"type", `{"provider":"example.com/x/x","call":"ReadResource","type":"x\u001b[2Jthing","request":{"type_name":"x"},"response":{"bogus":1}}`},
+		{"provider", `{"provider":"example.com/x/x\u001b[31m","call":"ReadResource","type":"x_thing","request":{},"response":{}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(header+"\n"+p+"\n"+c.line+"\n"), "rec.jsonl")
+			if err == nil {
+				t.Fatal("read")
+			}
+			if strings.ContainsAny(err.Error(), "\x1b\x07") || !strings.Contains(err.Error(), "line 3") {
+				t.Fatalf("the error carries the escape sequence or names no line: %q", err)
+			}
+		})
+	}
+	// A provider line is held to the same: its address reaches stderr under -v.
+	bad := strings.Replace(p, `"example.com/x/x"`, `"example.com/x/x\u001b[31m"`, 1)
+	_, err := Read(strings.NewReader(header+"\n"+bad+"\n"), "rec.jsonl")
+	if err == nil || strings.ContainsAny(err.Error(), "\x1b") || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("a provider address with an escape sequence: %q", err)
+	}
+}
