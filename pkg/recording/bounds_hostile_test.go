@@ -1,8 +1,13 @@
 package recording
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // numberRecording is a recording of one apply whose number attribute holds num.
@@ -88,5 +93,55 @@ func TestReadQuotesEscapeSequencesInNames(t *testing.T) {
 	_, err := Read(strings.NewReader(header+"\n"+bad+"\n"), "rec.jsonl")
 	if err == nil || strings.ContainsAny(err.Error(), "\x1b") || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("a provider address with an escape sequence: %q", err)
+	}
+}
+
+// The same value recorded twice gives the same bytes: the unknown and redacted places of an
+// object's attributes came out in map order, so the same apply made a different file each time
+// and "a changed answer shows up as a changed line" did not hold.
+func TestFromCtyIsByteStable(t *testing.T) {
+	attrs := map[string]cty.Type{}
+	vals := map[string]cty.Value{}
+	for i := range 40 {
+		name := fmt.Sprintf("a%02d", i)
+		attrs[name] = cty.String
+		switch i % 3 {
+		case 0:
+			vals[name] = cty.UnknownVal(cty.String)
+		case 1:
+			vals[name] = cty.StringVal("secret")
+		default:
+			vals[name] = cty.StringVal("plain")
+		}
+	}
+	attrs["list"] = cty.List(cty.Object(map[string]cty.Type{"x": cty.String, "y": cty.String}))
+	vals["list"] = cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"x": cty.UnknownVal(cty.String), "y": cty.StringVal("s")})})
+	ty := cty.Object(attrs)
+	v := cty.ObjectVal(vals)
+	sensitive := func(p Path) bool {
+		if len(p) == 0 {
+			return false
+		}
+		s, _ := p[len(p)-1].(string)
+		return (s == "y" || strings.HasPrefix(s, "a") && vals[s].IsKnown() && vals[s].AsString() == "secret")
+	}
+	var first []byte
+	for i := range 50 {
+		rv, err := fromCty(v, ty, sensitive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b
+		} else if !bytes.Equal(b, first) {
+			t.Fatalf("recorded twice, two different lines:\n%s\n%s", first, b)
+		}
+	}
+	if !strings.Contains(string(first), `"unknown":[["a00"],["a03"],`) || !strings.Contains(string(first), `["list",0,"x"]]`) {
+		t.Fatalf("the places are not in order: %s", first)
 	}
 }
