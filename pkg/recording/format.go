@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 )
@@ -225,13 +227,29 @@ func (p *ProviderRec) check(l *Line) error {
 	if ok {
 		req, resp = spec.request, spec.response
 	}
-	if _, err := encodeMsg(l.Request, req, l.Type, p.schemas, nil); err != nil {
+	if _, err := encodeMsg(l.Request, req, l.Type, checker{p.schemas}, nil); err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
-	if _, err := encodeMsg(l.Response, resp, l.Type, p.schemas, nil); err != nil {
+	if _, err := encodeMsg(l.Response, resp, l.Type, checker{p.schemas}, nil); err != nil {
 		return fmt.Errorf("response: %w", err)
 	}
 	return nil
+}
+
+// checker is a provider's schemas as Read checks a call with them: each value is decoded with
+// its type, and not written out (replay writes the answer it gives).
+type checker struct{ *schemas }
+
+func (c checker) encodeValue(r role, typeName string, index int, rv *Value, fill func(Path) (cty.Value, bool)) ([]byte, error) {
+	if rv.Wire != nil {
+		return rv.Wire, nil
+	}
+	b, err := c.blockFor(r, typeName, index)
+	if err != nil {
+		return nil, err
+	}
+	_, err = rv.toCty(b.ty, fill)
+	return nil, err
 }
 
 // normal gives a message as a recording's JSON reads back: what a decoded message and a recorded
