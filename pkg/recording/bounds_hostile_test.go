@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oprov/oprov/pkg/plugin"
 )
 
 // numberRecording is a recording of one apply whose number attribute holds num.
@@ -143,5 +146,41 @@ func TestFromCtyIsByteStable(t *testing.T) {
 	}
 	if !strings.Contains(string(first), `"unknown":[["a00"],["a03"],`) || !strings.Contains(string(first), `["list",0,"x"]]`) {
 		t.Fatalf("the places are not in order: %s", first)
+	}
+}
+
+// A recorded answer's texts reach the terminal: tofu prints a diagnostic's summary and detail
+// and a call's error as they come. Replay gives them with control characters escaped (lines
+// kept), so a recording cannot clear the screen or retitle the terminal; the recording itself is
+// left as it is.
+func TestReplayEscapesControlSequencesInRecordedTexts(t *testing.T) {
+	p := providerLine(t)
+	diag := `{"provider":"example.com/x/x","call":"ReadDataSource","type":"x_thing","request":{"type_name":"x_thing"},"response":{"diagnostics":[{"severity":2,"summary":"warn\u001b[2J\u001b]0;owned\u0007","detail":"line one\nline two\u009b31m"}]}}`
+	fail := `{"provider":"example.com/x/x","call":"ValidateResourceConfig","type":"x_thing","request":{"type_name":"x_thing"},"error":{"code":"Unavailable","message":"gone\u001b[31m red"}}`
+	rec, err := Read(strings.NewReader(header+"\n"+p+"\n"+diag+"\n"+fail+"\n"), "rec.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := rec.Replayers(nil)[0]
+	call := func(rpc string) ([]byte, error) {
+		req := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "x_thing")
+		return rp.Answer(t.Context(), &plugin.Call{Method: "/tfplugin6.Provider/" + rpc, Protocol: 6, Request: req})
+	}
+	resp, err := call("ReadDataSource")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(resp, "\x1b\x07") || bytes.Contains(resp, []byte("\u009b")) {
+		t.Errorf("the replayed diagnostic carries control sequences: %q", resp)
+	}
+	if !bytes.Contains(resp, []byte(`warn\x1b[2J\x1b]0;owned\a`)) || !bytes.Contains(resp, []byte("line one\nline two")) {
+		t.Errorf("the diagnostic's text is not kept, escaped: %q", resp)
+	}
+	_, err = call("ValidateResourceConfig")
+	if err == nil || strings.ContainsRune(err.Error(), '\x1b') || !strings.Contains(err.Error(), `gone\x1b[31m red`) {
+		t.Errorf("the replayed error: %q", err)
+	}
+	if m := rec.Providers["example.com/x/x"].Calls[0].Line.Response; !strings.Contains(fmt.Sprint(m), "\x1b") {
+		t.Errorf("the recording as read was changed: %v", m)
 	}
 }

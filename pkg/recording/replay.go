@@ -175,10 +175,10 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	rp.mu.Unlock()
 	if match != nil {
 		if e := match.Line.Error; e != nil {
-			return nil, status.Error(codeOf(e.Code), e.Message)
+			return nil, status.Error(codeOf(e.Code), escapeControls(e.Message)) // tofu prints it
 		}
 		fill := rp.filler(reqSpec, typ, dec)
-		resp, err := encodeMsg(match.Line.Response, respSpec, typ, rp.p.schemas, fill)
+		resp, err := encodeMsg(quoteTexts(match.Line.Response), respSpec, typ, rp.p.schemas, fill)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "oprov replay: line %d: %v", match.LineNo, err)
 		}
