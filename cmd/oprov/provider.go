@@ -227,7 +227,8 @@ func readRecording(path, addr string) (*recording.Replayer, bool, error) {
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, true, err
 	}
-	rec, err := recording.Read(f, path)
+	lim, _ := recordingLimitsFromEnv() // checked before the command ran
+	rec, err := recording.Read(f, path, lim)
 	if err != nil {
 		return nil, true, err
 	}

@@ -35,15 +35,15 @@ const (
 	SettingMaxRecordingLine  oci.Setting = "maximum recording line"
 )
 
-// DefaultLimits are far above what a recorded run needs: a 200-resource apply is some 2,000
+// defaultLimits are far above what a recorded run needs: a 200-resource apply is some 2,000
 // calls and a few MiB, and the largest provider schemas some tens of MiB.
-func DefaultLimits() Limits {
+func defaultLimits() Limits {
 	return Limits{MaxBytes: 1 << 30, MaxCalls: 1_000_000, MaxLine: 256 << 20}
 }
 
-// WithDefaults gives l with the default in place of every limit left at zero.
-func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits()
+// withDefaults gives l with the default in place of every limit left at zero.
+func (l Limits) withDefaults() Limits {
+	d := defaultLimits()
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = d.MaxBytes
 	}

@@ -3,6 +3,7 @@ package recording
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
@@ -24,13 +26,13 @@ func numberRecording(t *testing.T, num string) string {
 // for hours. Read refuses the exponent, naming the line, before any number is built.
 func TestReadRefusesHugeExponentBeforeBuildingTheNumber(t *testing.T) {
 	for _, num := range []string{"1e600000000", "1E+600000000", "-1e-600000000", "0.5e1001", "1e99999999999999999999999999"} {
-		_, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl")
+		_, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl", Limits{})
 		if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "exponent") {
 			t.Errorf("a number %s: %v, want a refusal of its exponent at line 3", num, err)
 		}
 	}
 	for _, num := range []string{"1e308", "-2.5e-300", "123456789012345678901234567890.5", "1e1000"} {
-		if _, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl"); err != nil {
+		if _, err := Read(strings.NewReader(numberRecording(t, num)), "rec.jsonl", Limits{}); err != nil {
 			t.Errorf("a number %s that a provider can give: %v", num, err)
 		}
 	}
@@ -38,7 +40,7 @@ func TestReadRefusesHugeExponentBeforeBuildingTheNumber(t *testing.T) {
 
 // Digits are bounded as well as exponents: a number of 2000 digits is refused at the line.
 func TestReadRefusesManyDigits(t *testing.T) {
-	_, err := Read(strings.NewReader(numberRecording(t, "1"+strings.Repeat("0", 1999))), "rec.jsonl")
+	_, err := Read(strings.NewReader(numberRecording(t, "1"+strings.Repeat("0", 1999))), "rec.jsonl", Limits{})
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "digits") {
 		t.Fatalf("a number of 2000 digits: %v", err)
 	}
@@ -50,7 +52,7 @@ func TestReadRefusesManyDigits(t *testing.T) {
 func TestReadRefusesAFlatPathOfAMillionSteps(t *testing.T) {
 	path := "[" + strings.Repeat(`"a",`, 1_000_000) + `"a"]`
 	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":"x"},"redacted":[PATH]}},"response":{"new_state":{"value":{"name":"x"}}}}`
-	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "PATH", path, 1)+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "PATH", path, 1)+"\n"), "rec.jsonl", Limits{})
 	if err == nil {
 		rec.Replayers(nil) // what crashed oprov
 		t.Fatal("a path of a million steps was read")
@@ -65,7 +67,7 @@ func TestReadRefusesAFlatPathOfAMillionSteps(t *testing.T) {
 func TestReadRefusesDeepNesting(t *testing.T) {
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
 	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":DEEP}}},"response":{"new_state":{"value":{"name":"x"}}}}`
-	_, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "DEEP", deep, 1)+"\n"), "rec.jsonl")
+	_, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+strings.Replace(line, "DEEP", deep, 1)+"\n"), "rec.jsonl", Limits{})
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "nested") {
 		t.Fatalf("JSON nested 5000 deep: %v", err)
 	}
@@ -82,7 +84,7 @@ func TestReadQuotesEscapeSequencesInNames(t *testing.T) {
 		{"provider", `{"provider":"example.com/x/x\u001b[31m","call":"ReadResource","type":"x_thing","request":{},"response":{}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(strings.NewReader(header+"\n"+p+"\n"+c.line+"\n"), "rec.jsonl")
+			_, err := Read(strings.NewReader(header+"\n"+p+"\n"+c.line+"\n"), "rec.jsonl", Limits{})
 			if err == nil {
 				t.Fatal("read")
 			}
@@ -93,7 +95,7 @@ func TestReadQuotesEscapeSequencesInNames(t *testing.T) {
 	}
 	// A provider line is held to the same: its address reaches stderr under -v.
 	bad := strings.Replace(p, `"example.com/x/x"`, `"example.com/x/x\u001b[31m"`, 1)
-	_, err := Read(strings.NewReader(header+"\n"+bad+"\n"), "rec.jsonl")
+	_, err := Read(strings.NewReader(header+"\n"+bad+"\n"), "rec.jsonl", Limits{})
 	if err == nil || strings.ContainsAny(err.Error(), "\x1b") || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("a provider address with an escape sequence: %q", err)
 	}
@@ -157,7 +159,7 @@ func TestReplayEscapesControlSequencesInRecordedTexts(t *testing.T) {
 	p := providerLine(t)
 	diag := `{"provider":"example.com/x/x","call":"ReadDataSource","type":"x_thing","request":{"type_name":"x_thing"},"response":{"diagnostics":[{"severity":2,"summary":"warn\u001b[2J\u001b]0;owned\u0007","detail":"line one\nline two\u009b31m"}]}}`
 	fail := `{"provider":"example.com/x/x","call":"ValidateResourceConfig","type":"x_thing","request":{"type_name":"x_thing"},"error":{"code":"Unavailable","message":"gone\u001b[31m red"}}`
-	rec, err := Read(strings.NewReader(header+"\n"+p+"\n"+diag+"\n"+fail+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+p+"\n"+diag+"\n"+fail+"\n"), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,5 +184,38 @@ func TestReplayEscapesControlSequencesInRecordedTexts(t *testing.T) {
 	}
 	if m := rec.Providers["example.com/x/x"].Calls[0].Line.Response; !strings.Contains(fmt.Sprint(m), "\x1b") {
 		t.Errorf("the recording as read was changed: %v", m)
+	}
+}
+
+// A recording's size, its calls and one line are limits: over one, Read stops there, with an
+// oci.LimitError naming the setting (the CLI names the variable that raises it) and the line.
+func TestReadLimitsSizeCallsAndLine(t *testing.T) {
+	p := providerLine(t)
+	call := `{"provider":"example.com/x/x","call":"ReadDataSource","type":"x_thing","request":{"type_name":"x_thing"},"response":{}}`
+	text := header + "\n" + p + "\n" + strings.Repeat(call+"\n", 10)
+	for _, c := range []struct {
+		name    string
+		limits  Limits
+		setting oci.Setting
+		line    string
+	}{
+		{"size", Limits{MaxBytes: int64(len(text) - 1)}, SettingMaxRecordingBytes, "line 13"},
+		{"calls", Limits{MaxCalls: 9}, SettingMaxRecordingCalls, "line 12"},
+		{"line", Limits{MaxLine: len(p) - 1}, SettingMaxRecordingLine, "line 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(text), "rec.jsonl", c.limits)
+			var le *oci.LimitError
+			if !errors.As(err, &le) || le.Setting != c.setting || !strings.Contains(err.Error(), c.line) {
+				t.Fatalf("over the %s: %v", c.setting, err)
+			}
+		})
+	}
+	exact := Limits{MaxBytes: int64(len(text)), MaxCalls: 10, MaxLine: len(p)}
+	if _, err := Read(strings.NewReader(text), "rec.jsonl", exact); err != nil {
+		t.Errorf("a recording at every limit: %v", err)
+	}
+	if d := defaultLimits(); d.MaxBytes != 1<<30 || d.MaxCalls != 1_000_000 || d.MaxLine != 256<<20 {
+		t.Errorf("the defaults are not those docs/recording-format.md gives: %+v", d)
 	}
 }

@@ -77,7 +77,7 @@ func TestReadMemoryIsASmallMultipleOfTheFile(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	rec, err := Read(strings.NewReader(text), "rec.jsonl")
+	rec, err := Read(strings.NewReader(text), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestIndexIsLinearInTheCalls(t *testing.T) {
 	build := map[int]float64{}
 	answer := map[int]float64{}
 	for _, n := range []int{1000, 10000} {
-		rec, err := Read(strings.NewReader(hostileIndexRecording(t, n)), "rec.jsonl")
+		rec, err := Read(strings.NewReader(hostileIndexRecording(t, n)), "rec.jsonl", Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

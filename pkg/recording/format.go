@@ -75,18 +75,10 @@ type CallRec struct {
 // 128 KiB), and no configuration uses this many.
 const maxProviders = 200
 
-// Read reads a recording within the default limits (ReadWith).
-func Read(r io.Reader, name string) (*Recording, error) {
-	return ReadWith(r, name, DefaultLimits())
-}
-
-// ReadWith reads a recording, checking every line: what it is, that its provider was declared,
-// that every answer in it can be given again, and that it stays within the limits and the fixed
-// bounds (bounds.go). Errors name the line; text from the recording in them is quoted.
-func ReadWith(r io.Reader, name string, limits Limits) (*Recording, error) {
-	limits = limits.WithDefaults()
+func Read(r io.Reader, name string, limits Limits) (*Recording, error) {
+	limits = limits.withDefaults()
 	sc := bufio.NewScanner(&boundedReader{r: r, left: limits.MaxBytes})
-	sc.Buffer(make([]byte, 0, 64<<10), limits.MaxLine)
+	sc.Buffer(make([]byte, 0, min(64<<10, limits.MaxLine+1)), limits.MaxLine+1) // the line and its newline
 	rec := &Recording{Providers: map[string]*ProviderRec{}}
 	n, ncalls := 0, 0
 	for sc.Scan() {

@@ -105,13 +105,13 @@ func TestReadRefusesDamage(t *testing.T) {
 		{"bad protocol", header + "\n" + strings.Replace(p, `"protocol":6`, `"protocol":7`, 1), "protocol 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(strings.NewReader(c.text), "rec.jsonl")
+			_, err := Read(strings.NewReader(c.text), "rec.jsonl", Limits{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Read: %v, want an error with %q", err, c.want)
 			}
 		})
 	}
-	if _, err := Read(strings.NewReader(header+"\n"+p+"\n"+good+"\n"), "rec.jsonl"); err != nil {
+	if _, err := Read(strings.NewReader(header+"\n"+p+"\n"+good+"\n"), "rec.jsonl", Limits{}); err != nil {
 		t.Errorf("a good recording: %v", err)
 	}
 }
