@@ -70,7 +70,7 @@ func (p *Project) replay(ctx context.Context, ro RunOptions) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("replay: %w", err)
 	}
-	rec, err := recording.Read(f, ro.Replay)
+	rec, err := recording.Read(f, ro.Replay, ro.RecordingLimits)
 	f.Close()
 	if err != nil {
 		return 0, err

@@ -18,7 +18,7 @@ func recordingOf(t *testing.T, version string) *recording.Recording {
 	text := `{"oprov_recording":2,"program":"tofu 1.12.0"}
 {"provider":"example.com/acme/hello","version":"` + version + `","protocol":6,"schema":{"provider":{"version":0,"block":{"description_kind":"plain"}}},"schema_wire":"CgISAA=="}
 `
-	rec, err := recording.Read(strings.NewReader(text), "rec.jsonl")
+	rec, err := recording.Read(strings.NewReader(text), "rec.jsonl", recording.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,8 @@ type RunOptions struct {
 	// installed or started. Ignore lists attributes its comparison leaves out.
 	Replay string
 	Ignore []recording.Ignore
+	// RecordingLimits bound the recording replay reads (zero fields: the defaults).
+	RecordingLimits recording.Limits
 }
 
 // Run installs and builds the project's providers, launches them as one group, runs the program in

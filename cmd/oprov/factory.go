@@ -7,6 +7,7 @@ import (
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/recording"
 )
 
 // Factory builds what a command reaches beyond its streams, as gh's cmdutil.Factory does: the
@@ -27,6 +28,8 @@ type Factory struct {
 	// ModuleLimits bound a module walk (lock, init, install, run, save --config): the
 	// environment's, zero for the defaults.
 	ModuleLimits module.Limits
+	// RecordingLimits bound a recording read for replay (OPROV_MAX_RECORDING_*).
+	RecordingLimits recording.Limits
 }
 
 // registry builds the command's registry client from its flags, the limits and the user agent.

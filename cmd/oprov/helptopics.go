@@ -34,6 +34,9 @@ oprov's own variables
   OPROV_MAX_MODULE_FILES   most module files held on disk at once (default 200000)
   OPROV_MAX_MODULE_RATIO   most an archive may expand (default 200 times)
   OPROV_MAX_MODULE_CALLS   most module calls followed (default 10000)
+  OPROV_MAX_RECORDING_SIZE  the largest recording replay reads (default 1GiB)
+  OPROV_MAX_RECORDING_CALLS most calls in a recording (default 1000000)
+  OPROV_MAX_RECORDING_LINE  the longest line of a recording (default 256MiB)
   OPROV_STDIO_TIMEOUT      a stdio provider's time per call, as 30s (default: its manifest's
                            timeout_seconds, else 300s)
   OPROV_PYTHON             the Python that builds a Python provider's environment (default: python3)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/recording"
 )
 
 // The knobs of the registry limits (oci.Limits): each an environment variable, the first two a
@@ -28,6 +29,11 @@ const (
 	envMaxModuleRatio = "OPROV_MAX_MODULE_RATIO"
 	envMaxModuleCalls = "OPROV_MAX_MODULE_CALLS"
 
+	// A recording's bounds (recording.Limits).
+	envMaxRecordingSize  = "OPROV_MAX_RECORDING_SIZE"
+	envMaxRecordingCalls = "OPROV_MAX_RECORDING_CALLS"
+	envMaxRecordingLine  = "OPROV_MAX_RECORDING_LINE"
+
 	flagStallTimeout   = "--stall-timeout"
 	flagMaxPackageSize = "--max-package-size"
 )
@@ -44,6 +50,10 @@ var knobs = map[oci.Setting]string{
 	module.SettingMaxModuleFiles: envMaxModuleFiles,
 	module.SettingMaxModuleRatio: envMaxModuleRatio,
 	module.SettingMaxModuleCalls: envMaxModuleCalls,
+
+	recording.SettingMaxRecordingBytes: envMaxRecordingSize + " (such as 4GiB)",
+	recording.SettingMaxRecordingCalls: envMaxRecordingCalls,
+	recording.SettingMaxRecordingLine:  envMaxRecordingLine + " (such as 512MiB)",
 }
 
 // limitAdvice says how to raise the limit an error ran into, or "".
@@ -81,6 +91,9 @@ func registerLimits(root *cobra.Command, deps *Factory) {
 		if deps.ModuleLimits, err = moduleLimitsFromEnv(); err != nil {
 			return &usageError{err}
 		}
+		if deps.RecordingLimits, err = recordingLimitsFromEnv(); err != nil {
+			return &usageError{err}
+		}
 		return nil
 	}
 }
@@ -108,6 +121,32 @@ func moduleLimitsFromEnv() (module.Limits, error) {
 			}
 			e.set(n)
 		}
+	}
+	return l, nil
+}
+
+// recordingLimitsFromEnv gives a recording's bounds the environment sets; the rest are left at
+// zero, which recording.Read takes as its defaults.
+func recordingLimitsFromEnv() (recording.Limits, error) {
+	var l recording.Limits
+	for _, e := range []struct {
+		name string
+		set  func(int64)
+	}{{envMaxRecordingSize, func(n int64) { l.MaxBytes = n }}, {envMaxRecordingLine, func(n int64) { l.MaxLine = int(min(n, 1<<40)) }}} {
+		if v := os.Getenv(e.name); v != "" {
+			n, err := oci.ParseSize(v)
+			if err != nil {
+				return l, fmt.Errorf("%s=%s: %w", e.name, v, err)
+			}
+			e.set(n)
+		}
+	}
+	if v := os.Getenv(envMaxRecordingCalls); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return l, fmt.Errorf("%s=%s: want a positive whole number", envMaxRecordingCalls, v)
+		}
+		l.MaxCalls = n
 	}
 	return l, nil
 }

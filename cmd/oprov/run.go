@@ -100,7 +100,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 		ignore = append(ignore, ig)
 	}
 	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose,
-		Record: o.Record, KeepConfig: o.KeepConfig, KeepFunctionResults: o.KeepFuncs, Replay: o.Replay, Ignore: ignore}
+		Record: o.Record, KeepConfig: o.KeepConfig, KeepFunctionResults: o.KeepFuncs, Replay: o.Replay, Ignore: ignore,
+		RecordingLimits: o.io.Deps.RecordingLimits}
 	code, err := o.run(ctx, ro)
 	if err != nil {
 		return err

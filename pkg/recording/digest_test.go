@@ -82,7 +82,7 @@ func recordWith(t *testing.T, key *Key, calls ...recordedCall) string {
 // replayer reads a recording, unlocks it with key, and gives its replayer.
 func replayer(t *testing.T, text string, key *Key, ignore ...Ignore) *Replayer {
 	t.Helper()
-	rec, err := Read(strings.NewReader(text), "rec.jsonl")
+	rec, err := Read(strings.NewReader(text), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestReplayChangedProviderConfigIsADifference(t *testing.T) {
 // variable, not a difference at every secret.
 func TestReplayWithAnotherKeyIsAnError(t *testing.T) {
 	text := createdThing(t, testKey(t, 3))
-	rec, err := Read(strings.NewReader(text), "rec.jsonl")
+	rec, err := Read(strings.NewReader(text), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestReplayWithAnotherKeyIsAnError(t *testing.T) {
 	}
 	// A header stripped of its key ID, digests kept: refused, not compared.
 	stripped := strings.Replace(text, `,"key_id":"`+testKey(t, 3).ID()+`"`, "", 1)
-	rec, err = Read(strings.NewReader(stripped), "rec.jsonl")
+	rec, err = Read(strings.NewReader(stripped), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestReplayWithAnotherKeyIsAnError(t *testing.T) {
 	}
 	// A key ID that is not one (escape sequences for the terminal) is refused, not printed.
 	hostile := strings.Replace(text, testKey(t, 3).ID(), `\u001b]0;pwned\u0007`, 1)
-	if rec, err = Read(strings.NewReader(hostile), "rec.jsonl"); err != nil {
+	if rec, err = Read(strings.NewReader(hostile), "rec.jsonl", Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Unlock(testKey(t, 3)); err == nil || strings.ContainsAny(err.Error(), "\x1b\x07") || !strings.Contains(err.Error(), "key_id") {
@@ -372,7 +372,7 @@ func TestReadRefusesBadDigests(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bad := strings.Replace(text, c.from, c.to, 1)
-			_, err := Read(strings.NewReader(bad), "rec.jsonl")
+			_, err := Read(strings.NewReader(bad), "rec.jsonl", Limits{})
 			if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Read: %v, want line 3 and %q", err, c.want)
 			}

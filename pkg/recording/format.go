@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
@@ -77,24 +79,23 @@ type CallRec struct {
 // 128 KiB), and no configuration uses this many.
 const maxProviders = 200
 
-// maxLine bounds one line of a recording (a schema or a state can be large).
-const maxLine = 256 << 20
-
-// Read reads a recording, checking every line: what it is, that its provider was declared, and
-// that every answer in it can be given again. Errors name the line.
-func Read(r io.Reader, name string) (*Recording, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+func Read(r io.Reader, name string, limits Limits) (*Recording, error) {
+	limits = limits.withDefaults()
+	sc := bufio.NewScanner(&boundedReader{r: r, left: limits.MaxBytes})
+	sc.Buffer(make([]byte, 0, min(64<<10, limits.MaxLine+1)), limits.MaxLine+1) // the line and its newline
 	rec := &Recording{Providers: map[string]*ProviderRec{}}
-	n := 0
+	n, ncalls := 0, 0
 	for sc.Scan() {
 		n++
 		text := sc.Bytes()
-		if len(strings.TrimSpace(string(text))) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
 		bad := func(format string, a ...any) error {
-			return fmt.Errorf("recording %s, line %d: %s", name, n, fmt.Sprintf(format, a...))
+			return fmt.Errorf("recording %s, line %d: %s", name, n, quoted(fmt.Sprintf(format, a...)))
+		}
+		if err := checkJSONBounds(text); err != nil {
+			return nil, bad("%v", err)
 		}
 		var l Line
 		if err := decodeJSON(text, &l); err != nil {
@@ -102,6 +103,9 @@ func Read(r io.Reader, name string) (*Recording, error) {
 				return nil, bad("not an oprov recording (%v): make one with oprov run --record FILE -- tofu apply", err)
 			}
 			return nil, bad("not a JSON object (%v); was the file cut short or edited?", err)
+		}
+		if err := checkNames(&l); err != nil {
+			return nil, bad("%v", err)
 		}
 		switch {
 		case n == 1 && l.Format == 0:
@@ -118,6 +122,13 @@ func Read(r io.Reader, name string) (*Recording, error) {
 			if p == nil {
 				return nil, bad("a call to provider %q, which no earlier line declares", l.Provider)
 			}
+			if ncalls++; ncalls > limits.MaxCalls {
+				return nil, fmt.Errorf("recording %s, line %d: %w", name, n, &oci.LimitError{
+					What:    fmt.Sprintf("more than %d calls", limits.MaxCalls),
+					Limit:   fmt.Sprintf("the %s of %d", SettingMaxRecordingCalls, limits.MaxCalls),
+					Setting: SettingMaxRecordingCalls,
+				})
+			}
 			if err := p.check(&l); err != nil {
 				return nil, bad("%s of %s: %v", l.Call, l.Type, err)
 			}
@@ -131,8 +142,19 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("recording %s, line %d: longer than %d MiB", name, n+1, maxLine>>20)
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
+				What:    "a line longer than " + oci.FormatSize(int64(limits.MaxLine)),
+				Limit:   "the " + string(SettingMaxRecordingLine) + " of " + oci.FormatSize(int64(limits.MaxLine)),
+				Setting: SettingMaxRecordingLine,
+			})
+		case errors.Is(err, errTooBig):
+			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
+				What:    "the file is larger than " + oci.FormatSize(limits.MaxBytes),
+				Limit:   "the " + string(SettingMaxRecordingBytes) + " of " + oci.FormatSize(limits.MaxBytes),
+				Setting: SettingMaxRecordingBytes,
+			})
 		}
 		return nil, fmt.Errorf("recording %s: %w", name, err)
 	}
@@ -143,6 +165,16 @@ func Read(r io.Reader, name string) (*Recording, error) {
 		return nil, fmt.Errorf("recording %s holds no provider: was it cut short?", name)
 	}
 	return rec, nil
+}
+
+// checkNames makes sure the names a line holds can be named in a message as they are.
+func checkNames(l *Line) error {
+	for _, f := range []struct{ what, s string }{{"provider address", l.Provider}, {"call name", l.Call}, {"type name", l.Type}} {
+		if err := checkName(f.what, f.s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // declare adds the provider line l (line n) to rec: at most maxProviders, each once, speaking
@@ -192,13 +224,29 @@ func (p *ProviderRec) check(l *Line) error {
 	if ok {
 		req, resp = spec.request, spec.response
 	}
-	if _, err := encodeMsg(l.Request, req, l.Type, p.schemas, nil); err != nil && !errors.Is(err, errNotRecorded) {
+	if _, err := encodeMsg(l.Request, req, l.Type, checker{p.schemas}, nil); err != nil && !errors.Is(err, errNotRecorded) {
 		return fmt.Errorf("request: %w", err)
 	}
-	if _, err := encodeMsg(l.Response, resp, l.Type, p.schemas, nil); err != nil && !errors.Is(err, errNotRecorded) {
+	if _, err := encodeMsg(l.Response, resp, l.Type, checker{p.schemas}, nil); err != nil && !errors.Is(err, errNotRecorded) {
 		return fmt.Errorf("response: %w", err)
 	}
 	return nil
+}
+
+// checker is a provider's schemas as Read checks a call with them: each value is decoded with
+// its type, and not written out (replay writes the answer it gives).
+type checker struct{ *schemas }
+
+func (c checker) encodeValue(r role, typeName string, index int, rv *Value, fill func(Path) (cty.Value, bool)) ([]byte, error) {
+	if wholly(rv.Redacted) {
+		return nil, notRecorded{"the value was not recorded (no schema says what in it is secret, or it did not decode by its schema)"}
+	}
+	b, err := c.blockFor(r, typeName, index)
+	if err != nil {
+		return nil, err
+	}
+	_, err = rv.toCty(b.ty, fill)
+	return nil, err
 }
 
 // normal gives a message as a recording's JSON reads back: what a decoded message and a recorded

@@ -21,9 +21,28 @@ func FuzzRead(f *testing.F) {
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"ConfigureProvider","request":{"config":{"value":{"token":"(redacted by oprov)"},"redacted":[["token"]]}},"response":{"diagnostics":[{"severity":1,"summary":"s","attribute":["token",{"key":"k"},3]}]}}`)
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"GetMetadata","request":{},"response":{"wire":"CgA="}}`)
 	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing"},"error":{"code":"Unavailable","message":"gone"}}`)
+	// The hostile inputs the bounds refuse (bounds.go): each near its bound, for the fuzzer to
+	// push past it.
+	apply := `{"provider":"example.com/x/x","call":"CallFunction","type":"f","request":{"name":"f","arguments":[{"value":{"type":"number","value":NUM}}]},"response":{"result":{"value":"x"}}}`
+	for _, num := range []string{"1e600000000", "1e1000", "-1E-1001", "1" + strings.Repeat("0", 1000)} {
+		f.Add(header + "\n" + p + "\n" + strings.Replace(apply, "NUM", num, 1))
+	}
+	read := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":"a","id":null,"tags":null},"redacted":[PATH]}},"response":{}}`
+	for _, n := range []int{maxPathSteps, maxPathSteps + 1} {
+		f.Add(header + "\n" + p + "\n" + strings.Replace(read, "PATH", "["+strings.Repeat(`"tags",`, n-1)+`"x"]`, 1))
+	}
+	for _, n := range []int{maxDepth - 10, maxDepth + 1} {
+		f.Add(header + "\n" + p + "\n" + strings.Replace(apply, "NUM", strings.Repeat("[", n)+strings.Repeat("]", n), 1))
+	}
+	f.Add(header + "\n" + p + "\n" + `{"provider":"example.com/x/x","call":"Read\u001b[2JResource","type":"x\u009bthing","request":{},"response":{"diagnostics":[{"severity":1,"summary":"\u001b]0;t\u0007"}]}}`)
+	f.Add(header + "\n" + p + "\n" + strings.Repeat(`{"provider":"example.com/x/x","call":"GetMetadata","request":{},"response":{}}`+"\n", 20))
 	f.Fuzz(func(t *testing.T, text string) {
-		rec, err := Read(strings.NewReader(text), "fuzz.jsonl")
+		// Small limits, so that the fuzzer meets them too.
+		rec, err := Read(strings.NewReader(text), "fuzz.jsonl", Limits{MaxBytes: 4 << 20, MaxCalls: 16, MaxLine: 1 << 20})
 		if err != nil {
+			if strings.ContainsAny(err.Error(), "\x1b\x07") {
+				t.Fatalf("an error carries a control character: %q", err)
+			}
 			return
 		}
 		for _, rp := range rec.Replayers([]Ignore{{Type: "*", Path: Path{"tags"}}}) {

@@ -1,43 +1,93 @@
 package recording
 
 import (
+	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"sort"
+	"strconv"
+	"sync"
 )
 
 // The index answers the common case, a call the recording holds exactly, without comparing it
-// with every recorded call: each recorded call has a key (its compared fields, marked, with the
-// ignored attributes left out), and a live call's key is made the same way: its secrets redacted
-// by the same schema, each marked with its digest (digest.go), so a secret matches only the same
-// secret.
+// with every recorded call: each recorded call has a key (a digest of its compared fields,
+// marked, with the ignored attributes left out), and a live call's key is made the same way: its
+// secrets redacted by the same schema, each marked with its digest (digest.go), so a secret
+// matches only the same secret. Building is linear in the calls; a lookup costs the size of the
+// call, whatever the recording's length.
 
+// indexEntry is the recorded calls of one key, in recorded order; next is the first of them
+// not yet answered (answered calls only grow, so it only moves forward).
 type indexEntry struct {
-	sig   string // the redacted places, by field
-	paths map[string][]Path
-	calls map[string][]*CallRec // by key
+	calls []*CallRec
+	next  int
 }
 
-// canon writes a marked tree with marks that no JSON value can spell.
-func canon(v any) any {
+// callIndex is the recorded calls of one kind (call and type), by key.
+type callIndex struct {
+	calls map[string]*indexEntry
+}
+
+// digest writes a marked tree canonically (map keys sorted; the marks as tokens no JSON value
+// spells) into a SHA-256 and gives the sum: two trees have the same key exactly when they are
+// the same. Walks are as deep as the tree, which Read bounds (maxDepth and maxPathSteps).
+func digest(v any) string {
+	h := sha256.New()
+	w := writers.Get().(*bufio.Writer)
+	w.Reset(h)
+	writeCanon(w, v)
+	w.Flush()
+	w.Reset(nil)
+	writers.Put(w)
+	return string(h.Sum(nil))
+}
+
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+
+func writeCanon(w *bufio.Writer, v any) {
 	switch v := v.(type) {
 	case mark:
-		return map[string]any{"\x00": string(v)}
+		w.WriteString("!mark")
+		w.WriteString(strconv.Quote(string(v)))
 	case absent:
-		return map[string]any{"\x00": "absent"}
+		w.WriteString("!absent")
+	case nil:
+		w.WriteString("null")
+	case bool:
+		w.WriteString(strconv.FormatBool(v))
+	case string:
+		w.WriteString(strconv.Quote(v))
+	case json.Number:
+		w.WriteString("#" + string(v))
 	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = canon(e)
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
 		}
-		return m
+		sort.Strings(keys)
+		w.WriteByte('{')
+		for _, k := range keys {
+			w.WriteString(strconv.Quote(k))
+			w.WriteByte(':')
+			writeCanon(w, v[k])
+			w.WriteByte(',')
+		}
+		w.WriteByte('}')
+	case Msg:
+		writeCanon(w, map[string]any(v))
 	case []any:
-		l := make([]any, len(v))
-		for i, e := range v {
-			l[i] = canon(e)
+		w.WriteByte('[')
+		for _, e := range v {
+			writeCanon(w, e)
+			w.WriteByte(',')
 		}
-		return l
+		w.WriteByte(']')
+	default:
+		// Anything else (bytes, a number of another type) as JSON, marked as such.
+		b, _ := json.Marshal(v)
+		w.WriteString("?")
+		w.Write(b)
 	}
-	return v
 }
 
 func deleteAt(tree any, p Path) {
@@ -94,7 +144,7 @@ func (rp *Replayer) fieldTrees(spec *message, typ string, req Msg, redacted map[
 				for _, ig := range rp.ignoresOf(typ) {
 					deleteAt(t, ig.Path)
 				}
-				trees = append(trees, canon(t))
+				trees = append(trees, t)
 			}
 			if single {
 				out[f.name] = trees[0]
@@ -108,60 +158,52 @@ func (rp *Replayer) fieldTrees(spec *message, typ string, req Msg, redacted map[
 	return out, own
 }
 
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
-
-func keyOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
+func itoa(i int) string { return strconv.Itoa(i) }
 
 func sigOf(p map[string][]Path) string {
-	names := make([]string, 0, len(p))
-	for k := range p {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	b, _ := json.Marshal(p)
+	b, _ := json.Marshal(p) // map keys sorted
 	return string(b)
 }
 
 // indexCalls builds the index of a replayer's recorded calls.
 func (rp *Replayer) indexCalls() {
-	rp.index = map[string][]*indexEntry{}
+	rp.index = map[string]*callIndex{}
 	for k, cs := range rp.byKey {
+		ci := &callIndex{calls: map[string]*indexEntry{}}
+		rp.index[k] = ci
 		for _, c := range cs {
-			spec := requestSpec(c.Line.Call)
-			norm, err := normal(c.Line.Request)
-			if err != nil {
-				continue
-			}
-			trees, own := rp.fieldTrees(spec, c.Line.Type, norm, nil)
-			sig := sigOf(own)
-			var e *indexEntry
-			for _, x := range rp.index[k] {
-				if x.sig == sig {
-					e = x
-				}
-			}
+			// A recorded request is JSON as read: already what a live one is made into.
+			trees, _ := rp.fieldTrees(requestSpec(c.Line.Call), c.Line.Type, c.Line.Request, nil)
+			key := digest(trees)
+			e := ci.calls[key]
 			if e == nil {
-				e = &indexEntry{sig: sig, paths: own, calls: map[string][]*CallRec{}}
-				rp.index[k] = append(rp.index[k], e)
+				e = &indexEntry{}
+				ci.calls[key] = e
 			}
-			key := keyOf(trees)
-			e.calls[key] = append(e.calls[key], c)
+			e.calls = append(e.calls, c)
 		}
 	}
 }
 
-// lookup gives the recorded calls the same as a live one, in recorded order.
+// lookup gives recorded calls the same as a live one, in recorded order: the first of them and
+// the first not yet answered (what Answer chooses from). It is called with rp.mu held.
 func (rp *Replayer) lookup(rpc, typ string, live Msg) []*CallRec {
-	spec := requestSpec(rpc)
-	var out []*CallRec
-	for _, e := range rp.index[rpc+"\x00"+typ] {
-		trees, _ := rp.fieldTrees(spec, typ, live, nil) // the live call has its own secrets' digests
-		out = append(out, e.calls[keyOf(trees)]...)
+	ci := rp.index[rpc+"\x00"+typ]
+	if ci == nil {
+		return nil
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].LineNo < out[j].LineNo })
+	trees, _ := rp.fieldTrees(requestSpec(rpc), typ, live, nil) // the live call has its own secrets' digests
+	e := ci.calls[digest(trees)]
+	if e == nil {
+		return nil
+	}
+	for e.next < len(e.calls) && rp.used[e.calls[e.next]] {
+		e.next++
+	}
+	out := []*CallRec{e.calls[0]}
+	if e.next > 0 && e.next < len(e.calls) {
+		out = append(out, e.calls[e.next])
+	}
 	return out
 }
 
@@ -172,34 +214,35 @@ func requestSpec(rpc string) *message {
 	return nil
 }
 
-// finalKeys indexes the objects a recording shows existing, by type, as lookup does calls.
+// finalIndex indexes the objects a recording shows existing, of one type and one set of
+// redacted places, as lookup does calls: by key, the configurations each was applied with.
 type finalIndex struct {
-	paths []Path
-	keys  map[string][]any // the configurations each was applied with
+	paths  []Path
+	keys   map[string][]any
+	legacy bool // the provider planned the type with the legacy type system (SDKv2)
 }
 
 func (rp *Replayer) indexFinals() {
 	rp.finalIdx = map[string][]*finalIndex{}
 	for typ, states := range rp.finals {
-		for i, s := range states {
-			var j any
-			if err := decodeJSON([]byte(keyOf(s)), &j); err != nil {
-				continue
+		legacy := false
+		for _, c := range rp.byKey["PlanResourceChange\x00"+typ] {
+			if b, ok := c.Line.Response["legacy_type_system"].(bool); ok && b {
+				legacy = true
 			}
-			m, _ := j.(map[string]any)
+		}
+		bySig := map[string]*finalIndex{}
+		for i, s := range states {
+			m, _ := s.(map[string]any) // JSON as read
 			own, _ := asPaths(m["redacted"])
 			sig := sigOf(map[string][]Path{"": own})
-			var fi *finalIndex
-			for _, x := range rp.finalIdx[typ] {
-				if sigOf(map[string][]Path{"": x.paths}) == sig {
-					fi = x
-				}
-			}
+			fi := bySig[sig]
 			if fi == nil {
-				fi = &finalIndex{paths: own, keys: map[string][]any{}}
+				fi = &finalIndex{paths: own, keys: map[string][]any{}, legacy: legacy}
+				bySig[sig] = fi
 				rp.finalIdx[typ] = append(rp.finalIdx[typ], fi)
 			}
-			k := rp.stateKey(typ, j, nil)
+			k := rp.stateKey(typ, s, nil)
 			fi.keys[k] = append(fi.keys[k], rp.configs[typ][i])
 		}
 	}
@@ -213,5 +256,5 @@ func (rp *Replayer) stateKey(typ string, state any, redacted []Path) string {
 	for _, ig := range rp.ignoresOf(typ) {
 		deleteAt(t, ig.Path)
 	}
-	return keyOf(canon(t))
+	return digest(t)
 }

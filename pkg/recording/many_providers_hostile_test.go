@@ -18,7 +18,7 @@ func TestReadBoundsProviders(t *testing.T) {
 	for i := range maxProviders + 1 {
 		b.WriteString(strings.Replace(p, `"example.com/x/x"`, fmt.Sprintf(`"example.com/x/x%d"`, i), 1) + "\n")
 	}
-	_, err := Read(strings.NewReader(b.String()), "rec.jsonl")
+	_, err := Read(strings.NewReader(b.String()), "rec.jsonl", Limits{})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d providers", maxProviders)) {
 		t.Fatalf("a recording of %d providers: %v", maxProviders+1, err)
 	}
@@ -38,7 +38,7 @@ func TestReadRefusesTwoSchemas(t *testing.T) {
 	}
 	line["schema_wire"] = number["schema_wire"]
 	p, _ := json.Marshal(line)
-	_, err := Read(strings.NewReader(header+"\n"+string(p)+"\n"), "rec.jsonl")
+	_, err := Read(strings.NewReader(header+"\n"+string(p)+"\n"), "rec.jsonl", Limits{})
 	if err == nil || !strings.Contains(err.Error(), "schema_wire") {
 		t.Fatalf("a recording whose schema and schema_wire differ: %v", err)
 	}

@@ -130,16 +130,16 @@ func decodeMsg(b []byte, m *message, typeName string, t typer, redact bool) (Msg
 	return decodeMsgAt(b, m, typeName, t, redact, 0)
 }
 
-// maxDepth bounds how deep messages nest inside each other: the model's deepest (a schema's
-// nested blocks aside, which no recorded call carries) is a few levels.
-const maxDepth = 32
+// maxMessageDepth bounds how deep protocol messages nest inside each other: the model's deepest
+// (a schema's nested blocks aside, which no recorded call carries) is a few levels.
+const maxMessageDepth = 32
 
 // maxUnmodelled bounds how many unmodelled field numbers a message lists.
 const maxUnmodelled = 16
 
 func decodeMsgAt(b []byte, m *message, typeName string, t typer, redact bool, depth int) (Msg, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("messages nest deeper than %d levels", maxDepth)
+	if depth > maxMessageDepth {
+		return nil, fmt.Errorf("messages nest deeper than %d levels", maxMessageDepth)
 	}
 	out := Msg{}
 	if m == nil {
@@ -521,7 +521,7 @@ func asPath(v any) (Path, error) {
 	case Path:
 		return v, nil
 	case []any:
-		return Path(v), nil
+		return Path(v), checkPathLen(len(v))
 	}
 	return nil, fmt.Errorf("want a path (an array), have %s", jsonKind(v))
 }

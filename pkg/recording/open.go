@@ -16,7 +16,7 @@ const headerPrefix = `{"oprov_recording":`
 // that does not begin with a recording's header is refused, whatever its mode, and so is
 // anything but a regular file (a directory, a FIFO, a device). What a file is comes from the
 // user, never from its content: Open is the only way a command reads a recording.
-func Open(path string) (*Recording, error) {
+func Open(path string, lim Limits) (*Recording, error) {
 	// O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -40,7 +40,7 @@ func Open(path string) (*Recording, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("recording %s: %w", path, err)
 	}
-	return Read(f, path)
+	return Read(f, path, lim)
 }
 
 // IsRecordingFile reports whether path is a regular file that begins with a recording's header.

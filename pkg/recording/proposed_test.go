@@ -132,7 +132,7 @@ func recordedCreate(t *testing.T) string {
 // A create the recording does not hold is refused with a hint this command can follow: it has
 // no --replay-ignore.
 func TestDriverReplaysARecordedCreate(t *testing.T) {
-	rec, err := Read(strings.NewReader(recordedCreate(t)), "rec.jsonl")
+	rec, err := Read(strings.NewReader(recordedCreate(t)), "rec.jsonl", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,17 +101,17 @@ func TestReadRefusesDamage(t *testing.T) {
 		{"unknown field", header + "\n" + p + "\n" + strings.Replace(good, `"response":{}`, `"response":{"bogus":1}`, 1), `field "bogus"`},
 		{"no answer", header + "\n" + p + "\n" + strings.Replace(good, `,"response":{}`, ``, 1), "no response and no error"},
 		{"two headers", header + "\n" + header, "line 2: a second header"},
-		{"huge number", header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "a number written with 2000001 characters"},
+		{"huge number", header + "\n" + providerLineOf(t, "number") + "\n" + strings.Replace(apply, `"name":5`, `"name":1`+strings.Repeat("0", 2_000_000), 1), "2000001 digits"},
 		{"bad protocol", header + "\n" + strings.Replace(p, `"protocol":6`, `"protocol":7`, 1), "protocol 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(strings.NewReader(c.text), "rec.jsonl")
+			_, err := Read(strings.NewReader(c.text), "rec.jsonl", Limits{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Read: %v, want an error with %q", err, c.want)
 			}
 		})
 	}
-	if _, err := Read(strings.NewReader(header+"\n"+p+"\n"+good+"\n"), "rec.jsonl"); err != nil {
+	if _, err := Read(strings.NewReader(header+"\n"+p+"\n"+good+"\n"), "rec.jsonl", Limits{}); err != nil {
 		t.Errorf("a good recording: %v", err)
 	}
 }

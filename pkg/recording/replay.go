@@ -53,7 +53,7 @@ type Replayer struct {
 	finals   map[string][]any // by resource type: objects the recording shows existing, as compared
 	configs  map[string][]any // beside finals: the configuration each was applied with (nil: read)
 	versions map[string]int64
-	index    map[string][]*indexEntry // by call and type (index.go)
+	index    map[string]*callIndex    // by call and type (index.go)
 	finalIdx map[string][]*finalIndex // by type
 	driven   bool                     // answers provider check --json, which has no --replay-ignore (hint.go)
 }
@@ -190,10 +190,10 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	rp.mu.Unlock()
 	if match != nil {
 		if e := match.Line.Error; e != nil {
-			return nil, status.Error(codeOf(e.Code), e.Message)
+			return nil, status.Error(codeOf(e.Code), escapeControls(e.Message)) // tofu prints it
 		}
 		fill := rp.filler(reqSpec, typ, dec)
-		resp, err := encodeMsg(match.Line.Response, respSpec, typ, rp.p.schemas, fill)
+		resp, err := encodeMsg(quoteTexts(match.Line.Response), respSpec, typ, rp.p.schemas, fill)
 		if err == nil {
 			resp, err = rp.withIgnored(rpc, typ, resp, dec)
 		}
@@ -608,12 +608,8 @@ func (rp *Replayer) derive(rpc, typ string, req []byte, live Msg) (resp []byte, 
 
 // legacy reports whether the provider planned this type with the legacy type system (SDKv2).
 func (rp *Replayer) legacy(typ string) bool {
-	for _, c := range rp.byKey["PlanResourceChange\x00"+typ] {
-		if b, ok := c.Line.Response["legacy_type_system"].(bool); ok && b {
-			return true
-		}
-	}
-	return false
+	fi := rp.finalIdx[typ] // index.go: found once, not for every call
+	return len(fi) > 0 && fi[0].legacy
 }
 
 // known reports whether a live state is one the recording shows existing, and gives the

@@ -189,6 +189,7 @@ func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, 
 	out := &RawState{JSON: j}
 	if b, ok := s.resources[typeName]; ok && redact {
 		out.JSON = redactJSON(j, b.ty, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
+		sortPaths(out.Redacted) // one order, whatever the map's
 		out.Digests = s.key.digestsOf(j, out.Redacted)
 	}
 	return out, nil

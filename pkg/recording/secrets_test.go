@@ -232,7 +232,7 @@ func TestRawWireBytesAreRefused(t *testing.T) {
 		`{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing"},"response":{"wire":"CgdpbWctRVZJTA=="}}`,
 	} {
 		rec := header + "\n" + providerLine(t) + "\n" + line + "\n"
-		_, err := Read(strings.NewReader(rec), "rec.jsonl")
+		_, err := Read(strings.NewReader(rec), "rec.jsonl", Limits{})
 		if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "wire") {
 			t.Errorf("a line with raw bytes: %v", err)
 		}

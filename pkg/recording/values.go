@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -83,7 +84,54 @@ func fromCty(v cty.Value, ty cty.Type, sensitive func(Path) bool, key *Key) (*Va
 	if err != nil {
 		return nil, err
 	}
+	// An object's attributes come in map order: the places are sorted, so that the same value
+	// is the same bytes in every recording.
+	sortPaths(out.Unknown)
+	sortPaths(out.Redacted)
 	return out, nil
+}
+
+// sortPaths puts paths in one order: step by step, numbers before names, numbers by value,
+// names by bytes; a path before the longer ones it begins.
+func sortPaths(ps []Path) {
+	sort.SliceStable(ps, func(i, j int) bool { return comparePaths(ps[i], ps[j]) < 0 })
+}
+
+func comparePaths(a, b Path) int {
+	for k := 0; k < len(a) && k < len(b); k++ {
+		if c := compareSteps(a[k], b[k]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+func compareSteps(a, b any) int {
+	ai, aNum := stepInt(a)
+	bi, bNum := stepInt(b)
+	switch {
+	case aNum && bNum:
+		return cmp.Compare(ai, bi)
+	case aNum != bNum:
+		if aNum {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func stepInt(s any) (int64, bool) {
+	switch s := s.(type) {
+	case int:
+		return int64(s), true
+	case int64:
+		return s, true
+	case json.Number:
+		i, err := s.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 func encodeValue(v cty.Value, ty cty.Type, p Path, out *Value, sensitive func(Path) bool) (any, error) {
