@@ -3,6 +3,7 @@ package recording
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -492,5 +493,36 @@ func TestCreateNamesTheDestination(t *testing.T) {
 	_, err := Create(path, "tofu", nil)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "mkdir -p") || strings.Contains(err.Error(), ".oprov-recording-") {
 		t.Errorf("Create in a missing directory: %v", err)
+	}
+}
+
+// Each digest stays with its redacted place when the places are put in order: a value with
+// several secrets, redacted with a key, compares equal to itself however its attributes are
+// walked.
+func TestDigestsFollowTheirPathsWhenSorted(t *testing.T) {
+	k, err := parseKey(strings.Repeat("ab", 32), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, vals := map[string]cty.Type{}, map[string]cty.Value{}
+	for i := range 12 {
+		name := fmt.Sprintf("s%02d", i)
+		attrs[name], vals[name] = cty.String, cty.StringVal("secret-"+name)
+	}
+	ty := cty.Object(attrs)
+	for range 5 { // the walk's order is the map's: a few tries meet an unsorted one
+		rv, err := fromCty(cty.ObjectVal(vals), ty, func(p Path) bool { return len(p) == 1 }, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rv.Redacted) != 12 || len(rv.Digests) != 12 {
+			t.Fatalf("redacted %v digests %v", rv.Redacted, rv.Digests)
+		}
+		for i, p := range rv.Redacted {
+			name := p[0].(string)
+			if rv.Digests[i] != k.digest(cty.String, vals[name]) {
+				t.Fatalf("the digest beside %s is not its value's", p)
+			}
+		}
 	}
 }

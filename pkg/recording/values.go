@@ -87,7 +87,7 @@ func fromCty(v cty.Value, ty cty.Type, sensitive func(Path) bool, key *Key) (*Va
 	// An object's attributes come in map order: the places are sorted, so that the same value
 	// is the same bytes in every recording.
 	sortPaths(out.Unknown)
-	sortPaths(out.Redacted)
+	sortRedacted(out.Redacted, out.Digests)
 	return out, nil
 }
 
@@ -95,6 +95,26 @@ func fromCty(v cty.Value, ty cty.Type, sensitive func(Path) bool, key *Key) (*Va
 // names by bytes; a path before the longer ones it begins.
 func sortPaths(ps []Path) {
 	sort.SliceStable(ps, func(i, j int) bool { return comparePaths(ps[i], ps[j]) < 0 })
+}
+
+// sortRedacted puts redacted paths in sortPaths' order, each digest (when there are digests)
+// moving with its path.
+func sortRedacted(ps []Path, digests []string) {
+	if len(digests) != len(ps) {
+		sortPaths(ps)
+		return
+	}
+	idx := make([]int, len(ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return comparePaths(ps[idx[i]], ps[idx[j]]) < 0 })
+	sp, sd := make([]Path, len(ps)), make([]string, len(ps))
+	for i, k := range idx {
+		sp[i], sd[i] = ps[k], digests[k]
+	}
+	copy(ps, sp)
+	copy(digests, sd)
 }
 
 func comparePaths(a, b Path) int {
