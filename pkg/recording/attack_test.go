@@ -1,0 +1,182 @@
+package recording
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/plugin/tfplugin6"
+)
+
+// attackSchemaWire is x_db {name (required), password (optional, sensitive)} as a provider sends
+// it; extra is appended to the wire bytes as they are.
+func attackSchemaWire(t *testing.T, resp *tfplugin6.GetProviderSchema_Response, extra []byte) string {
+	t.Helper()
+	if resp == nil {
+		resp = &tfplugin6.GetProviderSchema_Response{}
+	}
+	resp.Provider = &tfplugin6.Schema{Block: &tfplugin6.Schema_Block{}}
+	resp.ResourceSchemas = map[string]*tfplugin6.Schema{"x_db": {Block: &tfplugin6.Schema_Block{
+		Attributes: []*tfplugin6.Schema_Attribute{
+			{Name: "name", Type: []byte(`"string"`), Required: true},
+			{Name: "password", Type: []byte(`"string"`), Optional: true, Sensitive: true},
+		}}}}
+	wire, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire = append(wire, extra...)
+	s, err := plugin.SchemaFromWire(6, wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Line{Provider: "example.com/x/db", Version: "1.0.0", Protocol: 6, Schema: s, SchemaWire: wire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var attackDBType = cty.Object(map[string]cty.Type{"name": cty.String, "password": cty.String})
+
+func attackDB(name string, pw cty.Value) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "password": pw})
+}
+
+// planRequest is PlanResourceChange of x_db creating an object whose config and proposed state
+// are v.
+func attackPlanRequest(t *testing.T, v cty.Value) []byte {
+	const m = "PlanResourceChange.Request"
+	req := stringField(nil, m, "type_name", "x_db")
+	req = bytesField(req, m, "prior_state", dynamicOf(t, attackDBType, cty.NullVal(attackDBType)))
+	req = bytesField(req, m, "proposed_new_state", dynamicOf(t, attackDBType, v))
+	return bytesField(req, m, "config", dynamicOf(t, attackDBType, v))
+}
+
+// Attack: a replay refusal names how the live call differs from the nearest recorded one, with
+// the live value, and the live value is decoded unredacted. Where the recorded sensitive value is
+// not redacted (it was unknown when recorded, as a generated password is at plan time, or null),
+// the refusal prints the live secret: in the diagnostic tofu shows in the CI log.
+func TestAttackReplayRefusalPrintsLiveSecret(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recorded cty.Value
+	}{{"recorded unknown", cty.UnknownVal(cty.String)}, {"recorded null", cty.NullVal(cty.String)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := attackSchemaWire(t, nil, nil)
+			var pline Line
+			if err := decodeJSON([]byte(pl), &pline); err != nil {
+				t.Fatal(err)
+			}
+			sch, err := newSchemas(pline.Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &recorder{addr: "example.com/x/db", schemas: sch}
+			v := attackDB("main", tc.recorded)
+			l := r.line("PlanResourceChange", attackPlanRequest(t, v), bytesField(nil, "PlanResourceChange.Response", "planned_state", dynamicOf(t, attackDBType, v)), nil)
+			lb, _ := json.Marshal(l)
+			rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"+string(lb)+"\n"), "rec.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := rec.Replayers(nil)[0]
+			live := attackPlanRequest(t, attackDB("main", cty.StringVal("hunter2-LIVE-SECRET")))
+			resp, err := rp.Answer(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/PlanResourceChange", Protocol: 6, Request: live})
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the refusal holds the live secret: %v", err)
+			}
+			if strings.Contains(string(resp), "hunter2") {
+				t.Errorf("the refusal tofu prints holds the live sensitive password:\n%s", resp)
+			}
+		})
+	}
+}
+
+// Attack: a provider line holds the schema twice, decoded (schema, which a reviewer reads) and
+// raw (schema_wire, which replay sends tofu as it is). Read compares them only as far as oprov's
+// subset of the protocol decodes them: a warning diagnostic, and any field the subset lacks
+// (server capabilities, function parameters' allow_unknown_values, list/action schemas, ...),
+// travel to tofu unseen by a reviewer.
+func TestAttackSchemaWireCarriesWhatTheSchemaDoesNotShow(t *testing.T) {
+	hidden := &tfplugin6.GetProviderSchema_Response{Diagnostics: []*tfplugin6.Diagnostic{{
+		Severity: tfplugin6.Diagnostic_WARNING, Summary: "HIDDEN-from-reviewer \x1b]0;pwned\x07", Detail: "replay is fine, merge it"}}}
+	// Field 6 of GetProviderSchema.Response is server_capabilities (not in oprov's subset): plan_destroy = true.
+	caps := protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1))
+	caps = protowire.AppendBytes(protowire.AppendTag(caps, 99, protowire.BytesType), []byte("HIDDEN-unknown-field"))
+	pl := attackSchemaWire(t, hidden, caps)
+	if strings.Contains(pl, "HIDDEN") {
+		t.Fatal("test setup: the hidden text shows in the line's JSON")
+	}
+	rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"), "rec.jsonl")
+	if err != nil {
+		return // refused: held
+	}
+	resp, err := rec.Replayers(nil)[0].Answer(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/GetProviderSchema", Protocol: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(resp), "HIDDEN") || len(plugin.WireFields(resp, 6)) > 0 {
+		t.Errorf("replay sends tofu schema bytes the recording's JSON does not show (a warning diagnostic with escapes, server capabilities, an unknown field): %q", resp)
+	}
+}
+
+// Attack: identity is recorded as its raw protobuf bytes (kBytes), not decoded by the model:
+// a field the model lacks inside ResourceIdentityData (a newer protocol's, or a provider's) is
+// written whole, in base64, where a reviewer cannot read it and replay answers it byte for byte.
+func TestAttackIdentityBytesCarryUnmodelledFields(t *testing.T) {
+	ps := secretsSchema()
+	sch, err := newSchemas(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{addr: "example.com/x/x", schemas: sch}
+	identity := bytesField(nil, "ResourceIdentityData", "identity_data", dynamicOf(t, cty.Object(map[string]cty.Type{"id": cty.String}), cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("i-1")})))
+	identity = protowire.AppendBytes(protowire.AppendTag(identity, 99, protowire.BytesType), []byte("S3CRET-identity-unmodelled"))
+	const m = "ApplyResourceChange"
+	resp := bytesField(nil, m+".Response", "new_identity", identity)
+	l := r.line(m, stringField(nil, m+".Request", "type_name", "x_thing"), resp, nil)
+	b, _ := json.Marshal(l)
+	if leaks(b, "S3CRET-identity-unmodelled") {
+		t.Errorf("a field the model lacks, inside an identity, is in the recording (base64): %s", b)
+	}
+}
+
+// Attack: the provider answers planned_state twice, {msgpack: A} then {json: B}. Protobuf
+// merges the two, and tofu reads msgpack A; the recorder keeps only the last occurrence and
+// records B. The recording says the provider planned what tofu never saw, and replay answers B.
+func TestAttackDuplicateFieldRecordsWhatTofuDidNotRead(t *testing.T) {
+	pl := attackSchemaWire(t, nil, nil)
+	var pline Line
+	if err := decodeJSON([]byte(pl), &pline); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := newSchemas(pline.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{addr: "example.com/x/db", schemas: sch}
+	const m = "PlanResourceChange.Response"
+	resp := bytesField(nil, m, "planned_state", dynamicOf(t, attackDBType, attackDB("what-tofu-reads", cty.NullVal(cty.String))))
+	resp = bytesField(resp, m, "planned_state", stringField(nil, "DynamicValue", "json", `{"name":"what-the-recording-shows","password":null}`))
+	// Protobuf's rule: occurrences of an embedded message merge, which is what their
+	// concatenation decodes as; tofu's DynamicValue then has msgpack A (and json B).
+	var merged []byte
+	for _, occ := range plugin.WireFields(resp, num(m, "planned_state")) {
+		merged = append(merged, occ...)
+	}
+	if len(plugin.WireField(merged, num("DynamicValue", "msgpack"))) == 0 {
+		t.Fatal("test setup: the merged message has no msgpack")
+	}
+	l := r.line("PlanResourceChange", attackPlanRequest(t, attackDB("x", cty.NullVal(cty.String))), resp, nil)
+	b, _ := json.Marshal(l)
+	if !strings.Contains(string(b), "what-tofu-reads") {
+		t.Errorf("tofu read planned name \"what-tofu-reads\" (msgpack of the merged message); the recording shows: %s", b)
+	}
+}
