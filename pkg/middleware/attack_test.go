@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
@@ -61,3 +62,47 @@ func TestAttackDuplicatePlannedStateMergesDifferently(t *testing.T) {
 		t.Errorf("tofu plans name \"evil\" (protobuf merges the two planned_state messages; msgpack wins), but the deny rule judged the last occurrence only and let it through; audit:\n%s", data)
 	}
 }
+
+// Tried (expected to hold): the audit redacts a sensitive attribute inside a nested attribute type
+// of set and map nesting, and inside a nested block of set nesting, in a data source's
+// configuration.
+func TestAttackAuditNestedTypeSecrets(t *testing.T) {
+	str := []byte(`"string"`)
+	inner := map[string]*plugin.Attribute{"k": {Type: str, Optional: true}, "secret": {Type: str, Optional: true, Sensitive: true}}
+	blk := &plugin.Block{Attributes: map[string]*plugin.Attribute{
+		"sset": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "set", Attributes: inner}},
+		"smap": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "map", Attributes: inner}},
+	}, BlockTypes: map[string]*plugin.NestedBlock{"bset": {NestingMode: "set", Block: &plugin.Block{Attributes: inner}}}}
+	path := t.TempDir() + "/audit.jsonl"
+	a, err := OpenAudit(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	m, err := New(Config{Provider: "example.com/x/x", Schema: &plugin.ProviderSchema{DataSourceSchemas: map[string]*plugin.Schema{"x_data": {Block: blk}}}, Audit: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty, _ := blk.ImpliedType()
+	obj := func(s string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"k": cty.StringVal("a"), "secret": cty.StringVal("S3CRET-" + s)})
+	}
+	v := cty.ObjectVal(map[string]cty.Value{"sset": cty.SetVal([]cty.Value{obj("in-set")}),
+		"smap": cty.MapVal(map[string]cty.Value{"password": obj("in-map")}), "bset": cty.SetVal([]cty.Value{obj("in-block-set")})})
+	mp, err := ctymsgpackMarshal(v, ty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv := protowire.AppendBytes(protowire.AppendTag(nil, dynamicMsgpack, protowire.BytesType), mp)
+	req := protowire.AppendBytes(protowire.AppendTag(typeName("x_data"), readDataConfig, protowire.BytesType), dv)
+	next := func(context.Context, []byte) ([]byte, error) { return nil, nil }
+	if _, err := m.Unary(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/ReadDataSource", Protocol: 6, Request: req}, next); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "S3CRET") || !strings.Contains(string(data), "smap") {
+		t.Errorf("audit:\n%s", data)
+	}
+}
+
+var ctymsgpackMarshal = ctymsgpack.Marshal

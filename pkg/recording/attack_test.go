@@ -180,3 +180,96 @@ func TestAttackDuplicateFieldRecordsWhatTofuDidNotRead(t *testing.T) {
 		t.Errorf("tofu read planned name \"what-tofu-reads\" (msgpack of the merged message); the recording shows: %s", b)
 	}
 }
+
+// Tried (expected to hold): a sensitive attribute inside a nested attribute type (protocol 6
+// nested_type) of set, map and list nesting, in a data source's state, and a nested block of set
+// nesting, is kept out of the recording.
+func TestAttackNestedTypeSecretsInSetAndMap(t *testing.T) {
+	str := json.RawMessage(`"string"`)
+	inner := map[string]*plugin.Attribute{"k": {Type: str, Optional: true}, "secret": {Type: str, Optional: true, Sensitive: true}}
+	blk := &plugin.Block{Attributes: map[string]*plugin.Attribute{
+		"sset": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "set", Attributes: inner}},
+		"smap": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "map", Attributes: inner}},
+		"slist": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "list", Attributes: map[string]*plugin.Attribute{
+			"deeper": {Optional: true, NestedType: &plugin.NestedType{NestingMode: "map", Attributes: inner}}}}},
+	}, BlockTypes: map[string]*plugin.NestedBlock{"bset": {NestingMode: "set", Block: &plugin.Block{Attributes: inner}}}}
+	ps := &plugin.ProviderSchema{DataSourceSchemas: map[string]*plugin.Schema{"x_data": {Block: blk}}}
+	sch, err := newSchemas(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{addr: "example.com/x/x", schemas: sch}
+	obj := func(s string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"k": cty.StringVal("a"), "secret": cty.StringVal("S3CRET-" + s)})
+	}
+	v := cty.ObjectVal(map[string]cty.Value{
+		"sset":  cty.SetVal([]cty.Value{obj("in-set")}),
+		"smap":  cty.MapVal(map[string]cty.Value{"password": obj("in-map")}),
+		"slist": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"deeper": cty.MapVal(map[string]cty.Value{"x": obj("deeper")})})}),
+		"bset":  cty.SetVal([]cty.Value{obj("in-block-set")}),
+	})
+	ty, err := blk.ImpliedType()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const m = "ReadDataSource"
+	req := bytesField(stringField(nil, m+".Request", "type_name", "x_data"), m+".Request", "config", dynamicOf(t, ty, v))
+	resp := bytesField(nil, m+".Response", "state", dynamicOf(t, ty, v))
+	b, _ := json.Marshal(r.line(m, req, resp, nil))
+	for _, s := range []string{"S3CRET-in-set", "S3CRET-in-map", "S3CRET-deeper", "S3CRET-in-block-set"} {
+		if leaks(b, s) {
+			t.Errorf("%s is in the recording: %s", s, b)
+		}
+	}
+}
+
+// Attack: a recording line whose JSON holds the same key twice. Go's decoder keeps the last; a
+// reviewer reading the diff (or a tool that keeps the first) reads the first. Replay answers the
+// value the reviewer did not read.
+func TestAttackDuplicateJSONKeysInALine(t *testing.T) {
+	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":"img-ubuntu"}}},` +
+		`"response":{"new_state":{"value":{"name":"img-ubuntu","name":"img-EVIL"}}}}`
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl")
+	if err != nil {
+		return // refused: held
+	}
+	req := stringField(nil, "ReadResource.Request", "type_name", "x_thing")
+	req = bytesField(req, "ReadResource.Request", "current_state", dynamicOf(t, cty.Object(map[string]cty.Type{"name": cty.String}), cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("img-ubuntu")})))
+	resp, err := rec.Replayers(nil)[0].Answer(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/ReadResource", Protocol: 6, Request: req})
+	t.Errorf("a line with a duplicate key was read; replay answers %q (err %v)", resp, err)
+}
+
+// Attack: a recorded call error with code "OK": status.Error(codes.OK, ...) is no error, so
+// replay answers the call with an empty response (success: for ReadResource, no object) where
+// the line shows an error.
+func TestAttackRecordedErrorWithCodeOK(t *testing.T) {
+	line := `{"provider":"example.com/x/x","call":"GetMetadata","request":{},"error":{"code":"OK","message":"the provider failed"}}`
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl")
+	if err != nil {
+		return // refused: held
+	}
+	resp, err := rec.Replayers(nil)[0].Answer(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/GetMetadata", Protocol: 6})
+	if err == nil {
+		t.Errorf("a recorded error (code OK) is answered as a success: %q", resp)
+	}
+}
+
+// Attack: GetFunctions' functions (a map) are recorded as raw protobuf bytes, never checked
+// against the provider line's schema: replay hands tofu function signatures a reviewer reads
+// only as base64.
+func TestAttackGetFunctionsAnswersRawBytes(t *testing.T) {
+	entry := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "HIDDEN_fn")
+	entry = protowire.AppendBytes(protowire.AppendTag(entry, 2, protowire.BytesType), []byte("\x9a\x06\x06HIDDEN"))
+	b, _ := json.Marshal(Line{Provider: "example.com/x/x", Call: "GetFunctions", Request: Msg{}, Response: Msg{"functions": []any{entry}}})
+	if strings.Contains(string(b), "HIDDEN") {
+		t.Fatal("test setup: the hidden text shows in the JSON")
+	}
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+string(b)+"\n"), "rec.jsonl")
+	if err != nil {
+		return // refused: held
+	}
+	resp, err := rec.Replayers(nil)[0].Answer(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/GetFunctions", Protocol: 6})
+	if err == nil && strings.Contains(string(resp), "HIDDEN") {
+		t.Errorf("replay answers GetFunctions with bytes the line's JSON shows only as base64: %q", resp)
+	}
+}
