@@ -273,3 +273,14 @@ func TestAttackGetFunctionsAnswersRawBytes(t *testing.T) {
 		t.Errorf("replay answers GetFunctions with bytes the line's JSON shows only as base64: %q", resp)
 	}
 }
+
+// Attack: an enum (int32 on the wire) recorded beyond int32. Protobuf reads the low 32 bits, so
+// tofu takes severity 4294967297 as 1 (error) while a reviewer reads a severity no diagnostic
+// has; Read accepts it and replay sends it back as it is.
+func TestAttackOversizedEnumIsAccepted(t *testing.T) {
+	line := `{"provider":"example.com/x/x","call":"ValidateResourceConfig","type":"x_thing","request":{"type_name":"x_thing"},` +
+		`"response":{"diagnostics":[{"severity":4294967297,"summary":"only a note"}]}}`
+	if _, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl"); err == nil {
+		t.Errorf("a severity beyond int32 (tofu reads it as 1, an error) is accepted")
+	}
+}
