@@ -1,0 +1,23 @@
+package protocol
+
+import "testing"
+
+// Attack (latent): Num promises one number per field name for protocols 5 and 6 ("the two agree
+// wherever both have a field"), and answers from 6 first. Schema.Attribute disagrees: write_only
+// is 10 in protocol 5 and 11 in 6 (where 10 is nested_type). A surface that reads a protocol 5
+// schema with Num("Schema.Attribute", "write_only") reads deprecation_message's place instead,
+// and a write-only attribute is not secret.
+func TestAttackNumAgreesForBothProtocols(t *testing.T) {
+	v5, v6 := Published(5), Published(6)
+	for _, m5 := range v5.Messages {
+		m6 := v6.Message(m5.Name)
+		if m6 == nil {
+			continue
+		}
+		for _, f := range m5.Fields {
+			if g := m6.Named(f.Name); g != nil && g.Num != f.Num {
+				t.Errorf("%s.%s is %d in protocol 5 and %d in 6; Num gives %d for both", m5.Name, f.Name, f.Num, g.Num, Num(m5.Name, f.Name))
+			}
+		}
+	}
+}
