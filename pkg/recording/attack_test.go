@@ -82,7 +82,7 @@ func TestAttackReplayRefusalPrintsLiveSecret(t *testing.T) {
 			v := attackDB("main", tc.recorded)
 			l := r.line("PlanResourceChange", attackPlanRequest(t, v), bytesField(nil, "PlanResourceChange.Response", "planned_state", dynamicOf(t, attackDBType, v)), nil)
 			lb, _ := json.Marshal(l)
-			rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"+string(lb)+"\n"), "rec.jsonl")
+			rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"+string(lb)+"\n"), "rec.jsonl", Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestAttackSchemaWireCarriesWhatTheSchemaDoesNotShow(t *testing.T) {
 	if strings.Contains(pl, "HIDDEN") {
 		t.Fatal("test setup: the hidden text shows in the line's JSON")
 	}
-	rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+pl+"\n"), "rec.jsonl", Limits{})
 	if err != nil {
 		return // refused: held
 	}
@@ -229,7 +229,7 @@ func TestAttackNestedTypeSecretsInSetAndMap(t *testing.T) {
 func TestAttackDuplicateJSONKeysInALine(t *testing.T) {
 	line := `{"provider":"example.com/x/x","call":"ReadResource","type":"x_thing","request":{"type_name":"x_thing","current_state":{"value":{"name":"img-ubuntu"}}},` +
 		`"response":{"new_state":{"value":{"name":"img-ubuntu","name":"img-EVIL"}}}}`
-	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl", Limits{})
 	if err != nil {
 		return // refused: held
 	}
@@ -244,7 +244,7 @@ func TestAttackDuplicateJSONKeysInALine(t *testing.T) {
 // the line shows an error.
 func TestAttackRecordedErrorWithCodeOK(t *testing.T) {
 	line := `{"provider":"example.com/x/x","call":"GetMetadata","request":{},"error":{"code":"OK","message":"the provider failed"}}`
-	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl", Limits{})
 	if err != nil {
 		return // refused: held
 	}
@@ -264,7 +264,7 @@ func TestAttackGetFunctionsAnswersRawBytes(t *testing.T) {
 	if strings.Contains(string(b), "HIDDEN") {
 		t.Fatal("test setup: the hidden text shows in the JSON")
 	}
-	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+string(b)+"\n"), "rec.jsonl")
+	rec, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+string(b)+"\n"), "rec.jsonl", Limits{})
 	if err != nil {
 		return // refused: held
 	}
@@ -280,7 +280,7 @@ func TestAttackGetFunctionsAnswersRawBytes(t *testing.T) {
 func TestAttackOversizedEnumIsAccepted(t *testing.T) {
 	line := `{"provider":"example.com/x/x","call":"ValidateResourceConfig","type":"x_thing","request":{"type_name":"x_thing"},` +
 		`"response":{"diagnostics":[{"severity":4294967297,"summary":"only a note"}]}}`
-	if _, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl"); err == nil {
+	if _, err := Read(strings.NewReader(header+"\n"+providerLine(t)+"\n"+line+"\n"), "rec.jsonl", Limits{}); err == nil {
 		t.Errorf("a severity beyond int32 (tofu reads it as 1, an error) is accepted")
 	}
 }
