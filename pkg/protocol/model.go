@@ -120,18 +120,34 @@ func Lookup(full string) (*Version, *Method) {
 	return v, v.Method(name)
 }
 
-// Num gives the number of field name of message msg, from protocol 6's model or, for a message
-// only protocol 5 has, 5's (the two agree wherever both have a field). It panics on a name the
-// model lacks: callers name fields as constants, and their tests reach every one.
+// Num gives the number of field name of message msg, for callers that read a message the same
+// way in both protocols: from protocol 6's model, or 5's for a message only 5 has. It panics on a
+// name the model lacks, and on a field the two protocols number differently
+// (Schema.Attribute.write_only is 10 in 5 and 11 in 6): such a field is read by its own protocol. Callers
+// name fields as constants, and their tests reach every one.
 func Num(msg, name string) protowire.Number {
-	for _, major := range []int{6, 5} {
-		if m := Published(major).Message(msg); m != nil {
+	n5, n6 := numIn(5, msg, name), numIn(6, msg, name)
+	switch {
+	case n5 != 0 && n6 != 0 && n5 != n6:
+		panic("protocol: " + msg + "." + name + " is numbered differently in protocols 5 and 6: read it by its protocol")
+	case n6 != 0:
+		return n6
+	case n5 != 0:
+		return n5
+	}
+	panic("protocol: no field " + msg + "." + name + " in the model")
+}
+
+// numIn gives the number of field name of message msg in protocol major, or 0.
+func numIn(major int, msg, name string) protowire.Number {
+	if v := Published(major); v != nil {
+		if m := v.Message(msg); m != nil {
 			if f := m.Named(name); f != nil {
 				return f.Num
 			}
 		}
 	}
-	panic("protocol: no field " + msg + "." + name + " in the model")
+	return 0
 }
 
 // Subject is what a method is about: the kind of thing it names and where.

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,20 +105,52 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 // decoder to refuse.
 func checkJSONBounds(b []byte) error {
 	depth := 0
+	// Each open object's keys so far, and whether the next string in it is a key: a key twice in
+	// one object is refused (a decoder keeps the last, a reader may see the first).
+	var objs []*objectKeys
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
+			start := i
+			escaped := false
 			for i++; i < len(b) && b[i] != '"'; i++ {
 				if b[i] == '\\' {
+					escaped = true
 					i++
 				}
+			}
+			if n := len(objs); n > 0 && objs[n-1] != nil && objs[n-1].expectKey && i < len(b) {
+				o := objs[n-1]
+				o.expectKey = false
+				key := string(b[start+1 : i])
+				if escaped {
+					var k string
+					if json.Unmarshal(b[start:i+1], &k) == nil {
+						key = k
+					}
+				}
+				if o.seen(key) {
+					return fmt.Errorf("the key %s twice in one object (at byte %d): a line holds each field once", quoted(key), start+1)
+				}
+			}
+		case c == ',':
+			if n := len(objs); n > 0 && objs[n-1] != nil {
+				objs[n-1].expectKey = true
 			}
 		case c == '{' || c == '[':
 			if depth++; depth > maxDepth {
 				return fmt.Errorf("JSON nested more than %d deep (at byte %d); a recording nests at most %d deep", maxDepth, i+1, maxDepth)
 			}
+			if c == '{' {
+				objs = append(objs, &objectKeys{expectKey: true})
+			} else {
+				objs = append(objs, nil)
+			}
 		case c == '}' || c == ']':
 			depth--
+			if len(objs) > 0 {
+				objs = objs[:len(objs)-1]
+			}
 		case c == '-' || c >= '0' && c <= '9':
 			start := i
 			for i < len(b) && strings.IndexByte("+-.0123456789eE", b[i]) >= 0 {
@@ -130,6 +163,37 @@ func checkJSONBounds(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// objectKeys are one JSON object's keys as the scan meets them: a slice while few, a set after.
+type objectKeys struct {
+	expectKey bool
+	keys      []string
+	set       map[string]bool
+}
+
+// seen adds key, and reports whether the object had it already.
+func (o *objectKeys) seen(key string) bool {
+	if o.set != nil {
+		if o.set[key] {
+			return true
+		}
+		o.set[key] = true
+		return false
+	}
+	for _, k := range o.keys {
+		if k == key {
+			return true
+		}
+	}
+	if o.keys = append(o.keys, key); len(o.keys) > 16 {
+		o.set = map[string]bool{}
+		for _, k := range o.keys {
+			o.set[k] = true
+		}
+		o.keys = nil
+	}
+	return false
 }
 
 // checkNumber bounds a number's digits and exponent as written, before it is parsed.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
 	"io"
 
 	"github.com/zclconf/go-cty/cty"
@@ -213,6 +214,9 @@ func (p *ProviderRec) check(l *Line) error {
 	if l.Error != nil {
 		if l.Response != nil {
 			return errors.New("both a response and an error")
+		}
+		if c := codeOf(l.Error.Code); c == codes.OK || c.String() != l.Error.Code {
+			return fmt.Errorf("an error whose code is %s: a failed call has a gRPC code other than OK (such as Unavailable)", quoted(l.Error.Code))
 		}
 		return nil
 	}

@@ -52,6 +52,7 @@ type field struct {
 	role     role
 	compared bool // part of what makes two calls the same (format.md: the same call)
 	class    protocol.Class
+	int32    bool // an int32 or enum on the wire: a value past 32 bits is not one
 }
 
 // message is what a recording knows of a protocol message: the fields the model names. A field
@@ -173,6 +174,13 @@ func decodeMsgAt(b []byte, m *message, typeName string, t typer, redact bool, de
 		var v any
 		if typ == protowire.VarintType {
 			x, _ := protowire.ConsumeVarint(val)
+			if f.int32 && int64(x) != int64(int32(x)) {
+				// protobuf would read its low 32 bits: not what it says
+				if len(unmodelled) < maxUnmodelled && !slices.Contains(unmodelled, any(int64(n))) {
+					unmodelled = append(unmodelled, int64(n))
+				}
+				continue
+			}
 			if f.kind == kBool {
 				v = x != 0
 			} else {
@@ -416,6 +424,9 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 		x, err := asInt(v)
 		if err != nil {
 			return nil, err
+		}
+		if f.int32 && x != int64(int32(x)) {
+			return nil, fmt.Errorf("%d is past the 32 bits of this field (protobuf would read another number)", x)
 		}
 		return protowire.AppendVarint(protowire.AppendTag(out, f.num, protowire.VarintType), uint64(x)), nil
 	}

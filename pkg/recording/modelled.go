@@ -60,7 +60,7 @@ func modelMessage(v *protocol.Version, method, name string, parent protocol.Clas
 		case pf.Type == "bool":
 			f.kind = kBool
 		case pf.Type == "int64" || pf.Type == "int32" || pf.Type == "uint64" || pf.Type == "uint32" || pf.Type == "enum":
-			f.kind = kInt
+			f.kind, f.int32 = kInt, pf.Type == "int32" || pf.Type == "enum"
 		case pf.Type == "bytes" || pf.Map:
 			f.kind = kBytes
 		case pf.Type == "DynamicValue" && (sec == protocol.BySchema || sec == protocol.AllAttributes):
