@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -121,9 +122,15 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 	case "MoveResourceState":
 		resp, err = m.move(ctx, call, next, rec)
 	case "ReadDataSource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.dataSources, plugin.WireField(call.Request, readDataConfig)))
+		var dup []string
+		ch := m.configChange(rec, m.dataSources, only(call.Request, readDataConfig, "config", &dup))
+		ch.dup = dup
+		resp, err = m.before(ctx, call, next, rec, ch)
 	case "OpenEphemeralResource":
-		resp, err = m.before(ctx, call, next, rec, m.configChange(rec, m.ephemeral, plugin.WireField(call.Request, openEphemeralConfig)))
+		var dup []string
+		ch := m.configChange(rec, m.ephemeral, only(call.Request, openEphemeralConfig, "config", &dup))
+		ch.dup = dup
+		resp, err = m.before(ctx, call, next, rec, ch)
 	case "CallFunction":
 		resp, err = m.before(ctx, call, next, rec, m.functionChange(rec, plugin.WireFields(call.Request, 2)))
 	case "RenewEphemeralResource", "CloseEphemeralResource", "DeleteState", "LockState", "UnlockState":
@@ -167,7 +174,9 @@ func (m *middleware) Gate(ctx context.Context, call *plugin.Call) error {
 		ch.Kind, ch.Type = "action", string(plugin.WireField(call.Request, invokeActionType))
 		ch.Err = errors.New("oprov does not decode action configurations")
 	case "WriteStateBytes":
-		ch.Kind, ch.Type = "state_store", string(plugin.WireField(plugin.WireField(call.Request, writeStateMeta), chunkMetaType))
+		var dup []string
+		ch.Kind, ch.Type = "state_store", string(plugin.WireField(only(call.Request, writeStateMeta, "meta", &dup), chunkMetaType))
+		ch.dup = dup
 	default:
 		return nil
 	}
@@ -236,7 +245,8 @@ func (m *middleware) plan(ctx context.Context, call *plugin.Call, next plugin.Ne
 	if err != nil {
 		return nil, err
 	}
-	prior := plugin.WireField(call.Request, planPriorState)
+	var dup []string
+	prior := only(call.Request, planPriorState, "prior_state", &dup)
 	m.mu.Lock()
 	if len(m.kept) > 10000 {
 		clear(m.kept) // a bound, never reached by one run's resources in practice
@@ -244,7 +254,8 @@ func (m *middleware) plan(ctx context.Context, call *plugin.Call, next plugin.Ne
 	m.kept[keptKey(rec.Name, prior)] = keptState{private: plugin.WireField(call.Request, planPriorPrivate), identity: plugin.WireField(call.Request, planPriorIdentity)}
 	m.mu.Unlock()
 	replace := len(plugin.WireFields(resp, planRequiresReplace)) > 0
-	ch := m.change(rec, prior, plugin.WireField(resp, planPlannedState), replace)
+	ch := m.change(rec, prior, only(resp, planPlannedState, "planned_state", &dup), replace)
+	ch.dup = dup
 	for _, d := range m.judge(ch, rec) {
 		resp = appendDiagnostic(resp, diagOf("PlanResourceChange"), d.severity, d.summary, d.detail)
 	}
@@ -260,8 +271,10 @@ func keptKey(typ string, priorDV []byte) string {
 // state, and the private data and identity the object had, and the provider is never asked to
 // apply it.
 func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.Next, rec *Record) ([]byte, error) {
-	prior := plugin.WireField(call.Request, applyPriorState)
-	ch := m.change(rec, prior, plugin.WireField(call.Request, applyPlannedState), false)
+	var dup []string
+	prior := only(call.Request, applyPriorState, "prior_state", &dup)
+	ch := m.change(rec, prior, only(call.Request, applyPlannedState, "planned_state", &dup), false)
+	ch.dup = dup
 	var denied []byte
 	for _, d := range m.judge(ch, rec) {
 		if d.severity == severityError {
@@ -277,7 +290,9 @@ func (m *middleware) apply(ctx context.Context, call *plugin.Call, next plugin.N
 	if !ok { // no plan seen for it: what tofu planned to keep is the best there is
 		k = keptState{private: plugin.WireField(call.Request, applyPlannedPrivate), identity: plugin.WireField(call.Request, applyPlannedIdentity)}
 	}
-	resp := protowire.AppendBytes(protowire.AppendTag(nil, applyNewState, protowire.BytesType), prior)
+	// The prior state tofu sent back as it reads it: protobuf merges repeated occurrences, which
+	// their concatenation is.
+	resp := protowire.AppendBytes(protowire.AppendTag(nil, applyNewState, protowire.BytesType), bytes.Join(plugin.WireFields(call.Request, applyPriorState), nil))
 	if len(k.private) > 0 {
 		resp = protowire.AppendBytes(protowire.AppendTag(resp, applyNewPrivate, protowire.BytesType), k.private)
 	}
@@ -353,7 +368,7 @@ func (m *middleware) imported(ctx context.Context, call *plugin.Call, next plugi
 	for _, ir := range plugin.WireFields(resp, importedResources) {
 		typ := string(plugin.WireField(ir, importedType))
 		ch := Change{Kind: "resource", Type: typ, Action: "import", Provider: m.cfg.Provider}
-		m.values(&ch, rec, m.resources, typ, nil, plugin.WireField(ir, importedState))
+		m.values(&ch, rec, m.resources, typ, nil, only(ir, importedState, "imported_resources.state", &ch.dup))
 		vs = append(vs, m.judge(ch, rec)...)
 	}
 	if denies(vs) {
@@ -371,9 +386,9 @@ func (m *middleware) move(ctx context.Context, call *plugin.Call, next plugin.Ne
 	}
 	src, target := string(plugin.WireField(call.Request, moveSourceType)), rec.Name
 	ch := Change{Kind: "resource", Type: target, SourceType: src, Action: "move", Provider: m.cfg.Provider}
-	m.values(&ch, rec, m.resources, target, nil, plugin.WireField(resp, moveTargetState))
+	m.values(&ch, rec, m.resources, target, nil, only(resp, moveTargetState, "target_state", &ch.dup))
 	if ch.Err == nil {
-		raw := plugin.WireField(plugin.WireField(call.Request, moveSourceState), rawStateJSON)
+		raw := plugin.WireField(only(call.Request, moveSourceState, "source_state", &ch.dup), rawStateJSON)
 		rs, ok := m.resources[src]
 		switch {
 		case len(raw) == 0:
@@ -391,6 +406,14 @@ func (m *middleware) move(ctx context.Context, call *plugin.Call, next plugin.Ne
 				ch.Err = fmt.Errorf("the source %s object: %w", src, err)
 			}
 			rec.Prior = wholeSecret
+		}
+		if ch.Prior != nil { // wholly secret in the audit: none of it goes into an error's text
+			set := map[string]bool{}
+			for _, s := range ch.secrets {
+				set[s] = true
+			}
+			allForms(ch.Prior, set)
+			ch.secrets = secretList(set)
 		}
 	}
 	vs := m.judge(ch, rec)
@@ -441,6 +464,9 @@ func (m *middleware) functionChange(rec *Record, args [][]byte) Change {
 		return ch
 	}
 	ch.Planned = vals
+	set := map[string]bool{}
+	allForms(vals, set) // every argument is wholly secret in the audit
+	ch.secrets = secretList(set)
 	if m.cfg.Audit != nil && m.cfg.Audit.Values {
 		// Rules see the arguments; the audit does not: oprov cannot know which of them tofu held
 		// as sensitive (pkg/protocol: FunctionArgument is wholly secret).
@@ -471,8 +497,13 @@ func (m *middleware) values(ch *Change, rec *Record, schemas map[string]schema, 
 		return cty.NilVal, cty.NilVal, false
 	}
 	ch.Prior, ch.Planned = goValue(prior, sc.block, false), goValue(planned, sc.block, false)
+	redPrior, redPlanned := goValue(prior, sc.block, true), goValue(planned, sc.block, true)
+	set := map[string]bool{}
+	secretsOf(ch.Prior, redPrior, set)
+	secretsOf(ch.Planned, redPlanned, set)
+	ch.secrets = secretList(set)
 	if m.cfg.Audit != nil && m.cfg.Audit.Values {
-		rec.Prior, rec.Planned = goValue(prior, sc.block, true), goValue(planned, sc.block, true)
+		rec.Prior, rec.Planned = redPrior, redPlanned
 	}
 	return prior, planned, true
 }
@@ -547,11 +578,26 @@ type verdict struct {
 	summary, detail string
 }
 
+// only reads a singular message field the middleware judges. One that occurs more than once is
+// the merge of its occurrences to the peer (protobuf's rule), not the value read here: its name
+// is added to dup, and judge denies the call.
+func only(msg []byte, n protowire.Number, name string, dup *[]string) []byte {
+	v, repeated := plugin.WireFieldOnly(msg, n)
+	if repeated {
+		*dup = append(*dup, name)
+	}
+	return v
+}
+
 // judge evaluates every rule on a change and records what matched. A rule that cannot be
 // evaluated counts against the call: a deny rule denies it, naming the error; a warn rule warns.
 func (m *middleware) judge(ch Change, rec *Record) []verdict {
 	var out []verdict
 	what := ch.Action + " of " + ch.Type
+	for _, f := range ch.dup {
+		out = append(out, verdict{severityError, fmt.Sprintf("oprov refuses the %s: field %s occurs more than once", what, f),
+			"the message holds the singular field " + f + " more than once; protobuf merges the occurrences, which oprov does not judge, so it refuses the call (a provider or client bug)"})
+	}
 	for _, r := range m.cfg.Rules {
 		hit, err := r.Matches(ch)
 		var v verdict

@@ -82,6 +82,13 @@ type Change struct {
 	// rule at all, and a rule that reads them fails to evaluate (one that decides without them,
 	// on resource.type say, still can).
 	Err error
+
+	// secrets are the string forms of the change's secret values (sensitive attributes, a
+	// function's arguments), kept out of an evaluation error's text (scrub.go).
+	secrets []string
+	// dup names a singular message field that occurred more than once: protobuf merges the
+	// occurrences, so the value decoded is not what the peer reads, and judge denies the call.
+	dup []string
 }
 
 // Matches evaluates the rule on a change. An evaluation error (a missing key, values that did
@@ -97,13 +104,13 @@ func (r *Rule) Matches(c Change) (bool, error) {
 	out, _, err := r.prg.Eval(vars)
 	if err != nil {
 		if c.Err != nil {
-			return false, fmt.Errorf("rule %q: %v (the values did not decode: %v)", r.Name, err, c.Err)
+			return false, fmt.Errorf("rule %q: %s (the values did not decode: %s)", r.Name, scrub(err.Error(), c.secrets), scrub(c.Err.Error(), c.secrets))
 		}
-		return false, fmt.Errorf("rule %q: %v", r.Name, err)
+		return false, fmt.Errorf("rule %q: %s", r.Name, scrub(err.Error(), c.secrets))
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("rule %q gave %v, not a boolean", r.Name, out.Value())
+		return false, fmt.Errorf("rule %q gave %s, not a boolean", r.Name, scrub(fmt.Sprint(out.Value()), c.secrets))
 	}
 	return b, nil
 }

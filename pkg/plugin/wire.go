@@ -47,3 +47,14 @@ func WireField(msg []byte, num protowire.Number) []byte {
 	}
 	return all[len(all)-1]
 }
+
+// WireFieldOnly gives a singular length-delimited field as WireField does, and whether it occurs
+// more than once. A message field that occurs twice is, by protobuf's rule, the merge of its
+// occurrences (what the peer reads), not the last one: a reader that judges the field refuses it.
+func WireFieldOnly(msg []byte, num protowire.Number) (value []byte, repeated bool) {
+	all := WireFields(msg, num)
+	if len(all) == 0 {
+		return nil, false
+	}
+	return all[len(all)-1], len(all) > 1
+}

@@ -33,3 +33,19 @@ func TestWireFieldAbsentAndEmpty(t *testing.T) {
 		t.Errorf("a damaged tail: %d fields before it", len(all))
 	}
 }
+
+// WireFieldOnly tells a field that occurs twice (protobuf merges message occurrences, so the
+// last one alone is not what the peer reads) from one that occurs once.
+func TestWireFieldOnlyTellsARepeatedOccurrence(t *testing.T) {
+	msg := protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), []byte("a"))
+	if v, rep := WireFieldOnly(msg, 3); string(v) != "a" || rep {
+		t.Errorf("one occurrence: %q, repeated %v", v, rep)
+	}
+	msg = protowire.AppendBytes(protowire.AppendTag(msg, 3, protowire.BytesType), []byte("b"))
+	if v, rep := WireFieldOnly(msg, 3); string(v) != "b" || !rep {
+		t.Errorf("two occurrences: %q, repeated %v", v, rep)
+	}
+	if v, rep := WireFieldOnly(msg, 4); v != nil || rep {
+		t.Errorf("an absent field: %q, repeated %v", v, rep)
+	}
+}

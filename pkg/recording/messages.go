@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -51,8 +52,11 @@ type field struct {
 	sub      *message
 	role     role
 	compared bool // part of what makes two calls the same (format.md: the same call)
-	class    protocol.Class
-	int32    bool // an int32 or enum on the wire: a value past 32 bits is not one
+	// merges: a singular field of a message type. Protobuf merges its occurrences (what a peer
+	// reads is their concatenation decoded), where a scalar's last occurrence wins.
+	merges bool
+	class  protocol.Class
+	int32  bool // an int32 or enum on the wire: a value past 32 bits is not one
 }
 
 // message is what a recording knows of a protocol message: the fields the model names. A field
@@ -152,6 +156,7 @@ func decodeMsgAt(b []byte, m *message, typeName string, t typer, redact bool, de
 	}
 	var unmodelled []any
 	index := map[protowire.Number]int{}
+	whole := b
 	for len(b) > 0 {
 		n, typ, tl := protowire.ConsumeTag(b)
 		if tl < 0 {
@@ -188,6 +193,12 @@ func decodeMsgAt(b []byte, m *message, typeName string, t typer, redact bool, de
 			}
 		} else {
 			data, _ := protowire.ConsumeBytes(val)
+			if f.merges {
+				if index[n] > 0 {
+					continue // decoded whole at its first occurrence
+				}
+				data = bytes.Join(plugin.WireFields(whole, n), nil)
+			}
 			var err error
 			if v, err = decodeField(f, data, typeName, index[n], t, redact, depth); err != nil {
 				return nil, fmt.Errorf("%s: %w", f.name, err)

@@ -50,6 +50,7 @@ func modelMessage(v *protocol.Version, method, name string, parent protocol.Clas
 		pf := &pm.Fields[i]
 		cls := protocol.ClassWithin(parent, name, pf)
 		f := field{num: pf.Num, name: pf.Name, repeated: pf.Repeated || pf.Map, class: cls}
+		f.merges = !f.repeated && !scalarTypes[pf.Type]
 		f.compared = request && (comparedClasses[cls] || cls == protocol.Meta && comparedMeta[pf.Name])
 		sec := cls.Secrecy()
 		switch {
@@ -80,6 +81,9 @@ func modelMessage(v *protocol.Version, method, name string, parent protocol.Clas
 	}
 	return out
 }
+
+// scalarTypes are the model's field types that are not messages (pkg/protocol.Field.Type).
+var scalarTypes = map[string]bool{"string": true, "bytes": true, "bool": true, "int64": true, "int32": true, "uint64": true, "uint32": true, "enum": true}
 
 // roleOf says which schema describes a configuration or state of a method's messages.
 func roleOf(method string, cls protocol.Class) role {
