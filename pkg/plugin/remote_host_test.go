@@ -24,7 +24,7 @@ func TestRemoteHostOpeningIsBounded(t *testing.T) {
 			}
 		},
 		"zip never sent": func(w *io.PipeWriter) {
-			w.Write([]byte(`{"protocol":1,"address":"example.com/acme/x","size":1000}` + "\n"))
+			w.Write([]byte(`{"protocol":2,"address":"example.com/acme/x","size":1000}` + "\n"))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -18,11 +18,11 @@ func TestRemoteStartFaults(t *testing.T) {
 	}{
 		{"no oprov", `echo "sh: 1: oprov: not found" >&2; exit 127`,
 			[]string{"ended before it said hello", "exit status 127", "oprov: not found"}},
-		{"another protocol", `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; sleep 5`,
-			[]string{"remote protocol 2, this oprov speaks 1", "same oprov release"}},
+		{"another protocol", `echo '{"oprov_remote":3,"platform":"linux_amd64"}'; sleep 5`,
+			[]string{"remote protocol 3, this oprov speaks 2", "same oprov release"}},
 		{"not oprov", `echo 'Welcome to bastion!'; sleep 5`,
 			[]string{"not a line of oprov's remote protocol", "Welcome to bastion!"}},
-		{"refused", `echo '{"oprov_remote":1,"platform":"linux_amd64"}'; read line; echo '{"error":"no thanks"}'; echo "far: refused" >&2`,
+		{"refused", `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; read line; echo '{"error":"no thanks"}'; echo "far: refused" >&2`,
 			[]string{"the far side refused: no thanks", "far: refused"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
