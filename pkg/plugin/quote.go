@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,4 +34,14 @@ func quoteText(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// quotingWriter passes what the far side writes to its stderr on to w (oprov -v), quoted.
+type quotingWriter struct{ w io.Writer }
+
+func (q quotingWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(q.w, quoteText(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

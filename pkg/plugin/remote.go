@@ -128,7 +128,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log}
 	cmd.Stderr = l.stderr
 	if opts.Log != nil {
-		cmd.Stderr = io.MultiWriter(l.stderr, opts.Log)
+		cmd.Stderr = io.MultiWriter(l.stderr, quotingWriter{opts.Log})
 	}
 	ownGroup(cmd) // a terminal's Ctrl-C reaches oprov, which ends the connection in order
 	var err error
@@ -228,7 +228,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 		}
 		switch {
 		case r.Error != "":
-			return 0, fmt.Errorf("the far side refused: %s", r.Error)
+			return 0, fmt.Errorf("the far side refused: %s", quoteText(r.Error))
 		case r.SendZip:
 			if sent {
 				return 0, fmt.Errorf("the far side asked for the package twice")
@@ -282,7 +282,7 @@ func (l *remoteLink) tail() string {
 	case <-l.exited:
 	case <-time.After(200 * time.Millisecond):
 	}
-	t := strings.TrimSpace(l.stderr.String())
+	t := quoteText(strings.TrimSpace(l.stderr.String()))
 	if t == "" {
 		return ""
 	}
