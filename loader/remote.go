@@ -14,6 +14,7 @@ import (
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
@@ -235,4 +236,41 @@ func (p *Project) ServeRemote(ctx context.Context, opts Options, addr string, st
 	}
 	defer closeAudit()
 	return plugin.ServeRemote(ctx, members[0])
+}
+
+// checkSelections refuses a remote or sandbox block whose pattern selects no provider the
+// configuration requires: with a typo in its label, the provider would run here, or unconfined,
+// without a word. A sandbox "*" block selects whatever there is, and is never refused.
+func checkSelections(cfg *config.Config, reqs map[string]*module.Requirement) error {
+	selects := func(p config.Pattern) bool {
+		for _, r := range reqs {
+			if p.Match(r.Addr) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range cfg.Remotes {
+		if !selects(r.Pattern) {
+			return fmt.Errorf("%s: remote %q selects no provider the configuration requires (%s): check the label, or the provider would run here", r.At(), r.Label, requiredList(reqs))
+		}
+	}
+	for _, s := range cfg.Sandboxes {
+		if s.Label != "*" && !selects(s.Pattern) {
+			return fmt.Errorf("%s: sandbox %q selects no provider the configuration requires (%s): check the label, or the provider would run without this sandbox", s.At(), s.Label, requiredList(reqs))
+		}
+	}
+	return nil
+}
+
+func requiredList(reqs map[string]*module.Requirement) string {
+	if len(reqs) == 0 {
+		return "none"
+	}
+	l := make([]string, 0, len(reqs))
+	for a := range reqs {
+		l = append(l, a)
+	}
+	slices.Sort(l)
+	return strings.Join(l, ", ")
 }
