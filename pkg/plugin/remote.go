@@ -420,17 +420,17 @@ type RemoteHost struct {
 	// receiving the zip, launching); 0 means defaultRemoteStartTimeout, the near side's own bound.
 	OpenTimeout time.Duration
 	// Streams bounds the streams the near side may have open at once on the connection (0:
-	// DefaultRemoteStreams); Calls bounds the calls in flight on each (0: DefaultRemoteCalls).
-	Streams, Calls int
+	// defaultRemoteStreams). Each serves at most defaultRemoteCalls calls at once.
+	Streams int
 }
 
-// DefaultRemoteStreams is how many streams a near side may have open at once on one connection:
+// defaultRemoteStreams is how many streams a near side may have open at once on one connection:
 // the near side opens one, and another when gRPC reconnects.
-const DefaultRemoteStreams = 8
+const defaultRemoteStreams = 8
 
-// DefaultRemoteCalls is how many calls a near side may have in flight at once on one stream (tofu
+// defaultRemoteCalls is how many calls a near side may have in flight at once on one stream (tofu
 // runs ten at a time by default).
-const DefaultRemoteCalls = 256
+const defaultRemoteCalls = 256
 
 // Serve says hello, reads the request, launches the provider, and serves it on the connection
 // until the connection ends (or ctx does), then stops it. An error is also sent to the near side.
@@ -498,12 +498,8 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 		return err
 	}
 	x := &Proxy{p: p}
-	calls := h.Calls
-	if calls == 0 {
-		calls = DefaultRemoteCalls
-	}
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
-		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage), grpc.MaxConcurrentStreams(uint32(calls)))
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage), grpc.MaxConcurrentStreams(defaultRemoteCalls))
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -514,7 +510,7 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	}()
 	streams := h.Streams
 	if streams == 0 {
-		streams = DefaultRemoteStreams
+		streams = defaultRemoteStreams
 	}
 	srv.Serve(boundStreams(sess, streams)) // returns once the session ends: the near side closed it, or went away
 	return nil

@@ -100,8 +100,8 @@ func TestRemoteHostBoundsStreams(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d streams served", served, len(open))
-	if served == 0 || served > DefaultRemoteStreams {
-		t.Errorf("%d of %d streams were served at once, want 1 to %d", served, len(open), DefaultRemoteStreams)
+	if served == 0 || served > defaultRemoteStreams {
+		t.Errorf("%d of %d streams were served at once, want 1 to %d", served, len(open), defaultRemoteStreams)
 	}
 	sess.Close()
 	fromNear.Close()
