@@ -57,7 +57,7 @@ sandbox "example.com/acme/hello" {
   env     = ["CLOUD_*"]
   connect = [8080]
   read    = ["` + creds + `"]
-  memory  = "1GiB"
+  memory  = "8GiB"
 }
 `})
 	var err error
@@ -116,7 +116,7 @@ func TestHostFarConfiguration(t *testing.T) {
 	}
 	t.Run("allowed", func(t *testing.T) { launched(t, "hello", "") })
 	t.Run("narrowed", func(t *testing.T) {
-		launched(t, "hello", `"env":["CLOUD_TOKEN"],"connect":[8080],"memory":536870912`)
+		launched(t, "hello", `"env":["CLOUD_TOKEN"],"connect":[8080],"memory":4294967296`)
 	})
 	t.Run("not allowed", func(t *testing.T) {
 		refused(t, "other", "", "may not run on this host", w.cfg.Path)
@@ -129,7 +129,7 @@ func TestHostFarConfiguration(t *testing.T) {
 		"env AWS_*":    `"env":["AWS_*"]`,
 		"env CLOUD*":   `"env":["CLOUD*"]`,
 		"connect 22":   `"connect":[22]`,
-		"more memory":  `"memory":4294967296`,
+		"more memory":  `"memory":17179869184`,
 		"best effort":  `"best_effort":true`,
 		"write ~/.ssh": `"write":["~/.ssh"]`,
 	} {
