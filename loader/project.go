@@ -97,6 +97,9 @@ func Open(dir string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSelections(cfg, reqs); err != nil {
+		return nil, err
+	}
 	p := &Project{Dir: dir, Config: cfg, Lock: lock, Modules: mods, remoteModules: remote > 0}
 	if err := p.classify(reqs); err != nil {
 		return nil, err

@@ -11,22 +11,18 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/opencontainers/go-digest"
-
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/release"
-	"github.com/oprov/oprov/pkg/sandbox"
 )
 
-// remoteSandbox is a sandbox block as it travels to the far side: what it adds to the default,
-// which the far side works out on its own machine.
+// remoteSandbox is a sandbox block as it travels to the far side: what it asks for, its paths as
+// written (~ and relative paths are the far side's), which the far side fits inside its own
+// operator's sandbox on its own machine (remotehost.go).
 type remoteSandbox struct {
 	Label      string   `json:"label"`
 	File       string   `json:"file"`
@@ -85,7 +81,8 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 	var sb json.RawMessage
 	if b := p.Config.SandboxFor(addr); b != nil {
 		var err error
-		if sb, err = json.Marshal(remoteSandbox{Label: b.Label, File: b.Range.Filename, Line: b.Range.Start.Line, Read: b.Read, Write: b.Write, Execute: b.Execute,
+		// The paths as written: ~ and relative paths are the far side's to resolve.
+		if sb, err = json.Marshal(remoteSandbox{Label: b.Label, File: b.Range.Filename, Line: b.Range.Start.Line, Read: b.Written.Read, Write: b.Written.Write, Execute: b.Written.Execute,
 			Connect: b.Connect, Env: b.Env, Memory: b.Memory, Processes: b.Processes, OpenFiles: b.OpenFiles,
 			CPUSeconds: b.CPUSeconds, BestEffort: b.BestEffort}); err != nil {
 			return nil, err
@@ -125,142 +122,6 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 	}
 	ro.Zip = func() (io.ReadCloser, error) { return os.Open(zipPath) }
 	return ro, nil
-}
-
-// HostOptions say how the far side runs what it is asked to.
-type HostOptions struct {
-	Cache *cache.Cache
-	// RequireSandbox refuses a request that carries no sandbox block.
-	RequireSandbox bool
-	In             io.Reader
-	Out            io.WriteCloser
-}
-
-// HostRemote is the far side (`oprov provider host --stdio`): it says its platform, takes the
-// requested package from its cache or from the near side, checks it against the near side's
-// lock before unpacking it, launches it (under the request's sandbox, fitted to this kernel) with
-// this machine's environment, and serves it on the connection until the connection ends.
-func HostRemote(ctx context.Context, ho HostOptions) error {
-	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String()}
-	h.Launch = func(ctx context.Context, req *plugin.RemoteRequest, zip func(io.Writer) error) (plugin.Options, error) {
-		if ho.RequireSandbox && len(req.Sandbox) == 0 {
-			return plugin.Options{}, fmt.Errorf("this far side requires a sandbox (--require-sandbox) and the request for %s carries none: add a sandbox block for it to the near side's oprov.hcl", req.Address)
-		}
-		if ho.RequireSandbox {
-			// The block is the near side's: it must not turn the sandbox this side requires
-			// into less of one where this kernel lacks a part.
-			var rs remoteSandbox
-			if err := json.Unmarshal(req.Sandbox, &rs); err != nil {
-				return plugin.Options{}, fmt.Errorf("the request's sandbox: %w", err)
-			}
-			if rs.BestEffort {
-				return plugin.Options{}, fmt.Errorf("this far side requires a sandbox (--require-sandbox) and the request for %s asks for best_effort, which would run it with less of one where this kernel lacks a part: remove best_effort from the near side's sandbox block", req.Address)
-			}
-		}
-		in, err := hostPackage(ctx, ho.Cache, req, zip)
-		if err != nil {
-			return plugin.Options{}, err
-		}
-		// DieWithParent: a far side killed outright (SIGKILL, the host's OOM killer) takes its
-		// provider with it; on a lost connection it stops the provider itself.
-		o := plugin.Options{Path: in.Executable, Open: in.OpenExecutable, Type: in.typ, DieWithParent: true}
-		// A packaged stdio provider's launcher hands over to $OPROV: this oprov, on PATH or not.
-		if self, err := os.Executable(); err == nil {
-			o.Env = []string{"OPROV=" + self}
-		}
-		if len(req.Sandbox) > 0 {
-			if o.Sandbox, o.SandboxExec, err = hostSandbox(req, in.Executable); err != nil {
-				return plugin.Options{}, err
-			}
-		}
-		return o, nil
-	}
-	return h.Serve(ctx)
-}
-
-// hostedPackage is a far side's package, installed.
-type hostedPackage struct {
-	*cache.Installed
-	typ string
-}
-
-// hostPackage installs the requested package in the far side's cache: its zip from the cache, or
-// from the near side, checked by digest as it arrives, and its h1: checked against the lock's
-// before anything is unpacked (and again, by the cache, as it is).
-func hostPackage(ctx context.Context, c *cache.Cache, req *plugin.RemoteRequest, zip func(io.Writer) error) (*hostedPackage, error) {
-	addr, err := manifest.ParseProviderAddress(req.Address)
-	if err != nil {
-		return nil, err
-	}
-	plat, err := manifest.ParsePlatform(req.Platform)
-	if err != nil {
-		return nil, err
-	}
-	if plat != hostPlatform() {
-		return nil, fmt.Errorf("the near side sent the %s package of %s; this machine is %s", plat, addr, hostPlatform())
-	}
-	if _, err := manifest.ParseVersion(req.Version); err != nil {
-		return nil, fmt.Errorf("the request's version %q: %w", req.Version, err)
-	}
-	if req.Size <= 0 {
-		return nil, fmt.Errorf("the request's zip size %d is not a size", req.Size)
-	}
-	d, err := digest.Parse(req.Zip)
-	if err != nil {
-		return nil, fmt.Errorf("the request's zip digest: %w", err)
-	}
-	if len(req.H1) == 0 {
-		return nil, fmt.Errorf("the near side's lock records no h1: hash for %s %s, so the package cannot be checked here: run 'oprov lock' on the near side", addr, req.Version)
-	}
-	pkg := &cache.Package{Addr: addr, Version: req.Version, Platform: plat, Filename: req.Filename, Zip: d, Size: req.Size,
-		Fetch: func(_ context.Context, w io.Writer, _ oci.Progress) error { return zip(w) },
-		Auth:  cache.Authentication{Method: "remote"}}
-	z, err := c.PutZip(ctx, pkg, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	h1, err := pkghash.ZipH1(ctx, z.Path)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Contains(req.H1, h1) {
-		return nil, fmt.Errorf("%s %s: the %s package's %s is not one the near side's lock records (%s), so nothing was unpacked", addr, req.Version, plat, h1, strings.Join(req.H1, ", "))
-	}
-	judge := func(got string) (bool, error) {
-		if !slices.Contains(req.H1, got) {
-			return false, fmt.Errorf("%s %s: the unpacked package's %s is not one the near side's lock records", addr, req.Version, got)
-		}
-		return true, nil
-	}
-	in, err := c.Install(ctx, pkg, judge, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &hostedPackage{Installed: in, typ: addr.Type}, nil
-}
-
-// hostSandbox fits the request's sandbox block to this machine: the default for the package as
-// unpacked here, what the block adds, and this kernel's support.
-func hostSandbox(req *plugin.RemoteRequest, exe string) (*sandbox.Spec, string, error) {
-	var rs remoteSandbox
-	if err := json.Unmarshal(req.Sandbox, &rs); err != nil {
-		return nil, "", fmt.Errorf("the request's sandbox: %w", err)
-	}
-	b := &config.Sandbox{Label: rs.Label, Read: rs.Read, Write: rs.Write, Execute: rs.Execute, Connect: rs.Connect, Env: rs.Env,
-		Memory: rs.Memory, Processes: rs.Processes, OpenFiles: rs.OpenFiles, CPUSeconds: rs.CPUSeconds, BestEffort: rs.BestEffort,
-		Range: hcl.Range{Filename: "the near side's " + rs.File, Start: hcl.Pos{Line: rs.Line}}}
-	spec, err := sandboxSpec(Launchable{Addr: req.Address, Executable: exe}, b)
-	if err != nil {
-		return nil, "", err
-	}
-	if spec, err = sandbox.Plan(spec, sandbox.Probe()); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", req.Address, err)
-	}
-	self, err := sandboxExecutable()
-	if err != nil {
-		return nil, "", err
-	}
-	return &spec, self, nil
 }
 
 // remoteMirror is where init puts remote providers' launchers, relative to the configuration: a
@@ -375,4 +236,41 @@ func (p *Project) ServeRemote(ctx context.Context, opts Options, addr string, st
 	}
 	defer closeAudit()
 	return plugin.ServeRemote(ctx, members[0])
+}
+
+// checkSelections refuses a remote or sandbox block whose pattern selects no provider the
+// configuration requires: with a typo in its label, the provider would run here, or unconfined,
+// without a word. A sandbox "*" block selects whatever there is, and is never refused.
+func checkSelections(cfg *config.Config, reqs map[string]*module.Requirement) error {
+	selects := func(p config.Pattern) bool {
+		for _, r := range reqs {
+			if p.Match(r.Addr) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range cfg.Remotes {
+		if !selects(r.Pattern) {
+			return fmt.Errorf("%s: remote %q selects no provider the configuration requires (%s): check the label, or the provider would run here", r.At(), r.Label, requiredList(reqs))
+		}
+	}
+	for _, s := range cfg.Sandboxes {
+		if s.Label != "*" && !selects(s.Pattern) {
+			return fmt.Errorf("%s: sandbox %q selects no provider the configuration requires (%s): check the label, or the provider would run without this sandbox", s.At(), s.Label, requiredList(reqs))
+		}
+	}
+	return nil
+}
+
+func requiredList(reqs map[string]*module.Requirement) string {
+	if len(reqs) == 0 {
+		return "none"
+	}
+	l := make([]string, 0, len(reqs))
+	for a := range reqs {
+		l = append(l, a)
+	}
+	slices.Sort(l)
+	return strings.Join(l, ", ")
 }

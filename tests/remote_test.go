@@ -501,8 +501,10 @@ func TestRemotePythonOverSSH(t *testing.T) {
 }
 
 // The far side's refusals reach the user as errors naming the remote and the cause, with the far
-// side's last stderr lines: a far side that requires a sandbox and gets a request without one
-// or with best_effort (and accepts a whole one, fitted to its kernel), and a far side without oprov.
+// side's last stderr lines. A far side that requires a sandbox runs a request without a sandbox
+// block under the default sandbox, accepts a block that narrows it, and refuses one that asks for
+// more (a path, best_effort), naming its own setting. A far side without oprov, and a remote
+// block whose label selects no provider (a typo), are errors too.
 func TestRemoteRefusals(t *testing.T) {
 	far := farSide(t)
 	tofu := peers.Require(t, "tofu")
@@ -519,8 +521,16 @@ func TestRemoteRefusals(t *testing.T) {
 	}
 
 	r := apply(far.remoteBlock("--require-sandbox"))
-	if r.Code == 0 || !strings.Contains(r.Stderr, `remote "example.com/acme/hello" (ssh)`) || !strings.Contains(r.Stderr, "requires a sandbox") {
-		t.Errorf("a request without a sandbox to a far side that requires one: exit %d\n%s", r.Code, r.Stderr)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "Hello, remote!") {
+		t.Errorf("a request without a sandbox to a far side that requires one (the default sandbox): exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {\n  read = [\"/\"]\n  env = [\"AWS_*\"]\n}\n")
+	if r.Code == 0 || !strings.Contains(r.Stderr, `remote "example.com/acme/hello" (ssh)`) || !strings.Contains(r.Stderr, "--require-sandbox") || !strings.Contains(r.Stderr, "beyond the far side's sandbox") {
+		t.Errorf("a request for read = [\"/\"] to a far side that requires the default sandbox: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = apply(strings.Replace(far.remoteBlock(), "example.com/acme/hello", "example.com/acme/helo", 1))
+	if r.Code == 0 || !strings.Contains(r.Stderr, `remote "example.com/acme/helo" selects no provider`) {
+		t.Errorf("a typo in a remote block's label: exit %d\n%s", r.Code, r.Stderr)
 	}
 	r = apply(far.remoteBlock("--require-sandbox") + "sandbox \"*\" {}\n")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "Hello, remote!") {

@@ -11,12 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/loader/config"
 )
 
 type providerHostOptions struct {
 	io             *IOStreams
 	Stdio          bool
 	RequireSandbox bool
+	Config         string
 	CacheDir       string
 }
 
@@ -31,17 +33,25 @@ connection is this process's standard input and output.
 
 The near side names one provider version and the h1: hashes its lock records. This side takes
 the package from its cache, or receives the zip from the near side, checks it against those
-hashes before unpacking it, and launches it with this machine's environment and credentials,
-under the sandbox block the request carries. The provider stops when the connection ends.
+hashes before it keeps or unpacks it, and launches it with this machine's environment and
+credentials. The provider stops when the connection ends.
+
+What the provider may do here is this side's to say, never the request's. --config FILE (in
+oprov.hcl's syntax) names the providers that may run here (oci_mirror blocks: this side checks
+their releases and signatures itself), the sandbox each runs under (sandbox blocks) and the
+bounds (a host block). The request's sandbox block may narrow that sandbox, never widen it.
+--require-sandbox runs every provider the configuration gives no sandbox block under the default
+sandbox. Without either, the request's sandbox block applies, if any.
 
 Give the connecting user nothing else to run: an SSH forced command is this command line.`,
-		Example: `  oprov provider host --stdio
+		Example: `  oprov provider host --stdio --config /etc/oprov/host.hcl --require-sandbox
   oprov provider host --stdio --require-sandbox`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return runProviderHost(c.Context(), o) },
 	}
 	c.Flags().BoolVar(&o.Stdio, "stdio", false, "serve one connection on standard input and output (required)")
-	c.Flags().BoolVar(&o.RequireSandbox, "require-sandbox", false, "refuse a request that carries no sandbox block")
+	c.Flags().BoolVar(&o.RequireSandbox, "require-sandbox", false, "run every provider under a sandbox: the configuration's block for it, else the default; the request may only narrow it")
+	c.Flags().StringVar(&o.Config, "config", "", "this side's configuration: the providers allowed here, their signers, their sandboxes, the bounds (oprov.hcl's syntax; docs/remote.md)")
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	return c
 }
@@ -57,7 +67,13 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 	if err != nil {
 		return err
 	}
-	err = loader.HostRemote(ctx, loader.HostOptions{Cache: c, RequireSandbox: o.RequireSandbox, In: o.io.In, Out: nopCloser{o.io.Out}})
+	ho := loader.HostOptions{Cache: c, RequireSandbox: o.RequireSandbox, In: o.io.In, Out: nopCloser{o.io.Out}, Log: o.io.ErrOut}
+	if o.Config != "" {
+		if ho.Config, err = config.LoadHostConfig(o.Config); err != nil {
+			return fmt.Errorf("provider host: %w", err)
+		}
+	}
+	err = loader.HostRemote(ctx, ho)
 	if err != nil {
 		return fmt.Errorf("provider host: %w", err)
 	}

@@ -20,6 +20,10 @@ type Sandbox struct {
 	Pattern Pattern // what the label selects
 	// Paths are absolute (relative ones are relative to oprov.hcl; ~/ is the user's home).
 	Read, Write, Execute []string
+	// Written are the read, write and execute paths as the block writes them: what a remote
+	// provider's far side resolves on its own machine (its home for ~, its home for a relative
+	// path), since the near side's home and directory mean nothing there.
+	Written              SandboxPaths
 	Connect              []uint16
 	Env                  []string
 	Memory               uint64 // bytes
@@ -28,6 +32,9 @@ type Sandbox struct {
 	BestEffort           bool
 	Range                hcl.Range
 }
+
+// SandboxPaths are a sandbox block's paths, by right.
+type SandboxPaths struct{ Read, Write, Execute []string }
 
 type sandboxFile struct {
 	Label      string    `hcl:"pattern,label"`
@@ -74,7 +81,8 @@ func parseSandbox(path string, b sandboxFile) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (or \"*\" for every provider)", err)
 	}
-	s := &Sandbox{Label: b.Label, Pattern: pat, Env: b.Env, Range: b.DeclRange, BestEffort: b.BestEffort != nil && *b.BestEffort}
+	s := &Sandbox{Label: b.Label, Pattern: pat, Env: b.Env, Range: b.DeclRange, BestEffort: b.BestEffort != nil && *b.BestEffort,
+		Written: SandboxPaths{Read: b.Read, Write: b.Write, Execute: b.Execute}}
 	for _, l := range []struct {
 		in  []string
 		out *[]string
@@ -152,6 +160,12 @@ func parseBytes(v string) (uint64, error) {
 // sandboxPath makes a declared path absolute: ~/ is the user's home, and a relative path is
 // relative to oprov.hcl's directory.
 func sandboxPath(cfgPath, p string) (string, error) {
+	return SandboxPath(filepath.Dir(cfgPath), p)
+}
+
+// SandboxPath makes a sandbox path absolute on this machine: ~ and ~/... are this user's home, a
+// relative path is relative to base. Another user's home (~name) is refused.
+func SandboxPath(base, p string) (string, error) {
 	switch {
 	case p == "":
 		return "", fmt.Errorf("an empty path")
@@ -161,10 +175,12 @@ func sandboxPath(cfgPath, p string) (string, error) {
 			return "", fmt.Errorf("%q: %w", p, err)
 		}
 		return filepath.Join(home, p[1:]), nil
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("%q: another user's home (~NAME) is not a sandbox path: write ~/... or an absolute path", p)
 	case filepath.IsAbs(p):
 		return filepath.Clean(p), nil
 	}
-	return filepath.Abs(filepath.Join(filepath.Dir(cfgPath), p))
+	return filepath.Abs(filepath.Join(base, p))
 }
 
 // SandboxFor gives the sandbox block that applies to addr, or nil: the most specific pattern

@@ -28,6 +28,14 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv("OPROV_TEST_DEATH_PARENT"); f != "" {
 		deathParent(f) // deathsig_linux_test.go
 	}
+	if v := os.Getenv("OPROV_TEST_CALL"); v != "" { // SOCKET=FILE: a command oprov runs, calling a proxy
+		sock, out, _ := strings.Cut(v, "=")
+		os.WriteFile(out, []byte(callProxy(sock)), 0o600)
+		os.Exit(0)
+	}
+	if f := os.Getenv("OPROV_TEST_SNOOP"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		go snoop(f) // peercred_test.go: a provider that watches the run's directory
+	}
 	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		if os.Getenv("OPROV_TEST_OLD_GOPLUGIN") != "" {
 			// As a provider built with a go-plugin that predates PLUGIN_UNIX_SOCKET_DIR: its

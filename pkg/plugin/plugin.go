@@ -214,6 +214,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 	if err := p.connect(opts, reattachTLS); err != nil {
 		return nil, err
 	}
+	trackProvider(p) // no proxy takes its connections (peercred.go)
 	return p, nil
 }
 
@@ -369,6 +370,7 @@ func (p *Provider) Stop(ctx context.Context) {
 		}
 		p.client.Kill()
 		killGroup(p.cmd) // anything the provider started goes with it
+		untrackProvider(p)
 		if addr != "" {
 			os.Remove(addr)
 		}

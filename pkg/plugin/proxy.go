@@ -113,7 +113,7 @@ func startProxy(base string, p *Provider, mw Middleware) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy for %s: %w", p.Path, err)
 	}
 	x.srv = x.server()
-	go x.srv.Serve(l)
+	go x.srv.Serve(guardPeers(l, p.Path)) // only tofu reaches a proxy (peercred.go)
 	return x, nil
 }
 

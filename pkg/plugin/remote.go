@@ -39,7 +39,9 @@ import (
 // provider it launched. The far side stops the provider when the connection ends.
 
 // RemoteProtocol is the version of that exchange this oprov speaks.
-const RemoteProtocol = 1
+// 2: the request's sandbox paths are as written (~ and relative paths are the far side's), and
+// the far side fits the request's sandbox inside its operator's.
+const RemoteProtocol = 2
 
 // RemoteHello is the far side's first line.
 type RemoteHello struct {
@@ -126,7 +128,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log}
 	cmd.Stderr = l.stderr
 	if opts.Log != nil {
-		cmd.Stderr = io.MultiWriter(l.stderr, opts.Log)
+		cmd.Stderr = io.MultiWriter(l.stderr, quotingWriter{opts.Log})
 	}
 	ownGroup(cmd) // a terminal's Ctrl-C reaches oprov, which ends the connection in order
 	var err error
@@ -226,7 +228,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 		}
 		switch {
 		case r.Error != "":
-			return 0, fmt.Errorf("the far side refused: %s", r.Error)
+			return 0, fmt.Errorf("the far side refused: %s", quoteText(r.Error))
 		case r.SendZip:
 			if sent {
 				return 0, fmt.Errorf("the far side asked for the package twice")
@@ -280,7 +282,7 @@ func (l *remoteLink) tail() string {
 	case <-l.exited:
 	case <-time.After(200 * time.Millisecond):
 	}
-	t := strings.TrimSpace(l.stderr.String())
+	t := quoteText(strings.TrimSpace(l.stderr.String()))
 	if t == "" {
 		return ""
 	}
@@ -417,7 +419,18 @@ type RemoteHost struct {
 	// OpenTimeout bounds the opening: from the hello to the ready line (reading the request,
 	// receiving the zip, launching); 0 means defaultRemoteStartTimeout, the near side's own bound.
 	OpenTimeout time.Duration
+	// Streams bounds the streams the near side may have open at once on the connection (0:
+	// defaultRemoteStreams). Each serves at most defaultRemoteCalls calls at once.
+	Streams int
 }
+
+// defaultRemoteStreams is how many streams a near side may have open at once on one connection:
+// the near side opens one, and another when gRPC reconnects.
+const defaultRemoteStreams = 8
+
+// defaultRemoteCalls is how many calls a near side may have in flight at once on one stream (tofu
+// runs ten at a time by default).
+const defaultRemoteCalls = 256
 
 // Serve says hello, reads the request, launches the provider, and serves it on the connection
 // until the connection ends (or ctx does), then stops it. An error is also sent to the near side.
@@ -477,12 +490,16 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	cfg.KeepAliveInterval = 10 * time.Second
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.MaxStreamWindowSize = 4 << 20
+	// Streams waiting to be accepted beyond these are reset by yamux; boundStreams refuses the
+	// ones past the bound on open streams.
+	cfg.AcceptBacklog = 16
 	sess, err := yamux.Server(&pipeConn{r: in, w: h.Out}, cfg)
 	if err != nil {
 		return err
 	}
 	x := &Proxy{p: p}
-	srv := x.server()
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage), grpc.MaxConcurrentStreams(defaultRemoteCalls))
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -491,7 +508,11 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 		srv.Stop()
 		sess.Close()
 	}()
-	srv.Serve(sess) // returns once the session ends: the near side closed it, or went away
+	streams := h.Streams
+	if streams == 0 {
+		streams = defaultRemoteStreams
+	}
+	srv.Serve(boundStreams(sess, streams)) // returns once the session ends: the near side closed it, or went away
 	return nil
 }
 

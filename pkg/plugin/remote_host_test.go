@@ -1,11 +1,16 @@
 package plugin
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/yamux"
 )
 
 // A hostile near side that holds the far side's opening open (never sending its request, or
@@ -24,7 +29,7 @@ func TestRemoteHostOpeningIsBounded(t *testing.T) {
 			}
 		},
 		"zip never sent": func(w *io.PipeWriter) {
-			w.Write([]byte(`{"protocol":1,"address":"example.com/acme/x","size":1000}` + "\n"))
+			w.Write([]byte(`{"protocol":2,"address":"example.com/acme/x","size":1000}` + "\n"))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -48,5 +53,61 @@ func TestRemoteHostOpeningIsBounded(t *testing.T) {
 				t.Fatal("the far side still waits for the near side's opening after 5s (bound: 300ms)")
 			}
 		})
+	}
+}
+
+// A near side that floods the far side with streams gets at most the bound served at once: the
+// streams past it are closed at once, where each would have held a gRPC server connection and
+// its buffers on the far side.
+func TestRemoteHostBoundsStreams(t *testing.T) {
+	toFar, fromNear := io.Pipe()
+	fromFar, toNear := io.Pipe()
+	h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64",
+		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
+			return selfAsProvider(t), nil
+		}}
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(context.Background()); toNear.Close() }()
+	in := bufio.NewReader(fromFar)
+	if _, err := in.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
+	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	sess, err := yamux.Client(&pipeConn{r: in, w: fromNear}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	served := 0
+	var open []net.Conn
+	for range n {
+		s, err := sess.Open()
+		if err != nil {
+			break
+		}
+		open = append(open, s)
+	}
+	for _, s := range open {
+		// A served stream hears the gRPC server's first frame; a refused one ends.
+		s.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if k, _ := s.Read(make([]byte, 9)); k > 0 {
+			served++
+		}
+	}
+	t.Logf("%d of %d streams served", served, len(open))
+	if served == 0 || served > defaultRemoteStreams {
+		t.Errorf("%d of %d streams were served at once, want 1 to %d", served, len(open), defaultRemoteStreams)
+	}
+	sess.Close()
+	fromNear.Close()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the far side did not end after its connection did")
 	}
 }

@@ -18,11 +18,11 @@ func TestRemoteStartFaults(t *testing.T) {
 	}{
 		{"no oprov", `echo "sh: 1: oprov: not found" >&2; exit 127`,
 			[]string{"ended before it said hello", "exit status 127", "oprov: not found"}},
-		{"another protocol", `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; sleep 5`,
-			[]string{"remote protocol 2, this oprov speaks 1", "same oprov release"}},
+		{"another protocol", `echo '{"oprov_remote":3,"platform":"linux_amd64"}'; sleep 5`,
+			[]string{"remote protocol 3, this oprov speaks 2", "same oprov release"}},
 		{"not oprov", `echo 'Welcome to bastion!'; sleep 5`,
 			[]string{"not a line of oprov's remote protocol", "Welcome to bastion!"}},
-		{"refused", `echo '{"oprov_remote":1,"platform":"linux_amd64"}'; read line; echo '{"error":"no thanks"}'; echo "far: refused" >&2`,
+		{"refused", `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; read line; echo '{"error":"no thanks"}'; echo "far: refused" >&2`,
 			[]string{"the far side refused: no thanks", "far: refused"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,5 +54,25 @@ func TestRemoteStartTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %s", took)
+	}
+}
+
+// The far side's refusal and stderr reach the near terminal quoted: an escape sequence in them
+// (a window title, a clear, an OSC 52 clipboard write) is printed as text, never sent whole.
+func TestRemoteFarTextIsQuoted(t *testing.T) {
+	script := `printf '\033]0;pwned\007\033[2J\033]52;c;ZWNobyBoaQ==\007 far stderr\n' >&2; echo '{"oprov_remote":2,"platform":"linux_amd64"}'; read line; printf '{"error":"no \\u001b]52;c;eA==\\u0007 thanks"}\n'`
+	var log strings.Builder
+	_, err := startRemote(context.Background(), RemoteOptions{Name: `remote "x" (sh)`, Command: []string{"sh", "-c", script},
+		Request: func(string) (*RemoteRequest, error) { return &RemoteRequest{Address: "example.com/acme/x"}, nil }, StartTimeout: 20 * time.Second, Log: &log})
+	if err == nil {
+		t.Fatal("started")
+	}
+	for name, text := range map[string]string{"error": err.Error(), "-v log": log.String()} {
+		if strings.ContainsAny(text, "\x1b\x07") {
+			t.Errorf("the %s holds a raw escape sequence: %q", name, text)
+		}
+	}
+	if !strings.Contains(err.Error(), `\x1b]52;c;eA==\x07 thanks`) || !strings.Contains(err.Error(), `\x1b]0;pwned`) {
+		t.Errorf("the error should show the far side's text, quoted: %q", err)
 	}
 }
