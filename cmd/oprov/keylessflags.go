@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,9 @@ func policyFromFlags(keys []string, policyFile string, k *keylessFlags) (*sign.P
 		return nil, usageErrorf("%v", err)
 	case err != nil && k != nil && len(k.identities()) > 0 && policyFile == "":
 		return nil, usageErrorf("%v", err)
+	case errors.Is(err, fs.ErrNotExist):
+		// A --key, --policy or --trusted-root that names no file: the argument is wrong.
+		return nil, usageErrorf("%v (check the file's name)", err)
 	}
 	return p, err
 }

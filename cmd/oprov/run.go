@@ -32,7 +32,8 @@ func newRunCmd(ios *IOStreams) *cobra.Command {
 providers kept as source (cached by a hash of their source tree), launch each one over its
 plugin protocol, and run COMMAND with TF_REATTACH_PROVIDERS handing them to it. SIGINT and
 SIGTERM are passed on to COMMAND; when it ends every provider is stopped and its socket
-removed, and oprov exits with COMMAND's exit code.
+removed, and oprov exits with COMMAND's exit code. oprov's own failures exit 125 (126: COMMAND
+cannot be run, 127: not found), codes tofu never uses: see 'oprov help exit-codes'.
 
 Providers kept as source are declared in oprov.hcl:
 
@@ -81,19 +82,24 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	program, err := exec.LookPath(name)
 	if err != nil {
-		return fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name))
+		return lookPathError(err, fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name)))
 	}
 	if o.Record != "" && o.Replay != "" {
-		return fmt.Errorf("run: --record and --replay cannot be used together: record with real providers, then replay")
+		return usageErrorf("run: --record and --replay cannot be used together: record with real providers, then replay")
 	}
 	if len(o.Ignore) > 0 && o.Replay == "" {
-		return fmt.Errorf("run: --replay-ignore needs --replay")
+		return usageErrorf("run: --replay-ignore needs --replay")
+	}
+	if o.Replay != "" {
+		if err := checkFile("--replay", o.Replay, "give the file 'oprov run --record FILE' wrote"); err != nil {
+			return err
+		}
 	}
 	var ignore []recording.Ignore
 	for _, s := range o.Ignore {
 		ig, err := recording.ParseIgnore(s)
 		if err != nil {
-			return fmt.Errorf("run: --replay-ignore %w", err)
+			return usageErrorf("run: --replay-ignore %w", err)
 		}
 		ignore = append(ignore, ig)
 	}
