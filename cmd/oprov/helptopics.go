@@ -20,8 +20,8 @@ oprov's own variables
                            OPROV_TOFU=terraform for Terraform
   OPROV_DEBUG_HTTP         set to 1: print every registry request with its status and timing
                            (never headers or credentials)
-  OPROV_DEBUG_PLUGIN       set to 1: run -v also prints the plugin library's own DEBUG and
-                           TRACE lines
+  OPROV_DEBUG_PLUGIN       set to 1: -v is -vv, which adds the plugin library's own DEBUG
+                           and TRACE lines and the Go SDKs' request logs
   OPROV_STALL_TIMEOUT      how long a registry may stall (default 30s; --stall-timeout wins)
   OPROV_MAX_PACKAGE_SIZE   the largest provider zip (default 2GiB; --max-package-size wins)
   OPROV_MAX_PLATFORMS      most entries in a version's index (default 1000)

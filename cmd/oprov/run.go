@@ -13,9 +13,10 @@ import (
 )
 
 type runOptions struct {
-	io         *IOStreams
-	flags      loaderFlags
-	Verbose    bool
+	io    *IOStreams
+	flags loaderFlags
+	// Verbose is -v's count: 1 oprov's and the providers' own lines, 2 also their SDK's and go-plugin's.
+	Verbose    int
 	Record     string
 	KeepConfig bool
 	Replay     string
@@ -63,7 +64,7 @@ a diagnostic saying how it differs from the nearest recorded one.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
+	c.Flags().CountVarP(&o.Verbose, "verbose", "v", "say what is launched, and forward the providers' own log lines to stderr; -vv adds their SDK's request logs and go-plugin's own lines (as OPROV_DEBUG_PLUGIN=1)")
 	c.Flags().StringVar(&o.Record, "record", "", "record every provider call to this file (line-oriented JSON; secrets redacted)")
 	c.Flags().BoolVar(&o.KeepConfig, "record-provider-config", false, "keep the provider configurations' values in the recording (they are redacted otherwise)")
 	c.Flags().StringVar(&o.Replay, "replay", "", "answer every provider call from this recording: no provider runs")
@@ -103,7 +104,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		ignore = append(ignore, ig)
 	}
-	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose,
+	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose > 0, Debug: o.Verbose > 1,
 		Record: o.Record, KeepConfig: o.KeepConfig, Replay: o.Replay, Ignore: ignore}
 	code, err := o.run(ctx, ro)
 	if err != nil {
