@@ -48,7 +48,7 @@ Python project (pyproject.toml).
 Nothing is published and nothing is installed: edit the source, run again.
 
 With --record FILE, every provider call is written to FILE: request and response, values
-decoded with the provider's schema, secrets redacted (docs/recording-format.md). With
+decoded with the provider's schema, secrets redacted (` + docPage + `recording-format.md; 'oprov help replay'). With
 --replay FILE, every call is answered from such a file: no provider is installed or
 started, and nothing reaches the network. A call the recording does not hold fails with
 a diagnostic saying how it differs from the nearest recorded one.`,
