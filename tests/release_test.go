@@ -418,7 +418,7 @@ func packageContents(t *testing.T, path string) (license string, paths []string)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "."), "/")
+			name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/") // ./usr/bin/oprov, .PKGINFO
 			paths = append(paths, name)
 			each(name, body)
 		}
