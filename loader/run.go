@@ -28,6 +28,8 @@ type RunOptions struct {
 	Streams Streams
 	// Verbose says what is launched, and forwards the providers' own log lines, on Streams.Err.
 	Verbose bool
+	// Debug, with Verbose, adds the providers' SDK request logs and go-plugin's own lines (-vv).
+	Debug bool
 	// Record, when set, is the file every provider call is recorded to; KeepConfig keeps the
 	// provider configurations' values in it (they are redacted otherwise).
 	Record     string
@@ -62,7 +64,7 @@ func (p *Project) Run(ctx context.Context, opts Options, ro RunOptions) (int, er
 	}
 	base := plugin.Options{ForReattach: true, WorkDir: workDir}
 	if ro.Verbose {
-		base.Log = ro.Streams.Err
+		base.Log, base.Debug = ro.Streams.Err, ro.Debug
 	}
 	members := Members(ls, base)
 	warn := func(s string) { fmt.Fprintf(ro.Streams.Err, "oprov: warning: %s\n", s) }

@@ -340,8 +340,8 @@ func TestPythonSourceFailures(t *testing.T) {
 		writeFile(t, filepath.Join(src, "pyproject.toml"), strings.Replace(string(proj), "terraform-provider-pyhello = ", "pyhello-cli = ", 1))
 		r := oprov(t, env, "run", "-C", cfg, "--", tofu, "plan", "-input=false")
 		want := "no console script terraform-provider-pyhello (it declares pyhello-cli)"
-		if r.Code != 1 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "[project.scripts]") {
-			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q with the fix", r.Code, r.Stderr, want)
+		if r.Code != 125 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "[project.scripts]") {
+			t.Errorf("exit %d, stderr:\n%s\nwant exit 125 (oprov failed under run) and %q with the fix", r.Code, r.Stderr, want)
 		}
 		r = oprov(t, env, "schema", src)
 		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
@@ -351,7 +351,7 @@ func TestPythonSourceFailures(t *testing.T) {
 	t.Run("no python3 on PATH", func(t *testing.T) {
 		cfg, _, env := pySourceConfig(t)
 		r := oprov(t, append(env, "PATH="+t.TempDir()), "run", "-C", cfg, "--", tofu, "plan", "-input=false")
-		if r.Code != 1 || !strings.Contains(r.Stderr, "needs Python 3 with pip: put python3 on PATH, or set OPROV_PYTHON") {
+		if r.Code != 125 || !strings.Contains(r.Stderr, "needs Python 3 with pip: put python3 on PATH, or set OPROV_PYTHON") {
 			t.Errorf("exit %d, stderr:\n%s", r.Code, r.Stderr)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,14 +126,24 @@ func TestReleaseSnapshot(t *testing.T) {
 			}
 			files, entries := unpackArchive(t, filepath.Join(dist, name))
 			// The files (sorted by name), then the build: the same order every run.
-			if want := []string{"README.md", "oprov-sandbox" + exe, "oprov" + exe}; !slices.Equal(entries, want) {
+			if want := []string{"LICENSE", "README.md", "THIRD_PARTY_NOTICES", "oprov-sandbox" + exe, "oprov" + exe}; !slices.Equal(entries, want) {
 				t.Errorf("%s holds %v, want %v in this order", name, entries, want)
+			}
+			// The license and the notices of the modules built in, as the commit has them.
+			for _, doc := range []string{"LICENSE", "THIRD_PARTY_NOTICES"} {
+				want, err := os.ReadFile(filepath.Join(repoRoot, doc))
+				if err != nil || len(want) == 0 || !bytes.Equal(files[doc].Data, want) {
+					t.Errorf("%s: %s is not the repository's (%d bytes, the repository's %d: %v)", name, doc, len(files[doc].Data), len(want), err)
+				}
+			}
+			if !bytes.Contains(files["LICENSE"].Data, []byte("Apache License")) || !bytes.Contains(files["THIRD_PARTY_NOTICES"].Data, []byte("github.com/spf13/cobra")) {
+				t.Errorf("%s: LICENSE is not the Apache License, or THIRD_PARTY_NOTICES lists no cobra", name)
 			}
 			// Reproducible anywhere: the commit's time, not the build's; owner and mode fixed, not
 			// the builder's user and umask.
 			for _, h := range files {
 				mode := int64(0o755)
-				if h.Name == "README.md" {
+				if h.Name == "README.md" || h.Name == "LICENSE" || h.Name == "THIRD_PARTY_NOTICES" {
 					mode = 0o644
 				}
 				if !h.ModTime.Equal(commitTime) || h.Mode&0o777 != mode || (!strings.HasSuffix(name, ".zip") && (h.Uname != "root" || h.Gname != "root")) {
@@ -182,9 +193,34 @@ func TestReleaseSnapshot(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, "usr/bin/oprov-sandbox")); err != nil {
 			t.Errorf("the deb has no /usr/bin/oprov-sandbox: %v", err)
 		}
+		// A deb has no license field: Debian's copyright file says it.
+		if data, err := os.ReadFile(filepath.Join(root, "usr/share/doc/oprov/copyright")); err != nil || !bytes.Contains(data, []byte("\nLicense: Apache-2.0\n")) {
+			t.Errorf("the deb's /usr/share/doc/oprov/copyright does not say License: Apache-2.0: %v\n%s", err, data)
+		}
 		out, err = exec.Command(filepath.Join(root, "usr/bin/oprov"), "--version").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "oprov "+version+" (") || !strings.Contains(string(out), commit) {
 			t.Errorf("the deb's /usr/bin/oprov --version: %v\n%s", err, out)
+		}
+	})
+	t.Run("each package says its license and installs LICENSE, the notices and the man pages", func(t *testing.T) {
+		mans, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "man", "*.1"))
+		if len(mans) < 30 {
+			t.Fatalf("docs/man holds %d man pages", len(mans))
+		}
+		want := []string{"usr/bin/oprov", "usr/bin/oprov-sandbox", "usr/share/doc/oprov/LICENSE", "usr/share/doc/oprov/THIRD_PARTY_NOTICES"}
+		for _, m := range mans {
+			want = append(want, "usr/share/man/man1/"+filepath.Base(m))
+		}
+		for _, name := range packages {
+			license, paths := packageContents(t, filepath.Join(dist, name))
+			if license != "Apache-2.0" {
+				t.Errorf("%s: license field %q, want Apache-2.0", name, license)
+			}
+			for _, p := range want {
+				if !slices.Contains(paths, p) {
+					t.Errorf("%s does not install /%s (it installs %d files)", name, p, len(paths))
+				}
+			}
 		}
 	})
 	t.Run("an SBOM for each archive", func(t *testing.T) {
@@ -353,4 +389,152 @@ func unpackArchive(t *testing.T, path string) (map[string]archiveEntry, []string
 		}
 		add(archiveEntry{Name: h.Name, ModTime: h.ModTime, Mode: h.Mode, Uname: h.Uname, Gname: h.Gname}, tr)
 	}
+}
+
+// packageContents reads a Linux package nfpm wrote: its license (the rpm's LICENSE tag, the apk's
+// .PKGINFO license, a deb's copyright file, as a deb has no field) and the paths it installs,
+// without a leading slash.
+func packageContents(t *testing.T, path string) (license string, paths []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tarPaths lists a tar stream's files, calling each(name, content) for every one.
+	tarPaths := func(r io.Reader, each func(string, []byte)) {
+		tr := tar.NewReader(r)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if h.Typeflag != tar.TypeReg {
+				continue
+			}
+			body, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/") // ./usr/bin/oprov, .PKGINFO
+			paths = append(paths, name)
+			each(name, body)
+		}
+	}
+	switch filepath.Ext(path) {
+	case ".deb": // an ar archive: debian-binary, control.tar.*, data.tar.gz
+		if !bytes.HasPrefix(data, []byte("!<arch>\n")) {
+			t.Fatalf("%s is not an ar archive", path)
+		}
+		for rest := data[8:]; len(rest) >= 60; {
+			name := strings.TrimSuffix(strings.TrimSpace(string(rest[:16])), "/")
+			size, err := strconv.Atoi(strings.TrimSpace(string(rest[48:58])))
+			if err != nil || size > len(rest)-60 {
+				t.Fatalf("%s: bad ar member header %q", path, rest[:60])
+			}
+			body := rest[60 : 60+size]
+			rest = rest[60+size+size%2:]
+			if !strings.HasPrefix(name, "data.tar") {
+				continue
+			}
+			if name != "data.tar.gz" {
+				t.Fatalf("%s: %s, this test reads data.tar.gz only", path, name)
+			}
+			gz, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tarPaths(gz, func(name string, body []byte) {
+				if name == "usr/share/doc/oprov/copyright" && bytes.Contains(body, []byte("\nLicense: Apache-2.0\n")) {
+					license = "Apache-2.0"
+				}
+			})
+		}
+	case ".apk": // gzip streams of tar segments: the signature, the control (.PKGINFO), the data
+		gz, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(gz) // multistream: every segment
+		if err != nil {
+			t.Fatal(err)
+		}
+		tarPaths(bytes.NewReader(all), func(name string, body []byte) {
+			if name == ".PKGINFO" {
+				for _, line := range strings.Split(string(body), "\n") {
+					if v, ok := strings.CutPrefix(line, "license = "); ok {
+						license = v
+					}
+				}
+			}
+		})
+	case ".rpm":
+		return rpmLicenseAndPaths(t, path, data)
+	default:
+		t.Fatalf("%s: not a deb, rpm or apk", path)
+	}
+	return license, paths
+}
+
+// rpmLicenseAndPaths reads an rpm's header (after the 96-byte lead and the signature header):
+// the LICENSE tag and the file paths (DIRNAMES[DIRINDEXES[i]] + BASENAMES[i]).
+func rpmLicenseAndPaths(t *testing.T, path string, data []byte) (string, []string) {
+	t.Helper()
+	const (
+		tagLicense    = 1014
+		tagDirIndexes = 1116
+		tagBasenames  = 1117
+		tagDirnames   = 1118
+	)
+	be := func(b []byte) int { return int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3]) }
+	// header reads the header structure at off: its entries by tag, and where it ends.
+	header := func(off int) (map[int][]string, map[int][]int, int) {
+		if len(data) < off+16 || !bytes.Equal(data[off:off+4], []byte{0x8e, 0xad, 0xe8, 0x01}) {
+			t.Fatalf("%s: no rpm header at %d", path, off)
+		}
+		n, size := be(data[off+8:]), be(data[off+12:])
+		index, store := off+16, off+16+16*n
+		if store+size > len(data) {
+			t.Fatalf("%s: rpm header overruns the file", path)
+		}
+		strs, ints := map[int][]string{}, map[int][]int{}
+		for i := 0; i < n; i++ {
+			e := data[index+16*i:]
+			tag, typ, at, count := be(e), be(e[4:]), be(e[8:]), be(e[12:])
+			p := store + at
+			switch typ {
+			case 6, 8, 9: // string, string array, i18n string
+				for j := 0; j < count && p < store+size; j++ {
+					end := bytes.IndexByte(data[p:store+size], 0)
+					if end < 0 {
+						t.Fatalf("%s: unterminated string in the rpm header", path)
+					}
+					strs[tag] = append(strs[tag], string(data[p:p+end]))
+					p += end + 1
+				}
+			case 4: // int32
+				for j := 0; j < count; j++ {
+					ints[tag] = append(ints[tag], be(data[p+4*j:]))
+				}
+			}
+		}
+		return strs, ints, store + size
+	}
+	_, _, end := header(96)
+	end = (end + 7) &^ 7 // the signature header is padded to 8 bytes
+	strs, ints, _ := header(end)
+	var paths []string
+	for i, base := range strs[tagBasenames] {
+		if i >= len(ints[tagDirIndexes]) || ints[tagDirIndexes][i] >= len(strs[tagDirnames]) {
+			t.Fatalf("%s: rpm file lists disagree", path)
+		}
+		paths = append(paths, strings.TrimPrefix(strs[tagDirnames][ints[tagDirIndexes][i]]+base, "/"))
+	}
+	license := ""
+	if l := strs[tagLicense]; len(l) > 0 {
+		license = l[0]
+	}
+	return license, paths
 }

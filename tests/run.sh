@@ -50,6 +50,9 @@ done
 step "the command reference and man pages match the CLI (docs/reference, docs/man)"
 bash scripts/gendocs.sh --check
 
+step "THIRD_PARTY_NOTICES lists the modules the release builds in, with their licenses"
+bash scripts/notices.sh --check
+
 step "unit and end-to-end tests (the documentation's links and examples among them)"
 go test -count=1 -timeout 50m ./...
 

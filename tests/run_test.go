@@ -195,9 +195,9 @@ func TestRunSourceProvider(t *testing.T) {
 	if !strings.Contains(r.Stderr, "(source, built") {
 		t.Errorf("first run did not build the provider:\n%s", r.Stderr)
 	}
-	// -v reads the provider's logs, so its SDK is not told to keep quiet.
-	if !strings.Contains(r.Stderr, "Served request") {
-		t.Errorf("run -v did not forward the provider SDK's request logs:\n%.2000s", r.Stderr)
+	// -v shows the provider's own lines, not its SDK's request logs: those are for -vv.
+	if strings.Contains(r.Stderr, "Served request") {
+		t.Errorf("run -v forwarded the provider SDK's request logs:\n%.2000s", r.Stderr)
 	}
 	// ...and not go-plugin's own DEBUG and TRACE internals (starting the process, its arguments,
 	// the stdio stream): those only with OPROV_DEBUG_PLUGIN (checked on the last run below).
@@ -217,8 +217,8 @@ func TestRunSourceProvider(t *testing.T) {
 	if !strings.Contains(r.Stderr, "(source, built") {
 		t.Errorf("an edited provider was not rebuilt:\n%s", r.Stderr)
 	}
-	if goPluginLine.FindString(r.Stderr) == "" {
-		t.Errorf("OPROV_DEBUG_PLUGIN=1 did not show go-plugin's own lines, so the check above proves nothing:\n%.2000s", r.Stderr)
+	if goPluginLine.FindString(r.Stderr) == "" || !strings.Contains(r.Stderr, "Served request") {
+		t.Errorf("OPROV_DEBUG_PLUGIN=1 did not show go-plugin's own lines and the SDK's request logs, so the checks above prove nothing:\n%.2000s", r.Stderr)
 	}
 	var outputs map[string]struct{ Value string }
 	tofuJSON(t, tofu, cfg, env, &outputs, "output", "-json")

@@ -116,6 +116,21 @@ func checkDir(what, dir, fix string) error {
 	return nil
 }
 
+// checkFile makes a file argument that does not exist, or names a directory, a usage error that
+// says what the argument should be (fix).
+func checkFile(what, file, fix string) error {
+	st, err := os.Stat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s: no such file %s (%s)", what, file, fix)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case st.IsDir():
+		return usageErrorf("%s: %s is a directory (%s)", what, file, fix)
+	}
+	return nil
+}
+
 // concurrencyFlag registers --concurrency, refusing when parsed a value that would move nothing.
 func concurrencyFlag(c *cobra.Command, p *int, usage string) {
 	*p = oci.DefaultConcurrency

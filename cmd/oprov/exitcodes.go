@@ -65,7 +65,14 @@ oprov exits with one of these codes, so that a script can tell a refusal from a 
     12   refused: the version is not signed at all
     130  interrupted (SIGINT)
 
-'oprov init' and 'oprov run' exit with tofu's own code once tofu has started.
+'oprov run' and 'oprov init' end with the code of the command they run (tofu, terraform or
+another), unchanged. Their own failures use codes tofu and terraform never do, as docker run,
+env, timeout and chroot do, so that 'oprov run --replay FILE -- tofu plan -detailed-exitcode'
+exits 2 only when the plan has changes:
+
+    125  oprov failed: a bad flag or argument, a refused or unreachable provider, anything else
+    126  the command was found but cannot be run (not executable, a directory)
+    127  the command was not found
 
 The numbers follow tools a script may already handle: cosign verify uses 10 (no matching
 signature), 11 (no such tag) and 12 (no signature); gh uses 4 when authentication is needed.

@@ -7,6 +7,11 @@ import (
 // docsURL is where the manual lives; oprov --help points there.
 const docsURL = "https://github.com/oprov/oprov/tree/main/docs"
 
+// docPage is the address of one page of the manual: help texts link pages by their full address,
+// since a release (an archive, a package) carries no docs/ directory to follow a relative path
+// into. TestHelpLinksAreAddresses checks that every page linked exists.
+const docPage = "https://github.com/oprov/oprov/blob/main/docs/"
+
 // environmentHelp is 'oprov help environment': every variable oprov reads and every file it reads
 // or writes. TestEnvironmentHelpComplete fails when code reads an OPROV_* variable not listed here.
 const environmentHelp = `Every environment variable oprov reads, and every file it reads or writes.
@@ -23,8 +28,8 @@ oprov's own variables
                            OPROV_TOFU=terraform for Terraform
   OPROV_DEBUG_HTTP         set to 1: print every registry request with its status and timing
                            (never headers or credentials)
-  OPROV_DEBUG_PLUGIN       set to 1: run -v also prints the plugin library's own DEBUG and
-                           TRACE lines
+  OPROV_DEBUG_PLUGIN       set to 1: -v is -vv, which adds the plugin library's own DEBUG
+                           and TRACE lines and the Go SDKs' request logs
   OPROV_STALL_TIMEOUT      how long a registry may stall (default 30s; --stall-timeout wins)
   OPROV_MAX_PACKAGE_SIZE   the largest provider zip (default 2GiB; --max-package-size wins)
   OPROV_MAX_PLATFORMS      most entries in a version's index (default 1000)
@@ -115,6 +120,69 @@ func addHelpTopics(root *cobra.Command) {
 		Short: "Environment variables oprov reads, and the files it reads and writes",
 		Long:  environmentHelp,
 	})
+	for _, topic := range guideTopics {
+		root.AddCommand(&cobra.Command{Use: topic.name, Short: topic.short, Long: topic.long})
+	}
+}
+
+// guideTopics are 'oprov help TOPIC' for what no one command's help covers: the file beside the
+// .tf files, providers on another machine, and recordings. Each says the essentials and links
+// the page of the manual that says the rest.
+var guideTopics = []struct{ name, short, long string }{
+	{"oprov.hcl", "The file beside your .tf files that says which providers oprov manages", `oprov.hcl
+
+oprov.hcl sits beside the .tf files. It says which providers oprov manages and where they come
+from; 'oprov lock', 'oprov install', 'oprov init' and 'oprov run' read it (-C DIR names its
+directory). Its blocks:
+
+    oci_mirror      a repository template ("HOST/PATH/${namespace}/${type}", or
+                    "oci-layout:DIR" for a directory with no registry), the providers it
+                    includes, and the keys or policy that verify them
+    provider        a provider kept as source beside the configuration (Go, Python or stdio)
+    module_mirror   where modules come from
+    audit, rule     an audit log of provider calls, and rules that refuse some (oprov run)
+    sandbox         what a provider may reach when oprov run starts it
+    remote          run a provider on another machine ('oprov help remote')
+
+A relative path in it is relative to its directory. Every block and attribute:
+` + docPage + `oprov-hcl.md
+Providers beside a configuration: ` + docPage + `configuration.md`,
+	},
+	{"remote", "Providers on another machine: the remote block of oprov.hcl", `Providers on another machine
+
+A remote block in oprov.hcl runs a provider on another machine, the far side, whose network or
+credentials it needs; tofu runs here, unchanged:
+
+    remote "example.com/acme/internal" {
+      command = ["ssh", "-T", "deploy@bastion", "oprov", "provider", "host", "--stdio"]
+    }
+
+'oprov run' starts the command, which must run 'oprov provider host --stdio' there. The far side
+says its platform; oprov checks the locked version against the lock and the trust policy here,
+sends the request (and the zip when the far side lacks it), and the far side refuses a package
+whose hash the lock does not record. Every call then crosses the connection, so audit and rule
+blocks work unchanged. Only providers from an oci_mirror block run remotely.
+
+The whole page: ` + docPage + `remote.md`,
+	},
+	{"replay", "Record provider calls and replay them with no provider (run --record, --replay)", `Recording and replay
+
+'oprov run --record FILE -- tofu apply' writes every provider call to FILE, one JSON line each:
+request and response, values decoded with the provider's schema, secrets redacted (sensitive
+attributes always; the provider configuration unless --record-provider-config).
+
+'oprov run --replay FILE -- tofu plan -detailed-exitcode' answers every call from FILE: no
+provider is installed or started, and nothing reaches the network. A call the recording does not
+hold fails, naming the resource and how it differs from the nearest recorded call;
+--replay-ignore TYPE.ATTRIBUTE leaves an attribute out of the comparison. tofu's exit code
+passes through (2: the plan has changes); oprov's own failures exit 125 ('oprov help exit-codes').
+
+'oprov provider check --json FILE' answers calls from a recording with no tofu.
+
+Regression tests for providers: ` + docPage + `replay-providers.md
+Replay in CI, for modules: ` + docPage + `replay-modules.md
+The recording format: ` + docPage + `recording-format.md`,
+	},
 }
 
 // Command groups of 'oprov --help', by the job a person comes with.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestRootHelpGrouped: 'oprov --help' lists the commands by job, its summary names what a
@@ -140,6 +142,60 @@ func TestLoaderHelpAgrees(t *testing.T) {
 	for _, kind := range []string{"Go module", "stdio provider", "Python project"} {
 		if !strings.Contains(strings.Join(strings.Fields(stdout), " "), kind) {
 			t.Errorf("oprov run --help does not name %q among the sources it builds:\n%s", kind, stdout)
+		}
+	}
+}
+
+// TestHelpLinksAreAddresses: help reaches the manual from a release, which has no docs/ to follow
+// a relative path into: every page a help text (of any command, topic or flag) links is a full
+// address of a page that exists, and no help names a docs/ path of its own.
+func TestHelpLinksAreAddresses(t *testing.T) {
+	relative := regexp.MustCompile(`(?:^|[^/\w])(docs/[\w./-]+)`)
+	page := regexp.MustCompile(regexp.QuoteMeta(docPage) + `([\w-]+\.md)`)
+	linked := 0
+	for _, c := range allCommands(newRootCmd(&IOStreams{})) {
+		texts := []string{c.Short, c.Long, c.Example}
+		c.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, text := range texts {
+			for _, m := range relative.FindAllStringSubmatch(text, -1) {
+				t.Errorf("%s: help names %s, a path a release does not hold: give %s", c.CommandPath(), m[1], docPage+"...")
+			}
+			for _, m := range page.FindAllStringSubmatch(text, -1) {
+				linked++
+				if _, err := os.Stat(filepath.Join("../../docs", m[1])); err != nil {
+					t.Errorf("%s: help links %s, which is not a page of docs/", c.CommandPath(), m[0])
+				}
+			}
+		}
+	}
+	if linked < 5 {
+		t.Errorf("help links %d pages; the check found too few to mean anything", linked)
+	}
+}
+
+// TestGuideTopics: 'oprov help oprov.hcl', 'oprov help remote' and 'oprov help replay' answer,
+// each with the essentials and the address of its page, and oprov --help lists them.
+func TestGuideTopics(t *testing.T) {
+	for topic, want := range map[string][]string{
+		"oprov.hcl": {"oci_mirror", "oci-layout:DIR", docPage + "oprov-hcl.md"},
+		"remote":    {"remote \"example.com/acme/internal\"", "oprov provider host --stdio", docPage + "remote.md"},
+		"replay":    {"--record FILE", "--replay FILE", "-detailed-exitcode", "125", docPage + "recording-format.md"},
+	} {
+		stdout, stderr, code := runCLI(t, "help", topic)
+		if code != 0 {
+			t.Errorf("oprov help %s: exit %d: %s", topic, code, stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("oprov help %s does not say %q:\n%s", topic, w, stdout)
+			}
+		}
+	}
+	stdout, _, _ := runCLI(t, "--help")
+	_, topics, _ := strings.Cut(stdout, "Additional help topics:")
+	for _, name := range []string{"oprov.hcl", "remote", "replay", "exit-codes", "environment"} {
+		if !strings.Contains(topics, "oprov "+name) {
+			t.Errorf("oprov --help does not list the topic %s:\n%s", name, stdout)
 		}
 	}
 }

@@ -32,7 +32,8 @@ func newInitCmd(ios *IOStreams) *cobra.Command {
 		Short: "Install the managed providers, then run tofu init with them",
 		Long: `Run 'oprov install', then 'tofu init' with the CLI configuration it wrote
 (TF_CLI_CONFIG_FILE), passing any arguments after --; oprov hands its process over to tofu
-(exec), so signals and the exit code are tofu's own. Set OPROV_TOFU to run another program,
+(exec), so signals and the exit code are tofu's own; oprov's own failures before that exit 125
+(126, 127: the program cannot be run, or is not found). Set OPROV_TOFU to run another program,
 such as terraform. Your own CLI configuration's settings are kept where that is safe; oprov says
 what it could not keep. Afterwards plain 'tofu plan' and 'tofu apply' work as usual.
 
@@ -74,7 +75,7 @@ func runInit(ctx context.Context, o *initOptions) error {
 	program := tofuProgram()
 	programPath, err := exec.LookPath(program)
 	if err != nil {
-		return fmt.Errorf("init: cannot run %q: %v (%s)", program, errors.Unwrap(err), programAdvice(program))
+		return lookPathError(err, fmt.Errorf("init: cannot run %q: %v (%s)", program, errors.Unwrap(err), programAdvice(program)))
 	}
 	p, prep, err := installAndConfigure(ctx, o.io, &o.flags, program)
 	if err != nil {

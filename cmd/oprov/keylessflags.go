@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,7 @@ type keylessFlags struct {
 
 func (k *keylessFlags) register(c *cobra.Command) {
 	f := c.Flags()
-	f.StringVar(&k.TrustedRoot, "trusted-root", "", "sigstore trusted root (trusted_root.json, as 'cosign trusted-root create' writes) that keyless signatures are checked against, offline")
+	f.StringVar(&k.TrustedRoot, "trusted-root", "", "sigstore trusted root (trusted_root.json, as 'oprov trusted-root' writes it) that keyless signatures are checked against, offline")
 	f.StringVar(&k.Identity, "certificate-identity", "", "trust keyless signatures by this identity (the certificate's subject alternative name)")
 	f.StringVar(&k.IdentityRegexp, "certificate-identity-regexp", "", "trust keyless signatures by an identity matching this regular expression")
 	f.StringVar(&k.Issuer, "certificate-oidc-issuer", "", "the OIDC issuer the trusted identity's certificate must name")
@@ -66,6 +67,9 @@ func policyFromFlags(keys []string, policyFile string, k *keylessFlags) (*sign.P
 		return nil, usageErrorf("%v", err)
 	case err != nil && k != nil && len(k.identities()) > 0 && policyFile == "":
 		return nil, usageErrorf("%v", err)
+	case errors.Is(err, fs.ErrNotExist):
+		// A --key, --policy or --trusted-root that names no file: the argument is wrong.
+		return nil, usageErrorf("%v (check the file's name)", err)
 	}
 	return p, err
 }

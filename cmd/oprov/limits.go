@@ -85,14 +85,14 @@ func registerLimits(root *cobra.Command, deps *Factory) {
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		l, err := f.limits()
 		if err != nil {
-			return &usageError{err}
+			return &usageError{err: err}
 		}
 		deps.Limits = l
 		if deps.ModuleLimits, err = moduleLimitsFromEnv(); err != nil {
-			return &usageError{err}
+			return &usageError{err: err}
 		}
 		if deps.RecordingLimits, err = recordingLimitsFromEnv(); err != nil {
-			return &usageError{err}
+			return &usageError{err: err}
 		}
 		return nil
 	}

@@ -55,4 +55,4 @@ const loaderHelp = `oprov.hcl sits beside the .tf files and uses the vocabulary 
 Several blocks are allowed; the first that selects a provider manages it. Which providers are
 needed, and at what versions, comes from the configuration's own required_providers: the root
 module's, and every module call's, local and remote alike. Every block and attribute:
-docs/oprov-hcl.md.`
+'oprov help oprov.hcl', and ` + docPage + `oprov-hcl.md.`

@@ -42,6 +42,15 @@ const (
 	exitNotFound = 11
 	// exitUnsigned: refused because the version is not signed at all (cosign's 12).
 	exitUnsigned = 12
+	// Under 'oprov run' and 'oprov init', which end with the wrapped command's own code, oprov's
+	// own failures take the codes docker run, env, timeout and chroot use, which tofu and
+	// terraform never do (wrapped.go):
+	// exitWrapperFailed: oprov itself failed (a bad flag, a refused provider, anything).
+	exitWrapperFailed = 125
+	// exitCannotRun: the command was found but cannot be run (not executable, bad format).
+	exitCannotRun = 126
+	// exitCommandNotFound: no such command.
+	exitCommandNotFound = 127
 	// exitInterrupted is what shells give a command SIGINT ended.
 	exitInterrupted = 130
 )
@@ -117,8 +126,11 @@ func run(ctx context.Context, io *IOStreams, args []string) int {
 	}
 	fmt.Fprintf(io.ErrOut, "oprov: %s\n", msg)
 	code := exitCode(err)
+	if wrapsCommand(cmd) {
+		code = wrapperExitCode(err)
+	}
 	var answered *answeredError
-	if !errors.As(err, &answered) && wantsJSON(cmd) {
+	if !errors.As(err, &answered) && (wantsJSON(cmd) || failedFlagsWantJSON(cmd, err, args)) {
 		// A script that asked for JSON gets a JSON answer on failure too.
 		writeJSON(io.Out, struct {
 			Error    string `json:"error"`
@@ -173,13 +185,17 @@ type exitCodeError struct {
 func (e *exitCodeError) Error() string { return e.msg }
 
 // usageError marks an error in how the command was called: exit code 2.
-type usageError struct{ err error }
+type usageError struct {
+	err error
+	// flags: the command line's flags could not be parsed.
+	flags bool
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
 func newRootCmd(io *IOStreams) *cobra.Command {
@@ -219,7 +235,7 @@ Environment variables and files: 'oprov help environment'.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+		return &usageError{err: fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()), flags: true}
 	})
 	registerLimits(root, &io.Deps)
 	root.AddCommand(
@@ -306,8 +322,17 @@ func addBuiltinExamples(root *cobra.Command) {
 			c.Example = "  oprov help push"
 		case "completion":
 			c.Example = shells["bash"] + "\n" + shells["zsh"] + "\n" + shells["fish"]
+			// cobra's own argument checks exit 1 (or print help and exit 0): bad usage is 2.
+			c.Args = func(c *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usageErrorf("completion wants a subcommand, a shell: bash, zsh, fish or powershell, not %q (see '%s --help')", args[0], c.CommandPath())
+				}
+				return nil
+			}
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 			for _, sh := range c.Commands() {
 				sh.Example = shells[sh.Name()]
+				sh.Args = argsRange(0, 0, "no arguments")
 			}
 		}
 	}

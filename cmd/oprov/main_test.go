@@ -36,6 +36,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"discover", "oci-layout:x"},
 		{"mirror", "hashicorp/random"},
 		{"inspect", "a/b", "c/d"},
+		// A key file that does not exist is a bad argument (as verify-blob says it).
+		{"verify", "--key", "no-such.pub", "127.0.0.1:1/acme/hello:1.0.0"},
+		{"verify", "--policy", "no-such-policy.hcl", "127.0.0.1:1/acme/hello:1.0.0"},
 	} {
 		_, stderr, code := runCLI(t, args...)
 		if code != exitUsage {

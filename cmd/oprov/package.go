@@ -55,7 +55,7 @@ platform and version gets the same versions. Default platforms: darwin and linux
 arm64; windows is refused.
 
 From a stdio provider (--stdio DIR: a directory with oprov-provider.json, see
-docs/stdio-protocol.md), each zip holds the directory's files and, as the executable, a small sh
+` + docPage + `stdio-protocol.md), each zip holds the directory's files and, as the executable, a small sh
 launcher that runs 'oprov __stdio-host' on that directory: the machine that runs the provider
 needs oprov on PATH (or $OPROV) and the provider's own interpreter. Default platforms: darwin
 and linux on amd64 and arm64.

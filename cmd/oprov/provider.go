@@ -61,7 +61,7 @@ each result. One line per step; the exit status is 1 at the first step that fail
        {"destroy": "kv_entry.a"},
        {"apply": "kv_entry.d", "config": {"key": "b", "value": "x"}, "expect_error": "exists"}]}
 
-"expect" holds what the state (or a function's result) must contain; docs/stdio-protocol.md
+"expect" holds what the state (or a function's result) must contain; ` + docPage + `stdio-protocol.md
 describes the protocol.
 
 With --json, TARGET is any provider oprov launches: a reference REPO:VERSION, an executable, a
@@ -207,7 +207,7 @@ func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Dr
 	if o.Recording != "" {
 		rec, err := recording.Open(o.Recording, o.io.Deps.RecordingLimits)
 		if err != nil {
-			return nil, nil, &usageError{err}
+			return nil, nil, &usageError{err: err}
 		}
 		key, err := recording.ReplayKey()
 		if err != nil {

@@ -27,7 +27,7 @@ func newProviderHostCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "host --stdio",
 		Short: "Run providers for another machine's oprov, over standard input and output",
-		Long: `Be the far side of a remote block (docs/remote.md): another machine's 'oprov run' or
+		Long: `Be the far side of a remote block (` + docPage + `remote.md): another machine's 'oprov run' or
 provider launcher starts this command through ssh, kubectl exec -i or docker exec -i, and the
 connection is this process's standard input and output.
 

@@ -13,9 +13,10 @@ import (
 )
 
 type runOptions struct {
-	io         *IOStreams
-	flags      loaderFlags
-	Verbose    bool
+	io    *IOStreams
+	flags loaderFlags
+	// Verbose is -v's count: 1 oprov's and the providers' own lines, 2 also their SDK's and go-plugin's.
+	Verbose    int
 	Record     string
 	KeepConfig bool
 	KeepFuncs  bool
@@ -33,7 +34,8 @@ func newRunCmd(ios *IOStreams) *cobra.Command {
 providers kept as source (cached by a hash of their source tree), launch each one over its
 plugin protocol, and run COMMAND with TF_REATTACH_PROVIDERS handing them to it. SIGINT and
 SIGTERM are passed on to COMMAND; when it ends every provider is stopped and its socket
-removed, and oprov exits with COMMAND's exit code.
+removed, and oprov exits with COMMAND's exit code. oprov's own failures exit 125 (126: COMMAND
+cannot be run, 127: not found), codes tofu never uses: see 'oprov help exit-codes'.
 
 Providers kept as source are declared in oprov.hcl:
 
@@ -47,7 +49,7 @@ Python project (pyproject.toml).
 Nothing is published and nothing is installed: edit the source, run again.
 
 With --record FILE, every provider call is written to FILE: request and response, values
-decoded with the provider's schema, secrets redacted (docs/recording-format.md). With
+decoded with the provider's schema, secrets redacted (` + docPage + `recording-format.md; 'oprov help replay'). With
 --replay FILE, every call is answered from such a file: no provider is installed or
 started, and nothing reaches the network. A call the recording does not hold fails with
 a diagnostic saying how it differs from the nearest recorded one.`,
@@ -63,7 +65,7 @@ a diagnostic saying how it differs from the nearest recorded one.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "say what is launched, and forward the providers' own log lines to stderr (go-plugin's own too with OPROV_DEBUG_PLUGIN=1)")
+	c.Flags().CountVarP(&o.Verbose, "verbose", "v", "say what is launched, and forward the providers' own log lines to stderr; -vv adds their SDK's request logs and go-plugin's own lines (as OPROV_DEBUG_PLUGIN=1)")
 	c.Flags().StringVar(&o.Record, "record", "", "record every provider call to this file (line-oriented JSON; secrets redacted)")
 	c.Flags().BoolVar(&o.KeepConfig, "record-provider-config", false, "keep the provider configurations' values in the recording (they are redacted otherwise)")
 	c.Flags().BoolVar(&o.KeepFuncs, "record-function-results", false, "keep what provider functions return in the recording (redacted otherwise, since a result may be a secret passed in; replay answers a function call only from a recording that kept them)")
@@ -83,23 +85,28 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	program, err := exec.LookPath(name)
 	if err != nil {
-		return fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name))
+		return lookPathError(err, fmt.Errorf("run: cannot run %q: %v (%s)", name, errors.Unwrap(err), programAdvice(name)))
 	}
 	if o.Record != "" && o.Replay != "" {
-		return fmt.Errorf("run: --record and --replay cannot be used together: record with real providers, then replay")
+		return usageErrorf("run: --record and --replay cannot be used together: record with real providers, then replay")
 	}
 	if len(o.Ignore) > 0 && o.Replay == "" {
-		return fmt.Errorf("run: --replay-ignore needs --replay")
+		return usageErrorf("run: --replay-ignore needs --replay")
+	}
+	if o.Replay != "" {
+		if err := checkFile("--replay", o.Replay, "give the file 'oprov run --record FILE' wrote"); err != nil {
+			return err
+		}
 	}
 	var ignore []recording.Ignore
 	for _, s := range o.Ignore {
 		ig, err := recording.ParseIgnore(s)
 		if err != nil {
-			return fmt.Errorf("run: --replay-ignore %w", err)
+			return usageErrorf("run: --replay-ignore %w", err)
 		}
 		ignore = append(ignore, ig)
 	}
-	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose,
+	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose > 0, Debug: o.Verbose > 1,
 		Record: o.Record, KeepConfig: o.KeepConfig, KeepFunctionResults: o.KeepFuncs, Replay: o.Replay, Ignore: ignore,
 		RecordingLimits: o.io.Deps.RecordingLimits}
 	code, err := o.run(ctx, ro)

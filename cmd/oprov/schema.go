@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
 )
@@ -146,6 +148,16 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, manifest.Provi
 		return "", addr, err
 	}
 	exe, err := loader.FetchRef(ctx, ref, addr, policy, opts)
+	var ne *cache.NoExecutableError
+	if err != nil && o.Address == "" && errors.As(err, &ne) {
+		// The guess named another type than the package holds: an oci-layout directory's name,
+		// or a repository's, need not be the type.
+		fix := "HOST/NAMESPACE/TYPE"
+		if ne.Holds != "" {
+			fix = "HOST/NAMESPACE/" + ne.Holds
+		}
+		return "", addr, usageErrorf("schema %s: the provider's type cannot be known from that name, and the guess %q was wrong: give --address %s (the source in your required_providers)", o.Target, addr.Type, fix)
+	}
 	return exe, addr, err
 }
 

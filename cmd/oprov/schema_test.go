@@ -23,3 +23,20 @@ func TestSchemaSaysTheAddressItGuessed(t *testing.T) {
 		t.Errorf("schema with --address still guessed: %q", stderr)
 	}
 }
+
+// TestSchemaOfALayoutSuggestsAddress: an oci-layout directory's name need not be the provider's
+// type. When the guess from it finds no executable, schema says to give --address, with the type
+// the package does hold (exit 2), rather than only that a cache directory lacks a file.
+func TestSchemaOfALayoutSuggestsAddress(t *testing.T) {
+	repo, _ := pushedLayout(t)
+	dir := strings.TrimPrefix(repo, "oci-layout:")
+	renamed := filepath.Join(filepath.Dir(dir), "layout")
+	if err := os.Rename(dir, renamed); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPROV_CACHE_DIR", t.TempDir())
+	_, stderr, code := runCLI(t, "schema", "oci-layout:"+renamed+":1.0.0")
+	if code != exitUsage || !strings.Contains(stderr, "give --address HOST/NAMESPACE/hello") || !strings.Contains(stderr, `the guess "layout" was wrong`) {
+		t.Errorf("schema of a layout named layout: exit %d, want 2 and --address HOST/NAMESPACE/hello:\n%s", code, stderr)
+	}
+}

@@ -231,7 +231,8 @@ func TestSignVerifyUsageErrors(t *testing.T) {
 	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{"a.pub"}, Platforms: []string{"x"}, output: textOut}), "--platform")
 	_, pub := keyPair(t, "k")
 	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{pub}, Address: "a/b/c/d/e", output: textOut}), "--address")
-	wantErrorContaining(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{"missing.pub"}, output: textOut}), "public key: ")
+	// A key file that does not exist is a bad argument: exit 2, as verify-blob.
+	wantUsageError(t, runVerify(ctx, &verifyOptions{io: ios, Ref: layout + ":1.0.0", Keys: []string{"missing.pub"}, output: textOut}), "public key: ")
 }
 
 // TestSignKeylessUsageErrors: keyless signing says what it lacks (a token, a Fulcio, a time

@@ -330,6 +330,10 @@ func (m *Mirror) RepositoryRef(addr manifest.ProviderAddress) (oci.Ref, error) {
 	if err != nil {
 		return oci.Ref{}, fmt.Errorf("%s:%d: repository_template gives %q for %s: %w", m.Range.Filename, m.Range.Start.Line, repo, addr, err)
 	}
+	if ref.IsLayout() && !filepath.IsAbs(ref.Layout) {
+		// oci-layout:DIR, as every path in oprov.hcl, is relative to the file's directory.
+		ref.Layout = filepath.Join(filepath.Dir(m.Range.Filename), ref.Layout)
+	}
 	return ref, nil
 }
 

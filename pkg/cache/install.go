@@ -348,12 +348,32 @@ func findExecutable(dir, typ string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ne := &NoExecutableError{Dir: dir, Type: typ}
 	for _, e := range entries {
 		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), "terraform-provider-"+typ) {
 			return filepath.Join(dir, e.Name()), nil
 		}
+		if t, ok := strings.CutPrefix(e.Name(), "terraform-provider-"); ok && e.Type().IsRegular() && ne.Holds == "" {
+			// terraform-provider-TYPE_vVERSION (or .exe): the type a package says it is.
+			t, _, _ = strings.Cut(strings.TrimSuffix(t, ".exe"), "_")
+			ne.Holds = t
+		}
 	}
-	return "", fmt.Errorf("%s holds no terraform-provider-%s executable", dir, typ)
+	return "", ne
+}
+
+// NoExecutableError is a package that holds no executable for the type it was installed as:
+// most often the type was guessed wrong. Holds is the type of the executable it does hold.
+type NoExecutableError struct {
+	Dir, Type, Holds string
+}
+
+func (e *NoExecutableError) Error() string {
+	msg := fmt.Sprintf("%s holds no terraform-provider-%s executable", e.Dir, e.Type)
+	if e.Holds != "" {
+		msg += fmt.Sprintf(" (it holds terraform-provider-%s's)", e.Holds)
+	}
+	return msg
 }
 
 // buildDir is where the cache keeps one build of a provider kept as source, by its key.

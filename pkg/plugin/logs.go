@@ -43,7 +43,8 @@ func withQuietLogs(env []string, settings ...string) []string {
 
 // providerEnv is the environment a provider starts with: oprov's own (only the variables its
 // sandbox passes through, when it has one), then opts.Env, with its logs switched off unless
-// someone reads them (opts.Log).
+// someone reads them (opts.Log): under -v the provider's own log lines are read and its SDK's
+// request logs stay off; only the debug level (opts.Debug) turns those on too.
 func providerEnv(opts Options) []string {
 	env := os.Environ()
 	if opts.Sandbox != nil {
@@ -51,7 +52,10 @@ func providerEnv(opts Options) []string {
 	}
 	env = append(env, opts.Env...)
 	if opts.Log != nil {
-		return env
+		if opts.debugLogs() {
+			return env
+		}
+		return withQuietLogs(env, quietLogEnv...)
 	}
 	settings := quietLogEnv
 	if opts.Type != "" {
@@ -62,9 +66,15 @@ func providerEnv(opts Options) []string {
 	return withQuietLogs(env, settings...)
 }
 
-// debugPluginVariable, set to anything, shows go-plugin's own messages (starting the process, the
-// handshake, the stdio stream) beside the providers' log lines under -v.
+// debugPluginVariable, set to anything, makes -v the debug level (as run -vv): go-plugin's own
+// messages (starting the process, the handshake, the stdio stream) and the SDKs' request logs
+// beside the providers' own log lines.
 const debugPluginVariable = "OPROV_DEBUG_PLUGIN"
+
+// debugLogs reports whether a provider read under -v is read at the debug level.
+func (opts Options) debugLogs() bool {
+	return opts.Debug || os.Getenv(debugPluginVariable) != ""
+}
 
 // providerLinesOnly is the go-plugin client's logger under -v: go-plugin logs each line of the
 // provider's stderr through a logger named after the executable (Named), which is the real one;
@@ -85,8 +95,47 @@ func (l providerLinesOnly) Named(name string) hclog.Logger {
 	if name == "stdio" { // go-plugin's own: the stream that carries the provider's stdio
 		return providerLinesOnly{l.Logger.Named(name)}
 	}
-	return l.Logger.Named(name)
+	return noPluginServerLines{l.Logger.Named(name)}
 }
+
+// noPluginServerLines is the logger of a provider's own stderr lines under -v, less the lines
+// go-plugin's server inside the provider logs there about itself ("plugin address" and the
+// like, once per start): they reach oprov as the provider's lines, under its name (provider.3
+// for a provider started from a verified file descriptor, provider.terraform-provider-NAME for
+// one built from source, and oprov's own stdio host), but say nothing about the provider.
+type noPluginServerLines struct{ hclog.Logger }
+
+// pluginServerMessages are the messages go-plugin's server logs on the provider's stderr
+// (server.go): they come with no @module, where the SDKs' lines and the provider's own tflog
+// lines name theirs.
+var pluginServerMessages = map[string]bool{
+	"plugin address":                             true,
+	"configuring server automatic mTLS":          true,
+	"plugin received interrupt signal, ignoring": true,
+}
+
+// fromPluginServer reports whether a line the provider logged is go-plugin's server's own.
+func fromPluginServer(msg string, args []any) bool {
+	if !pluginServerMessages[msg] {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && k == "@module" {
+			return false
+		}
+	}
+	return true
+}
+
+func (l noPluginServerLines) Log(level hclog.Level, msg string, args ...any) {
+	if level >= hclog.Warn || !fromPluginServer(msg, args) {
+		l.Logger.Log(level, msg, args...)
+	}
+}
+
+func (l noPluginServerLines) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+func (l noPluginServerLines) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+func (l noPluginServerLines) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
 
 // tailBuffer keeps the last max bytes written to it. It grows to twice that before it drops the
 // oldest bytes, so that keeping the tail of a chatty stream costs a copy per max bytes written

@@ -25,8 +25,35 @@ func TestWithQuietLogs(t *testing.T) {
 	if env := providerEnv(Options{Type: "acme-thing"}); !slices.Contains(env, "TF_LOG_PROVIDER_ACME_THING=off") || !slices.Contains(env, "TF_LOG_SDK=off") {
 		t.Errorf("environment lacks the quiet settings: %v", env[max(0, len(env)-3):])
 	}
-	if env := providerEnv(Options{Type: "thing", Log: &bytes.Buffer{}}); slices.Contains(env, "TF_LOG_SDK=off") || slices.Contains(env, "TF_LOG_PROVIDER_THING=off") {
-		t.Error("logs were switched off although oprov -v reads them")
+	// -v reads the provider's own lines; its SDK's request logs stay off but at the debug level.
+	t.Setenv(debugPluginVariable, "")
+	if env := providerEnv(Options{Type: "thing", Log: &bytes.Buffer{}}); !slices.Contains(env, "TF_LOG_SDK=off") || slices.Contains(env, "TF_LOG_PROVIDER_THING=off") {
+		t.Errorf("under -v: want TF_LOG_SDK=off and the provider's own logs on: %v", env[max(0, len(env)-3):])
+	}
+	if env := providerEnv(Options{Type: "thing", Log: &bytes.Buffer{}, Debug: true}); slices.Contains(env, "TF_LOG_SDK=off") || slices.Contains(env, "TF_LOG_PROVIDER_THING=off") {
+		t.Error("logs were switched off although oprov -vv reads them")
+	}
+}
+
+// TestPluginServerLinesDropped: under -v, the lines go-plugin's server logs on the provider's
+// stderr about itself are dropped (they reach the provider's logger), the provider's and its
+// SDK's lines with the same words are not, and warnings always pass.
+func TestPluginServerLinesDropped(t *testing.T) {
+	var buf bytes.Buffer
+	l := providerLinesOnly{hclog.New(&hclog.LoggerOptions{Name: "provider", Output: &buf, Level: hclog.Trace})}.Named("3")
+	l.Debug("plugin address", "address", "/tmp/x/plugin1", "network", "unix", "timestamp", "t")
+	l.Info("configuring server automatic mTLS", "timestamp", "t")
+	l.Debug("plugin address", "@module", "provider", "address", "mine")
+	l.Trace("Served request", "@module", "sdk.proto")
+	l.Warn("plugin address", "address", "warned")
+	got := buf.String()
+	if strings.Contains(got, "/tmp/x/plugin1") || strings.Contains(got, "mTLS") {
+		t.Errorf("go-plugin's server lines passed:\n%s", got)
+	}
+	for _, want := range []string{"address=mine", "Served request", "address=warned"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q was dropped:\n%s", want, got)
+		}
 	}
 }
 

@@ -50,6 +50,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Log, when set, receives the provider's own log lines (oprov -v).
 	Log io.Writer
+	// Debug, with Log, adds the lines a provider's SDK logs about every request and go-plugin's
+	// own about starting and talking to it (oprov run -vv; OPROV_DEBUG_PLUGIN=1 does the same).
+	Debug bool
 	// Type is the provider's type, the last part of its address: its own logs are switched off
 	// by TF_LOG_PROVIDER_<TYPE> when nobody reads them (see providerEnv). A group sets it.
 	Type string
@@ -270,7 +273,7 @@ func (p *Provider) newClient(opts Options, sets map[int]goplugin.PluginSet) *tls
 	logger := hclog.NewNullLogger()
 	if opts.Log != nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "provider", Output: opts.Log, Level: hclog.Trace})
-		if os.Getenv(debugPluginVariable) == "" {
+		if !opts.debugLogs() {
 			logger = providerLinesOnly{logger}
 		}
 	}

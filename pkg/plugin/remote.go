@@ -228,7 +228,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 		}
 		switch {
 		case r.Error != "":
-			return 0, fmt.Errorf("the far side refused: %s", quoteText(r.Error))
+			return 0, &farRefusal{r.Error}
 		case r.SendZip:
 			if sent {
 				return 0, fmt.Errorf("the far side asked for the package twice")
@@ -273,16 +273,23 @@ func (l *remoteLink) exitNote() string {
 
 // explain names the remote and adds the far side's last stderr lines.
 func (l *remoteLink) explain(err error) error {
+	var refusal *farRefusal
+	if errors.As(err, &refusal) {
+		return fmt.Errorf("%s: %w%s", l.name, err, l.tailWithout(refusal.msg))
+	}
 	return fmt.Errorf("%s: %w%s", l.name, err, l.tail())
 }
 
-func (l *remoteLink) tail() string {
+func (l *remoteLink) tail() string { return l.tailWithout("") }
+
+// tailWithout is tail less the lines that repeat the far side's refusal (see withoutRefusal).
+func (l *remoteLink) tailWithout(refusal string) string {
 	// What the command wrote last may still be on its way through the pipe.
 	select {
 	case <-l.exited:
 	case <-time.After(200 * time.Millisecond):
 	}
-	t := quoteText(strings.TrimSpace(l.stderr.String()))
+	t := quoteText(withoutRefusal(strings.TrimSpace(l.stderr.String()), refusal))
 	if t == "" {
 		return ""
 	}

@@ -52,3 +52,31 @@ func TestKeylessSignerPrintedQuoted(t *testing.T) {
 		t.Errorf("the signer shown does not say what the escape was: %s", res.Signer)
 	}
 }
+
+// TestKeylessRefusalNamesTheClaim: a certificate refused by an identity that differs from it in
+// one claim says which: a repository the certificate does not carry, another subject. Without it
+// the signer and the trusted identity read alike ("ci@example.com (issuer X)" beside "subject
+// ci@example.com, issuer X, repository acme/hello").
+func TestKeylessRefusalNamesTheClaim(t *testing.T) {
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TrustedRoot{Path: "virtual-root", root: noCTLogs{vs}}
+	const who, issuer = "ci@example.com", "https://issuer.example.com"
+	data := []byte("checksums\n")
+	file := writeTestFile(t, t.TempDir(), "SHA256SUMS", data)
+	bundle := sigstoretest.TimestampedBlobBundle(t, vs, who, issuer, data)
+	for _, tc := range []struct {
+		id   Identity
+		want string
+	}{
+		{Identity{Subject: who, Issuer: issuer, Repository: "acme/hello"}, "not a trusted identity: the certificate has no repository claim, which the identity requires (acme/hello) (trusted: subject ci@example.com"},
+		{Identity{Subject: "release@example.com", Issuer: issuer}, "the certificate has subject ci@example.com, not release@example.com"},
+		{Identity{SubjectRegexp: "^release@", Issuer: issuer}, "the certificate has subject ci@example.com, which does not match ^release@"},
+		{Identity{Subject: who, Issuer: "https://other.example.com"}, "the certificate has issuer https://issuer.example.com, not https://other.example.com"},
+	} {
+		_, err := VerifyBlob(file, "b", bundle, BlobOptions{Identities: []Identity{tc.id}, TrustedRoot: tr})
+		wantRefused(t, tc.id.String(), err, tc.want)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -148,11 +150,24 @@ type TrustedRoot struct {
 	root root.TrustedMaterial
 }
 
+// trustedRootFix is what to do about a trusted root that is missing or unreadable: oprov writes
+// one itself, through TUF.
+const trustedRootFix = "'oprov trusted-root --to FILE' fetches Sigstore's, checked through TUF; give that FILE"
+
 // LoadTrustedRoot reads a trusted root file.
 func LoadTrustedRoot(path string) (*TrustedRoot, error) {
-	tr, err := root.NewTrustedRootFromPath(path)
-	if err != nil {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("trusted root %s: no such file (%s)", path, trustedRootFix)
+	case err != nil:
 		return nil, fmt.Errorf("trusted root %s: %w", path, err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, fmt.Errorf("trusted root %s is empty (%s)", path, trustedRootFix)
+	}
+	tr, err := root.NewTrustedRootFromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root %s is not a Sigstore trusted_root.json (%s)", path, trustedRootFix)
 	}
 	if len(tr.FulcioCertificateAuthorities()) == 0 {
 		return nil, fmt.Errorf("trusted root %s lists no certificate authority: it cannot vouch for a keyless signature", path)
@@ -349,11 +364,48 @@ func (k *keyless) check(tr *TrustedRoot, ids []Identity, want digest.Digest) (*C
 			return who, nil
 		}
 	}
-	var want2 []string
+	// Say which claim failed, per trusted identity: a signer and an identity that differ in one
+	// claim (often a repository the certificate does not carry) otherwise read alike.
+	var why []string
 	for _, id := range ids {
-		want2 = append(want2, id.String())
+		d := id.differences(summary)
+		if len(d) == 0 { // the matcher refused for a reason this does not know: show the identity
+			d = []string{"does not match"}
+		}
+		why = append(why, fmt.Sprintf("the certificate %s (trusted: %s)", strings.Join(d, " and "), id))
 	}
-	return who, fmt.Errorf("keyless signature by %s: not a trusted identity (trusted: %s)", who, strings.Join(want2, "; "))
+	return who, fmt.Errorf("keyless signature by %s: not a trusted identity: %s", who, strings.Join(why, "; "))
+}
+
+// differences says which of the certificate's claims do not match the identity, each as "has
+// CLAIM X, not Y" or "has no CLAIM claim"; none when all match.
+func (id Identity) differences(s certificate.Summary) []string {
+	var out []string
+	match := func(name, got, exact, re string) {
+		switch {
+		case exact != "" && got != exact:
+			out = append(out, fmt.Sprintf("has %s %s, not %s", name, printable(got), exact))
+		case re != "":
+			if m, err := regexp.MatchString(re, got); err == nil && !m {
+				out = append(out, fmt.Sprintf("has %s %s, which does not match %s", name, printable(got), re))
+			}
+		}
+	}
+	match("subject", s.SubjectAlternativeName, id.Subject, id.SubjectRegexp)
+	match("issuer", s.Issuer, id.Issuer, id.IssuerRegexp)
+	claim := func(name, got, want string) {
+		switch {
+		case want == "" || got == want:
+		case got == "":
+			out = append(out, fmt.Sprintf("has no %s claim, which the identity requires (%s)", name, want))
+		default:
+			out = append(out, fmt.Sprintf("has %s %s, not %s", name, printable(got), want))
+		}
+	}
+	claim("repository", s.GithubWorkflowRepository, id.Repository)
+	claim("ref", s.GithubWorkflowRef, id.Ref)
+	claim("trigger", s.GithubWorkflowTrigger, id.Trigger)
+	return out
 }
 
 // explainKeyless says in a user's words why sigstore-go refused a keyless signature, keeping

@@ -32,7 +32,7 @@ type PolicyFrom struct {
 var ErrKeysAndPolicy = errors.New("give keys or identities, or a policy file, not both")
 
 // ErrNoTrustedRoot is NewPolicy's answer to identities without a trusted root.
-var ErrNoTrustedRoot = errors.New("a keyless identity needs a trusted root to check certificates against, offline: give --trusted-root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it)")
+var ErrNoTrustedRoot = errors.New("a keyless identity needs a trusted root to check certificates against, offline: give --trusted-root FILE ('oprov trusted-root --to FILE' fetches Sigstore's, checked through TUF)")
 
 // NewPolicy is the one way keys or a policy file become a Policy: a file is loaded and checked
 // (loadPolicy); keys become a policy with one rule that enforces them for every provider and

@@ -198,7 +198,7 @@ func parseRule(file, at string, tf trustFile, mode string, dflt *TrustedRoot, lo
 		}
 	}
 	if len(r.Identities) > 0 && r.TrustedRoot == nil {
-		return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root (sigstore's trusted_root.json, as 'cosign trusted-root create' writes it) in the rule or at the top of the policy", at, tf.Name)
+		return nil, fmt.Errorf("%s: trust %q trusts identities but names no trusted root: set trusted_root in the rule or at the top of the policy (%s)", at, tf.Name, trustedRootFix)
 	}
 	for i, k := range tf.Keys {
 		pk, err := loadPublicKeyFrom(file, k, fmt.Sprintf("%s key %d", tf.Name, i+1))
