@@ -18,7 +18,7 @@ const (
 	State                  // a managed resource's object, or a data source's result: prior, proposed, planned, new
 	RawState               // a stored object as upgrade reads it: JSON by an older schema, or a legacy flatmap
 	Private                // private state: bytes only the provider reads
-	Identity               // resource identity: data meant for comparing resources, with a schema of its own
+	identity               // resource identity: data meant for comparing resources, with a schema of its own
 	EphemeralResult        // an ephemeral resource's result: the secret it exists to keep out of state
 	FunctionArgument       // a value passed to a provider function
 	FunctionResult         // what a provider function returned
@@ -106,38 +106,38 @@ var byField = map[string]Class{
 	"UpgradeResourceState.Request.type_name": Name, "UpgradeResourceState.Request.version": Meta,
 	"UpgradeResourceState.Request.raw_state": RawState, "UpgradeResourceState.Response.upgraded_state": State,
 	"UpgradeResourceIdentity.Request.type_name": Name, "UpgradeResourceIdentity.Request.version": Meta,
-	"UpgradeResourceIdentity.Request.raw_identity": Identity, "UpgradeResourceIdentity.Response.upgraded_identity": Identity,
+	"UpgradeResourceIdentity.Request.raw_identity": identity, "UpgradeResourceIdentity.Response.upgraded_identity": identity,
 
 	"ReadResource.Request.type_name": Name, "ReadResource.Request.current_state": State, "ReadResource.Request.private": Private,
-	"ReadResource.Request.provider_meta": providerMeta, "ReadResource.Request.current_identity": Identity,
-	"ReadResource.Response.new_state": State, "ReadResource.Response.private": Private, "ReadResource.Response.new_identity": Identity,
+	"ReadResource.Request.provider_meta": providerMeta, "ReadResource.Request.current_identity": identity,
+	"ReadResource.Response.new_state": State, "ReadResource.Response.private": Private, "ReadResource.Response.new_identity": identity,
 
 	"PlanResourceChange.Request.type_name": Name, "PlanResourceChange.Request.prior_state": State,
 	"PlanResourceChange.Request.proposed_new_state": State, "PlanResourceChange.Request.config": Config,
 	"PlanResourceChange.Request.prior_private": Private, "PlanResourceChange.Request.provider_meta": providerMeta,
-	"PlanResourceChange.Request.prior_identity": Identity,
+	"PlanResourceChange.Request.prior_identity": identity,
 	"PlanResourceChange.Response.planned_state": State, "PlanResourceChange.Response.requires_replace": Meta,
 	"PlanResourceChange.Response.planned_private": Private, "PlanResourceChange.Response.legacy_type_system": Meta,
-	"PlanResourceChange.Response.planned_identity": Identity,
+	"PlanResourceChange.Response.planned_identity": identity,
 
 	"ApplyResourceChange.Request.type_name": Name, "ApplyResourceChange.Request.prior_state": State,
 	"ApplyResourceChange.Request.planned_state": State, "ApplyResourceChange.Request.config": Config,
 	"ApplyResourceChange.Request.planned_private": Private, "ApplyResourceChange.Request.provider_meta": providerMeta,
-	"ApplyResourceChange.Request.planned_identity": Identity,
+	"ApplyResourceChange.Request.planned_identity": identity,
 	"ApplyResourceChange.Response.new_state":       State, "ApplyResourceChange.Response.private": Private,
-	"ApplyResourceChange.Response.legacy_type_system": Meta, "ApplyResourceChange.Response.new_identity": Identity,
+	"ApplyResourceChange.Response.legacy_type_system": Meta, "ApplyResourceChange.Response.new_identity": identity,
 
 	"ImportResourceState.Request.type_name": Name, "ImportResourceState.Request.id": Meta,
-	"ImportResourceState.Request.identity":           Identity,
+	"ImportResourceState.Request.identity":           identity,
 	"ImportResourceState.ImportedResource.type_name": Name, "ImportResourceState.ImportedResource.state": State,
-	"ImportResourceState.ImportedResource.private": Private, "ImportResourceState.ImportedResource.identity": Identity,
+	"ImportResourceState.ImportedResource.private": Private, "ImportResourceState.ImportedResource.identity": identity,
 
 	"MoveResourceState.Request.source_provider_address": Name, "MoveResourceState.Request.source_type_name": Name,
 	"MoveResourceState.Request.source_schema_version": Meta, "MoveResourceState.Request.source_state": MovedSource,
 	"MoveResourceState.Request.target_type_name": Name, "MoveResourceState.Request.source_private": MovedSource,
 	"MoveResourceState.Request.source_identity": MovedSource, "MoveResourceState.Request.source_identity_schema_version": Meta,
 	"MoveResourceState.Response.target_state": State, "MoveResourceState.Response.target_private": Private,
-	"MoveResourceState.Response.target_identity": Identity,
+	"MoveResourceState.Response.target_identity": identity,
 
 	"ReadDataSource.Request.type_name": Name, "ReadDataSource.Request.config": Config,
 	"ReadDataSource.Request.provider_meta": providerMeta, "ReadDataSource.Response.state": State,
@@ -153,7 +153,7 @@ var byField = map[string]Class{
 
 	"ListResource.Request.type_name": Name, "ListResource.Request.config": Config,
 	"ListResource.Request.include_resource_object": Meta, "ListResource.Request.limit": Meta,
-	"ListResource.Event.identity": Identity, "ListResource.Event.display_name": Meta, "ListResource.Event.resource_object": State,
+	"ListResource.Event.identity": identity, "ListResource.Event.display_name": Meta, "ListResource.Event.resource_object": State,
 
 	"CallFunction.Request.name": Name, "CallFunction.Request.arguments": FunctionArgument,
 	"CallFunction.Response.result": FunctionResult,
@@ -199,11 +199,11 @@ func classOf(msg string, f *Field) Class {
 var valueTypes = map[string]bool{"DynamicValue": true, "RawState": true, "ResourceIdentityData": true}
 
 // ClassWithin gives the class of field f of message msg reached through a field of class parent:
-// a field with no class of its own inside a classed message (a Diagnostic's summary) has its
-// container's.
+// a field with no class of its own inside a classed message (a Diagnostic's summary, a function
+// signature's parameters) has its container's.
 func ClassWithin(parent Class, msg string, f *Field) Class {
 	c := classOf(msg, f)
-	if c == unclassed && parent != unclassed && parent != Container {
+	if (c == unclassed || c == Container) && parent != unclassed && parent != Container {
 		return parent
 	}
 	return c

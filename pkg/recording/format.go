@@ -11,11 +11,16 @@ import (
 	"fmt"
 	"google.golang.org/grpc/codes"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/protocol"
 )
 
 // formatVersion is the version of the recording format this oprov writes and reads.
@@ -36,7 +41,10 @@ type Line struct {
 	Protocol   int                    `json:"protocol,omitempty"`
 	Schema     *plugin.ProviderSchema `json:"schema,omitempty"`
 	SchemaWire []byte                 `json:"schema_wire,omitempty"`
-	ConfigKept bool                   `json:"config_kept,omitempty"`
+	// ServerCapabilities are the capabilities schema_wire gives tofu, by their names in the
+	// protocol (those that are true): schema_wire holds nothing this line does not show.
+	ServerCapabilities map[string]bool `json:"server_capabilities,omitempty"`
+	ConfigKept         bool            `json:"config_kept,omitempty"`
 	// FunctionResultsKept: the provider functions' results are in the recording (--record-function-results).
 	FunctionResultsKept bool `json:"function_results_kept,omitempty"`
 	// A call.
@@ -197,6 +205,9 @@ func (rec *Recording) declare(l Line, n int) error {
 	if err := sameSchema(l.Protocol, l.SchemaWire, l.Schema); err != nil {
 		return fmt.Errorf("provider %s: %v", l.Provider, err)
 	}
+	if err := shownWire(l.Protocol, l.SchemaWire, l.ServerCapabilities); err != nil {
+		return fmt.Errorf("provider %s: %v", l.Provider, err)
+	}
 	s, err := newSchemas(l.Schema)
 	if err != nil {
 		return fmt.Errorf("provider %s: %v", l.Provider, err)
@@ -285,4 +296,76 @@ func sameSchema(protocol int, wire []byte, shown *plugin.ProviderSchema) error {
 		return errors.New("schema_wire, which replay sends tofu, is not the schema the recording shows (schema); was the recording edited? record it again")
 	}
 	return nil
+}
+
+// schemaResponse is the message a schema answer is, in both protocols.
+const schemaResponse = "GetProviderSchema.Response"
+
+// shownWire says whether a schema answer (wire) holds nothing the provider line does not show
+// beside its schema: no field the model lacks, no diagnostic (text tofu would print that no
+// reviewer reads), and exactly the server capabilities the line lists.
+func shownWire(major int, wire []byte, shown map[string]bool) error {
+	v := protocol.Published(major)
+	unmodelled, err := v.Unmodelled(schemaResponse, wire)
+	if err != nil {
+		return fmt.Errorf("schema_wire does not parse as a schema answer (%v); was the recording edited?", err)
+	}
+	if len(unmodelled) > 0 {
+		return fmt.Errorf("schema_wire, which replay sends tofu, holds fields oprov does not model (%s), which the recording cannot show; was the recording edited? record it again with an oprov that models them", strings.Join(unmodelled, ", "))
+	}
+	if len(plugin.WireFields(wire, protocol.Num(schemaResponse, "diagnostics"))) > 0 {
+		return errors.New("schema_wire, which replay sends tofu, holds diagnostics the recording does not show; was the recording edited? record it again")
+	}
+	caps, err := serverCapabilities(major, wire)
+	if err != nil {
+		return err
+	}
+	for name, on := range shown {
+		if !on {
+			return fmt.Errorf("server_capabilities lists %s as false; it lists only the capabilities that are true (remove it)", name)
+		}
+	}
+	if !maps.Equal(caps, shown) {
+		return fmt.Errorf("schema_wire, which replay sends tofu, gives the server capabilities %v, and the line shows %v (server_capabilities); was the recording edited? record it again", capNames(caps), capNames(shown))
+	}
+	return nil
+}
+
+// serverCapabilities reads the server capabilities of a schema answer by the model, as protobuf
+// reads them (occurrences merge, the last value of a field wins): those that are true.
+func serverCapabilities(major int, wire []byte) (map[string]bool, error) {
+	m := protocol.Published(major).Message("ServerCapabilities")
+	var out map[string]bool
+	for _, c := range plugin.WireFields(wire, protocol.Num(schemaResponse, "server_capabilities")) {
+		var bad error
+		plugin.WireWalk(c, func(n protowire.Number, typ protowire.Type, value []byte) {
+			f := m.Field(n)
+			if f == nil || f.Type != "bool" || typ != protowire.VarintType {
+				bad = fmt.Errorf("schema_wire's server capabilities hold field %d, which oprov does not read as a capability", n)
+				return
+			}
+			x, _ := protowire.ConsumeVarint(value)
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[f.Name] = x != 0
+		})
+		if bad != nil {
+			return nil, bad
+		}
+	}
+	maps.DeleteFunc(out, func(_ string, on bool) bool { return !on })
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// capNames lists a set of capabilities by name, in order.
+func capNames(set map[string]bool) []string {
+	out := slices.Sorted(maps.Keys(set))
+	if out == nil {
+		return []string{}
+	}
+	return out
 }

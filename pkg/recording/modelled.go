@@ -52,30 +52,16 @@ func modelMessage(v *protocol.Version, method, name string, parent protocol.Clas
 		f := field{num: pf.Num, name: pf.Name, repeated: pf.Repeated || pf.Map, class: cls}
 		f.merges = !f.repeated && !scalarTypes[pf.Type]
 		f.compared = request && (comparedClasses[cls] || cls == protocol.Meta && comparedMeta[pf.Name])
-		sec := cls.Secrecy()
-		switch {
-		case sec == protocol.Whole:
-			f.kind = kSecret
-		case pf.Type == "string":
-			f.kind = kString
-		case pf.Type == "bool":
-			f.kind = kBool
-		case pf.Type == "int64" || pf.Type == "int32" || pf.Type == "uint64" || pf.Type == "uint32" || pf.Type == "enum":
-			f.kind, f.int32 = kInt, pf.Type == "int32" || pf.Type == "enum"
-		case pf.Type == "bytes" || pf.Map:
-			f.kind = kBytes
-		case pf.Type == "DynamicValue" && (sec == protocol.BySchema || sec == protocol.AllAttributes):
-			f.kind, f.role = kValue, roleOf(method, cls)
-		case pf.Type == "RawState" && sec == protocol.BySchema:
-			f.kind = kRawState
-		case pf.Type == "AttributePath":
-			f.kind = kPath
-		case sec == protocol.Public && (cls == protocol.Identity || cls != protocol.Container && v.Message(pf.Type) == nil):
-			// Identity is public by the protocol (data for comparing resources) and kept as its
-			// bytes; so is a message the model takes from elsewhere (a Timestamp).
-			f.kind = kBytes
-		default:
-			f.kind, f.sub = kMessage, modelMessage(v, method, pf.Type, cls, request, seen)
+		if pf.Map && cls.Secrecy() != protocol.Whole {
+			// A map is, on the wire, a repeated entry message: its key (1) and its value (2),
+			// which is decoded by the model as any field of the map's class and value type.
+			value := protocol.Field{Name: "value", Num: 2, Type: pf.Type}
+			vf := field{num: value.Num, name: value.Name, class: cls, compared: f.compared}
+			modelKind(&vf, v, method, &value, cls, request, seen)
+			f.kind, f.sub = kMessage, &message{fields: []field{
+				{num: 1, name: "key", kind: kString, class: cls, compared: f.compared}, vf}}
+		} else {
+			modelKind(&f, v, method, pf, cls, request, seen)
 		}
 		out.fields = append(out.fields, f)
 	}
@@ -84,6 +70,37 @@ func modelMessage(v *protocol.Version, method, name string, parent protocol.Clas
 
 // scalarTypes are the model's field types that are not messages (pkg/protocol.Field.Type).
 var scalarTypes = map[string]bool{"string": true, "bytes": true, "bool": true, "int64": true, "int32": true, "uint64": true, "uint32": true, "enum": true}
+
+// modelKind sets how field f, of model field pf and class cls, is held: its kind, its role, the
+// message it holds.
+func modelKind(f *field, v *protocol.Version, method string, pf *protocol.Field, cls protocol.Class, request bool, seen map[string]*message) {
+	sec := cls.Secrecy()
+	switch {
+	case sec == protocol.Whole:
+		f.kind = kSecret
+	case pf.Type == "string":
+		f.kind = kString
+	case pf.Type == "bool":
+		f.kind = kBool
+	case pf.Type == "int64" || pf.Type == "int32" || pf.Type == "uint64" || pf.Type == "uint32" || pf.Type == "enum":
+		f.kind, f.int32 = kInt, pf.Type == "int32" || pf.Type == "enum"
+	case pf.Type == "bytes":
+		f.kind = kBytes
+	case pf.Type == "DynamicValue" && (sec == protocol.BySchema || sec == protocol.AllAttributes):
+		f.kind, f.role = kValue, roleOf(method, cls)
+	case pf.Type == "RawState" && sec == protocol.BySchema:
+		f.kind = kRawState
+	case pf.Type == "AttributePath":
+		f.kind = kPath
+	case sec == protocol.Public && cls != protocol.Container && v.Message(pf.Type) == nil:
+		// A message the model takes from elsewhere (a Timestamp) is kept as its bytes.
+		f.kind = kBytes
+	default:
+		// Identity too is decoded by the model (ResourceIdentityData, RawState): its value's
+		// bytes are public by the protocol, and a field the model lacks is listed by number.
+		f.kind, f.sub = kMessage, modelMessage(v, method, pf.Type, cls, request, seen)
+	}
+}
 
 // roleOf says which schema describes a configuration or state of a method's messages.
 func roleOf(method string, cls protocol.Class) role {

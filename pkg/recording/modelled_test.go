@@ -4,7 +4,8 @@ import "testing"
 
 // The specs derived from the protocol model decode each field as the recording format says:
 // names and texts as strings, flags and numbers as such, values by their schema, diagnostics and
-// imported resources as messages of their own fields, private state as a secret.
+// imported resources as messages of their own fields, private state as a secret, identity and
+// map entries ({key, value}) as messages the model decodes.
 func TestModelledSpecs(t *testing.T) {
 	for _, tc := range []struct {
 		rpc      string
@@ -34,7 +35,19 @@ func TestModelledSpecs(t *testing.T) {
 		{"OpenEphemeralResource", true, []string{"result"}, kSecret, false},
 		{"OpenEphemeralResource", true, []string{"renew_at"}, kBytes, false},
 		{"MoveResourceState", false, []string{"source_state"}, kSecret, true},
-		{"ReadResource", true, []string{"new_identity"}, kBytes, false},
+		{"ReadResource", true, []string{"new_identity"}, kMessage, false},
+		{"ReadResource", true, []string{"new_identity", "identity_data"}, kMessage, false},
+		{"ReadResource", true, []string{"new_identity", "identity_data", "msgpack"}, kBytes, false},
+		{"ReadResource", true, []string{"new_identity", "identity_data", "json"}, kBytes, false},
+		{"UpgradeResourceIdentity", false, []string{"raw_identity", "json"}, kBytes, false},
+		{"UpgradeResourceIdentity", false, []string{"raw_identity", "flatmap"}, kMessage, false},
+		{"UpgradeResourceIdentity", false, []string{"raw_identity", "flatmap", "key"}, kString, false},
+		{"UpgradeResourceIdentity", false, []string{"raw_identity", "flatmap", "value"}, kString, false},
+		{"GetFunctions", true, []string{"functions"}, kMessage, false},
+		{"GetFunctions", true, []string{"functions", "key"}, kString, false},
+		{"GetFunctions", true, []string{"functions", "value", "parameters", "type"}, kBytes, false},
+		{"GetFunctions", true, []string{"functions", "value", "summary"}, kString, false},
+		{"GetResourceIdentitySchemas", true, []string{"identity_schemas", "value", "identity_attributes", "name"}, kString, false},
 		{"ConfigureProvider", false, []string{"terraform_version"}, kString, false},
 		{"StopProvider", true, []string{"Error"}, kString, false},
 		{"Stop", true, []string{"Error"}, kString, false},

@@ -116,6 +116,14 @@ func (w *Writer) Provider(ctx context.Context, pr *plugin.Provider, addr, versio
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %s: %w", addr, schemaMethod[pr.Protocol], err)
 	}
+	caps, err := serverCapabilities(pr.Protocol, wire)
+	if err != nil {
+		return nil, fmt.Errorf("recording %s: %w", addr, err)
+	}
+	// Replay sends tofu the answer as it is: it must hold nothing the provider line does not show.
+	if err := shownWire(pr.Protocol, wire, caps); err != nil {
+		return nil, fmt.Errorf("recording %s: %w", addr, err)
+	}
 	sch, err := newSchemas(s)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", addr, err)
@@ -123,7 +131,7 @@ func (w *Writer) Provider(ctx context.Context, pr *plugin.Provider, addr, versio
 	sch.keepConfig, sch.keepFunctionResults = w.KeepConfig, w.KeepFunctionResults
 	sch.key = w.key
 	if err := w.put(&Line{Provider: addr, Version: version, H1: h1, Protocol: pr.Protocol, Schema: s, SchemaWire: wire,
-		ConfigKept: w.KeepConfig, FunctionResultsKept: w.KeepFunctionResults}); err != nil {
+		ServerCapabilities: caps, ConfigKept: w.KeepConfig, FunctionResultsKept: w.KeepFunctionResults}); err != nil {
 		return nil, err
 	}
 	return &recorder{w: w, addr: addr, schemas: sch, inner: inner}, nil
