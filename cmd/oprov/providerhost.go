@@ -51,7 +51,7 @@ Give the connecting user nothing else to run: an SSH forced command is this comm
 	}
 	c.Flags().BoolVar(&o.Stdio, "stdio", false, "serve one connection on standard input and output (required)")
 	c.Flags().BoolVar(&o.RequireSandbox, "require-sandbox", false, "run every provider under a sandbox: the configuration's block for it, else the default; the request may only narrow it")
-	c.Flags().StringVar(&o.Config, "config", "", "this side's configuration: the providers allowed here, their signers, their sandboxes, the bounds (oprov.hcl's syntax; docs/remote.md)")
+	c.Flags().StringVar(&o.Config, "config", "", "this side's configuration: the providers allowed here, their signers, their sandboxes, the bounds (oprov.hcl's syntax; https://github.com/oprov/oprov/blob/main/docs/remote.md)")
 	c.Flags().StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	return c
 }

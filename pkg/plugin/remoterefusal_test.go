@@ -12,7 +12,7 @@ import (
 // quotes the far side's other stderr lines.
 func TestRemoteRefusalSaidOnce(t *testing.T) {
 	const refusal = "example.com/acme/x 1.0.0: the lock file records no h1: hash of this package"
-	script := `echo '{"oprov_remote":1,"platform":"linux_amd64"}'; read line; echo "far: looking at the cache" >&2; ` +
+	script := `echo '{"oprov_remote":2,"platform":"linux_amd64"}'; read line; echo "far: looking at the cache" >&2; ` +
 		`echo '{"error":"` + refusal + `"}'; echo "oprov: ` + refusal + `" >&2`
 	_, err := startRemote(context.Background(), RemoteOptions{Name: `remote "x" (sh)`, Command: []string{"sh", "-c", script},
 		Request: func(string) (*RemoteRequest, error) { return &RemoteRequest{Address: "example.com/acme/x"}, nil }, StartTimeout: 20 * time.Second})
