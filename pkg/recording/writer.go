@@ -2,11 +2,14 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -31,6 +34,56 @@ type Writer struct {
 	// may be a secret passed to the function, which oprov cannot see marked).
 	KeepFunctionResults bool
 	key                 *Key
+	// lines are where each line went in the temporary file, and what orders it: Close writes them
+	// in one order whatever the order their answers came in (tofu makes calls concurrently), so
+	// the same run recorded twice gives the same lines.
+	lines   []lineAt
+	written int64
+}
+
+// lineAt is one written line: its place in the temporary file and its order key.
+type lineAt struct {
+	off   int64
+	n     int
+	order lineOrder
+}
+
+// lineOrder puts the header first, then each provider (by address) with its line before its
+// calls, and its calls by call, type and request. Calls with the same key keep the order their
+// answers came in (the sort is stable): replay answers such calls in that order.
+type lineOrder struct {
+	kind     int // 0 header, 1 provider, 2 call
+	provider string
+	call     string
+	typ      string
+	request  [32]byte
+}
+
+func (a lineOrder) less(b lineOrder) bool {
+	switch {
+	case a.kind == 0 || b.kind == 0:
+		return a.kind < b.kind
+	case a.provider != b.provider:
+		return a.provider < b.provider
+	case a.kind != b.kind:
+		return a.kind < b.kind
+	case a.call != b.call:
+		return a.call < b.call
+	case a.typ != b.typ:
+		return a.typ < b.typ
+	}
+	return bytes.Compare(a.request[:], b.request[:]) < 0
+}
+
+func orderOf(l *Line) lineOrder {
+	switch {
+	case l.Format != 0:
+		return lineOrder{kind: 0}
+	case l.Call == "":
+		return lineOrder{kind: 1, provider: l.Provider}
+	}
+	req, _ := json.Marshal(l.Request) // map keys sorted
+	return lineOrder{kind: 2, provider: l.Provider, call: l.Call, typ: l.Type, request: sha256.Sum256(req)}
 }
 
 // writeBuffer is how many bytes of lines the writer holds before it writes them to the file.
@@ -68,8 +121,64 @@ func (w *Writer) put(l *Line) error {
 	}
 	if _, err := w.buf.Write(append(b, '\n')); err != nil {
 		w.err = fmt.Errorf("recording %s: %w", w.path, err)
+		return w.err
 	}
-	return w.err
+	w.lines = append(w.lines, lineAt{off: w.written, n: len(b) + 1, order: orderOf(l)})
+	w.written += int64(len(b) + 1)
+	return nil
+}
+
+// ordered writes the lines of the temporary file into a second one in their order, and gives
+// its name ("" when they are in order already).
+func (w *Writer) ordered() (string, error) {
+	idx := make([]int, len(w.lines))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return w.lines[idx[i]].order.less(w.lines[idx[j]].order) })
+	inOrder := true
+	for i, k := range idx {
+		if i != k {
+			inOrder = false
+			break
+		}
+	}
+	if inOrder {
+		return "", nil
+	}
+	out, err := os.CreateTemp(filepath.Dir(w.path), ".oprov-recording-*")
+	if err != nil {
+		return "", err
+	}
+	bw := bufio.NewWriterSize(out, writeBuffer)
+	var line []byte
+	for _, k := range idx {
+		l := w.lines[k]
+		if cap(line) < l.n {
+			line = make([]byte, l.n)
+		}
+		line = line[:l.n]
+		if _, err = w.f.ReadAt(line, l.off); err != nil {
+			break
+		}
+		if _, err = bw.Write(line); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", err
+	}
+	return out.Name(), nil
 }
 
 // Close finishes the recording and puts it in place.
@@ -80,17 +189,26 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.buf.Flush()
 	}
+	name := w.f.Name()
 	if err == nil {
+		var sorted string
+		if sorted, err = w.ordered(); err == nil && sorted != "" {
+			os.Remove(name)
+			name = sorted
+		}
+	}
+	if err == nil && name == w.f.Name() {
 		err = w.f.Sync()
 	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(w.f.Name(), w.path)
+		err = os.Rename(name, w.path)
 	}
 	if err != nil {
 		os.Remove(w.f.Name())
+		os.Remove(name)
 		return fmt.Errorf("recording %s: %w", w.path, err)
 	}
 	return nil

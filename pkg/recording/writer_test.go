@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// The writer holds lines in a buffer, but what it writes is every line, in order, once Close
-// puts the file in place.
+// The writer holds lines in a buffer, but what it writes is every line, once Close puts the file
+// in place; calls of one key (one call, type and request) in the order their answers came.
 func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "calls.jsonl")
 	w, err := Create(path, "tofu", nil)
@@ -19,7 +19,7 @@ func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 	}
 	const n = 5000 // several times the buffer
 	for i := 0; i < n; i++ {
-		if err := w.put(&Line{Provider: "example.com/acme/x", Call: "ReadResource", Type: fmt.Sprintf("thing_%d_%s", i, strings.Repeat("x", i%300))}); err != nil {
+		if err := w.put(&Line{Provider: "example.com/acme/x", Call: "ReadResource", Type: "thing", Response: Msg{"note": fmt.Sprintf("%d_%s", i, strings.Repeat("x", i%300))}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 	sc.Buffer(nil, 1<<20)
 	lines := 0
 	for ; sc.Scan(); lines++ {
-		if want := fmt.Sprintf(`"type":"thing_%d_`, lines-1); lines > 0 && !strings.Contains(sc.Text(), want) {
+		if want := fmt.Sprintf(`"note":"%d_`, lines-1); lines > 0 && !strings.Contains(sc.Text(), want) {
 			t.Fatalf("line %d is not call %d: %.80s", lines+1, lines-1, sc.Text())
 		}
 	}
@@ -79,5 +79,50 @@ func TestWriterFailureFailsTheRun(t *testing.T) {
 		if len(left) > 0 {
 			t.Errorf("%d lines: left behind %v", lines, left[0].Name())
 		}
+	}
+}
+
+// Calls answered in another order (tofu makes them concurrently) are written in one order: the
+// header, each provider with its line and then its calls by call, type and request.
+func TestWriterOrdersLinesWhateverTheAnswersOrder(t *testing.T) {
+	write := func(order []int) []byte {
+		path := filepath.Join(t.TempDir(), "calls.jsonl")
+		w, err := Create(path, "tofu", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := []*Line{
+			{Provider: "example.com/acme/b", Version: "1.0.0"},
+			{Provider: "example.com/acme/a", Version: "1.0.0"},
+			{Provider: "example.com/acme/b", Call: "ReadResource", Type: "b_thing", Request: Msg{"type_name": "b_thing"}},
+			{Provider: "example.com/acme/a", Call: "PlanResourceChange", Type: "a_thing", Request: Msg{"type_name": "a_thing", "n": 1}},
+			{Provider: "example.com/acme/a", Call: "PlanResourceChange", Type: "a_thing", Request: Msg{"type_name": "a_thing", "n": 2}},
+			{Provider: "example.com/acme/a", Call: "ApplyResourceChange", Type: "a_thing", Request: Msg{"type_name": "a_thing"}},
+		}
+		for _, i := range order {
+			if err := w.put(lines[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir, _ := os.ReadDir(filepath.Dir(path)); len(dir) != 1 {
+			t.Errorf("Close left %d files beside the recording", len(dir)-1)
+		}
+		_, rest, _ := strings.Cut(string(b), "\n") // the header holds the time
+		return []byte(rest)
+	}
+	a := write([]int{0, 1, 2, 3, 4, 5})
+	b := write([]int{1, 5, 4, 0, 3, 2})
+	if string(a) != string(b) {
+		t.Fatalf("two orders of the same answers wrote different recordings:\n%s\n%s", a, b)
+	}
+	if first, _, _ := strings.Cut(string(a), "\n"); !strings.Contains(first, `"provider":"example.com/acme/a","version"`) {
+		t.Errorf("the first line after the header is not provider a's: %s", first)
 	}
 }
