@@ -316,6 +316,9 @@ func shownWire(major int, wire []byte, shown map[string]bool) error {
 	if len(plugin.WireFields(wire, protocol.Num(schemaResponse, "diagnostics"))) > 0 {
 		return errors.New("schema_wire, which replay sends tofu, holds diagnostics the recording does not show; was the recording edited? record it again")
 	}
+	if err := unshownSchemas(major, wire); err != nil {
+		return err
+	}
 	caps, err := serverCapabilities(major, wire)
 	if err != nil {
 		return err
@@ -327,6 +330,46 @@ func shownWire(major int, wire []byte, shown map[string]bool) error {
 	}
 	if !maps.Equal(caps, shown) {
 		return fmt.Errorf("schema_wire, which replay sends tofu, gives the server capabilities %v, and the line shows %v (server_capabilities); was the recording edited? record it again", capNames(caps), capNames(shown))
+	}
+	return nil
+}
+
+// unshownFields are the parts of a schema answer the line's schema (as tofu prints it) has no
+// place for: a schema answer holding one cannot be shown, so it is refused, not sent unseen.
+var unshownFields = []string{"provider_meta", "list_resource_schemas", "state_store_schemas", "action_schemas"}
+
+// unshownSchemas refuses a schema answer holding what the line's schema cannot show: the fields
+// above, and a function parameter that allows unknown values.
+func unshownSchemas(major int, wire []byte) error {
+	v := protocol.Published(major)
+	m := v.Message(schemaResponse)
+	for _, name := range unshownFields {
+		if f := m.Named(name); f != nil && len(plugin.WireFields(wire, f.Num)) > 0 {
+			return fmt.Errorf("schema_wire holds %s, which the recording's schema cannot show; oprov does not record such a provider", name)
+		}
+	}
+	fn := v.Message("Function")
+	param := v.Message("Function.Parameter")
+	if fn == nil || param == nil {
+		return nil
+	}
+	allows := param.Named("allow_unknown_values").Num
+	for _, entry := range plugin.WireFields(wire, m.Named("functions").Num) {
+		f := plugin.WireField(entry, 2)
+		for _, n := range []protowire.Number{fn.Named("parameters").Num, fn.Named("variadic_parameter").Num} {
+			for _, p := range plugin.WireFields(f, n) {
+				unknowns := false
+				plugin.WireWalk(p, func(num protowire.Number, typ protowire.Type, value []byte) {
+					if num == allows && typ == protowire.VarintType {
+						x, _ := protowire.ConsumeVarint(value)
+						unknowns = x != 0
+					}
+				})
+				if unknowns {
+					return fmt.Errorf("schema_wire has a function %q whose parameter allows unknown values, which the recording's schema cannot show; oprov does not record such a provider", plugin.WireField(entry, 1))
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -113,3 +113,27 @@ func TestIdentityDecodesByTheModel(t *testing.T) {
 		t.Errorf("the identity is answered as %x (%v), want the provider's %x", enc, err, identity)
 	}
 }
+
+// A schema answer holding what the line's schema has no place for (a list resource's, a state
+// store's or an action's schema, provider_meta, a function parameter allowing unknown values) is
+// refused: replay would send tofu what no reviewer reads.
+func TestSchemaPartsTheLineCannotShowAreRefused(t *testing.T) {
+	entry := func(key string, value []byte) []byte {
+		e := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), key)
+		return protowire.AppendBytes(protowire.AppendTag(e, 2, protowire.BytesType), value)
+	}
+	block := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), nil) // Schema{block: {}}
+	param := protowire.AppendVarint(protowire.AppendTag(protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "s"), 4, protowire.VarintType), 1)
+	fn := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), param)
+	for name, extra := range map[string][]byte{
+		"a list resource's schema":      protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), entry("x_list", block)),
+		"an action's schema":            protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), entry("x_act", protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), block))),
+		"provider_meta":                 protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), block),
+		"a parameter allowing unknowns": protowire.AppendBytes(protowire.AppendTag(nil, 7, protowire.BytesType), entry("f", fn)),
+	} {
+		pl := attackSchemaWire(t, nil, extra)
+		if _, err := Read(strings.NewReader(header+"\n"+pl+"\n"), "rec.jsonl", Limits{}); err == nil || !strings.Contains(err.Error(), "cannot show") {
+			t.Errorf("%s in schema_wire: read gives %v", name, err)
+		}
+	}
+}
