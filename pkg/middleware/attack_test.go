@@ -106,3 +106,21 @@ func TestAttackAuditNestedTypeSecrets(t *testing.T) {
 }
 
 var ctymsgpackMarshal = ctymsgpack.Marshal
+
+// A provider that echoes a sensitive value it was sent in a diagnostic does not put it in the
+// audit: the request's secrets (by the schema) are taken out of the diagnostics' text.
+func TestEchoedSecretStaysOutOfTheAudit(t *testing.T) {
+	m, path := newTestMiddleware(t)
+	diag := protowire.AppendVarint(protowire.AppendTag(nil, diagSeverity, protowire.VarintType), 1)
+	diag = protowire.AppendString(protowire.AppendTag(diag, diagSummary, protowire.BytesType), "the password hunter2-secret is too weak")
+	resp := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), diag) // ValidateResourceConfig.Response.diagnostics
+	next := func(context.Context, []byte) ([]byte, error) { return resp, nil }
+	req := dynamic(t, typeName("acme_database"), 2, db("main", nil)) // its config
+	if _, err := m.Unary(context.Background(), &plugin.Call{Method: "/tfplugin6.Provider/ValidateResourceConfig", Protocol: 6, Request: req}, next); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "hunter2") || !strings.Contains(string(data), "is too weak") {
+		t.Errorf("the audit of an echoed secret:\n%s", data)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/pkg/protocol"
 )
 
 // Config is what one provider's middleware does.
@@ -142,7 +143,7 @@ func (m *middleware) Unary(ctx context.Context, call *plugin.Call, next plugin.N
 		resp, err = next(ctx, call.Request)
 	}
 	if err == nil {
-		m.noteResult(rec, info, resp)
+		m.noteResult(rec, info, call.Request, resp)
 	}
 	if werr := m.record(rec, start, err); werr != nil {
 		m.cfg.Warn(werr.Error())
@@ -210,7 +211,8 @@ func (m *middleware) Own(method string, took time.Duration, err error) {
 }
 
 // noteResult records what a response says went wrong.
-func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
+func (m *middleware) noteResult(rec *Record, info rpcInfo, req, resp []byte) {
+	n := len(rec.Diagnostics)
 	if info.diagField != 0 {
 		rec.Diagnostics = append(rec.Diagnostics, diagnostics(resp, info.diagField)...)
 	}
@@ -219,6 +221,80 @@ func (m *middleware) noteResult(rec *Record, info rpcInfo, resp []byte) {
 			rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: "error", Summary: string(plugin.WireField(fe, functionErrorText))})
 		}
 	}
+	if len(rec.Diagnostics) > n && m.cfg.Audit != nil {
+		// A provider may echo a secret it was sent; the audit keeps the diagnostics without it.
+		secrets := m.requestSecrets(rec, req)
+		for i := n; i < len(rec.Diagnostics); i++ {
+			rec.Diagnostics[i].Summary = scrub(rec.Diagnostics[i].Summary, secrets)
+		}
+	}
+}
+
+// argumentSecrets adds every argument of a call of function name, decoded by its parameters.
+func (m *middleware) argumentSecrets(name string, args [][]byte, set map[string]bool) {
+	f, ok := m.functions[name]
+	if !ok {
+		return
+	}
+	for i, a := range args {
+		p := f.VariadicParameter
+		if i < len(f.Parameters) {
+			p = f.Parameters[i]
+		}
+		if p == nil {
+			return
+		}
+		if ty, err := ctyjson.UnmarshalType(p.Type); err == nil {
+			if val, err := decodeDynamic(a, ty); err == nil {
+				allForms(plainValue(val, false), set)
+			}
+		}
+	}
+}
+
+// requestSecrets gives the secret values a call's request holds, by the protocol model's classes:
+// what the schema marks in a configuration or state, every value of the provider's
+// configuration, and every argument of a function (their secrecy is not known).
+func (m *middleware) requestSecrets(rec *Record, req []byte) []string {
+	v, method := protocol.Lookup("/tfplugin6.Provider/" + rec.RPC)
+	if method == nil {
+		if v, method = protocol.Lookup("/tfplugin5.Provider/" + rec.RPC); method == nil {
+			return nil
+		}
+	}
+	msg := v.Message(method.Request)
+	set := map[string]bool{}
+	for i := range msg.Fields {
+		f := &msg.Fields[i]
+		if f.Type != "DynamicValue" {
+			continue
+		}
+		cls := protocol.ClassWithin(protocol.Container, method.Request, f)
+		if cls == protocol.FunctionArgument {
+			m.argumentSecrets(rec.Name, plugin.WireFields(req, f.Num), set)
+			continue
+		}
+		for _, dv := range plugin.WireFields(req, f.Num) {
+			switch cls.Secrecy() {
+			case protocol.BySchema:
+				sets := map[string]map[string]schema{"resource": m.resources, "data_source": m.dataSources, "ephemeral_resource": m.ephemeral}[rec.Kind]
+				if sc, ok := sets[rec.Name]; ok {
+					if val, err := decodeDynamic(dv, sc.ty); err == nil {
+						secretsOf(goValue(val, sc.block, false), goValue(val, sc.block, true), set)
+					}
+				}
+			case protocol.AllAttributes:
+				if s := m.cfg.Schema; s != nil && s.Provider != nil && s.Provider.Block != nil {
+					if ty, err := s.Provider.Block.ImpliedType(); err == nil {
+						if val, err := decodeDynamic(dv, ty); err == nil {
+							allForms(plainValue(val, false), set)
+						}
+					}
+				}
+			}
+		}
+	}
+	return secretList(set)
 }
 
 // record writes the call's audit line; an error means the call must fail (see Audit.Put).

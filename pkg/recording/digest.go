@@ -134,6 +134,7 @@ func (k *Key) digestJSON(j any) string {
 // redact puts the redaction marker in place of v (of type ty) at p, with its digest.
 func (out *Value) redact(p Path, ty cty.Type, v cty.Value) any {
 	out.Redacted = append(out.Redacted, clonePath(p))
+	out.texts = appendTexts(out.texts, v)
 	if out.key != nil {
 		out.Digests = append(out.Digests, out.key.digest(ty, v))
 	}

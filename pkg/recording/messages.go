@@ -122,6 +122,7 @@ type RawState struct {
 	Redacted []Path `json:"redacted,omitempty"`
 	// Digests are the redacted values' digests, in the order of Redacted (digest.go).
 	Digests []string `json:"digests,omitempty"`
+	texts   []string // the redacted values' texts (scrub.go)
 }
 
 // Msg is a decoded message: its named fields, and under unmodelledKey the numbers of any field

@@ -191,6 +191,9 @@ func (s *schemas) rawState(typeName string, js []byte, redact bool) (*RawState, 
 		out.JSON = redactJSON(j, b.ty, nil, func(p Path) bool { return secret(b.b, p) }, &out.Redacted)
 		sortPaths(out.Redacted) // one order, whatever the map's
 		out.Digests = s.key.digestsOf(j, out.Redacted)
+		for _, p := range out.Redacted {
+			out.texts = jsonTexts(jsonAt(j, p), out.texts)
+		}
 	}
 	return out, nil
 }

@@ -55,6 +55,13 @@ func (s *schemas) secret(f *field, typeName string, index int, data []byte, reda
 		if s.key != nil {
 			rv.Digests = []string{s.secretDigest(f, typeName, index, data)}
 		}
+		if r := secretRole(f.class); r != roleNone {
+			if b, err := s.blockFor(r, typeName, index); err == nil {
+				if v, err := decodeDynamicValue(data, b.ty); err == nil {
+					rv.texts = appendTexts(nil, v)
+				}
+			}
+		}
 		return rv, nil
 	}
 	if r := secretRole(f.class); r != roleNone {

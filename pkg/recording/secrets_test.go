@@ -8,6 +8,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/oprov/oprov/pkg/plugin"
@@ -276,4 +278,33 @@ func recursiveMsg() *message {
 	m := &message{}
 	m.fields = []field{{num: 1, name: "self", kind: kMessage, sub: m}}
 	return m
+}
+
+// A provider that echoes a secret it was sent (in a diagnostic, a function's error or a call's
+// error) does not put it in the recording: the request's secrets are taken out of those texts.
+func TestEchoedSecretsStayOutOfDiagnostics(t *testing.T) {
+	ps := secretsSchema()
+	sch, err := newSchemas(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{addr: "example.com/x/x", schemas: sch}
+	res := ps.ResourceSchemas["x_thing"].Block
+	cfg := dynamic(t, res, map[string]cty.Value{"name": cty.StringVal("a"), "password": cty.StringVal("hunter2-ECHOED")})
+	req := bytesField(stringField(nil, "ValidateResourceConfig.Request", "type_name", "x_thing"), "ValidateResourceConfig.Request", "config", cfg)
+	diag := stringField(stringField(protowire.AppendVarint(protowire.AppendTag(nil, num("Diagnostic", "severity"), protowire.VarintType), 1),
+		"Diagnostic", "summary", "bad password hunter2-ECHOED"), "Diagnostic", "detail", "the password hunter2-ECHOED is too short")
+	resp := bytesField(nil, "ValidateResourceConfig.Response", "diagnostics", diag)
+	fnReq := bytesField(stringField(nil, "CallFunction.Request", "name", "echo"), "CallFunction.Request", "arguments", dynamicOf(t, cty.String, cty.StringVal("arg-ECHOED")))
+	fnResp := bytesField(nil, "CallFunction.Response", "error", stringField(nil, "FunctionError", "text", "cannot echo arg-ECHOED"))
+	for _, l := range []*Line{r.line("ValidateResourceConfig", req, resp, nil), r.line("CallFunction", fnReq, fnResp, nil),
+		r.line("ValidateResourceConfig", req, nil, status.Error(codes.Internal, "crashed on hunter2-ECHOED"))} {
+		b, _ := json.Marshal(l)
+		if strings.Contains(string(b), "ECHOED") {
+			t.Errorf("an echoed secret is in the recording: %s", b)
+		}
+		if !strings.Contains(string(b), redactedText) {
+			t.Errorf("nothing was redacted: %s", b)
+		}
+	}
 }

@@ -73,6 +73,7 @@ type Value struct {
 	// Digests are the redacted values' keyed digests, in the order of Redacted (digest.go).
 	Digests []string `json:"digests,omitempty"`
 	key     *Key     // what fromCty digests redacted values with
+	texts   []string // the redacted values' texts, to keep them out of the call's diagnostics (scrub.go)
 }
 
 // fromCty encodes v of type ty. Sensitive paths (by the schema) are redacted, with their digests

@@ -303,6 +303,7 @@ func (r *recorder) line(rpc string, req, resp []byte, err error) *Line {
 	if err != nil {
 		st, _ := status.FromError(err)
 		l.Error = &CallError{Code: st.Code().String(), Message: st.Message()}
+		scrubAnswer(l)
 		return l
 	}
 	if !known {
@@ -310,6 +311,7 @@ func (r *recorder) line(rpc string, req, resp []byte, err error) *Line {
 	} else if l.Response, derr = decodeMsg(resp, respSpec, l.Type, r.schemas, true); derr != nil {
 		l.Response = Msg{unmodelledKey: true}
 	}
+	scrubAnswer(l)
 	return l
 }
 
