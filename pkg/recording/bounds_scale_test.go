@@ -124,7 +124,7 @@ func TestIndexIsLinearInTheCalls(t *testing.T) {
 		build[n] = testing.AllocsPerRun(1, func() { rec.Replayers(nil) }) / float64(n)
 		rp := rec.Replayers(nil)[0]
 		c := rp.p.Calls[0]
-		req, err := encodeMsg(c.Line.Request, calls["ReadResource"].request, "x_thing", rp.p.schemas, nil)
+		req, err := encodeMsg(c.Line.Request, callSpecs()["ReadResource"].request, "x_thing", rp.p.schemas, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

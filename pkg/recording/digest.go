@@ -318,7 +318,7 @@ func (r *Recording) replayKey() *Key {
 func (r *Recording) holdsDigests() bool {
 	for _, p := range r.Providers {
 		for _, c := range p.Calls {
-			spec, ok := calls[c.Line.Call]
+			spec, ok := callSpecs()[c.Line.Call]
 			if !ok {
 				continue
 			}

@@ -396,7 +396,7 @@ func (d *Driver) call(ctx context.Context, rpc, typ string, parts ...[]byte) (Ms
 	if d.protocol == 5 {
 		name = d.method(rpc)[len("/tfplugin5.Provider/"):]
 	}
-	m, err := decodeMsg(resp, calls[name].response, typ, d.s, false)
+	m, err := decodeMsg(resp, callSpecs()[name].response, typ, d.s, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the answer: %w", rpc, err)
 	}

@@ -234,7 +234,7 @@ func (p *ProviderRec) check(l *Line) error {
 	if l.Response == nil {
 		return errors.New("no response and no error")
 	}
-	spec, ok := calls[l.Call]
+	spec, ok := callSpecs()[l.Call]
 	var req, resp *message
 	if ok {
 		req, resp = spec.request, spec.response

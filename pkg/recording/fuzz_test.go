@@ -47,7 +47,7 @@ func FuzzRead(f *testing.F) {
 		}
 		for _, rp := range rec.Replayers([]Ignore{{Type: "*", Path: Path{"tags"}}}) {
 			for _, c := range rp.p.Calls {
-				spec, ok := calls[c.Line.Call]
+				spec, ok := callSpecs()[c.Line.Call]
 				var req *message
 				if ok {
 					req = spec.request

@@ -208,7 +208,7 @@ func (rp *Replayer) lookup(rpc, typ string, live Msg) []*CallRec {
 }
 
 func requestSpec(rpc string) *message {
-	if c, ok := calls[rpc]; ok {
+	if c, ok := callSpecs()[rpc]; ok {
 		return c.request
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -84,10 +85,10 @@ func (m *message) byName(name string) *field {
 	return nil
 }
 
-// calls are the RPCs whose messages a recording decodes, by their names in protocols 5 and 6:
+// callSpecs are the RPCs whose messages a recording decodes, by their names in protocols 5 and 6:
 // every unary method of the published protocol, derived from pkg/protocol's model (modelled.go).
 // A call of any other method is recorded without its payload, and replay refuses to answer it.
-var calls = modelCalls()
+var callSpecs = sync.OnceValue(modelCalls)
 
 // call is what a recording knows of one RPC: its request and response.
 type call struct{ request, response *message }
@@ -96,7 +97,7 @@ var emptyAnswer = &message{}
 
 // diagField is where each decoded RPC's response keeps its diagnostics.
 func diagField(rpc string) protowire.Number {
-	c, ok := calls[rpc]
+	c, ok := callSpecs()[rpc]
 	if !ok {
 		return 0
 	}

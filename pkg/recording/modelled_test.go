@@ -52,7 +52,7 @@ func TestModelledSpecs(t *testing.T) {
 		{"StopProvider", true, []string{"Error"}, kString, false},
 		{"Stop", true, []string{"Error"}, kString, false},
 	} {
-		c, ok := calls[tc.rpc]
+		c, ok := callSpecs()[tc.rpc]
 		if !ok {
 			t.Errorf("%s is not modelled", tc.rpc)
 			continue
@@ -75,7 +75,7 @@ func TestModelledSpecs(t *testing.T) {
 		}
 	}
 	for _, streaming := range []string{"ListResource", "ReadStateBytes", "WriteStateBytes", "InvokeAction"} {
-		if _, ok := calls[streaming]; ok {
+		if _, ok := callSpecs()[streaming]; ok {
 			t.Errorf("%s streams, but a recording decodes it", streaming)
 		}
 	}

@@ -152,7 +152,7 @@ func (rp *Replayer) Answer(_ context.Context, call *plugin.Call) ([]byte, error)
 	case "StopProvider", "Stop":
 		return nil, nil
 	}
-	spec, known := calls[rpc]
+	spec, known := callSpecs()[rpc]
 	if !known {
 		return nil, status.Errorf(codes.Unimplemented, "oprov replay: %s: %v", rpc, unmodelledError(true))
 	}

@@ -205,7 +205,7 @@ func TestReplayRefusesWhatWasNotRecorded(t *testing.T) {
 		if err := decodeJSON(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		_, err := encodeMsg(back.Response, calls[back.Call].response, back.Type, sch, nil)
+		_, err := encodeMsg(back.Response, callSpecs()[back.Call].response, back.Type, sch, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: answering from %s gave %v, want %q", tc.l.Call, b, err, tc.want)
 		}
@@ -221,7 +221,7 @@ func TestReplayRefusesWhatWasNotRecorded(t *testing.T) {
 	if err := decodeJSON(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encodeMsg(back.Response, calls["CallFunction"].response, "echo", sch, nil); err != nil {
+	if _, err := encodeMsg(back.Response, callSpecs()["CallFunction"].response, "echo", sch, nil); err != nil {
 		t.Errorf("a kept function result is not answered: %v", err)
 	}
 }

@@ -108,7 +108,7 @@ func TestIdentityDecodesByTheModel(t *testing.T) {
 	if !ok || !bytes.Equal(data["msgpack"].([]byte), plugin.WireField(dv, dynamicMsgpack)) {
 		t.Errorf("identity_data is not its DynamicValue's fields: %#v", id)
 	}
-	enc, err := encodeMsg(l.Response, calls[m].response, "x_thing", sch, nil)
+	enc, err := encodeMsg(l.Response, callSpecs()[m].response, "x_thing", sch, nil)
 	if err != nil || !bytes.Equal(enc, bytesField(nil, m+".Response", "new_identity", identity)) {
 		t.Errorf("the identity is answered as %x (%v), want the provider's %x", enc, err, identity)
 	}

@@ -286,7 +286,7 @@ func (r *recorder) Unary(ctx context.Context, call *plugin.Call, next plugin.Nex
 // lacks by number only, and a message that does not decode as the model says is not kept at all.
 func (r *recorder) line(rpc string, req, resp []byte, err error) *Line {
 	l := &Line{Provider: r.addr, Call: rpc}
-	spec, known := calls[rpc]
+	spec, known := callSpecs()[rpc]
 	var reqSpec, respSpec *message
 	if known {
 		reqSpec, respSpec = spec.request, spec.response
