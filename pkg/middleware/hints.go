@@ -44,7 +44,10 @@ func (h hints) Unary(ctx context.Context, call *plugin.Call, next plugin.Next) (
 		text := string(plugin.WireField(d, diagSummary)) + "\n" + string(plugin.WireField(d, diagDetail))
 		if s, ok := hint.SuggestIn(text, h.dir); ok && !said[s] && !strings.HasPrefix(text, "oprov: ") {
 			said[s] = true
-			resp = appendDiagnostic(resp, info.diagField, severityWarning, "oprov: the provider's sandbox may have refused this", s+".")
+			// Each warning's summary names what was refused: tofu folds warnings of one summary
+			// into "and N more similar warnings", which would hide every hint but the first.
+			what, _, _ := strings.Cut(s, ":")
+			resp = appendDiagnostic(resp, info.diagField, severityWarning, "oprov: the provider's sandbox may have refused this: "+what, s+".")
 		}
 	}
 	return resp, nil
