@@ -34,6 +34,7 @@ type serveOptions struct {
 	StateDir    string
 	Keys        []string
 	Policy      string
+	SigningKey  string // --signing-key: the OpenPGP key the registry (providers.v1) signs with
 	keyless     keylessFlags
 	CacheDir    string
 	Concurrency int
@@ -100,6 +101,7 @@ exactly or a client has asked for it.
 	f.StringVar(&o.StateDir, "state-dir", "", "where the local CA and certificate are kept (default $XDG_STATE_HOME/oprov/serve)")
 	f.StringSliceVar(&o.Keys, "key", nil, "serve only versions signed by this public key (repeatable)")
 	f.StringVar(&o.Policy, "policy", "", "serve only versions that pass this trust policy (HCL)")
+	f.StringVar(&o.SigningKey, "signing-key", "", "also serve the Provider Registry Protocol (providers.v1), signing each version's SHA256SUMS with this ASCII-armored OpenPGP secret key (no passphrase); only versions whose signatures pass --policy or --key are listed")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	f.IntVar(&o.Concurrency, "registry-concurrency", 8, "at most this many calls to the registry at once")
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
@@ -145,6 +147,10 @@ type serveInfo struct {
 	CLIConfig string `json:"cli_config"`
 	// ModulesURL is the modules.v1 base URL pattern (HOSTNAME standing for a module hostname).
 	ModulesURL string `json:"modules_url,omitempty"`
+	// RegistryURL is the providers.v1 base URL of the server's own hostname, with --signing-key;
+	// SigningKeyID is the key's ID, which clients print.
+	RegistryURL  string `json:"registry_url,omitempty"`
+	SigningKeyID string `json:"signing_key_id,omitempty"`
 }
 
 func runServe(ctx context.Context, o *serveOptions) error {
@@ -191,6 +197,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		if len(moduleHosts) == 0 {
 			fmt.Fprintln(o.io.ErrOut, "Note: no --module-include names a hostname, so no host block is printed: clients reach module hostname H through a host block whose modules.v1 is "+info.ModulesURL)
 		}
+	}
+	if cfg.Signer != nil {
+		host := urlHostname(info.URL)
+		srv.SetRegistryHostname(host)
+		info.RegistryURL, info.SigningKeyID = serve.RegistryBaseURL(info.URL, host), cfg.Signer.KeyID
 	}
 	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts)
 	if err := o.printInfo(info); err != nil {
@@ -241,6 +252,17 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	}
 	if o.Catalog < 0 {
 		return serve.Config{}, nil, usageErrorf("serve: --catalog-refresh must not be negative (0 turns the catalog off)")
+	}
+	if o.SigningKey != "" {
+		if tmpl == nil {
+			return serve.Config{}, nil, usageErrorf("serve: --signing-key signs for providers: give the providers' repository template too")
+		}
+		if policy == nil {
+			return serve.Config{}, nil, usageErrorf("serve: --signing-key signs only versions whose signatures were checked: give --policy or --key")
+		}
+		if cfg.Signer, err = serve.LoadSigner(o.SigningKey); err != nil {
+			return serve.Config{}, nil, fmt.Errorf("serve: --signing-key: %w", err)
+		}
 	}
 	cfg.Providers = exactAddresses(o.Include)
 	if cfg.Modules, err = o.moduleConfig(); err != nil {
@@ -294,6 +316,9 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 	}
 	if o.Modules != "" {
 		fmt.Fprintf(w, "Serving modules from %s at %s\n", o.Modules, info.ModulesURL)
+	}
+	if info.RegistryURL != "" {
+		fmt.Fprintf(w, "Provider registry for %s/NAMESPACE/TYPE at %s, SHA256SUMS signed with key %s: such sources need no CLI configuration.\n", urlHostname(info.URL), info.RegistryURL, info.SigningKeyID)
 	}
 	if info.Catalog != "" {
 		fmt.Fprintf(w, "The catalog of what is served: %s\n", info.Catalog)

@@ -109,7 +109,10 @@ func classify(err error) refusal {
 	var resp *errcode.ErrorResponse
 	var le *oci.LimitError
 	var lie *h1Error
+	var ue *unsignedError
 	switch {
+	case errors.As(err, &ue):
+		return refusal{http.StatusNotFound, "unsigned"}
 	case errors.Is(err, errBusy):
 		return refusal{http.StatusServiceUnavailable, "busy"}
 	case errors.As(err, &le):
