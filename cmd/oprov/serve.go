@@ -263,6 +263,9 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 		if cfg.Signer, err = serve.LoadSigner(o.SigningKey); err != nil {
 			return serve.Config{}, nil, fmt.Errorf("serve: --signing-key: %w", err)
 		}
+		if cfg.Signer.Warning != "" {
+			cfg.Log.Warn(cfg.Signer.Warning, slog.String("key_id", cfg.Signer.KeyID))
+		}
 	}
 	cfg.Providers = exactAddresses(o.Include)
 	if cfg.Modules, err = o.moduleConfig(); err != nil {

@@ -274,6 +274,9 @@ func TestLoadSigner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.Warning == "" || !strings.Contains(s.Warning, "Terraform") {
+		t.Errorf("an EdDSA key gives no warning that Terraform cannot read it: %q", s.Warning)
+	}
 	if len(s.KeyID) != 16 || !strings.HasSuffix(strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint)), s.KeyID) {
 		t.Errorf("key ID %s", s.KeyID)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
 // Signer is the organisation's OpenPGP key, which signs the SHA256SUMS of every provider version
@@ -23,6 +24,8 @@ type Signer struct {
 	armored string
 	// fingerprint names the key in cache keys, so that a new key signs afresh.
 	fingerprint string
+	// Warning, when set, says which clients cannot check this key's signatures.
+	Warning string
 }
 
 // maxSigningKeyFile bounds the key file read.
@@ -73,8 +76,16 @@ func LoadSigner(path string) (*Signer, error) {
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	return &Signer{entity: e, KeyID: fmt.Sprintf("%016X", e.PrimaryKey.KeyId), armored: pub.String() + "\n",
-		fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)}, nil
+	sg := &Signer{entity: e, KeyID: fmt.Sprintf("%016X", e.PrimaryKey.KeyId), armored: pub.String() + "\n",
+		fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)}
+	if !isRSA(e.PrimaryKey.PubKeyAlgo) || !isRSA(key.PublicKey.PubKeyAlgo) {
+		sg.Warning = "the signing key is not RSA: OpenTofu checks its signatures, but Terraform (1.5 at least) cannot read it (\"unsupported feature: public key type\"); for Terraform clients make an RSA key (gpg --quick-gen-key NAME rsa4096 sign never)"
+	}
+	return sg, nil
+}
+
+func isRSA(a packet.PublicKeyAlgorithm) bool {
+	return a == packet.PubKeyAlgoRSA || a == packet.PubKeyAlgoRSASignOnly
 }
 
 // sign makes a detached binary signature over data, as provider releases carry beside their

@@ -1,0 +1,183 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/internal/testreg"
+)
+
+// gpgSigningKey makes an OpenPGP key without a passphrase with the stock gpg, in a home of its
+// own, as docs/serve.md says, and gives the armored secret key's path and the key's ID.
+func gpgSigningKey(t *testing.T) (string, string) {
+	t.Helper()
+	gpg, err := exec.LookPath("gpg")
+	if err != nil {
+		peers.Missing(t, "gpg")
+	}
+	home := filepath.Join(t.TempDir(), "gnupg")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []byte {
+		cmd := exec.Command(gpg, append([]string{"--batch", "--homedir", home}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("gpg %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return out
+	}
+	// RSA: Terraform 1.5.7 reads no EdDSA key ("unsupported feature: public key type: 22").
+	run("--passphrase", "", "--quick-gen-key", "Example Org Providers <providers@example.com>", "rsa3072", "sign", "never")
+	key := filepath.Join(t.TempDir(), "signing-key.asc")
+	writeFile(t, key, string(run("--armor", "--export-secret-keys")))
+	var id string
+	for _, l := range strings.Split(string(run("--with-colons", "--list-keys")), "\n") {
+		if f := strings.Split(l, ":"); f[0] == "pub" && len(f) > 4 {
+			id = f[4]
+		}
+	}
+	if len(id) != 16 {
+		t.Fatalf("gpg lists no key ID")
+	}
+	return key, id
+}
+
+// registryServe is a serve answering providers.v1 on localhost:PORT (a hostname the local CA is
+// valid for), and where its cache is.
+type registryServe struct {
+	*served
+	host  string
+	cache string
+	keyID string
+}
+
+// TestServeRegistryClients: a provider pushed to a registry and signed with the stock cosign CLI is
+// installed by plain `tofu init` and `terraform init` from serve's Provider Registry Protocol, with
+// only serve's CA trusted and no CLI configuration: each client checks serve's OpenPGP signature
+// itself and says so with the key's ID, and the lock records zh: and h1:. A version pushed unsigned
+// is not listed. A SHA256SUMS or signature changed in serve's cache is refused by each client.
+func TestServeRegistryClients(t *testing.T) {
+	clients := map[string]string{"tofu": peers.Require(t, "tofu"), "terraform": peers.Require(t, "terraform")}
+	reg := testreg.Start(t, testreg.Options{})
+	keys := t.TempDir()
+	pass := []string{"COSIGN_PASSWORD=test-password"}
+	mustOprov(t, pass, "keygen", "--output-key-prefix", filepath.Join(keys, "cosign"))
+	const repo = "providers/acme/hello"
+	signed := versionedHello(t, reg, repo, "1.0.0")
+	if out, err := cosignCLI(t, reg, keys, append(cosignSignDefault, reg.Host+"/"+repo+"@"+signed)...); err != nil {
+		t.Fatalf("cosign sign: %v\n%s", err, out)
+	}
+	versionedHello(t, reg, repo, "1.1.0") // not signed: "~> 1.0" would choose it if it were listed
+
+	signingKey, keyID := gpgSigningKey(t)
+	port := freePort(t)
+	rs := &registryServe{host: fmt.Sprintf("localhost:%d", port), cache: filepath.Join(t.TempDir(), "cache"), keyID: keyID}
+	rs.served = startServe(t, nil, false, reg.Host+"/providers/${namespace}/${type}", "--ca-file", reg.CAFile, "--cache-dir", rs.cache,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--url", "https://"+rs.host+"/",
+		"--key", filepath.Join(keys, "cosign.pub"), "--signing-key", signingKey)
+	var info struct {
+		RegistryURL  string `json:"registry_url"`
+		SigningKeyID string `json:"signing_key_id"`
+	}
+	code, _, body := rs.get(t, "/.well-known/terraform.json")
+	json.Unmarshal(body, &info)
+	if code != 200 || !strings.Contains(string(body), `"providers.v1":"/v1/providers/`+rs.host+`/"`) {
+		t.Fatalf("service discovery: %d %s", code, body)
+	}
+	code, _, body = rs.get(t, "/v1/providers/"+rs.host+"/acme/hello/versions")
+	if code != 200 || !strings.Contains(string(body), `"1.0.0"`) || strings.Contains(string(body), "1.1.0") {
+		t.Fatalf("versions: %d %s, want 1.0.0 and not the unsigned 1.1.0", code, body)
+	}
+	for name, bin := range clients {
+		t.Run(name, func(t *testing.T) {
+			cfg := rs.install(t, bin, name == "tofu", true)
+			hashes := lockHashes(t, filepath.Join(cfg, ".terraform.lock.hcl"), rs.host+"/acme/hello")
+			p := helloHashes["linux_amd64"]
+			if !contains(hashes, p.ZH) || !contains(hashes, p.H1) {
+				t.Errorf("the lock's hashes %v lack %s or %s", hashes, p.ZH, p.H1)
+			}
+			lock, _ := os.ReadFile(filepath.Join(cfg, ".terraform.lock.hcl"))
+			if !strings.Contains(string(lock), `version     = "1.0.0"`) {
+				t.Errorf("the lock chose another version than the signed one:\n%s", lock)
+			}
+			mustTofu(t, bin, cfg, rs.env(cfg), "apply", "-auto-approve", "-input=false")
+			rs.tampered(t, bin, name == "tofu")
+		})
+	}
+}
+
+func (rs *registryServe) env(work string) []string {
+	return []string{"SSL_CERT_FILE=" + rs.CAFile, "HOME=" + work}
+}
+
+// install runs a plain init of helloConfig with its source on serve's hostname, and checks that the
+// client said the provider is signed with the key's ID (want) or failed on the signature (!want).
+func (rs *registryServe) install(t *testing.T, bin string, tofu, want bool) string {
+	t.Helper()
+	cfg := t.TempDir()
+	writeFile(t, filepath.Join(cfg, "main.tf"), strings.Replace(helloConfig, `"example.com/acme/hello"`, `"`+rs.host+`/acme/hello"`, 1))
+	out, err := tofuRun(t, bin, cfg, append(rs.env(cfg), "NO_COLOR=1"), "init", "-input=false", "-no-color")
+	said := "signed, key ID " + rs.keyID
+	if !tofu {
+		said = "self-signed, key ID " + rs.keyID
+	}
+	switch {
+	case want && (err != nil || !strings.Contains(out, said)):
+		t.Fatalf("%s init: %v; want it installed with %q:\n%s", filepath.Base(bin), err, said, out)
+	case !want && err == nil:
+		t.Fatalf("%s init installed from a tampered registry:\n%s", filepath.Base(bin), out)
+	case !want && !strings.Contains(strings.ToLower(out), "signature"):
+		t.Errorf("%s init failed, but not on the signature:\n%s", filepath.Base(bin), out)
+	}
+	return cfg
+}
+
+// tampered changes serve's cached SHA256SUMS, then its signature, and checks that the client
+// refuses each; with both put back, it installs again.
+func (rs *registryServe) tampered(t *testing.T, bin string, tofu bool) {
+	t.Helper()
+	sums, _ := filepath.Glob(filepath.Join(rs.cache, "registry-sums", "*", "*", "SHA256SUMS"))
+	if len(sums) != 1 {
+		t.Fatalf("want one signed SHA256SUMS in serve's cache, found %v", sums)
+	}
+	for _, path := range []string{sums[0], sums[0] + ".sig"} {
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := bytes.Clone(orig)
+		if strings.HasSuffix(path, ".sig") {
+			changed[len(changed)-3] ^= 0x01
+		} else {
+			// Every line the client compares stays as it was: only the signature can tell.
+			changed = append(changed, []byte(strings.Repeat("0", 64)+"  terraform-provider-hello_1.0.0_plan9_amd64.zip\n")...)
+		}
+		writeFile(t, path, string(changed))
+		rs.install(t, bin, tofu, false)
+		writeFile(t, path, string(orig))
+	}
+	rs.install(t, bin, tofu, true)
+}
+
+// freePort gives a port free on 127.0.0.1 now, for a server that must know its URL (and so its
+// port) before it listens.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
