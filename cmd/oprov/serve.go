@@ -72,6 +72,11 @@ sizes and signers, and the versions refused with the reason. It is read in the b
 --catalog-refresh; with a template with variables, a provider appears once --include names it
 exactly or a client has asked for it.
 
+With --signing-key KEY.asc, serve is also a provider registry (providers.v1) for the --url host:
+a provider source such as HOST/NAMESPACE/TYPE then needs no CLI configuration. It lists the
+versions whose signatures passed --policy or --key, and signs each version's SHA256SUMS with
+that OpenPGP key, so OpenTofu and Terraform check a signature themselves.
+
 ` + serveModulesHelp,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
   oprov serve oci-layout:./layout --address example.com/acme/hello

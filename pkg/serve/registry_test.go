@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -186,6 +187,22 @@ func TestRegistryWarnModeUnsigned(t *testing.T) {
 	matches, _ := filepath.Glob(filepath.Join(s.cache.Dir, "registry-sums", "*", "*"))
 	if len(matches) != 0 {
 		t.Errorf("something was signed: %v", matches)
+	}
+	// The catalog says which protocol serves which version.
+	s.cfg.CatalogRefresh = time.Hour
+	cat := s.refreshCatalog(context.Background())
+	if cat.Protocols.Registry != "/v1/providers/example.com/" || cat.Protocols.Mirror != "/" || cat.Protocols.RegistryKeyID == "" {
+		t.Errorf("catalog protocols: %+v", cat.Protocols)
+	}
+	inRegistry := map[string]bool{}
+	for _, v := range cat.Providers[0].Versions {
+		inRegistry[v.Version] = v.Registry
+	}
+	if !inRegistry["1.0.0"] || inRegistry["1.1.0"] || len(inRegistry) != 2 {
+		t.Errorf("catalog: in the registry %v, want 1.0.0 only of 1.0.0 and 1.1.0", inRegistry)
+	}
+	if _, page := s.get(t, "/"); !strings.Contains(string(page), "provider registry") || strings.Count(string(page), `class="registry"`) != 1 {
+		t.Errorf("the catalog page does not show which version the registry serves:\n%s", page)
 	}
 }
 
