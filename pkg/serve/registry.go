@@ -350,24 +350,31 @@ const maxSumsFile = 1 << 20
 // signedSums gives a version's SHA256SUMS and its signature: read from the cache, or made, signed
 // and kept there (each file written whole under a temporary name, then renamed into place). The
 // cache name is a hash of the provider, version, index digest, key and content, so no part of a
-// request becomes a path, and another key or another index signs afresh.
+// request becomes a path, and another key or another index signs afresh. Every read, write and
+// rename goes through an os.Root on the cache, so a link planted in it leads nowhere outside.
+// What is read back is served as it is: clients check the signature themselves.
 func (s *Server) signedSums(ctx context.Context, rq request, rel *release) ([]byte, []byte, error) {
 	sums := sumsFile(rq, rel)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", rq.addr, rq.version, rel.auth.Subject, s.cfg.Signer.fingerprint)
 	h.Write(sums)
 	name := hex.EncodeToString(h.Sum(nil))
-	dir := filepath.Join(s.cfg.Cache.Dir, "registry-sums", name[:2], name)
+	dir := filepath.Join(sumsDir, name[:2], name)
 	sumsPath, sigPath := filepath.Join(dir, "SHA256SUMS"), filepath.Join(dir, "SHA256SUMS.sig")
+	root, err := os.OpenRoot(s.cfg.Cache.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
 	read := func() ([]byte, []byte, bool) {
-		a, err1 := readSmallFile(sumsPath)
-		b, err2 := readSmallFile(sigPath)
+		a, err1 := readSmallFile(root, sumsPath)
+		b, err2 := readSmallFile(root, sigPath)
 		return a, b, err1 == nil && err2 == nil
 	}
 	if a, b, ok := read(); ok {
 		return a, b, nil
 	}
-	_, err, _ := s.flight.Do("sums "+name, func() (any, error) {
+	_, err, _ = s.flight.Do("sums "+name, func() (any, error) {
 		if _, _, ok := read(); ok {
 			return nil, nil
 		}
@@ -375,8 +382,8 @@ func (s *Server) signedSums(ctx context.Context, rq request, rel *release) ([]by
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
 		}
 		tmp, err := s.cfg.Cache.TmpDir()
 		if err != nil {
@@ -387,7 +394,7 @@ func (s *Server) signedSums(ctx context.Context, rq request, rel *release) ([]by
 			path string
 			data []byte
 		}{{sigPath, sig}, {sumsPath, sums}} {
-			if err := writeInto(tmp, f.path, f.data); err != nil {
+			if err := writeInto(root, s.cfg.Cache.Dir, tmp, f.path, f.data); err != nil {
 				return nil, err
 			}
 		}
@@ -405,8 +412,12 @@ func (s *Server) signedSums(ctx context.Context, rq request, rel *release) ([]by
 	return a, b, nil
 }
 
-// writeInto writes data to dest through a temporary file in tmp, renamed into place.
-func writeInto(tmp, dest string, data []byte) error {
+// sumsDir is where, below the cache, the registry keeps the SHA256SUMS it signed.
+const sumsDir = "registry-sums"
+
+// writeInto writes data to rel (below root, the cache at dir) through a temporary file in tmp (a
+// directory below it), renamed into place through root.
+func writeInto(root *os.Root, dir, tmp, rel string, data []byte) error {
 	f, err := os.CreateTemp(tmp, "sums-*")
 	if err != nil {
 		return err
@@ -415,19 +426,23 @@ func writeInto(tmp, dest string, data []byte) error {
 	if err2 := f.Close(); err == nil {
 		err = err2
 	}
+	var relTmp string
 	if err == nil {
-		err = os.Rename(f.Name(), dest)
+		relTmp, err = filepath.Rel(dir, f.Name())
+	}
+	if err == nil {
+		err = root.Rename(relTmp, rel)
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("cache: writing %s: %w", dest, err)
+		return fmt.Errorf("cache: writing %s: %w", rel, err)
 	}
 	return nil
 }
 
-// readSmallFile reads a file of at most maxSumsFile bytes.
-func readSmallFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
+// readSmallFile reads a file below root of at most maxSumsFile bytes.
+func readSmallFile(root *os.Root, rel string) ([]byte, error) {
+	f, err := root.Open(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +453,7 @@ func readSmallFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	if n > maxSumsFile {
-		return nil, fmt.Errorf("%s is over %d bytes", p, maxSumsFile)
+		return nil, fmt.Errorf("%s is over %d bytes", rel, maxSumsFile)
 	}
 	return b.Bytes(), nil
 }

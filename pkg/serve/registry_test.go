@@ -308,3 +308,21 @@ func TestLoadSigner(t *testing.T) {
 		t.Errorf("junk: %v", err)
 	}
 }
+
+// TestRegistrySumsLinkInCache: a link planted in the cache where the registry keeps its signed
+// SHA256SUMS leads no write (nor read) outside the cache: the request fails instead.
+func TestRegistrySumsLinkInCache(t *testing.T) {
+	f := newLayout(t, map[string]bool{"1.0.0": true})
+	s := f.registryServer(t, f.keyPolicy(t), 0)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(s.cache.Dir, "registry-sums")); err != nil {
+		t.Fatal(err)
+	}
+	code, body := s.get(t, regBase+"1.0.0/SHA256SUMS")
+	if code == http.StatusOK {
+		t.Errorf("SHA256SUMS through a link out of the cache: %d %s", code, body)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the registry wrote outside the cache, through the link: %v", entries)
+	}
+}
