@@ -17,7 +17,7 @@ import (
 
 // gpgSigningKey makes an OpenPGP key without a passphrase with the stock gpg, in a home of its
 // own, as docs/serve.md says, and gives the armored secret key's path and the key's ID.
-func gpgSigningKey(t *testing.T) (string, string) {
+func gpgSigningKey(t testing.TB) (string, string) {
 	t.Helper()
 	gpg, err := exec.LookPath("gpg")
 	if err != nil {
@@ -172,7 +172,7 @@ func (rs *registryServe) tampered(t *testing.T, bin string, tofu bool) {
 
 // freePort gives a port free on 127.0.0.1 now, for a server that must know its URL (and so its
 // port) before it listens.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
