@@ -29,6 +29,9 @@ type generation struct {
 
 	mu    sync.Mutex
 	lists map[string]*listing
+	// releases are the versions the provider registry found signed (registry.go), by provider
+	// and version, at most maxReleases.
+	releases map[string]*release
 }
 
 type listing struct {

@@ -145,8 +145,36 @@ type release struct {
 }
 
 // release resolves and checks one version and reads each platform's package (by the digests its
-// verified index names), refusing it unless a signature passed the policy.
+// verified index names), refusing it unless a signature passed the policy; what it found stands
+// for the generation, as the version's resolution and check do.
 func (s *Server) release(ctx context.Context, g *generation, rq request) (*release, error) {
+	key := rq.addr.String() + " " + rq.version.String()
+	g.mu.Lock()
+	rel, ok := g.releases[key]
+	g.mu.Unlock()
+	if ok {
+		return rel, nil
+	}
+	rel, err := s.readRelease(ctx, g, rq)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	if g.releases == nil {
+		g.releases = map[string]*release{}
+	}
+	if len(g.releases) < maxReleases {
+		g.releases[key] = rel
+	}
+	g.mu.Unlock()
+	return rel, nil
+}
+
+// maxReleases bounds the releases a generation remembers (past it, each request reads again).
+const maxReleases = 4096
+
+// readRelease is release without the generation's memory.
+func (s *Server) readRelease(ctx context.Context, g *generation, rq request) (*release, error) {
 	platforms, err := s.platforms(ctx, g, rq)
 	if err != nil {
 		return nil, err
