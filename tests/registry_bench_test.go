@@ -129,7 +129,7 @@ func BenchmarkServeRegistryVsStatic(b *testing.B) {
 		sizes[p] = int64(len(body))
 	}
 	bases := map[string]string{"serve": rs.URL, "static": staticURL}
-	clients, each, rounds := 100, 10, max(b.N, 5)
+	clients, each, rounds := 100, 10, max(b.N, 11)
 	if benchMB() < 10 {
 		clients, each, rounds = 10, 1, 1
 	}
