@@ -203,12 +203,14 @@ func runServe(ctx context.Context, o *serveOptions) error {
 			fmt.Fprintln(o.io.ErrOut, "Note: no --module-include names a hostname, so no host block is printed: clients reach module hostname H through a host block whose modules.v1 is "+info.ModulesURL)
 		}
 	}
+	var registryHosts []string
 	if cfg.Signer != nil {
 		host := urlHostname(info.URL)
 		srv.SetRegistryHostname(host)
 		info.RegistryURL, info.SigningKeyID = serve.RegistryBaseURL(info.URL, host), cfg.Signer.KeyID
+		registryHosts = o.registryHosts(host)
 	}
-	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts)
+	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts, registryHosts)
 	if err := o.printInfo(info); err != nil {
 		return err
 	}
@@ -383,6 +385,23 @@ func (o *serveOptions) moduleHosts() []string {
 			seen[p[0]] = true
 			out = append(out, p[0])
 		}
+	}
+	return out
+}
+
+// registryHosts are the provider hostnames --include names (not *) other than the server's own:
+// each gets a host block whose providers.v1 is this server's (an origin's hostname, say, behind
+// an air gap). It is never nil, so that no network mirror block is printed beside them.
+func (o *serveOptions) registryHosts(own string) []string {
+	out := []string{}
+	seen := map[string]bool{own: true}
+	for _, s := range o.Include {
+		p, err := artifact.ParsePattern(s)
+		if err != nil || p.Hostname == "*" || seen[p.Hostname] {
+			continue
+		}
+		seen[p.Hostname] = true
+		out = append(out, p.Hostname)
 	}
 	return out
 }

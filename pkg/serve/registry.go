@@ -142,6 +142,39 @@ type release struct {
 	platforms []manifest.Platform // sorted
 	pkgs      []*cache.Package    // by platform
 	auth      cache.Authentication
+	// origin, for a version authenticated by its origin's signed SHA256SUMS (origin_keys), is
+	// that evidence, passed on as it is instead of serve's own signature.
+	origin *originSums
+}
+
+// originSums is an origin registry's SHA256SUMS, its signature and the key that made it.
+type originSums struct {
+	sums, sig []byte
+	keyID     string
+	key       string
+}
+
+// originFrom takes the origin's SHA256SUMS, signature and key from an Authentication by origin
+// evidence, or nil when one is missing.
+func originFrom(a cache.Authentication) *originSums {
+	if a.Evidence == nil || len(a.Keys) != 1 {
+		return nil
+	}
+	o := &originSums{keyID: a.Keys[0]}
+	for _, f := range a.Evidence.Files {
+		switch {
+		case strings.HasSuffix(f.Name, "_SHA256SUMS"):
+			o.sums = f.Data
+		case strings.HasSuffix(f.Name, "_SHA256SUMS.sig"):
+			o.sig = f.Data
+		case f.MediaType == "application/pgp-keys":
+			o.key = string(f.Data)
+		}
+	}
+	if o.sums == nil || o.sig == nil || o.key == "" {
+		return nil
+	}
+	return o
 }
 
 // release resolves and checks one version and reads each platform's package (by the digests its
@@ -197,6 +230,12 @@ func (s *Server) readRelease(ctx context.Context, g *generation, rq request) (*r
 	}
 	rel.auth = rel.pkgs[0].Auth // one index, one check
 	switch {
+	case rel.auth.Method == "gpg" && rel.auth.Warning == "":
+		// The origin's own signature, checked against the policy's origin_keys: clients check it
+		// too, with the origin's key.
+		if rel.origin = originFrom(rel.auth); rel.origin == nil {
+			return nil, &unsignedError{rq.addr, rq.version.String(), "its origin evidence lacks SHA256SUMS, its signature or the key"}
+		}
 	case rel.auth.Method != "cosign":
 		return nil, &unsignedError{rq.addr, rq.version.String(), "no signature was checked (serve the registry with --policy or --key)"}
 	case rel.auth.Warning != "":
@@ -319,6 +358,10 @@ func (s *Server) serveRegistryDownload(w http.ResponseWriter, r *http.Request) {
 		KeyID      string `json:"key_id"`
 		ASCIIArmor string `json:"ascii_armor"`
 	}
+	k := key{KeyID: s.cfg.Signer.KeyID, ASCIIArmor: s.cfg.Signer.PublicKey()}
+	if rel.origin != nil {
+		k = key{KeyID: rel.origin.keyID, ASCIIArmor: rel.origin.key}
+	}
 	base := registryVersionBase(rq)
 	name := archiveName(rq.addr.Type, rq.version.String(), rq.platform)
 	doc := map[string]any{
@@ -330,7 +373,7 @@ func (s *Server) serveRegistryDownload(w http.ResponseWriter, r *http.Request) {
 		"shasums_url":           base + "SHA256SUMS",
 		"shasums_signature_url": base + "SHA256SUMS.sig",
 		"shasum":                pkg.Zip.Encoded(),
-		"signing_keys":          map[string]any{"gpg_public_keys": []key{{KeyID: s.cfg.Signer.KeyID, ASCIIArmor: s.cfg.Signer.PublicKey()}}},
+		"signing_keys":          map[string]any{"gpg_public_keys": []key{k}},
 	}
 	writeJSON(w, doc)
 }
@@ -375,13 +418,17 @@ func sumsFile(rq request, rel *release) []byte {
 // maxSumsFile bounds a SHA256SUMS or signature read back from the cache.
 const maxSumsFile = 1 << 20
 
-// signedSums gives a version's SHA256SUMS and its signature: read from the cache, or made, signed
+// signedSums gives a version's SHA256SUMS and its signature: for a version its origin's evidence
+// authenticated, the origin's; otherwise read from the cache, or made, signed
 // and kept there (each file written whole under a temporary name, then renamed into place). The
 // cache name is a hash of the provider, version, index digest, key and content, so no part of a
 // request becomes a path, and another key or another index signs afresh. Every read, write and
 // rename goes through an os.Root on the cache, so a link planted in it leads nowhere outside.
 // What is read back is served as it is: clients check the signature themselves.
 func (s *Server) signedSums(ctx context.Context, rq request, rel *release) ([]byte, []byte, error) {
+	if rel.origin != nil {
+		return rel.origin.sums, rel.origin.sig, nil
+	}
 	sums := sumsFile(rq, rel)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", rq.addr, rq.version, rel.auth.Subject, s.cfg.Signer.fingerprint)
