@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	origin "github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
 )
@@ -180,4 +181,86 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestServeRegistryAcrossAirGap: a configuration needing a cosign-signed provider (example.com,
+// from an OCI registry) and an origin registry's provider (its SHA256SUMS signed with the origin's
+// OpenPGP key) is bundled with save --config; every server stops; the bundle loads into an OCI
+// layout; serve answers for both original addresses from it, with the host blocks it prints as the
+// only CLI configuration. Plain tofu and terraform init (and apply) of the unchanged .tf files
+// install both: the OCI one checked against serve's key, the origin one against the origin's own
+// key, which serve passes on unchanged.
+func TestServeRegistryAcrossAirGap(t *testing.T) {
+	clients := map[string]string{"tofu": peers.Require(t, "tofu"), "terraform": peers.Require(t, "terraform")}
+	f := newAirGapFixture(t)
+	tarball := filepath.Join(t.TempDir(), "deps.tar")
+	f.save(t, tarball)
+	f.connected.Stop()
+	f.org.Stop()
+
+	originFpr := fmt.Sprintf("%X", f.org.Key.PrimaryKey.Fingerprint)
+	originID := fmt.Sprintf("%016X", f.org.Key.PrimaryKey.KeyId)
+	policy := filepath.Join(t.TempDir(), "policy.hcl")
+	writeFile(t, policy, fmt.Sprintf("trust \"acme\" {\n  providers = [\"example.com/acme/*\"]\n  keys      = [%q]\n}\ntrust \"origin\" {\n  providers   = [%q]\n  origin_keys = [%q]\n}\n",
+		f.pub, f.org.Address(), originFpr))
+	layout := filepath.Join(t.TempDir(), "airgap")
+	mustOprov(t, f.env, "load", tarball, "--to", "oci-layout:"+layout, "--policy", policy)
+
+	signingKey, keyID := gpgSigningKey(t)
+	s := startServe(t, nil, false, "oci-layout:"+layout+"/${hostname}/${namespace}/${type}", "--cache-dir", filepath.Join(t.TempDir(), "cache"),
+		"--include", "example.com/acme/hello", "--include", f.org.Address(), "--policy", policy, "--signing-key", signingKey)
+	for _, h := range []string{"example.com", f.org.Host} {
+		if !strings.Contains(s.CLIConfig, `host "`+h+`"`) || !strings.Contains(s.CLIConfig, s.URL+"v1/providers/"+h+"/") {
+			t.Fatalf("the printed CLI configuration has no host block for %s naming serve's providers.v1:\n%s", h, s.CLIConfig)
+		}
+	}
+	if strings.Contains(s.CLIConfig, "provider_installation") {
+		t.Errorf("the printed CLI configuration routes providers elsewhere than the registry:\n%s", s.CLIConfig)
+	}
+	// Control: with another key in origin_keys, the origin's provider is not listed (nor signed
+	// for by serve's key); the OCI one still is.
+	other := filepath.Join(t.TempDir(), "other.hcl")
+	writeFile(t, other, strings.Replace(readFile(t, policy), originFpr, fmt.Sprintf("%X", origin.NewKey(t, "not the origin").PrimaryKey.Fingerprint), 1))
+	wrong := startServe(t, nil, false, "oci-layout:"+layout+"/${hostname}/${namespace}/${type}", "--cache-dir", filepath.Join(t.TempDir(), "cache"),
+		"--include", "example.com/acme/hello", "--include", f.org.Address(), "--policy", other, "--signing-key", signingKey)
+	for addr, want := range map[string]bool{"example.com/acme/hello": true, f.org.Address(): false} {
+		code, _, body := wrong.get(t, "/v1/providers/"+addr+"/versions")
+		if code != 200 || strings.Contains(string(body), `"1.0.0"`) != want {
+			t.Errorf("with another origin key, versions of %s: %d %s (want 1.0.0 listed: %v)", addr, code, body, want)
+		}
+	}
+	for name, bin := range clients {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			rc := filepath.Join(work, "serve.tfrc")
+			writeFile(t, rc, s.CLIConfig)
+			cfg := filepath.Join(work, "cfg")
+			copyDir(t, f.cfg, cfg)
+			os.Remove(filepath.Join(cfg, "oprov.hcl")) // not read by the clients; gone to show it
+			env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + s.CAFile, "HOME=" + work}
+			out := mustTofu(t, bin, cfg, append(env, "NO_COLOR=1"), "init", "-input=false", "-no-color")
+			t.Logf("%s init:\n%s", name, out)
+			for _, want := range []string{"example.com/acme/hello v1.0.0 (", "signed, key ID " + keyID + ")", f.org.Address() + " v1.0.0 (", "signed, key ID " + originID + ")"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s init does not say %q:\n%s", name, want, out)
+				}
+			}
+			for _, addr := range []string{"example.com/acme/hello", f.org.Address()} {
+				hashes := lockHashes(t, filepath.Join(cfg, ".terraform.lock.hcl"), addr)
+				if !contains(hashes, helloHashes["linux_amd64"].H1) || !contains(hashes, helloHashes["linux_amd64"].ZH) {
+					t.Errorf("the lock's hashes for %s: %v", addr, hashes)
+				}
+			}
+			mustTofu(t, bin, cfg, env, "apply", "-auto-approve", "-input=false")
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -326,3 +326,21 @@ func TestRegistrySumsLinkInCache(t *testing.T) {
 		t.Errorf("the registry wrote outside the cache, through the link: %v", entries)
 	}
 }
+
+// TestCLIConfigHostBlocks: with a provider registry, the printed configuration has one host block
+// per hostname naming every service serve answers for it (providers.v1 and modules.v1 merged), and
+// no provider_installation block; without one, the network mirror block as before.
+func TestCLIConfigHostBlocks(t *testing.T) {
+	got := CLIConfigFor("https://serve.example:8443/", true, []string{"registry.opentofu.org/hashicorp/null"},
+		[]string{"registry.opentofu.org"}, []string{"registry.opentofu.org", "localhost:5000"})
+	if strings.Count(got, `host "registry.opentofu.org"`) != 1 || strings.Count(got, `host "localhost:5000"`) != 1 ||
+		!strings.Contains(got, `"providers.v1" = "https://serve.example:8443/v1/providers/registry.opentofu.org/"`) ||
+		!strings.Contains(got, `"modules.v1"   = "https://serve.example:8443/modules/v1/registry.opentofu.org/"`) ||
+		!strings.Contains(got, `"providers.v1" = "https://serve.example:8443/v1/providers/localhost:5000/"`) ||
+		strings.Contains(got, "provider_installation") {
+		t.Errorf("with the registry:\n%s", got)
+	}
+	if got := CLIConfigFor("https://serve.example:8443/", true, nil, nil, nil); !strings.Contains(got, "network_mirror") || strings.Contains(got, "host ") {
+		t.Errorf("without the registry:\n%s", got)
+	}
+}
