@@ -75,7 +75,10 @@ exactly or a client has asked for it.
 With --signing-key KEY.asc, serve is also a provider registry (providers.v1) for the --url host:
 a provider source such as HOST/NAMESPACE/TYPE then needs no CLI configuration. It lists the
 versions whose signatures passed --policy or --key, and signs each version's SHA256SUMS with
-that OpenPGP key, so OpenTofu and Terraform check a signature themselves.
+that OpenPGP key, so OpenTofu and Terraform check a signature themselves. A version its origin
+registry's signed SHA256SUMS authenticates (a trust rule's origin_keys) is served with the
+origin's own SHA256SUMS, signature and key. serve then prints a host block for each hostname
+--include names, pointing its providers.v1 at this server (an origin's, behind an air gap).
 
 ` + serveModulesHelp,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
