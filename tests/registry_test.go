@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oprov/oprov/internal/testing/testca"
 	origin "github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/tests/internal/peers"
 	"github.com/oprov/oprov/tests/internal/testreg"
@@ -193,10 +194,23 @@ func freePort(t testing.TB) int {
 func TestServeRegistryAcrossAirGap(t *testing.T) {
 	clients := map[string]string{"tofu": peers.Require(t, "tofu"), "terraform": peers.Require(t, "terraform")}
 	f := newAirGapFixture(t)
+	// A registry module (two versions) that requires the origin's provider, on a module registry
+	// of its own, called from the root with a version constraint.
+	mca := testca.NewCA(t, t.TempDir())
+	appendCA(t, envValue(f.env, "SSL_CERT_FILE"), mca.File)
+	mods := startModuleServers(t, mca)
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		mods.put(t, "/archives/vpc-"+v+".tar.gz", map[string]string{"main.tf": "terraform {\n  required_providers {\n    hello = {\n      source = \"" + f.org.Address() + "\"\n    }\n  }\n}\n\noutput \"version\" {\n  value = \"" + v + "\"\n}\n"})
+	}
+	mainTF := readFile(t, filepath.Join(f.cfg, "main.tf"))
+	writeFile(t, filepath.Join(f.cfg, "main.tf"), mainTF+"\nmodule \"vpc\" {\n  source  = \""+mods.host()+"/acme/vpc/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"vpc\" {\n  value = module.vpc.version\n}\n")
+	mustOprov(t, f.env, "lock", "-C", f.cfg)
 	tarball := filepath.Join(t.TempDir(), "deps.tar")
 	f.save(t, tarball)
 	f.connected.Stop()
 	f.org.Stop()
+	mods.reg.Close()
+	mods.git.Close()
 
 	originFpr := fmt.Sprintf("%X", f.org.Key.PrimaryKey.Fingerprint)
 	originID := fmt.Sprintf("%016X", f.org.Key.PrimaryKey.KeyId)
@@ -204,15 +218,28 @@ func TestServeRegistryAcrossAirGap(t *testing.T) {
 	writeFile(t, policy, fmt.Sprintf("trust \"acme\" {\n  providers = [\"example.com/acme/*\"]\n  keys      = [%q]\n}\ntrust \"origin\" {\n  providers   = [%q]\n  origin_keys = [%q]\n}\n",
 		f.pub, f.org.Address(), originFpr))
 	layout := filepath.Join(t.TempDir(), "airgap")
-	mustOprov(t, f.env, "load", tarball, "--to", "oci-layout:"+layout, "--policy", policy)
+	r := mustOprov(t, f.env, "load", tarball, "--to", "oci-layout:"+layout, "--policy", policy, "-o", "json")
+	var loaded struct {
+		ServeModules [][]string `json:"serve_modules"`
+	}
+	decodeJSON(t, r.Stdout, &loaded)
+	if len(loaded.ServeModules) != 1 {
+		t.Fatalf("load printed serve arguments for %d module hostnames, want 1: %s", len(loaded.ServeModules), r.Stdout)
+	}
+	// Registry modules carry no signature: serve lists them under a warn-mode rule of their own.
+	servePolicy := filepath.Join(t.TempDir(), "serve-policy.hcl")
+	writeFile(t, servePolicy, readFile(t, policy)+fmt.Sprintf("trust \"modules\" {\n  repositories = [\"**\"]\n  keys         = [%q]\n  mode         = \"warn\"\n}\n", f.pub))
 
 	signingKey, keyID := gpgSigningKey(t)
-	s := startServe(t, nil, false, "oci-layout:"+layout+"/${hostname}/${namespace}/${type}", "--cache-dir", filepath.Join(t.TempDir(), "cache"),
-		"--include", "example.com/acme/hello", "--include", f.org.Address(), "--policy", policy, "--signing-key", signingKey)
+	s := startServe(t, nil, false, append([]string{"oci-layout:" + layout + "/${hostname}/${namespace}/${type}", "--cache-dir", filepath.Join(t.TempDir(), "cache"),
+		"--include", "example.com/acme/hello", "--include", f.org.Address(), "--policy", servePolicy, "--signing-key", signingKey}, loaded.ServeModules[0]...)...)
 	for _, h := range []string{"example.com", f.org.Host} {
 		if !strings.Contains(s.CLIConfig, `host "`+h+`"`) || !strings.Contains(s.CLIConfig, s.URL+"v1/providers/"+h+"/") {
 			t.Fatalf("the printed CLI configuration has no host block for %s naming serve's providers.v1:\n%s", h, s.CLIConfig)
 		}
+	}
+	if !strings.Contains(s.CLIConfig, `host "`+mods.host()+`"`) || !strings.Contains(s.CLIConfig, s.URL+"modules/v1/"+mods.host()+"/") {
+		t.Fatalf("the printed CLI configuration has no host block for the module registry %s:\n%s", mods.host(), s.CLIConfig)
 	}
 	if strings.Contains(s.CLIConfig, "provider_installation") {
 		t.Errorf("the printed CLI configuration routes providers elsewhere than the registry:\n%s", s.CLIConfig)
@@ -237,9 +264,13 @@ func TestServeRegistryAcrossAirGap(t *testing.T) {
 			cfg := filepath.Join(work, "cfg")
 			copyDir(t, f.cfg, cfg)
 			os.Remove(filepath.Join(cfg, "oprov.hcl")) // not read by the clients; gone to show it
+			os.RemoveAll(filepath.Join(cfg, ".terraform"))
 			env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + s.CAFile, "HOME=" + work}
 			out := mustTofu(t, bin, cfg, append(env, "NO_COLOR=1"), "init", "-input=false", "-no-color")
 			t.Logf("%s init:\n%s", name, out)
+			if !strings.Contains(out, "Downloading "+mods.host()+"/acme/vpc/aws 1.1.0") {
+				t.Errorf("%s init did not download the registry module through serve:\n%s", name, out)
+			}
 			for _, want := range []string{"example.com/acme/hello v1.0.0 (", "signed, key ID " + keyID + ")", f.org.Address() + " v1.0.0 (", "signed, key ID " + originID + ")"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("%s init does not say %q:\n%s", name, want, out)
@@ -252,6 +283,11 @@ func TestServeRegistryAcrossAirGap(t *testing.T) {
 				}
 			}
 			mustTofu(t, bin, cfg, env, "apply", "-auto-approve", "-input=false")
+			var outputs map[string]struct{ Value string }
+			tofuJSON(t, bin, cfg, env, &outputs, "output", "-json")
+			if outputs["vpc"].Value != "1.1.0" {
+				t.Errorf("the registry module's output: %+v, want version 1.1.0", outputs)
+			}
 		})
 	}
 }
