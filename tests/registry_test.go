@@ -300,3 +300,66 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestServeRegistryOnHostname: the registry on a hostname without a port, as an organisation runs
+// it: in a network namespace of the test's own, whose hosts file maps registry.test to 127.0.0.1,
+// serve listens on port 443 with its local CA (valid for the --url host). Plain tofu and terraform
+// init of a configuration whose source is registry.test/acme/hello, with only that CA trusted and
+// no CLI configuration, install the provider and say it is signed, with the key's ID.
+func TestServeRegistryOnHostname(t *testing.T) {
+	tofu, terraform := peers.Require(t, "tofu"), peers.Require(t, "terraform")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace (unshare -n) and a hosts file of its own")
+	}
+	for _, tool := range []string{"unshare", "ip", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	pass := []string{"COSIGN_PASSWORD=test-password"}
+	mustOprov(t, pass, "keygen", "--output-key-prefix", filepath.Join(dir, "cosign"))
+	layout := "oci-layout:" + filepath.Join(dir, "layout")
+	mustOprov(t, pass, "push", helloRelease(t), layout, "--address", "registry.test/acme/hello", "--sign", "--key", filepath.Join(dir, "cosign.key"))
+	signingKey, keyID := gpgSigningKey(t)
+	hosts := filepath.Join(dir, "hosts")
+	writeFile(t, hosts, "127.0.0.1 localhost\n127.0.0.1 registry.test\n")
+	cfgs := map[string]string{}
+	for _, name := range []string{"tofu", "terraform"} {
+		cfgs[name] = filepath.Join(dir, "cfg-"+name)
+		writeFile(t, filepath.Join(cfgs[name], "main.tf"), strings.Replace(helloConfig, `"example.com/acme/hello"`, `"registry.test/acme/hello"`, 1))
+	}
+	state := filepath.Join(dir, "state")
+	script := `set -eu
+ip link set lo up
+mount --bind "$HOSTS" /etc/hosts
+"$OPROV" serve "$LAYOUT" --address registry.test/acme/hello --key "$DIR/cosign.pub" --signing-key "$SIGNING_KEY" \
+  --listen 127.0.0.1:443 --url https://registry.test/ --state-dir "$STATE" --cache-dir "$DIR/cache" -o json > "$DIR/serve.json" 2> "$DIR/serve.log" &
+for i in $(seq 300); do grep -q cli_config "$DIR/serve.json" 2>/dev/null && break; sleep 0.1; done
+export SSL_CERT_FILE="$STATE/ca.pem" HOME="$DIR" TF_CLI_CONFIG_FILE= TF_PLUGIN_CACHE_DIR= TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1 NO_COLOR=1
+(cd "$CFG_TOFU" && "$TOFU" init -input=false -no-color)
+echo "=== terraform"
+(cd "$CFG_TERRAFORM" && "$TERRAFORM" init -input=false -no-color)
+kill %1
+`
+	cmd := exec.Command("unshare", "--net", "--mount", "bash", "-c", script)
+	cmd.Env = append(os.Environ(), "HOSTS="+hosts, "OPROV="+oprovBin, "LAYOUT="+layout, "DIR="+dir, "SIGNING_KEY="+signingKey, "STATE="+state,
+		"CFG_TOFU="+cfgs["tofu"], "CFG_TERRAFORM="+cfgs["terraform"], "TOFU="+tofu, "TERRAFORM="+terraform)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+		t.Fatalf("in the namespace: %v\n%s\nserve's log:\n%s", err, out, log)
+	}
+	tofuOut, tfOut, _ := strings.Cut(string(out), "=== terraform")
+	for name, want := range map[string][2]string{"tofu": {tofuOut, "signed, key ID " + keyID}, "terraform": {tfOut, "self-signed, key ID " + keyID}} {
+		if !strings.Contains(want[0], "Installed registry.test/acme/hello v1.0.0 ("+want[1]+")") {
+			t.Errorf("%s init on registry.test:\n%s", name, want[0])
+		}
+		if hashes := lockHashes(t, filepath.Join(cfgs[name], ".terraform.lock.hcl"), "registry.test/acme/hello"); !contains(hashes, helloHashes["linux_amd64"].H1) || !contains(hashes, helloHashes["linux_amd64"].ZH) {
+			t.Errorf("%s lock: %v", name, hashes)
+		}
+	}
+	if data, _ := os.ReadFile("/etc/hosts"); strings.Contains(string(data), "registry.test") {
+		t.Errorf("the namespace's hosts file leaked into this one's")
+	}
+}
