@@ -291,7 +291,12 @@ func (s *Server) catalogVersion(ctx context.Context, g *generation, rq request) 
 				cv.SignedBy = append(cv.SignedBy, signerName(k))
 			}
 		}
-		cv.Registry = s.cfg.Signer != nil && a.Method == "cosign" && a.Warning == ""
+		if a.Method == "gpg" {
+			for _, k := range a.Keys {
+				cv.SignedBy = append(cv.SignedBy, "origin key "+k)
+			}
+		}
+		cv.Registry = s.cfg.Signer != nil && a.Warning == "" && (a.Method == "cosign" || a.Method == "gpg" && originFrom(a) != nil)
 	}
 	return cv, nil
 }

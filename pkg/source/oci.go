@@ -252,6 +252,10 @@ func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddr
 	return nil
 }
 
+// maxKeptEvidence bounds the origin evidence an Authentication keeps (it is remembered with the
+// version, by Verified): a release's SHA256SUMS, signature and key are a few KiB.
+const maxKeptEvidence = 256 << 10
+
 // originEvidence authenticates a version its policy refused by the origin evidence it carries (an
 // origin registry's signed SHA256SUMS, as mirror and 'save --config' attach it) when the rule that
 // covers it names, in origin_keys, the key that signed: the policy's own trust, as load applies
@@ -262,7 +266,7 @@ func (rv *Resolved) originEvidence(ctx context.Context, addr manifest.ProviderAd
 		return cache.Authentication{}, false
 	}
 	res, err := origin.VerifyEvidence(ctx, rv.t, rv.v, r.OriginKeys)
-	if err != nil {
+	if err != nil || len(res.Sums)+len(res.Signature)+len(res.SignerKey) > maxKeptEvidence {
 		return cache.Authentication{}, false
 	}
 	sumsName := "terraform-provider-" + addr.Type + "_" + rv.v.Version + "_SHA256SUMS"
