@@ -20,6 +20,7 @@ peers_of() {
     BenchmarkLaunchCheck|BenchmarkLoader|BenchmarkRunPlan) echo registry cosign tofu ;;
     BenchmarkSaveConfigModulesVsTofuInit|BenchmarkSaveConfigVsTofuMirror) echo registry tofu ;;
     BenchmarkServeInit|BenchmarkServeVsStatic|BenchmarkServeFleetRSS) echo registry tofu ;;
+    BenchmarkServeRegistryVsStatic) echo registry tofu ;;
     BenchmarkMiddlewareApply|BenchmarkSandboxApply) echo tofu ;;
     BenchmarkCopy|BenchmarkLockBytes|BenchmarkPush5Platforms|BenchmarkSaveLoad) echo registry ;;
     BenchmarkServeArchives|BenchmarkTempSweep) echo registry ;;

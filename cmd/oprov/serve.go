@@ -34,6 +34,7 @@ type serveOptions struct {
 	StateDir    string
 	Keys        []string
 	Policy      string
+	SigningKey  string // --signing-key: the OpenPGP key the registry (providers.v1) signs with
 	keyless     keylessFlags
 	CacheDir    string
 	Concurrency int
@@ -71,6 +72,14 @@ sizes and signers, and the versions refused with the reason. It is read in the b
 --catalog-refresh; with a template with variables, a provider appears once --include names it
 exactly or a client has asked for it.
 
+With --signing-key KEY.asc, serve is also a provider registry (providers.v1) for the --url host:
+a provider source such as HOST/NAMESPACE/TYPE then needs no CLI configuration. It lists the
+versions whose signatures passed --policy or --key, and signs each version's SHA256SUMS with
+that OpenPGP key, so OpenTofu and Terraform check a signature themselves. A version its origin
+registry's signed SHA256SUMS authenticates (a trust rule's origin_keys) is served with the
+origin's own SHA256SUMS, signature and key. serve then prints a host block for each hostname
+--include names, pointing its providers.v1 at this server (an origin's, behind an air gap).
+
 ` + serveModulesHelp,
 		Example: `  oprov serve 'registry.example.com/providers/${namespace}/${type}' --policy oprov-policy.hcl
   oprov serve oci-layout:./layout --address example.com/acme/hello
@@ -100,6 +109,7 @@ exactly or a client has asked for it.
 	f.StringVar(&o.StateDir, "state-dir", "", "where the local CA and certificate are kept (default $XDG_STATE_HOME/oprov/serve)")
 	f.StringSliceVar(&o.Keys, "key", nil, "serve only versions signed by this public key (repeatable)")
 	f.StringVar(&o.Policy, "policy", "", "serve only versions that pass this trust policy (HCL)")
+	f.StringVar(&o.SigningKey, "signing-key", "", "also serve the Provider Registry Protocol (providers.v1), signing each version's SHA256SUMS with this ASCII-armored OpenPGP secret key (no passphrase); only versions whose signatures pass --policy or --key are listed")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
 	f.IntVar(&o.Concurrency, "registry-concurrency", 8, "at most this many calls to the registry at once")
 	f.DurationVar(&o.Refresh, "refresh", time.Minute, "how long a tag resolved to an index stands before it is resolved again")
@@ -145,6 +155,10 @@ type serveInfo struct {
 	CLIConfig string `json:"cli_config"`
 	// ModulesURL is the modules.v1 base URL pattern (HOSTNAME standing for a module hostname).
 	ModulesURL string `json:"modules_url,omitempty"`
+	// RegistryURL is the providers.v1 base URL of the server's own hostname, with --signing-key;
+	// SigningKeyID is the key's ID, which clients print.
+	RegistryURL  string `json:"registry_url,omitempty"`
+	SigningKeyID string `json:"signing_key_id,omitempty"`
 }
 
 func runServe(ctx context.Context, o *serveOptions) error {
@@ -192,7 +206,14 @@ func runServe(ctx context.Context, o *serveOptions) error {
 			fmt.Fprintln(o.io.ErrOut, "Note: no --module-include names a hostname, so no host block is printed: clients reach module hostname H through a host block whose modules.v1 is "+info.ModulesURL)
 		}
 	}
-	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts)
+	var registryHosts []string
+	if cfg.Signer != nil {
+		host := urlHostname(info.URL)
+		srv.SetRegistryHostname(host)
+		info.RegistryURL, info.SigningKeyID = serve.RegistryBaseURL(info.URL, host), cfg.Signer.KeyID
+		registryHosts = o.registryHosts(host)
+	}
+	info.CLIConfig = serve.CLIConfigFor(info.URL, cfg.Template != nil, include, moduleHosts, registryHosts)
 	if err := o.printInfo(info); err != nil {
 		return err
 	}
@@ -241,6 +262,20 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 	}
 	if o.Catalog < 0 {
 		return serve.Config{}, nil, usageErrorf("serve: --catalog-refresh must not be negative (0 turns the catalog off)")
+	}
+	if o.SigningKey != "" {
+		if tmpl == nil {
+			return serve.Config{}, nil, usageErrorf("serve: --signing-key signs for providers: give the providers' repository template too")
+		}
+		if policy == nil {
+			return serve.Config{}, nil, usageErrorf("serve: --signing-key signs only versions whose signatures were checked: give --policy or --key")
+		}
+		if cfg.Signer, err = serve.LoadSigner(o.SigningKey); err != nil {
+			return serve.Config{}, nil, fmt.Errorf("serve: --signing-key: %w", err)
+		}
+		if cfg.Signer.Warning != "" {
+			cfg.Log.Warn(cfg.Signer.Warning, slog.String("key_id", cfg.Signer.KeyID))
+		}
 	}
 	cfg.Providers = exactAddresses(o.Include)
 	if cfg.Modules, err = o.moduleConfig(); err != nil {
@@ -294,6 +329,9 @@ func (o *serveOptions) printInfo(info serveInfo) error {
 	}
 	if o.Modules != "" {
 		fmt.Fprintf(w, "Serving modules from %s at %s\n", o.Modules, info.ModulesURL)
+	}
+	if info.RegistryURL != "" {
+		fmt.Fprintf(w, "Provider registry for %s/NAMESPACE/TYPE at %s, SHA256SUMS signed with key %s: such sources need no CLI configuration.\n", urlHostname(info.URL), info.RegistryURL, info.SigningKeyID)
 	}
 	if info.Catalog != "" {
 		fmt.Fprintf(w, "The catalog of what is served: %s\n", info.Catalog)
@@ -350,6 +388,23 @@ func (o *serveOptions) moduleHosts() []string {
 			seen[p[0]] = true
 			out = append(out, p[0])
 		}
+	}
+	return out
+}
+
+// registryHosts are the provider hostnames --include names (not *) other than the server's own:
+// each gets a host block whose providers.v1 is this server's (an origin's hostname, say, behind
+// an air gap). It is never nil, so that no network mirror block is printed beside them.
+func (o *serveOptions) registryHosts(own string) []string {
+	out := []string{}
+	seen := map[string]bool{own: true}
+	for _, s := range o.Include {
+		p, err := artifact.ParsePattern(s)
+		if err != nil || p.Hostname == "*" || seen[p.Hostname] {
+			continue
+		}
+		seen[p.Hostname] = true
+		out = append(out, p.Hostname)
 	}
 	return out
 }

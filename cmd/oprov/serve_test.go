@@ -26,6 +26,9 @@ func TestServeUsageErrors(t *testing.T) {
 		{"serve", "reg.io/${namespace}/${type}", "--include", "example.com/a*/b"},
 		{"serve", "reg.io/${namespace}/${type}", "--key", "a.pub", "--policy", "p.hcl"},
 		{"serve", "reg.io/${namespace}/${type}", "--registry-concurrency", "0"},
+		// The registry signs only what a policy checked, and only providers.
+		{"serve", "reg.io/${namespace}/${type}", "--signing-key", "k.asc"},
+		{"serve", "--modules", "reg.io/${namespace}/${name}/${system}", "--signing-key", "k.asc"},
 	} {
 		_, stderr, code := runCLI(t, args...)
 		if code != exitUsage || !strings.HasPrefix(stderr, "oprov: ") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
@@ -39,6 +40,11 @@ type EvidenceResult struct {
 	Fingerprint string        // the signing key's primary fingerprint (40 hex digits)
 	KeyID       string
 	Zips        int
+	// Sums and Signature are the SHA256SUMS and detached signature checked, as the origin
+	// served them; SignerKey is the key that made the signature, ASCII-armored (public part
+	// only): what a registry passes on for clients to check the origin's signature themselves.
+	Sums, Signature []byte
+	SignerKey       string
 }
 
 // VerifyEvidence checks a version's origin evidence (the referrer mirror and 'save --config'
@@ -100,7 +106,19 @@ func checkEvidence(ctx context.Context, t oci.ReadOnly, v *artifact.Version, ref
 	if err != nil {
 		return nil, err
 	}
-	return &EvidenceResult{Referrer: ref.Digest, Fingerprint: fingerprint(signer), KeyID: fmt.Sprintf("%016X", signer.PrimaryKey.KeyId), Zips: n}, nil
+	var armored bytes.Buffer
+	w, err := armor.Encode(&armored, openpgp.PublicKeyType, nil)
+	if err == nil {
+		err = signer.Serialize(w)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the signing key: %w", err)
+	}
+	return &EvidenceResult{Referrer: ref.Digest, Fingerprint: fingerprint(signer), KeyID: fmt.Sprintf("%016X", signer.PrimaryKey.KeyId), Zips: n,
+		Sums: parts[mediaTypeSums], Signature: parts[mediaTypeSignature], SignerKey: armored.String() + "\n"}, nil
 }
 
 // evidenceParts reads the evidence manifest (which must refer to the version's index) and its

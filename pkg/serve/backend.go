@@ -29,6 +29,9 @@ type generation struct {
 
 	mu    sync.Mutex
 	lists map[string]*listing
+	// releases are the versions the provider registry found signed (registry.go), by provider
+	// and version, at most maxReleases.
+	releases map[string]*release
 }
 
 type listing struct {
@@ -109,7 +112,10 @@ func classify(err error) refusal {
 	var resp *errcode.ErrorResponse
 	var le *oci.LimitError
 	var lie *h1Error
+	var ue *unsignedError
 	switch {
+	case errors.As(err, &ue):
+		return refusal{http.StatusNotFound, "unsigned"}
 	case errors.Is(err, errBusy):
 		return refusal{http.StatusServiceUnavailable, "busy"}
 	case errors.As(err, &le):

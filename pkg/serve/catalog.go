@@ -51,6 +51,22 @@ type Catalog struct {
 	Modules []CatalogModule `json:"modules"`
 	// Truncated is set when clients asked for more providers than the catalog keeps.
 	Truncated bool `json:"truncated,omitempty"`
+	// Protocols says which protocol serves what, and where.
+	Protocols CatalogProtocols `json:"protocols"`
+}
+
+// CatalogProtocols are the protocols a server speaks, each with its base path ("" when it does
+// not speak it).
+type CatalogProtocols struct {
+	// Mirror is the Provider Network Mirror Protocol's base: every provider version listed.
+	Mirror string `json:"network_mirror,omitempty"`
+	// Registry is the providers.v1 base of the server's own hostname (its pattern, HOSTNAME
+	// standing for any hostname served), and RegistryKeyID the key that signs: only versions
+	// marked Registry are listed there.
+	Registry      string `json:"provider_registry,omitempty"`
+	RegistryKeyID string `json:"provider_registry_key_id,omitempty"`
+	// Modules is the modules.v1 base pattern.
+	Modules string `json:"module_registry,omitempty"`
 }
 
 // CatalogProvider is one provider address, its versions served (newest first) and refused.
@@ -74,6 +90,9 @@ type CatalogVersion struct {
 	Rule      string            `json:"rule,omitempty"`
 	Warning   string            `json:"warning,omitempty"` // a warn-mode rule let it through unverified
 	Platforms []CatalogPlatform `json:"platforms"`
+	// Registry is set when the provider registry (providers.v1) lists the version too: a
+	// signature passed the policy and there is a signing key.
+	Registry bool `json:"provider_registry"`
 }
 
 // CatalogPlatform is one platform's package of a version.
@@ -176,7 +195,7 @@ func (s *Server) catalogLoop(ctx context.Context) {
 func (s *Server) refreshCatalog(ctx context.Context) *Catalog {
 	addrs, full := s.cat.addresses()
 	g := s.current()
-	out := &Catalog{Policy: s.cfg.Policy != nil, Truncated: full, Providers: []CatalogProvider{}}
+	out := &Catalog{Policy: s.cfg.Policy != nil, Truncated: full, Providers: []CatalogProvider{}, Protocols: s.protocols()}
 	for _, a := range addrs {
 		if ctx.Err() != nil {
 			return nil
@@ -272,8 +291,33 @@ func (s *Server) catalogVersion(ctx context.Context, g *generation, rq request) 
 				cv.SignedBy = append(cv.SignedBy, signerName(k))
 			}
 		}
+		if a.Method == "gpg" {
+			for _, k := range a.Keys {
+				cv.SignedBy = append(cv.SignedBy, "origin key "+k)
+			}
+		}
+		cv.Registry = s.cfg.Signer != nil && a.Warning == "" && (a.Method == "cosign" || a.Method == "gpg" && originFrom(a) != nil)
 	}
 	return cv, nil
+}
+
+// protocols says which protocol serves what, for the catalog.
+func (s *Server) protocols() CatalogProtocols {
+	var p CatalogProtocols
+	if s.cfg.Template != nil {
+		p.Mirror = "/"
+		if s.cfg.Signer != nil {
+			host := s.registryHost
+			if host == "" {
+				host = "HOSTNAME"
+			}
+			p.Registry, p.RegistryKeyID = registryPath+host+"/", s.cfg.Signer.KeyID
+		}
+	}
+	if s.cfg.Modules != nil {
+		p.Modules = modulesPath + "HOSTNAME/"
+	}
+	return p
 }
 
 // signerName is how the catalog names a signer: a keyless identity as verified, a key by its

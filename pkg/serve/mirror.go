@@ -66,6 +66,7 @@ var reasons = map[string]string{
 	"not_found":     "no such provider, version or archive here",
 	"not_module":    "no such module or version here",
 	"policy":        "no such provider, version or archive here",
+	"unsigned":      "no such provider, version or archive here",
 	"digest":        "the registry sent bytes that do not match their digest",
 	"h1":            "the package does not match the hash its registry states",
 	"registry":      "the registry could not be read",

@@ -137,9 +137,12 @@ func (s *Server) routeModules(mux *http.ServeMux) {
 }
 
 // serveDiscovery answers service discovery for the server's own hostname: modules.v1 when it
-// serves modules.
+// serves modules, providers.v1 when it signs for providers (registry.go).
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	out := map[string]string{}
+	if s.cfg.Signer != nil && s.cfg.Template != nil && s.registryHost != "" {
+		out["providers.v1"] = registryPath + s.registryHost + "/"
+	}
 	if m := s.cfg.Modules; m != nil && m.Hostname != "" {
 		out["modules.v1"] = modulesPath + m.Hostname + "/"
 	}

@@ -130,3 +130,31 @@ func FuzzParseTemplate(f *testing.F) {
 		}
 	})
 }
+
+// TestTemplateHostnameInPath: ${hostname} with a port becomes HOST_PORT in a repository path or a
+// layout's directory (as load names a bundle's repositories), and stays HOST:PORT as the registry.
+func TestTemplateHostnameInPath(t *testing.T) {
+	addr, err := parseAddress("localhost:5000/acme/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for raw, want := range map[string]string{
+		"oci-layout:/l/${hostname}/${namespace}/${type}":      "/l/localhost_5000/acme/hello",
+		"reg.example/mirror/${hostname}/${namespace}/${type}": "reg.example/mirror/localhost_5000/acme/hello",
+		"${hostname}/providers/${namespace}/${type}":          "localhost:5000/providers/acme/hello",
+	} {
+		tmpl := &Template{raw: raw}
+		ref, err := tmpl.Repository(addr)
+		if err != nil {
+			t.Errorf("%s: %v", raw, err)
+			continue
+		}
+		got := ref.Registry + "/" + ref.Repository
+		if ref.IsLayout() {
+			got = ref.Repository
+		}
+		if !strings.Contains(got, want) && !strings.Contains(ref.String(), want) {
+			t.Errorf("%s gives %s (%s), want %s", raw, got, ref, want)
+		}
+	}
+}

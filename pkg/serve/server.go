@@ -59,6 +59,12 @@ type Config struct {
 	// Modules, when set, also serves the Module Registry Protocol (modules.go); Template may
 	// then be nil (no providers).
 	Modules *ModuleConfig
+	// Signer, when set, also serves the Provider Registry Protocol (registry.go): SHA256SUMS of
+	// the versions whose signatures passed Policy, signed with this OpenPGP key.
+	Signer *Signer
+	// MaxRegistryVersions bounds the versions of one provider the registry checks and lists, the
+	// newest first (0: 1000).
+	MaxRegistryVersions int
 }
 
 // Server answers the protocol, the catalog, /healthz and /metrics.
@@ -70,6 +76,8 @@ type Server struct {
 	verified *source.Verified
 	cat      *catalogState
 	mods     *moduleState
+	// registryHost is the hostname service discovery answers providers.v1 for.
+	registryHost string
 
 	limits   ClientLimits
 	archives chan struct{} // one per archive response under way
@@ -133,6 +141,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /providers/{host}/{ns}/{type}", s.serveProviderPage)
 	mux.HandleFunc("GET /", s.serveProtocol)
 	s.routeModules(mux)
+	s.routeRegistry(mux)
 	return s.accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.admit(w, r) {
 			mux.ServeHTTP(w, r)
@@ -152,6 +161,16 @@ func route(path string) string {
 		return "catalog"
 	case "/.well-known/terraform.json":
 		return "discovery"
+	}
+	if strings.HasPrefix(path, registryPath) && strings.Count(path, "/") >= 6 {
+		switch {
+		case strings.HasSuffix(path, "/versions"):
+			return "registry_versions"
+		case strings.HasSuffix(path, "/SHA256SUMS"), strings.HasSuffix(path, "/SHA256SUMS.sig"):
+			return "registry_sums"
+		case strings.Contains(path, "/download/"):
+			return "registry_download"
+		}
 	}
 	if strings.HasPrefix(path, "/modules/") && !strings.HasPrefix(path, modulesPath) && strings.Count(path, "/") == 5 {
 		return "catalog"

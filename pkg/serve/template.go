@@ -151,7 +151,20 @@ func (t *Template) Repository(addr manifest.ProviderAddress) (oci.Ref, error) {
 }
 
 func (t *Template) expand(addr manifest.ProviderAddress) (oci.Ref, error) {
-	s := strings.NewReplacer("${hostname}", addr.Hostname.String(), "${namespace}", addr.Namespace, "${type}", addr.Type).Replace(t.raw)
+	host := addr.Hostname.String()
+	// In a repository path (or a layout's directory) a port's colon becomes "_", as 'oprov load'
+	// names the repositories of a bundle: no repository path holds a colon, no hostname a "_".
+	inPath := strings.NewReplacer("${hostname}", strings.ReplaceAll(host, ":", "_"), "${namespace}", addr.Namespace, "${type}", addr.Type)
+	var s string
+	if strings.HasPrefix(t.raw, oci.LayoutScheme) {
+		s = inPath.Replace(t.raw)
+	} else {
+		reg, path, found := strings.Cut(t.raw, "/")
+		s = strings.NewReplacer("${hostname}", host, "${namespace}", addr.Namespace, "${type}", addr.Type).Replace(reg)
+		if found {
+			s += "/" + inPath.Replace(path)
+		}
+	}
 	ref, err := oci.ParseRef(s)
 	if err != nil {
 		return oci.Ref{}, fmt.Errorf("template %q gives %q for %s: %w", t.raw, s, addr, err)

@@ -9,10 +9,12 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
+	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -225,6 +227,11 @@ func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddr
 	}
 	d, err := s.policy.Check(ctx, rv.t, rv.ref, v, addr.String(), sign.VerifyOptions{SignaturesOnly: true, Limits: s.env.limits()})
 	if err != nil {
+		if a, ok := rv.originEvidence(ctx, addr); ok {
+			rv.auth = a
+			s.verified.remember(addr, rv.ref, rv.auth)
+			return nil
+		}
 		return fmt.Errorf("%s %s: %w", addr, v.Version, err)
 	}
 	rv.auth.Rule = d.Rule
@@ -243,6 +250,32 @@ func (rv *Resolved) authenticate(ctx context.Context, addr manifest.ProviderAddr
 	}
 	s.verified.remember(addr, rv.ref, rv.auth)
 	return nil
+}
+
+// maxKeptEvidence bounds the origin evidence an Authentication keeps (it is remembered with the
+// version, by Verified): a release's SHA256SUMS, signature and key are a few KiB.
+const maxKeptEvidence = 256 << 10
+
+// originEvidence authenticates a version its policy refused by the origin evidence it carries (an
+// origin registry's signed SHA256SUMS, as mirror and 'save --config' attach it) when the rule that
+// covers it names, in origin_keys, the key that signed: the policy's own trust, as load applies
+// it. The evidence's SHA256SUMS, signature and signing key are kept on the Authentication.
+func (rv *Resolved) originEvidence(ctx context.Context, addr manifest.ProviderAddress) (cache.Authentication, bool) {
+	r := rv.src.policy.Match(rv.ref.Repo(), addr.String())
+	if r == nil || len(r.OriginKeys) == 0 {
+		return cache.Authentication{}, false
+	}
+	res, err := origin.VerifyEvidence(ctx, rv.t, rv.v, r.OriginKeys)
+	if err != nil || len(res.Sums)+len(res.Signature)+len(res.SignerKey) > maxKeptEvidence {
+		return cache.Authentication{}, false
+	}
+	sumsName := "terraform-provider-" + addr.Type + "_" + rv.v.Version + "_SHA256SUMS"
+	return cache.Authentication{Method: "gpg", Subject: rv.v.Index.Digest, Keys: []string{res.KeyID}, Rule: r.Name,
+		Evidence: &cache.Evidence{ArtifactType: origin.ArtifactTypeChecksums, Files: []referrers.AttachFile{
+			{Name: sumsName, MediaType: "text/plain", Data: res.Sums},
+			{Name: sumsName + ".sig", MediaType: "application/pgp-signature", Data: res.Signature},
+			{Name: "signing-key.asc", MediaType: "application/pgp-keys", Data: []byte(res.SignerKey)},
+		}}}, true
 }
 
 // platform fetches one platform's manifest by the digest the verified index names, once.
