@@ -338,13 +338,28 @@ func shownWire(major int, wire []byte, shown map[string]bool) error {
 // place for: a schema answer holding one cannot be shown, so it is refused, not sent unseen.
 var unshownFields = []string{"provider_meta", "list_resource_schemas", "state_store_schemas", "action_schemas"}
 
+// emptySchema says whether a Schema message describes nothing: its block has no attributes and
+// no nested blocks (what SDKs send as provider_meta when a provider declares none).
+func emptySchema(v *protocol.Version, schema []byte) bool {
+	block := plugin.WireField(schema, v.Message("Schema").Named("block").Num)
+	b := v.Message("Schema.Block")
+	return len(plugin.WireFields(block, b.Named("attributes").Num)) == 0 && len(plugin.WireFields(block, b.Named("block_types").Num)) == 0
+}
+
 // unshownSchemas refuses a schema answer holding what the line's schema cannot show: the fields
 // above, and a function parameter that allows unknown values.
 func unshownSchemas(major int, wire []byte) error {
 	v := protocol.Published(major)
 	m := v.Message(schemaResponse)
 	for _, name := range unshownFields {
-		if f := m.Named(name); f != nil && len(plugin.WireFields(wire, f.Num)) > 0 {
+		f := m.Named(name)
+		if f == nil {
+			continue
+		}
+		for _, part := range plugin.WireFields(wire, f.Num) {
+			if name == "provider_meta" && emptySchema(v, part) {
+				continue // SDKs send an empty one: it shows nothing
+			}
 			return fmt.Errorf("schema_wire holds %s, which the recording's schema cannot show; oprov does not record such a provider", name)
 		}
 	}

@@ -125,10 +125,16 @@ func TestSchemaPartsTheLineCannotShowAreRefused(t *testing.T) {
 	block := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), nil) // Schema{block: {}}
 	param := protowire.AppendVarint(protowire.AppendTag(protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "s"), 4, protowire.VarintType), 1)
 	fn := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), param)
+	// An empty provider_meta (what SDKs send when a provider declares none) shows nothing: read.
+	if _, err := Read(strings.NewReader(header+"\n"+attackSchemaWire(t, nil, protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), block))+"\n"), "rec.jsonl", Limits{}); err != nil {
+		t.Errorf("an empty provider_meta: %v", err)
+	}
 	for name, extra := range map[string][]byte{
-		"a list resource's schema":      protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), entry("x_list", block)),
-		"an action's schema":            protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), entry("x_act", protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), block))),
-		"provider_meta":                 protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), block),
+		"a list resource's schema": protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), entry("x_list", block)),
+		"an action's schema":       protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), entry("x_act", protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), block))),
+		"provider_meta": protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType),
+			protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), // Schema{block: {attributes: [{name: m}]}}
+				protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "m")))),
 		"a parameter allowing unknowns": protowire.AppendBytes(protowire.AppendTag(nil, 7, protowire.BytesType), entry("f", fn)),
 	} {
 		pl := attackSchemaWire(t, nil, extra)
