@@ -151,21 +151,7 @@ func Read(r io.Reader, name string, limits Limits) (*Recording, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		switch {
-		case errors.Is(err, bufio.ErrTooLong):
-			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
-				What:    "a line longer than " + oci.FormatSize(int64(limits.MaxLine)),
-				Limit:   "the " + string(SettingMaxRecordingLine) + " of " + oci.FormatSize(int64(limits.MaxLine)),
-				Setting: SettingMaxRecordingLine,
-			})
-		case errors.Is(err, errTooBig):
-			return nil, fmt.Errorf("recording %s, line %d: %w", name, n+1, &oci.LimitError{
-				What:    "the file is larger than " + oci.FormatSize(limits.MaxBytes),
-				Limit:   "the " + string(SettingMaxRecordingBytes) + " of " + oci.FormatSize(limits.MaxBytes),
-				Setting: SettingMaxRecordingBytes,
-			})
-		}
-		return nil, fmt.Errorf("recording %s: %w", name, err)
+		return nil, scanError(name, n+1, limits, err)
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("recording %s is empty: make one with oprov run --record FILE -- tofu apply", name)
@@ -174,6 +160,26 @@ func Read(r io.Reader, name string, limits Limits) (*Recording, error) {
 		return nil, fmt.Errorf("recording %s holds no provider: was it cut short?", name)
 	}
 	return rec, nil
+}
+
+// scanError says why reading a recording stopped at line n: a limit passed (naming its setting),
+// or the reader's own error.
+func scanError(name string, n int, limits Limits, err error) error {
+	switch {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("recording %s, line %d: %w", name, n, &oci.LimitError{
+			What:    "a line longer than " + oci.FormatSize(int64(limits.MaxLine)),
+			Limit:   "the " + string(SettingMaxRecordingLine) + " of " + oci.FormatSize(int64(limits.MaxLine)),
+			Setting: SettingMaxRecordingLine,
+		})
+	case errors.Is(err, errTooBig):
+		return fmt.Errorf("recording %s, line %d: %w", name, n, &oci.LimitError{
+			What:    "the file is larger than " + oci.FormatSize(limits.MaxBytes),
+			Limit:   "the " + string(SettingMaxRecordingBytes) + " of " + oci.FormatSize(limits.MaxBytes),
+			Setting: SettingMaxRecordingBytes,
+		})
+	}
+	return fmt.Errorf("recording %s: %w", name, err)
 }
 
 // checkNames makes sure the names a line holds can be named in a message as they are.

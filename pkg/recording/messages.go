@@ -422,26 +422,8 @@ func asBytes(v any) ([]byte, error) {
 }
 
 func appendField(out []byte, f *field, v any, typeName string, index int, t typer, fill func(Path) (cty.Value, bool)) ([]byte, error) {
-	switch f.kind {
-	case kBool:
-		b, ok := v.(bool)
-		if !ok {
-			return nil, fmt.Errorf("want true or false, have %s", jsonKind(v))
-		}
-		x := uint64(0)
-		if b {
-			x = 1
-		}
-		return protowire.AppendVarint(protowire.AppendTag(out, f.num, protowire.VarintType), x), nil
-	case kInt:
-		x, err := asInt(v)
-		if err != nil {
-			return nil, err
-		}
-		if f.int32 && x != int64(int32(x)) {
-			return nil, fmt.Errorf("%d is past the 32 bits of this field (protobuf would read another number)", x)
-		}
-		return protowire.AppendVarint(protowire.AppendTag(out, f.num, protowire.VarintType), uint64(x)), nil
+	if f.kind == kBool || f.kind == kInt {
+		return appendVarintField(out, f, v)
 	}
 	var data []byte
 	switch f.kind {
@@ -482,30 +464,10 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 			return out, nil // private state not recorded: answered as none
 		}
 	case kRawState:
-		m, err := asMsg(v)
-		if err != nil {
+		var err error
+		if data, err = encodeRawState(v); err != nil {
 			return nil, err
 		}
-		if _, ok := m["wire"]; ok {
-			return nil, errors.New(`"wire": a stored state is recorded as JSON only`)
-		}
-		if ps, err := asPaths(m["redacted"]); err != nil {
-			return nil, fmt.Errorf("redacted: %w", err)
-		} else if wholly(ps) {
-			return nil, errors.New("the stored state was not recorded (no schema says what in it is secret)")
-		}
-		ps, err := asPaths(m["redacted"])
-		if err != nil {
-			return nil, fmt.Errorf("redacted: %w", err)
-		}
-		if _, err := checkDigests(m["digests"], len(ps)); err != nil {
-			return nil, fmt.Errorf("digests: %w", err)
-		}
-		js, err := json.Marshal(m["json"])
-		if err != nil {
-			return nil, err
-		}
-		data = protowire.AppendBytes(protowire.AppendTag(nil, rawStateJSON, protowire.BytesType), js)
 	case kPath:
 		p, err := asPath(v)
 		if err != nil {
@@ -516,6 +478,57 @@ func appendField(out []byte, f *field, v any, typeName string, index int, t type
 		}
 	}
 	return protowire.AppendBytes(protowire.AppendTag(out, f.num, protowire.BytesType), data), nil
+}
+
+// appendVarintField writes a bool or integer field.
+func appendVarintField(out []byte, f *field, v any) ([]byte, error) {
+	var x uint64
+	if f.kind == kBool {
+		b, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("want true or false, have %s", jsonKind(v))
+		}
+		if b {
+			x = 1
+		}
+	} else {
+		i, err := asInt(v)
+		if err != nil {
+			return nil, err
+		}
+		if f.int32 && i != int64(int32(i)) {
+			return nil, fmt.Errorf("%d is past the 32 bits of this field (protobuf would read another number)", i)
+		}
+		x = uint64(i)
+	}
+	return protowire.AppendVarint(protowire.AppendTag(out, f.num, protowire.VarintType), x), nil
+}
+
+// encodeRawState writes a recorded stored state back as a RawState message: its JSON only, and
+// only when it was recorded (not redacted whole), its digests well formed.
+func encodeRawState(v any) ([]byte, error) {
+	m, err := asMsg(v)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m["wire"]; ok {
+		return nil, errors.New(`"wire": a stored state is recorded as JSON only`)
+	}
+	ps, err := asPaths(m["redacted"])
+	if err != nil {
+		return nil, fmt.Errorf("redacted: %w", err)
+	}
+	if wholly(ps) {
+		return nil, errors.New("the stored state was not recorded (no schema says what in it is secret)")
+	}
+	if _, err := checkDigests(m["digests"], len(ps)); err != nil {
+		return nil, fmt.Errorf("digests: %w", err)
+	}
+	js, err := json.Marshal(m["json"])
+	if err != nil {
+		return nil, err
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, rawStateJSON, protowire.BytesType), js), nil
 }
 
 func asInt(v any) (int64, error) {
