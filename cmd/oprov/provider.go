@@ -47,7 +47,36 @@ func newProviderCheckCmd(ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check DIR STEPS | check --json TARGET | check --json --recording FILE",
 		Short: "Run a stdio provider through its lifecycle from a file of steps",
-		Long: `Run the stdio provider in DIR through oprov's host as tofu would drive it (configure, plan
+		Long:  providerCheckLong,
+		Example: `  oprov provider check ./examples/stdio-python ./examples/stdio-python/steps.json
+  oprov provider check --json registry.example.com/providers/acme/hello:1.0.0 < calls.jsonl
+  oprov provider check --json --recording testdata/apply.jsonl --address example.com/acme/hello < calls.jsonl`,
+		Args: o.args,
+		RunE: func(c *cobra.Command, args []string) error {
+			if o.JSON {
+				if len(args) == 1 {
+					o.target.Target = args[0]
+				}
+				return runProviderJSON(c.Context(), o)
+			}
+			o.Dir, o.Steps = args[0], args[1]
+			return runProviderCheck(c.Context(), o)
+		},
+	}
+	o.target.io = ios
+	c.Flags().BoolVar(&o.JSON, "json", false, "drive the provider TARGET with JSON calls on stdin, one answer a line on stdout")
+	c.Flags().StringVar(&o.Recording, "recording", "", "with --json: drive the recording FILE (oprov run --record) instead of a provider: it answers, and nothing runs")
+	c.Flags().StringVar(&o.target.Address, "address", "", "with --json: the provider's source address (default: guessed from the name); with --recording, which of its providers")
+	c.Flags().StringSliceVar(&o.target.Keys, "key", nil, "with --json: verify a repository version's signature with this public key (repeatable)")
+	c.Flags().StringVar(&o.target.Policy, "policy", "", "with --json: verify a repository version's signature under this trust policy")
+	c.Flags().StringVar(&o.target.CacheDir, "cache-dir", "", "with --json: the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
+	o.target.registry.register(c)
+	o.output.register(c)
+	return c
+}
+
+// providerCheckLong is provider check's help.
+var providerCheckLong = `Run the stdio provider in DIR through oprov's host as tofu would drive it (configure, plan
 and apply, import, read, data sources, function calls), from a JSON file of steps, and check
 each result. One line per step; the exit status is 1 at the first step that fails.
 
@@ -88,44 +117,22 @@ line:
     {"call": "schema"}
 
 The provider configuration is checked against the schema first: a missing required attribute
-is named. Nothing is written into the provider's directory; builds go to the cache.`,
-		Example: `  oprov provider check ./examples/stdio-python ./examples/stdio-python/steps.json
-  oprov provider check --json registry.example.com/providers/acme/hello:1.0.0 < calls.jsonl
-  oprov provider check --json --recording testdata/apply.jsonl --address example.com/acme/hello < calls.jsonl`,
-		Args: func(c *cobra.Command, args []string) error {
-			switch {
-			case o.Recording != "" && !o.JSON:
-				return usageErrorf("--recording needs --json: oprov provider check --json --recording FILE")
-			case o.Recording != "" && len(args) > 0:
-				return usageErrorf("give either a provider TARGET or --recording FILE, not both")
-			case o.Recording != "":
-				return nil
-			case o.JSON:
-				return argsRange(1, 1, "one provider: REPO:VERSION or a path (a recording goes with --recording FILE)")(c, args)
-			}
-			return argsRange(2, 2, "DIR and STEPS")(c, args)
-		},
-		RunE: func(c *cobra.Command, args []string) error {
-			if o.JSON {
-				if len(args) == 1 {
-					o.target.Target = args[0]
-				}
-				return runProviderJSON(c.Context(), o)
-			}
-			o.Dir, o.Steps = args[0], args[1]
-			return runProviderCheck(c.Context(), o)
-		},
+is named. Nothing is written into the provider's directory; builds go to the cache.`
+
+// args checks provider check's arguments: DIR and STEPS, or with --json one TARGET, or
+// --recording FILE and none.
+func (o *providerCheckOptions) args(c *cobra.Command, args []string) error {
+	switch {
+	case o.Recording != "" && !o.JSON:
+		return usageErrorf("--recording needs --json: oprov provider check --json --recording FILE")
+	case o.Recording != "" && len(args) > 0:
+		return usageErrorf("give either a provider TARGET or --recording FILE, not both")
+	case o.Recording != "":
+		return nil
+	case o.JSON:
+		return argsRange(1, 1, "one provider: REPO:VERSION or a path (a recording goes with --recording FILE)")(c, args)
 	}
-	o.target.io = ios
-	c.Flags().BoolVar(&o.JSON, "json", false, "drive the provider TARGET with JSON calls on stdin, one answer a line on stdout")
-	c.Flags().StringVar(&o.Recording, "recording", "", "with --json: drive the recording FILE (oprov run --record) instead of a provider: it answers, and nothing runs")
-	c.Flags().StringVar(&o.target.Address, "address", "", "with --json: the provider's source address (default: guessed from the name); with --recording, which of its providers")
-	c.Flags().StringSliceVar(&o.target.Keys, "key", nil, "with --json: verify a repository version's signature with this public key (repeatable)")
-	c.Flags().StringVar(&o.target.Policy, "policy", "", "with --json: verify a repository version's signature under this trust policy")
-	c.Flags().StringVar(&o.target.CacheDir, "cache-dir", "", "with --json: the cache (default $OPROV_CACHE_DIR, else $XDG_CACHE_HOME/oprov)")
-	o.target.registry.register(c)
-	o.output.register(c)
-	return c
+	return argsRange(2, 2, "DIR and STEPS")(c, args)
 }
 
 func runProviderCheck(ctx context.Context, o *providerCheckOptions) error {

@@ -116,6 +116,15 @@ origin's own SHA256SUMS, signature and key. serve then prints a host block for e
 	f.DurationVar(&o.Catalog, "catalog-refresh", 5*time.Minute, "how often the catalog page (GET /) reads every provider it lists again, in the background; 0 turns the page off")
 	f.DurationVar(&o.Drain, "drain-timeout", 5*time.Minute, "on SIGTERM, how long to wait for downloads under way")
 	o.keyless.register(c)
+	o.registerClientLimits(c)
+	o.registry.register(c)
+	o.output.register(c)
+	return c
+}
+
+// registerClientLimits adds the flags that bound serve's clients.
+func (o *serveOptions) registerClientLimits(c *cobra.Command) {
+	f := c.Flags()
 	d := serve.DefaultClientLimits()
 	cl := &o.Clients
 	f.DurationVar(&cl.HeaderTimeout, "client-header-timeout", d.HeaderTimeout, "a client must send a request's headers within this")
@@ -126,9 +135,6 @@ origin's own SHA256SUMS, signature and key. serve then prints a host block for e
 	f.IntVar(&cl.MaxStreams, "max-streams", d.MaxStreams, "concurrent HTTP/2 streams per connection")
 	f.IntVar(&cl.MaxArchives, "max-archives", d.MaxArchives, "archive downloads under way at once; past it a request waits up to 10s, then gets 503 (lowered to fit the open-files limit)")
 	f.IntVar(&cl.MaxPathLength, "max-path-length", d.MaxPathLength, "longest request path; a longer one gets 414")
-	o.registry.register(c)
-	o.output.register(c)
-	return c
 }
 
 // serveModulesHelp is serve's help on --modules.

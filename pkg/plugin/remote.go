@@ -492,6 +492,12 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	if err := writeLine(h.Out, remoteReply{Ready: true, Protocol: p.Protocol}); err != nil {
 		return err
 	}
+	return h.serveCalls(ctx, in, p)
+}
+
+// serveCalls serves the near side's calls to p over yamux-multiplexed gRPC until the session
+// ends: the near side closed it, or went away.
+func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provider) error {
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
 	cfg.KeepAliveInterval = 10 * time.Second
