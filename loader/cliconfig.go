@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // UserCLIFiles lists the CLI configuration files the user's own tofu (or terraform) reads, in the

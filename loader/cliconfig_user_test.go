@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // TestCLIConfigKeepsUserForms: the user's dev_overrides (quoted keys, after another method in

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // withCredentials adds to a CLI configuration the oci_default_credentials block that points

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // singletonBlocks are the top-level CLI configuration blocks OpenTofu allows once in all

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 const printedRC = `provider_installation {

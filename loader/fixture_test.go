@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // world is an in-process registry holding example.com/acme/hello 1.0.0, 1.1.0 and 2.0.0 and

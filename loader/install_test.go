@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 func TestInstall(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
 )
@@ -31,7 +31,7 @@ func FetchRef(ctx context.Context, ref oci.Ref, addr manifest.ProviderAddress, p
 	}
 	if pkg.Version == "" { // named by digest: take the version from the zip's name
 		pkg.Version = "0.0.0"
-		if fn, err := release.ParseFilename(pkg.Filename); err == nil {
+		if fn, err := providerrelease.ParseFilename(pkg.Filename); err == nil {
 			pkg.Version = fn.Version
 		}
 	}

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 func TestFetchRef(t *testing.T) {

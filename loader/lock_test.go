@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 func TestOpen(t *testing.T) {

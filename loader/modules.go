@@ -7,12 +7,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // ModuleChange is one remote module as locked or installed.

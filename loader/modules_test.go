@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // archiveServer serves module archives (zip) by path on 127.0.0.1.

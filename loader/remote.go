@@ -17,7 +17,7 @@ import (
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // remoteSandbox is a sandbox block as it travels to the far side: what it asks for, its paths as
@@ -172,7 +172,7 @@ func (p *Project) withRemoteLaunchers(installed []Installed) ([]Installed, error
 		}
 		root := filepath.Join(p.Dir, remoteMirror)
 		dir := filepath.Join(root, addr.Hostname.String(), addr.Namespace, addr.Type, in.Version, plat.String())
-		name := release.ProviderPrefix + addr.Type
+		name := providerrelease.ProviderPrefix + addr.Type
 		text := remoteLauncher(addr.String())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // A far side that requires a sandbox does not let the near side weaken it: a block asking for

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // nearSide plays the near side of a connection against HostRemote: it reads the hello, sends

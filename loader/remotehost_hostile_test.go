@@ -8,7 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // A far side run with --require-sandbox and no configuration of its own applies the default

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/plugin"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // A far side whose cache is at its bound takes no zip from a near side, and says which bound.

@@ -14,12 +14,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/middleware"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
+	"github.com/oprov/oprov/pkg/pybuild"
 	"github.com/oprov/oprov/pkg/sandbox"
 	"github.com/oprov/oprov/pkg/source"
 	"github.com/oprov/oprov/pkg/stdiohost"
@@ -124,7 +124,7 @@ func launcherNeeds(l Launchable, b *config.Sandbox) (needs, error) {
 	switch {
 	case stdiohost.IsLauncher(data, addr.Type):
 		return stdioNeeds(filepath.Dir(l.Executable), nil, false, b)
-	case pybuild.IsLauncher(data, release.ProviderPrefix+addr.Type):
+	case pybuild.IsLauncher(data, providerrelease.ProviderPrefix+addr.Type):
 		return pythonNeeds(l.Executable, false, b)
 	}
 	return needs{}, nil

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/pybuild"
 	"github.com/oprov/oprov/pkg/sandbox"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )

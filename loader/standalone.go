@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/source"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )
@@ -27,7 +27,7 @@ func ExecutableAddress(path string) manifest.ProviderAddress {
 func DirAddress(dir string) manifest.ProviderAddress {
 	base := filepath.Base(dir)
 	addr := localAddress("terraform-provider-" + base)
-	if t, ok := release.TypeFromName(base); ok {
+	if t, ok := providerrelease.TypeFromName(base); ok {
 		addr.Type = t
 	}
 	if m, err := stdiohost.ReadManifest(dir); err == nil { // a stdio provider names its type
@@ -37,7 +37,7 @@ func DirAddress(dir string) manifest.ProviderAddress {
 }
 
 func localAddress(name string) manifest.ProviderAddress {
-	typ, ok := release.TypeFromName(name)
+	typ, ok := providerrelease.TypeFromName(name)
 	if !ok {
 		typ = "unknown"
 	}

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/unzip"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // benchMB is the size of each synthetic platform zip: OPROV_BENCH_MB, default 100.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testmodreg"
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testmodreg"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // BenchmarkSaveConfigVsTofuMirror saves a configuration of 5 providers x 2 platforms, each from

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testmodreg"
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testmodreg"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // moduleZip packages a module directory written from files (name -> content).

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // hostileBundle: a small signed version (cosign's .sig tag form, the form whose tag a load

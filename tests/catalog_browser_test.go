@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/sigstack"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/sigstack"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // hostileVersion is what a hostile index says its version is: markup, which the catalog must show

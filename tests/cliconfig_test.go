@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // TestUserCLIConfigKeptWithTofu: the user's CLI configuration in OpenTofu's documented forms, a

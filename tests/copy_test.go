@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // TestCopyResumesAfterKill: a copy killed midway, run again, completes and uploads only what was

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/doccheck"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/doccheck"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // docsExampleOrder is the order the documentation's tested examples run in, one working

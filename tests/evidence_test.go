@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // keyHint is a public key's hint as sigstore names keys: base64 of the SHA-256 of its DER.

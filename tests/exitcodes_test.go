@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // The documented CI command, 'oprov run --replay FILE -- tofu plan -detailed-exitcode', pasted

@@ -14,7 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // httpTrace is what OPROV_DEBUG_HTTP=1 says a run did: the requests ("METHOD URL") and the bytes

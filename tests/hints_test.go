@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // TestHintsWorkWhenPasted: what oprov tells a user to run does what it says when pasted into a

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/tests/internal/hostile"
+	"github.com/oprov/oprov/tests/testkit/hostile"
+	"github.com/oprov/oprov/tests/testkit/testca"
 )
 
 // hostileStall is the stall timeout the hostile tests run oprov with: short, so the suite stays

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/sigstack"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/sigstack"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // TestKeylessAmbientGitHubIdentity: in a GitHub Actions job (a token endpoint on 127.0.0.1 plays

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/sigstack"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/sigstack"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // BenchmarkKeylessVerifyVsCosign times oprov verify of a keyless-signed examples/hello version

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // launchCheckBase is the commit before the launch check skipped unchanged files by their

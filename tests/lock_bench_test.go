@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // BenchmarkLockBytes counts the bytes of registry responses 'oprov lock' reads for a synthetic

@@ -18,7 +18,7 @@ import (
 
 var (
 	oprovBin string // the oprov binary under test, built once by TestMain
-	rssWrap  string // tests/internal/rsswrap, for measuring peak RSS
+	rssWrap  string // tests/testkit/rsswrap, for measuring peak RSS
 	repoRoot string
 )
 
@@ -40,7 +40,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	oprovBin, rssWrap = filepath.Join(dir, "oprov"), filepath.Join(dir, "rsswrap")
-	for out, pkg := range map[string]string{oprovBin: "./cmd/oprov", rssWrap: "./tests/internal/rsswrap"} {
+	for out, pkg := range map[string]string{oprovBin: "./cmd/oprov", rssWrap: "./tests/testkit/rsswrap"} {
 		build := exec.Command("go", "build", "-o", out, pkg)
 		build.Dir = repoRoot
 		// As the README installs it: a static executable (see TestBinaryIsStatic).

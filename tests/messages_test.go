@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // messageCase is one ordinary mistake and what oprov must say about it: its cause and its fix.

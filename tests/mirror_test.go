@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // originConfig requires examples/hello from a test origin.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // TestModulesAcrossAirGapWithTofu: a configuration whose root calls a registry module (which

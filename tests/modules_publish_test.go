@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // moduleJSON is what package/push/verify --module print about a module package.

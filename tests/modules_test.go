@@ -17,9 +17,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // moduleServers are the module sources of one test on 127.0.0.1: a module registry (Module

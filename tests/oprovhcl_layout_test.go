@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/doccheck"
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/doccheck"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // TestOprovHCLLayoutExample: the oci-layout block of docs/oprov-hcl.md, taken from the page as

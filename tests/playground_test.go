@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 var exportLine = regexp.MustCompile(`^export (\w+)=(\S+)`)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // TestOneRegistrationPerName: oprov links its own protocol messages and terraform-plugin-go's

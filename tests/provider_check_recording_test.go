@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // An apply recorded with tofu and with Terraform is driven with provider check --json

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // fakeZip writes a small release zip holding the given files (name -> content); names starting

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 type pushOutput struct {

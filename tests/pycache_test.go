@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // otherUID is the user the pycache test plants bytecode as (nobody).

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/unzip"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // extractProvider unpacks a release zip for this machine and returns its executable.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // writeSdist writes a source distribution NAME-VERSION.tar.gz of a setuptools project into dir,

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/unzip"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // pyPlatforms are the platforms the tests package examples/pyhello for: the host's and two others.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/refreg"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/refreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // cosignSignOCI11 is cosign v2's third form: the simple-signing signature stored as an OCI 1.1

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // staticRegistryFrom lays out, for Go's http.FileServer over TLS (staticserve), a static Provider
@@ -59,7 +59,7 @@ func staticRegistryFrom(b *testing.B, rs *registryServe) (string, string) {
 	certFile, keyFile := ca.Issue(b, certDir, "127.0.0.1") // also valid for localhost
 	staticOnce.Do(func() {
 		staticBin = filepath.Join(filepath.Dir(oprovBin), "staticserve")
-		build := exec.Command("go", "build", "-o", staticBin, "./tests/internal/staticserve")
+		build := exec.Command("go", "build", "-o", staticBin, "./tests/testkit/staticserve")
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
 			staticErr = fmt.Errorf("building staticserve: %v\n%s", err, out)

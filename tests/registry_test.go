@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	origin "github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	origin "github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // gpgSigningKey makes an OpenPGP key without a passphrase with the stock gpg, in a home of its

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // remoteBenchConfig is n greetings, made at once.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // remoteUser is the far side's account: a user of the tests' own, reached only by key.

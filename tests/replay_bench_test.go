@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // BenchmarkReplay measures, side by side in one run, on 200 recorder_thing resources: 'oprov run

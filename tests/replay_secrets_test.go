@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // The secrets tests/providers/secrets is given or makes, by the place each one is in (the provider's

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // replayHello is the hello configuration with for_each over a resource, a data source and (for

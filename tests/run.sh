@@ -28,7 +28,7 @@ bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
 go vet ./...
 go vet -tags gendocs ./cmd/oprov
-# -trimpath as oprov builds providers from source (internal/build/gobuild): the dependencies vet
+# -trimpath as oprov builds providers from source (pkg/gobuild): the dependencies vet
 # compiles are then the ones the end-to-end tests' provider builds find in the cache.
 for ex in examples/*/go.mod tests/providers/*/go.mod; do (cd "$(dirname "$ex")" && go vet -trimpath ./...); done
 

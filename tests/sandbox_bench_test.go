@@ -11,7 +11,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // BenchmarkSandboxLaunch times launch to handshake of tests/providers/hostile, started directly

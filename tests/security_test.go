@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // stackConfig is a recorder_stack whose setting blocks hold a dynamic value: a string and a
@@ -235,7 +235,7 @@ func TestRunSocketsPrivate(t *testing.T) {
 	os.Chmod(probeDir, 0o755)
 	os.Chmod(filepath.Dir(probeDir), 0o755)
 	probe := filepath.Join(probeDir, "sockprobe")
-	build := exec.Command("go", "build", "-o", probe, "./tests/internal/sockprobe")
+	build := exec.Command("go", "build", "-o", probe, "./tests/testkit/sockprobe")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building sockprobe: %v\n%s", err, out)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/unzip"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // BenchmarkServeInit times a warm `tofu init` through `oprov serve` (the server's cache filled and

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // countingProxy forwards TCP connections to a target and counts the bytes the target sends back:

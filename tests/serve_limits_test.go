@@ -22,10 +22,10 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/testing/testca"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/throttle"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/throttle"
 )
 
 // countingListener accepts connections on 127.0.0.1 and counts them: the server must make none

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // TestServeMetricsPromtool: a scrape taken while 100 archive downloads and 200 document requests

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
-	"github.com/oprov/oprov/tests/internal/throttle"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
+	"github.com/oprov/oprov/tests/testkit/throttle"
 )
 
 // TestServeEnforcesPolicy: with --key, an unsigned version is not listed and its archive is a 404

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testca"
 )
 
 // staticMirror is Go's http.FileServer over TLS serving a static network mirror of
@@ -60,7 +60,7 @@ func startStaticMirror(tb testing.TB) *staticMirror {
 	certFile, keyFile := ca.Issue(tb, certDir, "127.0.0.1")
 	staticOnce.Do(func() {
 		staticBin = filepath.Join(filepath.Dir(oprovBin), "staticserve")
-		build := exec.Command("go", "build", "-o", staticBin, "./tests/internal/staticserve")
+		build := exec.Command("go", "build", "-o", staticBin, "./tests/testkit/staticserve")
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
 			staticErr = fmt.Errorf("building staticserve: %v\n%s", err, out)

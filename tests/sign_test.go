@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // cosignCLI runs the stock cosign CLI with the registry's CA trusted and the key password set.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/pkg/plugin"
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // stdioPackagedExe packages the Python example for this machine and unpacks it, as tofu would

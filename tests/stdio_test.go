@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // kvConfig uses the kv example (examples/stdio-*): an entry whose value depends on another's

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/tagflip"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/tagflip"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // uMarker is the extra file that only the unsigned build U carries: it makes U's h1: hashes

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/tests/internal/gate"
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/gate"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // bigMB is the size of each platform's zip in the kill tests: large enough that a kill often

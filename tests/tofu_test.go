@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // tofuRun runs tofu (or terraform) in dir with a CLI config and a CA to trust.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/peers"
+	"github.com/oprov/oprov/tests/testkit/peers"
 )
 
 // goPluginInternal is a line of go-plugin's own, from either end: its client in oprov (starting

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/tests/internal/testreg"
+	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
 // TestVerifyRefusesUnsignedBeforeAnyZip: verify judges signatures before it fetches any zip, so an

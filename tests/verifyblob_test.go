@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/tufrepo"
-	"github.com/oprov/oprov/tests/internal/peers"
-	"github.com/oprov/oprov/tests/internal/sigstack"
+	"github.com/oprov/oprov/tests/testkit/peers"
+	"github.com/oprov/oprov/tests/testkit/sigstack"
+	"github.com/oprov/oprov/tests/testkit/tufrepo"
 )
 
 // cosignIn runs a cosign CLI (bin) in dir, offline, with the test key's password.

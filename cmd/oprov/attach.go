@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 )
 
 type attachOptions struct {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/internal/ocicopy"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/oci"
 )
 
@@ -79,12 +79,12 @@ func runCopy(ctx context.Context, o *copyOptions) error {
 	if err != nil {
 		return oci.Explain("copy", dst, err)
 	}
-	tags, err := ocicopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions, o.io.Deps.Limits)
+	tags, err := artifactcopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions, o.io.Deps.Limits)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
 	bar := newProgress(o.io, "copying")
-	res, err := ocicopy.Copy(ctx, st, dt, tags, ocicopy.Options{Concurrency: o.Concurrency, Progress: bar, Limits: o.io.Deps.Limits})
+	res, err := artifactcopy.Copy(ctx, st, dt, tags, artifactcopy.Options{Concurrency: o.Concurrency, Progress: bar, Limits: o.io.Deps.Limits})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("copy", src, err)

@@ -77,7 +77,7 @@ func TestEnvironmentHelpComplete(t *testing.T) {
 }
 
 // oprovVariables maps each OPROV_* name in a string literal of the module's code (tests, tests/,
-// internal/testing and examples left out) to one file naming it.
+// and examples left out) to one file naming it.
 func oprovVariables(t *testing.T, root string) map[string]string {
 	t.Helper()
 	name := regexp.MustCompile(`OPROV_[A-Z0-9_]*[A-Z0-9]|\$\{?OPROV\b`) // $OPROV: a launcher script's
@@ -91,7 +91,7 @@ func oprovVariables(t *testing.T, root string) map[string]string {
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			switch rel {
-			case ".git", "tests", "internal/testing", "examples":
+			case ".git", "tests", "examples":
 				return filepath.SkipDir
 			}
 			return nil

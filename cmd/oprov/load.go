@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/sign"
 )
@@ -75,7 +75,7 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 		return fmt.Errorf("load: %w (nothing was pushed)", err)
 	}
 	bar := newProgress(o.io, "loading")
-	rep, err := bundle.Load(ctx, b, bundle.LoadOptions{To: o.To, Registry: o.io.Deps.registry(o.registry), Policy: policy, Copy: ocicopy.Options{Progress: bar, Limits: o.io.Deps.Limits}, Log: o.io.ErrOut})
+	rep, err := bundle.Load(ctx, b, bundle.LoadOptions{To: o.To, Registry: o.io.Deps.registry(o.registry), Policy: policy, Copy: artifactcopy.Options{Progress: bar, Limits: o.io.Deps.Limits}, Log: o.io.ErrOut})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("load %s: %w", o.File, err)

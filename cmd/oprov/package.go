@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/internal/build/gobuild"
-	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/internal/progress"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/gobuild"
+	"github.com/oprov/oprov/pkg/providerrelease"
+	"github.com/oprov/oprov/pkg/pybuild"
 	"github.com/oprov/oprov/pkg/stdiohost"
 )
 
@@ -125,7 +125,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 		total = 0 // platforms times CPython versions, known only once resolved
 	}
 	steps := progress.NewSteps(o.io.ErrOut, o.io.ErrTTY, total)
-	opts := release.PackageOptions{
+	opts := providerrelease.PackageOptions{
 		Version: o.Version, Type: o.Name, Platforms: platforms, OutDir: o.OutDir, Steps: steps,
 		Progress: func(format string, args ...any) {
 			if o.io.ErrTTY {
@@ -133,7 +133,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 			}
 		},
 	}
-	var p *release.Packaged
+	var p *providerrelease.Packaged
 	switch {
 	case o.GoDir != "":
 		p, err = gobuild.Package(ctx, o.GoDir, opts)
@@ -142,7 +142,7 @@ func runPackage(ctx context.Context, o *packageOptions) error {
 	case o.StdioDir != "":
 		p, err = stdiohost.Package(o.StdioDir, opts)
 	default:
-		p, err = release.PackageBinaries(o.BinDir, opts)
+		p, err = providerrelease.PackageBinaries(o.BinDir, opts)
 	}
 	steps.Finish()
 	if err != nil {

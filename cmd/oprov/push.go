@@ -11,8 +11,8 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/publish"
-	"github.com/oprov/oprov/pkg/release"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -103,10 +103,10 @@ func runPush(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := release.SourceDateEpoch(); err != nil {
+	if _, _, err := providerrelease.SourceDateEpoch(); err != nil {
 		return err // before anything is read: publish records it on the index
 	}
-	rel, err := release.Collect(ctx, o.Sources)
+	rel, err := providerrelease.Collect(ctx, o.Sources)
 	if err != nil {
 		return fmt.Errorf("push: %w%s", err, moduleHint(o.Sources))
 	}
@@ -142,7 +142,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 
 // versionTagged gives the repository tagged with the release's version. A tag the user gave must
 // already be that version: the tag is how OpenTofu finds a version, so it cannot be anything else.
-func versionTagged(ref oci.Ref, rel *release.Release) (oci.Ref, error) {
+func versionTagged(ref oci.Ref, rel *providerrelease.Release) (oci.Ref, error) {
 	tag, err := manifest.VersionToTag(rel.Version)
 	if err != nil {
 		return oci.Ref{}, fmt.Errorf("push: %w", err)
@@ -174,7 +174,7 @@ type platformJSON struct {
 // printPushed says what was pushed and, for a registry OpenTofu can install from (HTTPS), the CLI
 // configuration that installs it. Over plain HTTP OpenTofu cannot, so no configuration is printed
 // that would not work; the publisher's warning says so.
-func printPushed(o *pushOptions, ref oci.Ref, rel *release.Release, addr manifest.ProviderAddress, res *publish.Result, plainHTTP bool) error {
+func printPushed(o *pushOptions, ref oci.Ref, rel *providerrelease.Release, addr manifest.ProviderAddress, res *publish.Result, plainHTTP bool) error {
 	tofurc := ""
 	if !ref.IsLayout() && !plainHTTP {
 		if o.Address == "" {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 func TestPushLayout(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/bundle"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/origin"
@@ -104,7 +104,7 @@ func runSave(ctx context.Context, o *saveOptions) error {
 		items = append(items, it)
 	}
 	bar := newProgress(o.io, "saving")
-	res, err := bundle.Save(ctx, items, o.Out, ocicopy.Options{Progress: bar, Limits: o.io.Deps.Limits})
+	res, err := bundle.Save(ctx, items, o.Out, artifactcopy.Options{Progress: bar, Limits: o.io.Deps.Limits})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("save: %w", err)

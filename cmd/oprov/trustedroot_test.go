@@ -14,8 +14,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
-	"github.com/oprov/oprov/internal/testing/sigstoretest"
-	"github.com/oprov/oprov/internal/testing/tufrepo"
+	"github.com/oprov/oprov/tests/testkit/sigstoretest"
+	"github.com/oprov/oprov/tests/testkit/tufrepo"
 )
 
 // virtualTrustedRoot is the trusted_root.json of sigstore-go's virtual Sigstore vs (its CA, TSA

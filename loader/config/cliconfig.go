@@ -1,7 +1,7 @@
 package config
 
 import (
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // MirrorInstallation is the plain oci_mirror CLI configuration of oprov.hcl's blocks, for

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {

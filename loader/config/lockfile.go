@@ -8,7 +8,7 @@ import (
 
 	"github.com/oprov/oprov/internal/hcldiag"
 	"github.com/oprov/oprov/internal/scratch"
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // LockFileName is the dependency lock file OpenTofu and Terraform keep beside the configuration.

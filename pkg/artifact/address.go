@@ -3,9 +3,9 @@ package artifact
 import (
 	"strings"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // GuessProviderAddress guesses a provider's address from the repository it lives in: the last

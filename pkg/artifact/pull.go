@@ -22,7 +22,7 @@ import (
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // Version is a resolved provider version: its tag, its index (digest checked), and the index
@@ -80,7 +80,7 @@ func typeFromRepository(ref oci.Ref) string {
 		name = filepath.ToSlash(filepath.Clean(ref.Layout))
 	}
 	name = path.Base(name)
-	if t, ok := release.TypeFromName(name); ok {
+	if t, ok := providerrelease.TypeFromName(name); ok {
 		return t
 	}
 	return name
@@ -105,7 +105,7 @@ func FetchPlatform(ctx context.Context, t oci.ReadOnly, v *Version, e manifest.E
 // names: a tag moved onto another release.
 func (v *Version) CheckPlatform(p *Platform) error {
 	title := p.Zip.Annotations[manifest.AnnotationTitle]
-	if fn, err := release.ParseFilename(title); err == nil && v.Version != "" && fn.Version != v.Version {
+	if fn, err := providerrelease.ParseFilename(title); err == nil && v.Version != "" && fn.Version != v.Version {
 		return fmt.Errorf("the tag says version %s but the signed index holds %s (the tag was moved to another release)", v.Version, title)
 	}
 	return nil
@@ -136,10 +136,10 @@ func FetchEntries(ctx context.Context, t oci.ReadOnly, v *Version, entries []man
 // zipName picks the release file name for a platform's zip: the layer's title when it follows
 // the convention and names the same platform, otherwise one made from the type and version.
 func zipName(v *Version, p manifest.Platform, title string) string {
-	if fn, err := release.ParseFilename(title); err == nil && fn.Platform == p && (v.Version == "" || fn.Version == v.Version) {
+	if fn, err := providerrelease.ParseFilename(title); err == nil && fn.Platform == p && (v.Version == "" || fn.Version == v.Version) {
 		return title
 	}
-	return release.Filename{Type: v.Type, Version: v.Version, Platform: p}.String()
+	return providerrelease.Filename{Type: v.Type, Version: v.Version, Platform: p}.String()
 }
 
 // Select picks platforms of a version: all of them when want is empty. A wanted platform that
@@ -234,7 +234,7 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 		return nil, err
 	}
 	res := &PullResult{Version: v}
-	sums := release.Sums{}
+	sums := providerrelease.Sums{}
 	for _, p := range platforms {
 		dest := filepath.Join(opts.OutDir, p.Filename)
 		err = scratch.WriteFileAtomic(dest, func(w io.Writer) error { return FetchZip(ctx, t, p, w, opts.Progress, opts.Limits) })
@@ -245,7 +245,7 @@ func Pull(ctx context.Context, t oci.Target, ref oci.Ref, opts PullOptions) (*Pu
 		res.Files = append(res.Files, PulledFile{Platform: p.Platform, Path: dest, Digest: p.Zip.Digest.String(), Size: p.Zip.Size})
 	}
 	if opts.WriteSums && v.Version != "" {
-		res.Sums = filepath.Join(opts.OutDir, release.SumsName(v.Type, v.Version))
+		res.Sums = filepath.Join(opts.OutDir, providerrelease.SumsName(v.Type, v.Version))
 		err := scratch.WriteFileAtomic(res.Sums, func(w io.Writer) error { _, err := w.Write(sums.Bytes()); return err })
 		if err != nil {
 			return nil, err

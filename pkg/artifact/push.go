@@ -15,7 +15,7 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // PushOptions tunes a push.
@@ -39,7 +39,7 @@ type PushResult struct {
 // PushRelease publishes a checked release to a target as one version: the zips and the config
 // blob first, then the platform manifests, and the index last, under tag. Content already in the
 // target is not uploaded again. Until the index is tagged, nothing a client resolves has changed.
-func PushRelease(ctx context.Context, t oci.Target, rel *release.Release, tag string, opts PushOptions) (*PushResult, error) {
+func PushRelease(ctx context.Context, t oci.Target, rel *providerrelease.Release, tag string, opts PushOptions) (*PushResult, error) {
 	// The index records its version, so a signature over it also says which version it signed.
 	idxOpts := opts.Index
 	idxOpts.Annotations = map[string]string{ocispec.AnnotationVersion: rel.Version}

@@ -17,8 +17,8 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 
-	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/internal/scratch"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	ociref "github.com/oprov/oprov/pkg/oci"
 )
 
@@ -37,7 +37,7 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, reg *ociref.Client) (SaveI
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
-	tags, err := ocicopy.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "", reg.Bounds())
+	tags, err := artifactcopy.SelectTags(ctx, t, ref.Reference, "", ref.Reference == "", reg.Bounds())
 	if err != nil {
 		return SaveItem{}, ociref.Explain("save", ref, err)
 	}
@@ -51,13 +51,13 @@ func SaveItemFor(ctx context.Context, ref ociref.Ref, reg *ociref.Client) (SaveI
 // the way (one pass: nothing is written twice), in an owned temporary directory beside out (see
 // internal/scratch), and the tarball renamed when complete: a killed save leaves nothing that the next
 // one there does not remove.
-func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Options) (*ocicopy.Result, error) {
+func Save(ctx context.Context, items []SaveItem, out string, opts artifactcopy.Options) (*artifactcopy.Result, error) {
 	work, err := scratch.Beside(filepath.Dir(out))
 	if err != nil {
 		return nil, err
 	}
 	defer work.Release()
-	total := &ocicopy.Result{}
+	total := &artifactcopy.Result{}
 	err = work.WriteFile(out, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		layout, err := newTarLayout(ctx, bw)
@@ -71,7 +71,7 @@ func Save(ctx context.Context, items []SaveItem, out string, opts ocicopy.Option
 			o.DstTag = func(t string) string { return repo + ":" + t }
 			var found []ocispec.Descriptor
 			o.Referrer = func(d ocispec.Descriptor) { found = append(found, d) }
-			r, err := ocicopy.Copy(ctx, it.Src, layout, it.Tags, o)
+			r, err := artifactcopy.Copy(ctx, it.Src, layout, it.Tags, o)
 			if err == nil {
 				err = recordReferrers(ctx, layout, repo, found)
 			}

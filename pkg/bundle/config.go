@@ -21,18 +21,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oprov/oprov/internal/iox"
-	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/internal/scratch"
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/module"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // listingName is the listing's file in a configuration bundle's tarball (beside the OCI layout),
@@ -283,8 +283,8 @@ func writeProviders(ctx context.Context, tl *tarLayout, plan []*planned, srcs []
 // streamOrigins streams every origin provider's zips into tl, one after another (a tar has one
 // writer), each read back and checked beside the next download; it gives each one's release
 // once every check has passed.
-func streamOrigins(ctx context.Context, plan []*planned, tl *tarLayout, opts ConfigOptions) ([]*release.Release, error) {
-	rels := make([]*release.Release, len(plan))
+func streamOrigins(ctx context.Context, plan []*planned, tl *tarLayout, opts ConfigOptions) ([]*providerrelease.Release, error) {
+	rels := make([]*providerrelease.Release, len(plan))
 	checks, cctx := errgroup.WithContext(ctx)
 	checks.SetLimit(2)
 	for i, p := range plan {
@@ -448,7 +448,7 @@ func openPlanned(ctx context.Context, p *planned, opts ConfigOptions) (ociref.Re
 func copyPlanned(ctx context.Context, p *planned, src ociref.ReadOnly, tl *tarLayout, opts ConfigOptions) error {
 	repo := p.listed.Repository
 	var found []ocispec.Descriptor
-	_, err := ocicopy.Copy(ctx, src, tl, []string{p.listed.Tag}, ocicopy.Options{
+	_, err := artifactcopy.Copy(ctx, src, tl, []string{p.listed.Tag}, artifactcopy.Options{
 		Progress:  opts.Progress,
 		SizesOnly: true, // the tarball hashes each blob as it goes in
 		DstTag:    func(t string) string { return repo + ":" + t },

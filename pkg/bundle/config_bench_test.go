@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/internal/testing/tfcredstest"
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tfcreds"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/tfcredstest"
 )
 
 // benchRelease writes TYPE 1.0.0 for platforms into a new directory: zips holding mb MiB of

@@ -11,9 +11,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry"
 
-	"github.com/oprov/oprov/internal/ocicopy"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/sign"
@@ -24,14 +24,14 @@ type LoadOptions struct {
 	To       string // HOST[:PORT][/PREFIX]: each repository is recreated below it
 	Registry *ociref.Client
 	Policy   *sign.Policy // when set, every version's signature must satisfy it
-	Copy     ocicopy.Options
+	Copy     artifactcopy.Options
 	Log      io.Writer
 }
 
 // Loaded is one repository a load wrote.
 type Loaded struct {
-	Repository string          `json:"repository"`
-	Result     *ocicopy.Result `json:"result"`
+	Repository string               `json:"repository"`
+	Result     *artifactcopy.Result `json:"result"`
 }
 
 // LoadReport is what a load wrote and what it proved.
@@ -143,7 +143,7 @@ func (l *load) openViews(ctx context.Context) error {
 		if len(l.versions[repo]) == 0 {
 			continue
 		}
-		if _, err := ocicopy.VerifyAll(ctx, v, l.versions[repo], l.opts.Registry.Bounds()); err != nil {
+		if _, err := artifactcopy.VerifyAll(ctx, v, l.versions[repo], l.opts.Registry.Bounds()); err != nil {
 			return fmt.Errorf("the bundle is damaged, so nothing was pushed: %s: %w", repo, err)
 		}
 	}
@@ -229,8 +229,8 @@ func (l *load) push(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 	type dest struct {
 		ref     ociref.Ref
 		dst     ociref.Target
-		res     *ocicopy.Result
-		pending []ocicopy.Pending
+		res     *artifactcopy.Result
+		pending []artifactcopy.Pending
 	}
 	var dests []dest
 	for _, repo := range l.repos {
@@ -247,7 +247,7 @@ func (l *load) push(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 		}
 		copts := l.opts.Copy
 		copts.SizesOnly = true // openViews read every blob against its digest; the registry hashes them again
-		res, pending, err := ocicopy.CopyContent(ctx, l.views[repo], dst, l.versions[repo], copts)
+		res, pending, err := artifactcopy.CopyContent(ctx, l.views[repo], dst, l.versions[repo], copts)
 		if err != nil {
 			return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", ref, err))
 		}
@@ -259,7 +259,7 @@ func (l *load) push(ctx context.Context, mods []*loadModule) ([]Loaded, error) {
 	}
 	var out []Loaded
 	for _, d := range dests {
-		if err := ocicopy.ApplyTags(ctx, d.dst, d.pending); err != nil {
+		if err := artifactcopy.ApplyTags(ctx, d.dst, d.pending); err != nil {
 			return out, ociref.Explain("load", d.ref, err)
 		}
 		out = append(out, Loaded{Repository: d.ref.Repo(), Result: d.res})

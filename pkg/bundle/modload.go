@@ -7,7 +7,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/ocicopy"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	ociref "github.com/oprov/oprov/pkg/oci"
@@ -21,7 +21,7 @@ type loadModule struct {
 	ref     ociref.Ref // below --to, with the tag
 	view    ociref.ReadOnly
 	dst     ociref.Target
-	pending []ocicopy.Pending
+	pending []artifactcopy.Pending
 }
 
 // moduleRepos are the repositories a listing names for modules: load handles them apart from
@@ -143,7 +143,7 @@ func (l *load) readModule(ctx context.Context, ref ociref.Ref, m ListedModule) (
 	if err := checkModuleZip(zip); err != nil {
 		return nil, err
 	}
-	if _, err := ocicopy.VerifyAll(ctx, view, []string{m.Tag}, l.opts.Registry.Bounds()); err != nil {
+	if _, err := artifactcopy.VerifyAll(ctx, view, []string{m.Tag}, l.opts.Registry.Bounds()); err != nil {
 		return nil, fmt.Errorf("the bundle is damaged: %s: %w", m.Repository, err)
 	}
 	if err := l.verifyModule(ctx, view, ref, res); err != nil {
@@ -236,7 +236,7 @@ func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, e
 		}
 		copts := l.opts.Copy
 		copts.SizesOnly = true // checkModules read every blob against its digest
-		res, pending, err := ocicopy.CopyContent(ctx, m.view, dst, []string{m.listed.Tag}, copts)
+		res, pending, err := artifactcopy.CopyContent(ctx, m.view, dst, []string{m.listed.Tag}, copts)
 		if err != nil {
 			return nil, fmt.Errorf("%w (no tag was written)", ociref.Explain("load", m.ref, err))
 		}
@@ -249,7 +249,7 @@ func (l *load) pushModules(ctx context.Context, mods []*loadModule) ([]Loaded, e
 // tagModules tags every pushed module package (its .sig tag first).
 func (l *load) tagModules(ctx context.Context, mods []*loadModule) error {
 	for _, m := range mods {
-		if err := ocicopy.ApplyTags(ctx, m.dst, m.pending); err != nil {
+		if err := artifactcopy.ApplyTags(ctx, m.dst, m.pending); err != nil {
 			return ociref.Explain("load", m.ref, err)
 		}
 	}

@@ -14,12 +14,12 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/ocicopy"
-	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/artifactcopy"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 )
 
 // ListedModule is one remote module call in a configuration bundle: the module package the
@@ -298,7 +298,7 @@ func copyOCIModule(ctx context.Context, tl *tarLayout, r *module.Resolved, src m
 		return fmt.Errorf("%s@%s holds the zip sha256:%s, not the %s the module walk hashed", src.URL, r.Version, got, r.ZH)
 	}
 	var found []ocispec.Descriptor
-	_, err = ocicopy.Copy(ctx, from, tl, []string{r.Version}, ocicopy.Options{
+	_, err = artifactcopy.Copy(ctx, from, tl, []string{r.Version}, artifactcopy.Options{
 		SizesOnly: true, // the tarball hashes each blob as it goes in
 		DstTag: func(t string) string {
 			if t == r.Version {

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/tofufiles"
 	"github.com/oprov/oprov/pkg/module"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	ociref "github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // resolvedModule makes a resolved module call whose package holds main.tf saying body.

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/internal/testing/tfcredstest"
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/mirror"
 	ociref "github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tfcreds"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/tfcredstest"
 )
 
 var streamPlatforms = []string{"linux_amd64", "darwin_arm64"}

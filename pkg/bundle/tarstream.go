@@ -80,7 +80,7 @@ func (t *tarLayout) Push(ctx context.Context, d ocispec.Descriptor, r io.Reader)
 	if err := t.tw.WriteHeader(h); err != nil {
 		return err
 	}
-	// Copies check what they read from their source (ocicopy); this checks again what goes in.
+	// Copies check what they read from their source (artifactcopy); this checks again what goes in.
 	vr := ociref.NewVerifyReader(iox.ContextReader(ctx, r), d, "the source")
 	var keep bytes.Buffer
 	var dst io.Writer = t.tw

@@ -17,7 +17,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // mustTmp gives c's own temporary directory.
@@ -34,7 +34,7 @@ func mustTmp(t *testing.T, c *Cache) string {
 func makeZip(t *testing.T, content string) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	err := release.WriteZip(&b, []release.ZipFile{{Name: "terraform-provider-hello_v1.0.0", Executable: true,
+	err := providerrelease.WriteZip(&b, []providerrelease.ZipFile{{Name: "terraform-provider-hello_v1.0.0", Executable: true,
 		Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil }}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,10 +14,10 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/oprov/oprov/internal/iox"
-	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 )
 
 // Judge decides on the h1: hash of a package about to be used, as computed in this call. An

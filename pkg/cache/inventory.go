@@ -14,7 +14,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/internal/scratch"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // The kinds of cache entries.
@@ -228,7 +228,7 @@ func sealDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	sums := release.Sums{}
+	sums := providerrelease.Sums{}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || e.Name() == sumsFile {
 			continue

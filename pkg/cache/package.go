@@ -6,9 +6,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 )
 
 // Package is one platform's package of a provider version, as every source gives it and the

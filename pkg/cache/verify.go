@@ -14,7 +14,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // Problem is an entry that failed Verify.
@@ -190,7 +190,7 @@ func verifyBuild(e Entry) error {
 	if err != nil {
 		return err
 	}
-	sums, err := release.ParseSums(f)
+	sums, err := providerrelease.ParseSums(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("build %s: %s: %v", e.Path, sumsFile, err)

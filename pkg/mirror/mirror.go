@@ -18,12 +18,12 @@ import (
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/publish"
 	"github.com/oprov/oprov/pkg/source"

@@ -9,16 +9,16 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/oprov/oprov/internal/referrers"
-	"github.com/oprov/oprov/internal/testing/progresstest"
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/internal/testing/tfcredstest"
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 	"github.com/oprov/oprov/pkg/origin"
+	"github.com/oprov/oprov/pkg/tfcreds"
+	"github.com/oprov/oprov/tests/testkit/progresstest"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/tfcredstest"
 )
 
 // testOrigin serves acme/hello 1.0.0 for linux_amd64 and darwin_arm64 from a fake release, with

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
 )
 
 // MirrorFrom does not care which kind of source it holds: here it copies from an OCI repository
@@ -19,7 +19,7 @@ import (
 func TestMirrorFromAnOCISource(t *testing.T) {
 	ctx := context.Background()
 	dist := testorigin.FakeRelease(t, "hello", "1.2.0", "linux_amd64", "darwin_arm64")
-	rel, err := release.Collect(context.Background(), []string{dist})
+	rel, err := providerrelease.Collect(context.Background(), []string{dist})
 	if err != nil {
 		t.Fatal(err)
 	}

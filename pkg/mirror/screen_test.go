@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testorigin"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
 )
 
 // protocolOrigin serves 0.9.0 (protocol 4 only), 1.0.0 (5.0), 1.1.0 (4.0 and 5.1) and 1.2.0

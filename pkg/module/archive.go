@@ -17,9 +17,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/oprov/oprov/internal/unzip"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 )
 
 // errUnsafeArchive marks an archive refused: entries that leave its directory, links, or more

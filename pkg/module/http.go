@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tfcreds"
 )
 
 // maxJSON bounds an answer of the Module Registry Protocol.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/oprov/oprov/internal/hcldiag"
 	"github.com/oprov/oprov/internal/scratch"
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // LockFileName is the module lock, beside .terraform.lock.hcl. It is a file of its own because

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // ociWorld is a configuration calling one oci:// module in a registry of ours.

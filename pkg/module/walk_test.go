@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/progresstest"
+	"github.com/oprov/oprov/tests/testkit/progresstest"
 )
 
 // world is a configuration calling modules of every remote kind, with the servers that hold them.

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/internal/iox"
-	"github.com/oprov/oprov/internal/unzip"
+	"github.com/oprov/oprov/pkg/pkghash/unzip"
 )
 
 // DefaultLimits bound what a module zip may unpack to: modules are text, far under these.

@@ -3,7 +3,7 @@
 // extra CAs, plain HTTP only when asked or for loopback), credentials from docker-style config
 // files and helpers, retries, and the errors that tell a user what to do; and the small transfer
 // steps every writer shares (push if missing, progress). What is stored there is other packages'
-// business: pkg/artifact for provider releases, internal/referrers for what refers to them.
+// business: pkg/artifact for provider releases, pkg/oci/referrers for what refers to them.
 package oci
 
 import (

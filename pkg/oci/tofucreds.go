@@ -7,7 +7,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // TofuCredentialFiles gives the docker-style credential files OpenTofu must be pointed at to

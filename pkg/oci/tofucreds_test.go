@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // TestTofuCredentialFiles: a credentials file OpenTofu would not find (DOCKER_CONFIG,

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/internal/iox"
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tfcreds"
 )
 
 // Client speaks one origin registry's Provider Registry Protocol v1 (format.md §4).
@@ -77,7 +77,7 @@ func (d *Download) Resolve(ref string) (string, error) {
 // newClient discovers host's providers.v1 service (GET https://HOST/.well-known/terraform.json).
 // TLS follows the registry client's policy (system roots, SSL_CERT_FILE, CAFile). The origin's API token,
 // if the user has one, is found where OpenTofu finds it (TF_TOKEN_<host>, then credentials
-// blocks of the CLI configuration: see internal/tfcreds) and sent to the origin's own host only.
+// blocks of the CLI configuration: see pkg/tfcreds) and sent to the origin's own host only.
 // Every GET is retried on failures that may pass (see get).
 func newClient(ctx context.Context, host string, reg *oci.Client) (*Client, error) {
 	tlsConfig, err := oci.TLSConfig(reg.CAFile)

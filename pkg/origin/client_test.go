@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/internal/testing/tfcredstest"
-	"github.com/oprov/oprov/internal/tfcreds"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/tfcreds"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/tfcredstest"
 )
 
 // fastRetries shortens the retry policy and the answer timeout for one test.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // ErrNoEvidence says a version carries no origin SHA256SUMS evidence (no referrer of
@@ -98,7 +98,7 @@ func checkEvidence(ctx context.Context, t oci.ReadOnly, v *artifact.Version, ref
 	if err != nil {
 		return nil, fmt.Errorf("the SHA256SUMS signature does not verify with the trusted key(s) %s: %v", strings.Join(fingerprints(ring), ", "), err)
 	}
-	sums, err := release.ParseSums(bytes.NewReader(parts[mediaTypeSums]))
+	sums, err := providerrelease.ParseSums(bytes.NewReader(parts[mediaTypeSums]))
 	if err != nil {
 		return nil, fmt.Errorf("SHA256SUMS: %w", err)
 	}
@@ -162,7 +162,7 @@ func evidenceParts(ctx context.Context, t oci.ReadOnly, v *artifact.Version, ref
 
 // checkZipsListed checks that signed SHA256SUMS lists every platform zip of the version under
 // its release file name, with the zip's digest.
-func checkZipsListed(ctx context.Context, t oci.ReadOnly, v *artifact.Version, sums release.Sums) (int, error) {
+func checkZipsListed(ctx context.Context, t oci.ReadOnly, v *artifact.Version, sums providerrelease.Sums) (int, error) {
 	if v.Version == "" || v.Type == "" {
 		return 0, fmt.Errorf("the version or provider type of %s is unknown, so SHA256SUMS cannot be matched to its zips", v.Index.Digest)
 	}
@@ -171,7 +171,7 @@ func checkZipsListed(ctx context.Context, t oci.ReadOnly, v *artifact.Version, s
 		return 0, err
 	}
 	for _, p := range platforms {
-		name := release.Filename{Type: v.Type, Version: v.Version, Platform: p.Platform}.String()
+		name := providerrelease.Filename{Type: v.Type, Version: v.Version, Platform: p.Platform}.String()
 		want, ok := sums[name]
 		if !ok {
 			return 0, fmt.Errorf("the signed SHA256SUMS does not list %s (the %s zip of %s %s)", name, p.Platform, v.Type, v.Version)

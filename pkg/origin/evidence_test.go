@@ -13,15 +13,15 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
-	"github.com/oprov/oprov/internal/referrers"
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/mirror"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 	"github.com/oprov/oprov/pkg/origin"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
 )
 
 // mirrored mirrors an origin's release into a layout (the evidence attached) and resolves it.
@@ -71,7 +71,7 @@ func TestVerifyEvidence(t *testing.T) {
 
 	// Another release (other zips) passed off as this version, with this version's evidence
 	// copied onto it: the signed SHA256SUMS names other digests.
-	rel, err := release.Collect(ctx, []string{testorigin.FakeRelease(t, "hello", "1.0.1", "linux_amd64")})
+	rel, err := providerrelease.Collect(ctx, []string{testorigin.FakeRelease(t, "hello", "1.0.1", "linux_amd64")})
 	if err != nil {
 		t.Fatal(err)
 	}

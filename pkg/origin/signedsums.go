@@ -9,10 +9,10 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/oci/referrers"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // ArtifactTypeChecksums is the artifact type of the referrer that carries an origin release's
@@ -30,7 +30,7 @@ const (
 
 // signedSums is a release's SHA256SUMS after its signature was checked.
 type signedSums struct {
-	sums        release.Sums
+	sums        providerrelease.Sums
 	data, sig   []byte // SHA256SUMS and its detached signature, as served
 	armoredKeys []byte // the keys the origin lists, kept as provenance
 	keyID       string // the key that signed
@@ -66,7 +66,7 @@ func fetchSignedSums(ctx context.Context, origin *Client, downloads []*Download,
 			}
 		}
 	}
-	if s.sums, err = release.ParseSums(bytes.NewReader(s.data)); err != nil {
+	if s.sums, err = providerrelease.ParseSums(bytes.NewReader(s.data)); err != nil {
 		return nil, fmt.Errorf("SHA256SUMS: %w", err)
 	}
 	for _, d := range downloads {
@@ -148,7 +148,7 @@ func hasKeyID(el openpgp.EntityList, id string) bool {
 
 // evidence is the signed SHA256SUMS, its signature and the signing keys, to attach to a copy.
 func (s *signedSums) evidence(addr manifest.ProviderAddress, version string) *cache.Evidence {
-	sumsName := release.SumsName(addr.Type, version)
+	sumsName := providerrelease.SumsName(addr.Type, version)
 	return &cache.Evidence{
 		ArtifactType: ArtifactTypeChecksums,
 		Files: []referrers.AttachFile{

@@ -17,7 +17,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // Source is an origin provider registry (Provider Registry Protocol v1) as a source.Source.
@@ -194,7 +194,7 @@ func (s *Source) PackageFor(ctx context.Context, addr manifest.ProviderAddress, 
 	if d == nil {
 		return nil, fmt.Errorf("the origin offers no %s package", platform)
 	}
-	if _, err := release.ParseFilename(d.Filename); err != nil {
+	if _, err := providerrelease.ParseFilename(d.Filename); err != nil {
 		return nil, fmt.Errorf("the origin's file name: %w", err)
 	}
 	u, err := d.Resolve(d.DownloadURL)

@@ -5,10 +5,10 @@ import (
 	"io"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testca"
-	"github.com/oprov/oprov/internal/testing/testorigin"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/tests/testkit/testca"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
 )
 
 // readAll reads every package of every version the origin offers through a Source, as a mirror

@@ -1,12 +1,12 @@
 package origin
 
 import (
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 
 	"fmt"
 	"net/http"
 
-	"github.com/oprov/oprov/internal/tfcreds"
+	"github.com/oprov/oprov/pkg/tfcreds"
 )
 
 // authError explains a 401 or 403 from host (where the request ended up, after redirects): what

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testorigin"
-	"github.com/oprov/oprov/internal/testing/tfcredstest"
-	"github.com/oprov/oprov/internal/tfcreds"
+	"github.com/oprov/oprov/pkg/tfcreds"
+	"github.com/oprov/oprov/tests/testkit/testorigin"
+	"github.com/oprov/oprov/tests/testkit/tfcredstest"
 )
 
 // useCLIConfig points TF_CLI_CONFIG_FILE at a new file with this content.

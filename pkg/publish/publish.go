@@ -12,7 +12,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -46,10 +46,10 @@ func (e *SignError) Error() string {
 
 func (e *SignError) Unwrap() error { return e.Err }
 
-// Files checks release files (release.Collect: zips, or their directory or SHA256SUMS) and
+// Files checks release files (providerrelease.Collect: zips, or their directory or SHA256SUMS) and
 // publishes them to t as the version ref's tag names.
 func Files(ctx context.Context, t oci.Target, ref oci.Ref, paths []string, opts Options) (*Result, error) {
-	rel, err := release.Collect(ctx, paths)
+	rel, err := providerrelease.Collect(ctx, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func Files(ctx context.Context, t oci.Target, ref oci.Ref, paths []string, opts 
 // Release publishes a checked release to t under ref's tag, which must be the release's version.
 // Errors from the registry are returned as they are, for the caller to explain; a
 // failed signature is a *SignError.
-func Release(ctx context.Context, t oci.Target, ref oci.Ref, rel *release.Release, opts Options) (*Result, error) {
+func Release(ctx context.Context, t oci.Target, ref oci.Ref, rel *providerrelease.Release, opts Options) (*Result, error) {
 	created, err := sourceDateEpoch()
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func Release(ctx context.Context, t oci.Target, ref oci.Ref, rel *release.Releas
 // sourceDateEpoch gives SOURCE_DATE_EPOCH as an RFC 3339 time for the index's created annotation,
 // or "" when it is not set: the index never records the wall clock.
 func sourceDateEpoch() (string, error) {
-	t, ok, err := release.SourceDateEpoch()
+	t, ok, err := providerrelease.SourceDateEpoch()
 	if err != nil || !ok {
 		return "", err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 	"github.com/oprov/oprov/pkg/sign"
 )
 
@@ -29,7 +29,7 @@ func releaseDir(t *testing.T, version string) string {
 			t.Fatal(err)
 		}
 	}
-	if _, err := release.PackageBinaries(bin, release.PackageOptions{Type: "hello", Version: version, OutDir: out}); err != nil {
+	if _, err := providerrelease.PackageBinaries(bin, providerrelease.PackageOptions{Type: "hello", Version: version, OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -131,7 +131,7 @@ func TestReleaseSignFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := release.Collect(ctx, []string{releaseDir(t, "1.0.0")})
+	rel, err := providerrelease.Collect(ctx, []string{releaseDir(t, "1.0.0")})
 	if err != nil {
 		t.Fatal(err)
 	}

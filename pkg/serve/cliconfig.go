@@ -3,7 +3,7 @@ package serve
 import (
 	"sort"
 
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 )
 
 // CLIConfigFor renders the CLI configuration for a server at url: the provider_installation block

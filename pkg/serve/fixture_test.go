@@ -14,12 +14,12 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/sign"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 var testPlatforms = []manifest.Platform{{OS: "linux", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}, {OS: "windows", Arch: "amd64"}}

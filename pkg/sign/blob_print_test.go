@@ -7,7 +7,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
-	"github.com/oprov/oprov/internal/testing/sigstoretest"
+	"github.com/oprov/oprov/tests/testkit/sigstoretest"
 )
 
 // TestKeylessSignerPrintedQuoted: a certificate that chains to the trusted root, issued for an

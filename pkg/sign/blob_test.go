@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/oprov/oprov/internal/testing/sigstoretest"
+	"github.com/oprov/oprov/tests/testkit/sigstoretest"
 )
 
 // blobBundleJSON is the bundle cosign sign-blob --new-bundle-format writes with a key: a message

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/doccheck"
+	"github.com/oprov/oprov/tests/testkit/doccheck"
 )
 
 // TestReferencePage keeps docs/policy-file.md complete: every block, label and attribute the

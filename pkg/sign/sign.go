@@ -13,7 +13,7 @@ import (
 
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // Form names a signature's storage form.
@@ -155,7 +155,7 @@ func fetchManifest(ctx context.Context, t oci.ReadOnly, desc ocispec.Descriptor)
 
 // createdTime is SOURCE_DATE_EPOCH when set, otherwise now, in RFC 3339.
 func createdTime() (string, error) {
-	t, ok, err := release.SourceDateEpoch()
+	t, ok, err := providerrelease.SourceDateEpoch()
 	if err != nil {
 		return "", err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // layoutWithVersion pushes a tiny release of the given version into a new OCI layout.
@@ -30,7 +30,7 @@ func pushVersion(t *testing.T, target oci.Target, dir, version, content string) 
 	bin := t.TempDir()
 	os.MkdirAll(filepath.Join(bin, "linux_amd64"), 0o755)
 	os.WriteFile(filepath.Join(bin, "linux_amd64", "terraform-provider-x"), []byte(content), 0o755)
-	p, err := release.PackageBinaries(bin, release.PackageOptions{Type: "x", Version: version, OutDir: t.TempDir()})
+	p, err := providerrelease.PackageBinaries(bin, providerrelease.PackageOptions{Type: "x", Version: version, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
-	"github.com/oprov/oprov/internal/build/gobuild"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/gobuild"
 )
 
 // goKind is a Go module: built with go build.

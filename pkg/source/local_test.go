@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 func TestOpenLocalUnknownDirectory(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 
-	"github.com/oprov/oprov/internal/referrers"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/oci/referrers"
 	"github.com/oprov/oprov/pkg/origin"
 	"github.com/oprov/oprov/pkg/sign"
 )

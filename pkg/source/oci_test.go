@@ -14,12 +14,12 @@ import (
 	"github.com/apparentlymart/go-versions/versions"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
 	"github.com/oprov/oprov/pkg/source"
+	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
 // repoFixture is example.com/acme/hello in an in-process registry: 1.0.0 and 1.1.0 signed with

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/oprov/oprov/internal/build/pybuild"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/pybuild"
 )
 
 // pythonKind is a Python project: installed with pip into a venv.

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/release"
+	"github.com/oprov/oprov/pkg/providerrelease"
 )
 
 // defaultPlatforms are the platforms a stdio provider is packaged for: those where its sh
@@ -21,7 +21,7 @@ var defaultPlatforms = []manifest.Platform{{OS: "darwin", Arch: "amd64"}, {OS: "
 // (hidden ones and __pycache__ left out) and, as the executable, a small sh launcher that hands
 // over to the oprov on PATH (`oprov __stdio-host DIR`). The provider's files are the same for
 // every platform; the zips differ only in name.
-func Package(dir string, opts release.PackageOptions) (*release.Packaged, error) {
+func Package(dir string, opts providerrelease.PackageOptions) (*providerrelease.Packaged, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
@@ -57,18 +57,18 @@ func Package(dir string, opts release.PackageOptions) (*release.Packaged, error)
 	if err := os.WriteFile(launcherPath, []byte(Launcher(m.Type, opts.Version)), 0o755); err != nil {
 		return nil, err
 	}
-	var files []release.PlatformFiles
+	var files []providerrelease.PlatformFiles
 	for _, p := range opts.Platforms {
-		files = append(files, release.PlatformFiles{Platform: p, Exe: launcherPath, Tree: tree})
+		files = append(files, providerrelease.PlatformFiles{Platform: p, Exe: launcherPath, Tree: tree})
 	}
-	return release.Write(opts, files)
+	return providerrelease.Write(opts, files)
 }
 
 // Launcher is the executable of a packaged stdio provider: it execs the oprov found on PATH
 // (or $OPROV) as the host of the directory it is in, and says what to do when there is none
 // (on stdout as well, where tofu and Terraform quote it: "Unrecognized remote plugin message").
 func Launcher(typ, version string) string {
-	name := release.ProviderPrefix + typ
+	name := providerrelease.ProviderPrefix + typ
 	return `#!/bin/sh
 # ` + name + ` ` + version + `: a stdio provider (oprov's docs/stdio-protocol.md). oprov hosts it:
 # this script hands over to the oprov on PATH, or to $OPROV.
@@ -89,7 +89,7 @@ exec "$oprov" __stdio-host "$dir"
 // of type typ (of some version): a program whose behaviour oprov knows, since it wrote it. Only
 // then does a sandbox let it run what the launcher runs (sh, dirname, oprov).
 func IsLauncher(data []byte, typ string) bool {
-	head := "#!/bin/sh\n# " + release.ProviderPrefix + typ + " "
+	head := "#!/bin/sh\n# " + providerrelease.ProviderPrefix + typ + " "
 	rest, ok := strings.CutPrefix(string(data), head)
 	if !ok {
 		return false

@@ -129,7 +129,7 @@ install_tf() {
 # platform the tests package pyhello for (linux amd64/arm64, darwin arm64) and each CPython
 # version oprov claims, and the build backend. The tests run pip with PIP_NO_INDEX and
 # PIP_FIND_LINKS pointing here, so they make no network request and run in seconds. The wheel
-# tags are the ones oprov asks pip for (internal/build/pybuild/pip.go pipPlatforms).
+# tags are the ones oprov asks pip for (pkg/pybuild/pip.go pipPlatforms).
 fill_wheelhouse() {
   local wh="$dir/python-wheels-$TF_PY_VERSION"
   local linux_tags

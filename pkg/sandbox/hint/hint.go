@@ -4,7 +4,7 @@
 package hint
 
 import (
-	"github.com/oprov/oprov/internal/tofufiles"
+	"github.com/oprov/oprov/pkg/tofufiles"
 
 	"fmt"
 	"path/filepath"
