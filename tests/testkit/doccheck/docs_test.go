@@ -10,7 +10,7 @@ import (
 )
 
 // The project's own documentation: README.md and everything under docs/.
-const repoRoot = "../.."
+const repoRoot = "../../.."
 
 // readDocs parses README.md and every Markdown file under docs/, keyed by path from the root.
 func readDocs(t *testing.T) map[string]*Doc {
