@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/oprov/oprov/tests/testkit/peers"
-	"github.com/oprov/oprov/tests/testkit/testca"
 	"github.com/oprov/oprov/tests/testkit/testreg"
 )
 
@@ -54,36 +51,9 @@ func staticRegistryFrom(b *testing.B, rs *registryServe) (string, string) {
 		copyPath(d.SumsURL)
 		copyPath(d.SigURL)
 	}
-	certDir := b.TempDir()
-	ca := testca.NewCA(b, certDir)
-	certFile, keyFile := ca.Issue(b, certDir, "127.0.0.1") // also valid for localhost
-	staticOnce.Do(func() {
-		staticBin = filepath.Join(filepath.Dir(oprovBin), "staticserve")
-		build := exec.Command("go", "build", "-o", staticBin, "./tests/testkit/staticserve")
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			staticErr = fmt.Errorf("building staticserve: %v\n%s", err, out)
-		}
-	})
-	if staticErr != nil {
-		b.Fatal(staticErr)
-	}
-	cmd := exec.Command(staticBin, root, certFile, keyFile)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatalf("staticserve printed no address: %v", err)
-	}
-	_, port, _ := strings.Cut(strings.TrimSpace(addr), ":")
-	return "https://localhost:" + port + "/", ca.File
+	addr, caFile := startStaticServe(b, root)
+	_, port, _ := strings.Cut(addr, ":")
+	return "https://localhost:" + port + "/", caFile
 }
 
 // BenchmarkServeRegistryVsStatic measures, alternating in one run, plain `tofu init` (no CLI

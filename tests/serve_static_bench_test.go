@@ -55,9 +55,24 @@ func startStaticMirror(tb testing.TB) *staticMirror {
 	writeFile(tb, filepath.Join(dir, "index.json"), string(index))
 	writeFile(tb, filepath.Join(dir, "1.0.0.json"), string(version))
 
+	addr, caFile := startStaticServe(tb, root)
+	return &staticMirror{URL: "https://" + addr + "/", CAFile: caFile}
+}
+
+var (
+	staticOnce sync.Once
+	staticBin  string
+	staticErr  error
+)
+
+// startStaticServe serves root over HTTPS with a plain static file server (tests/testkit/staticserve,
+// built once), under a certificate of a test CA valid for 127.0.0.1 and localhost, and gives the
+// address it listens on and the CA's file.
+func startStaticServe(tb testing.TB, root string) (addr, caFile string) {
+	tb.Helper()
 	certDir := tb.TempDir()
 	ca := testca.NewCA(tb, certDir)
-	certFile, keyFile := ca.Issue(tb, certDir, "127.0.0.1")
+	certFile, keyFile := ca.Issue(tb, certDir, "127.0.0.1") // also valid for localhost
 	staticOnce.Do(func() {
 		staticBin = filepath.Join(filepath.Dir(oprovBin), "staticserve")
 		build := exec.Command("go", "build", "-o", staticBin, "./tests/testkit/staticserve")
@@ -79,18 +94,12 @@ func startStaticMirror(tb testing.TB) *staticMirror {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		tb.Fatalf("staticserve printed no address: %v", err)
 	}
-	return &staticMirror{URL: "https://" + strings.TrimSpace(addr) + "/", CAFile: ca.File}
+	return strings.TrimSpace(line), ca.File
 }
-
-var (
-	staticOnce sync.Once
-	staticBin  string
-	staticErr  error
-)
 
 // parallelDownloads has clients clients, each on its own connection, download path below base
 // each times, and gives the time taken; a failed or short download ends the benchmark.
