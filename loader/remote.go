@@ -89,7 +89,8 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 		}
 	}
 	var zipPath string
-	ro := &plugin.RemoteOptions{Name: name, Command: r.Command}
+	ro := &plugin.RemoteOptions{Name: name, Command: r.Command, HelloTimeout: r.HelloTimeout,
+		HelloSetting: "hello_timeout in the remote block at " + r.At()}
 	ro.Request = func(platform string) (*plugin.RemoteRequest, error) {
 		plat, err := manifest.ParsePlatform(platform)
 		if err != nil {

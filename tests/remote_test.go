@@ -594,3 +594,57 @@ func TestRemoteInterrupt(t *testing.T) {
 		t.Errorf("the far user still runs %v after Ctrl-C", left)
 	}
 }
+
+// ssh's own failures against the real sshd, a wrong port and a host key the pinned known_hosts
+// does not hold, are reported as ssh's (exit 255) with ssh's words, not as a far side without
+// oprov; -v says where oprov was connecting. A far side that never says hello ends at the remote
+// block's hello_timeout, naming it.
+func TestRemoteSSHFaults(t *testing.T) {
+	far := farSide(t)
+	tofu := peers.Require(t, "tofu")
+	f := newLoaderFixture(t, strings.Replace(remoteHelloConfig, `greeting_file = "greeting"`, "", 1))
+	local, err := os.ReadFile(filepath.Join(f.cfg, "oprov.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	mustOprov(t, env, "lock", "-C", f.cfg)
+	apply := func(block string) result {
+		writeFile(t, filepath.Join(f.cfg, "oprov.hcl"), string(local)+block)
+		return oprov(t, env, "run", "-v", "-C", f.cfg, "--", tofu, "apply", "-auto-approve", "-input=false")
+	}
+	block := far.remoteBlock()
+
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	r := apply(strings.Replace(block, strconv.Quote(strconv.Itoa(far.port)), strconv.Quote(closed), 1))
+	for _, w := range []string{"ssh failed (exit 255)", "ssh's stderr ended with", "Connection refused", "connecting to " + remoteUser + "@127.0.0.1 through ssh"} {
+		if r.Code == 0 || !strings.Contains(r.Stderr, w) {
+			t.Errorf("a closed port: exit %d, stderr lacks %q:\n%s", r.Code, w, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stderr, "is oprov installed") {
+		t.Errorf("ssh's failure is blamed on the far side:\n%s", r.Stderr)
+	}
+
+	// A known_hosts that holds no key for the host.
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	writeFile(t, empty, "")
+	r = apply(strings.Replace(block, strconv.Quote("UserKnownHostsFile="+far.knownHosts), strconv.Quote("UserKnownHostsFile="+empty), 1))
+	if r.Code == 0 || !strings.Contains(r.Stderr, "ssh failed (exit 255)") || !strings.Contains(r.Stderr, "Host key verification failed") {
+		t.Errorf("an unknown host key: exit %d\n%s", r.Code, r.Stderr)
+	}
+
+	// A far command that never says hello, under a short hello_timeout.
+	silent := strings.Replace(block, strconv.Quote(far.oprov)+", \"provider\", \"host\", \"--stdio\"", `"head", "-c1"`, 1) // ends when ssh does
+	silent = strings.Replace(silent, "]\n}", "]\n  hello_timeout = \"2s\"\n}", 1)
+	r = apply(silent)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "said no hello within 2s") || !strings.Contains(r.Stderr, "hello_timeout in the remote block at") {
+		t.Errorf("a far side that never says hello: exit %d\n%s", r.Code, r.Stderr)
+	}
+}

@@ -163,6 +163,9 @@ sends the request (and the zip when the far side lacks it), and the far side ref
 whose hash the lock does not record. Every call then crosses the connection, so audit and rule
 blocks work unchanged. Only providers from an oci_mirror block run remotely.
 
+The far side has hello_timeout (default 30s) to say hello; -v says where oprov connects. When ssh
+itself fails (exit 255: refused, unknown host key, no login), oprov says so and shows ssh's words.
+
 The whole page: ` + docPage + `remote.md`,
 	},
 	{"replay", "Record provider calls and replay them with no provider (run --record, --replay)", `Recording and replay

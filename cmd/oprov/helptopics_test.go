@@ -199,3 +199,19 @@ func TestGuideTopics(t *testing.T) {
 		}
 	}
 }
+
+// Remote execution is found from the two pages a newcomer reads first.
+func TestHelpPointsToRemote(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}} {
+		stdout, _, _ := runCLI(t, args...)
+		if !strings.Contains(stdout, "'oprov help remote'") {
+			t.Errorf("oprov %s does not point to 'oprov help remote':\n%s", strings.Join(args, " "), stdout)
+		}
+	}
+	stdout, _, _ := runCLI(t, "help", "remote")
+	for _, w := range []string{"hello_timeout", "exit 255"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("'oprov help remote' lacks %q", w)
+		}
+	}
+}

@@ -205,8 +205,9 @@ func newRootCmd(io *IOStreams) *cobra.Command {
 		Long: `oprov keeps OpenTofu providers in any OCI registry: one repository per provider, one tag
 per version. Publishers package, push and sign. Beside your .tf files, oprov.hcl says which
 providers oprov manages: 'oprov init' verifies and installs them for tofu, and 'oprov run'
-launches them for tofu under audit, rules and a sandbox. 'oprov serve' is a verifying mirror for
-plain tofu; save and load carry providers and modules into an air gap. OpenTofu 1.10 and later
+launches them for tofu under audit, rules and a sandbox, here or on another machine over ssh
+('oprov help remote'). 'oprov serve' is a verifying mirror for plain tofu; save and load carry
+providers and modules into an air gap. OpenTofu 1.10 and later
 also install what oprov publishes through an oci_mirror block.
 
 Concepts, guides and the oprov.hcl reference: ` + docsURL + `

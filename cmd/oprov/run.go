@@ -48,6 +48,9 @@ Python project (pyproject.toml).
 
 Nothing is published and nothing is installed: edit the source, run again.
 
+A remote block in oprov.hcl runs a provider on another machine (ssh, kubectl exec -i, docker
+exec -i) whose network and credentials it needs, while tofu runs here: 'oprov help remote'.
+
 With --record FILE, every provider call is written to FILE: request and response, values
 decoded with the provider's schema, secrets redacted (` + docPage + `recording-format.md; 'oprov help replay'). With
 --replay FILE, every call is answered from such a file: no provider is installed or

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -16,14 +17,23 @@ type Remote struct {
 	Label   string  // as written: an address, a pattern, or "*" for every provider
 	Pattern Pattern // what the label selects
 	Command []string
-	Range   hcl.Range
+	// HelloTimeout bounds the wait for the far side's hello; 0 is oprov's default.
+	HelloTimeout time.Duration
+	Range        hcl.Range
 }
 
 type remoteFile struct {
-	Label     string    `hcl:"pattern,label"`
-	Command   []string  `hcl:"command"`
-	DeclRange hcl.Range `hcl:",def_range"`
+	Label        string    `hcl:"pattern,label"`
+	Command      []string  `hcl:"command"`
+	HelloTimeout string    `hcl:"hello_timeout,optional"`
+	DeclRange    hcl.Range `hcl:",def_range"`
 }
+
+// Bounds of a remote block's hello_timeout.
+const (
+	minHelloTimeout = time.Second
+	maxHelloTimeout = 30 * time.Minute
+)
 
 // At is where the block is, FILE:LINE.
 func (r *Remote) At() string { return fmt.Sprintf("%s:%d", r.Range.Filename, r.Range.Start.Line) }
@@ -47,11 +57,17 @@ func (c *Config) parseRemotes(blocks []remoteFile) error {
 		if len(b.Command) == 0 || strings.TrimSpace(b.Command[0]) == "" {
 			return fmt.Errorf("%s: remote %q: command is empty: name the program that reaches the far side and runs oprov there, e.g. [\"ssh\", \"-T\", \"deploy@bastion\", \"oprov\", \"provider\", \"host\", \"--stdio\"]", at, b.Label)
 		}
+		var hello time.Duration
+		if b.HelloTimeout != "" {
+			if hello, err = time.ParseDuration(b.HelloTimeout); err != nil || hello < minHelloTimeout || hello > maxHelloTimeout {
+				return fmt.Errorf("%s: remote %q: hello_timeout = %q: give a duration from %s to %s, such as \"45s\" or \"2m\"", at, b.Label, b.HelloTimeout, minHelloTimeout, maxHelloTimeout)
+			}
+		}
 		if seen[pat.String()] {
 			return fmt.Errorf("%s: remote %q: a remote block for %s is declared twice", at, b.Label, pat)
 		}
 		seen[pat.String()] = true
-		c.Remotes = append(c.Remotes, &Remote{Label: b.Label, Pattern: pat, Command: b.Command, Range: b.DeclRange})
+		c.Remotes = append(c.Remotes, &Remote{Label: b.Label, Pattern: pat, Command: b.Command, HelloTimeout: hello, Range: b.DeclRange})
 	}
 	return nil
 }

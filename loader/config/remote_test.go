@@ -47,10 +47,29 @@ func TestRemoteBlockErrors(t *testing.T) {
 		"remote \"*\" {\n  command = []\n}\n":                                                    "oprov.hcl:4: remote \"*\": command is empty",
 		"remote \"a/b/c/d\" {\n  command = [\"ssh\"]\n}\n":                                       "oprov.hcl:4: remote \"a/b/c/d\"",
 		"remote \"*\" {\n  command = [\"ssh\"]\n}\nremote \"*/*/*\" {\n  command = [\"x\"]\n}\n": "declared twice",
+		"remote \"*\" {\n  command = [\"ssh\"]\n  hello_timeout = \"soon\"\n}\n":                 "oprov.hcl:4: remote \"*\": hello_timeout = \"soon\": give a duration from 1s to 30m0s",
+		"remote \"*\" {\n  command = [\"ssh\"]\n  hello_timeout = \"10ms\"\n}\n":                 "hello_timeout = \"10ms\"",
+		"remote \"*\" {\n  command = [\"ssh\"]\n  hello_timeout = \"2h\"\n}\n":                   "hello_timeout = \"2h\"",
 	} {
 		_, err := parseConfig("/cfg/oprov.hcl", []byte(head+hcl))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", hcl, err, want)
 		}
+	}
+}
+
+// hello_timeout bounds the wait for the far side's hello; without it, oprov's default applies.
+func TestRemoteHelloTimeout(t *testing.T) {
+	head := "provider \"example.com/acme/hello\" {\n  source = \"./hello\"\n}\n"
+	cfg, err := parseConfig("/cfg/oprov.hcl", []byte(head+"remote \"*\" {\n  command = [\"ssh\"]\n  hello_timeout = \"45s\"\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Remotes[0].HelloTimeout; got.String() != "45s" {
+		t.Errorf("hello_timeout = %s", got)
+	}
+	cfg, err = parseConfig("/cfg/oprov.hcl", []byte(head+"remote \"*\" {\n  command = [\"ssh\"]\n}\n"))
+	if err != nil || cfg.Remotes[0].HelloTimeout != 0 {
+		t.Errorf("no hello_timeout: %v, %v", err, cfg.Remotes)
 	}
 }

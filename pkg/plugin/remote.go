@@ -92,6 +92,10 @@ type RemoteOptions struct {
 	// Report, when set, is told once that the connection was lost, with the cause.
 	Report       io.Writer
 	StartTimeout time.Duration
+	// HelloTimeout bounds the wait for the far side's hello (DefaultRemoteHelloTimeout);
+	// HelloSetting names where it is set, for the error that meets it.
+	HelloTimeout time.Duration
+	HelloSetting string
 }
 
 // remoteLink is the near side's end of a connection: the command, its yamux session, and the tail
@@ -112,6 +116,11 @@ type remoteLink struct {
 	// log, with -v, hears what crossed the connection when it ends.
 	log               io.Writer
 	calls, sent, recv atomic.Int64
+	// command is what was run; helloLate is set when the hello's bound ended the start, and
+	// heard stops that bound once the hello has come.
+	command   []string
+	helloLate atomic.Bool
+	heard     func() bool
 }
 
 // startRemote starts the command, asks the far side to launch the provider, and connects to it
@@ -124,8 +133,11 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = defaultRemoteStartTimeout
 	}
+	if opts.HelloTimeout == 0 {
+		opts.HelloTimeout = DefaultRemoteHelloTimeout
+	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log}
+	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log, command: opts.Command}
 	cmd.Stderr = l.stderr
 	if opts.Log != nil {
 		cmd.Stderr = io.MultiWriter(l.stderr, quotingWriter{opts.Log})
@@ -144,6 +156,9 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	}
 	l.stdout = stdout
 	cmd.Stdout = w
+	if opts.Log != nil {
+		io.WriteString(opts.Log, connectingLine(opts.Name, opts.Command))
+	}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -153,6 +168,9 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	go func() { cmd.Wait(); close(l.exited) }()
 	timer := time.AfterFunc(opts.StartTimeout, func() { l.fail() })
 	defer timer.Stop()
+	hello := time.AfterFunc(opts.HelloTimeout, func() { l.helloLate.Store(true); l.fail() })
+	defer hello.Stop()
+	l.heard = hello.Stop
 	stop := context.AfterFunc(ctx, func() { l.fail() })
 	defer stop()
 	in := bufio.NewReaderSize(stdout, 64<<10)
@@ -160,6 +178,8 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
+		} else if l.helloLate.Load() {
+			err = &helloTimeout{within: opts.HelloTimeout, setting: opts.HelloSetting}
 		} else if !timer.Stop() {
 			err = fmt.Errorf("the far side did not become ready within %s", opts.StartTimeout)
 		}
@@ -202,9 +222,16 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	var hello RemoteHello
 	if err := readLine(in, &hello); err != nil {
 		if errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("the far side ended before it said hello%s: is oprov installed there, and does the command run `oprov provider host --stdio`?", l.exitNote())
+			note := l.exitNote()
+			if exitedSSHFailure(l.command, l.cmd) {
+				return 0, &sshFailed{dest: sshDestination(l.command[1:])}
+			}
+			return 0, fmt.Errorf("the far side ended before it said hello%s: is oprov installed there, and does the command run `oprov provider host --stdio`?", note)
 		}
 		return 0, fmt.Errorf("the far side's hello: %w (does the command run `oprov provider host --stdio`?)", err)
+	}
+	if l.heard != nil && !l.heard() {
+		return 0, errors.New("the hello came after its bound") // the bound has killed the command
 	}
 	if hello.Protocol != RemoteProtocol {
 		return 0, fmt.Errorf("the far side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", hello.Protocol, RemoteProtocol)
@@ -277,6 +304,10 @@ func (l *remoteLink) explain(err error) error {
 	if errors.As(err, &refusal) {
 		return fmt.Errorf("%s: %w%s", l.name, err, l.tailWithout(refusal.msg))
 	}
+	var ssh *sshFailed
+	if errors.As(err, &ssh) {
+		return fmt.Errorf("%s: %w%s", l.name, err, strings.Replace(l.tail(), "the far side's stderr ended with:", "ssh's stderr ended with:", 1))
+	}
 	return fmt.Errorf("%s: %w%s", l.name, err, l.tail())
 }
 
@@ -306,6 +337,9 @@ func (l *remoteLink) lost(err error) error {
 	select {
 	case <-l.exited:
 		cause = "the connection ended: " + l.cmd.ProcessState.String()
+		if exitedSSHFailure(l.command, l.cmd) {
+			cause = "ssh's connection failed (exit 255)"
+		}
 	case <-time.After(500 * time.Millisecond):
 	}
 	msg := fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail())
