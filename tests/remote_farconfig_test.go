@@ -5,8 +5,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +56,7 @@ const cloudConfig = `terraform {
 
 data "aws_caller" "me" {}
 
-output "access_key_id" { value = data.aws_caller.me.access_key_id }
+output "region" { value = data.aws_caller.me.region }
 output "metadata" { value = data.aws_caller.me.metadata }
 output "credentials" { value = data.aws_caller.me.credentials }
 output "missing" { value = data.aws_caller.me.missing }
@@ -76,27 +78,27 @@ oci_mirror {
 // 127.0.0.1; and the near side's configuration, locked, whose HOME and environment hold
 // credentials of their own that must never reach the provider.
 type farConfigWorld struct {
-	far                     *sshFarSide
-	f                       *loaderFixture
-	env                     []string
-	farDir, nearHome        string
-	metadataPort            int
-	tofu                    string
-	farSecret, nearSecret   string
-	farKeyID, metadataReply string
+	far                      *sshFarSide
+	f                        *loaderFixture
+	env                      []string
+	farDir, nearHome         string
+	metadataPort             int
+	tofu                     string
+	farSecret, nearSecret    string
+	farRegion, metadataReply string
 }
 
 func newFarConfigWorld(t *testing.T) *farConfigWorld {
 	t.Helper()
 	w := &farConfigWorld{far: farSide(t), tofu: peers.Require(t, "tofu"),
 		farSecret: "aws_secret_access_key = FAR-SECRET", nearSecret: "aws_secret_access_key = NEAR-SECRET",
-		farKeyID: "AKIAFARSIDE", metadataReply: "far-instance-role"}
+		farRegion: "far-region-1", metadataReply: "far-instance-role"}
 	w.f = newLoaderFixture(t, cloudConfig)
 	pushJSON(t, w.f.env, cloudRelease(t), w.f.reg.Host+"/providers/acme/aws", "--address", "registry.example.com/acme/aws",
 		"--sign", "--key", filepath.Join(w.f.keys, "cosign.key"))
 	w.nearHome = envValue(w.f.env, "HOME")
 	writeFile(t, filepath.Join(w.nearHome, ".aws", "credentials"), w.nearSecret+"\n")
-	w.env = append(w.f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "AWS_ACCESS_KEY_ID=AKIANEARSIDE")
+	w.env = append(w.f.env, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "AWS_REGION=near-region-1")
 
 	// The far side's files, owned by the far account.
 	var err error
@@ -160,7 +162,7 @@ func (w *farConfigWorld) forced(t *testing.T, hostArgs ...string) []string {
 		t.Fatal(err)
 	}
 	command := strings.Join(append([]string{"env", "SSL_CERT_FILE=" + filepath.Join(w.farDir, "ca.pem"),
-		"AWS_ACCESS_KEY_ID=" + w.farKeyID, "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:" + strconv.Itoa(w.metadataPort) + "/",
+		"AWS_REGION=" + w.farRegion, "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:" + strconv.Itoa(w.metadataPort) + "/",
 		w.far.oprov, "provider", "host", "--stdio"}, hostArgs...), " ")
 	line := `restrict,command="` + command + `" ` + strings.TrimSpace(string(pub)) + "\n"
 	authorized := filepath.Join(w.far.home, ".ssh", "authorized_keys")
@@ -222,7 +224,7 @@ func (w *farConfigWorld) apply(t *testing.T, extra string) (result, map[string]s
 }
 
 // docCloudRecipe is docs/remote.md's far configuration for a cloud provider, the block marked
-// <!-- doctest remote -->, with the registry, the operator's key and the metadata port of this
+// <!-- doctest remote: far configuration -->, with the registry, the operator's key and the metadata port of this
 // test in place of the page's; each replaced text must be in the page.
 func (w *farConfigWorld) docCloudRecipe(t *testing.T) string {
 	t.Helper()
@@ -232,12 +234,12 @@ func (w *farConfigWorld) docCloudRecipe(t *testing.T) string {
 	}
 	var recipe string
 	for _, b := range doccheck.Parse(string(data)).Blocks {
-		if b.Lang == "hcl" && b.Marker == "doctest remote" && strings.Contains(b.Text, `sandbox "registry.example.com/acme/aws"`) {
+		if b.Lang == "hcl" && b.Marker == "doctest remote: far configuration" && strings.Contains(b.Text, `sandbox "registry.example.com/acme/aws"`) {
 			recipe = b.Text
 		}
 	}
 	if recipe == "" {
-		t.Fatal(`docs/remote.md has no hcl block marked <!-- doctest remote --> with sandbox "registry.example.com/acme/aws"`)
+		t.Fatal(`docs/remote.md has no hcl block marked <!-- doctest remote: far configuration --> with sandbox "registry.example.com/acme/aws"`)
 	}
 	for _, r := range [][2]string{
 		{"registry.example.com/providers/", w.f.reg.Host + "/providers/"},
@@ -276,7 +278,7 @@ func TestRemoteFarConfiguration(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("apply through the far configuration: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
-		want := map[string]string{"access_key_id": w.farKeyID, "metadata": w.metadataReply, "credentials": "[default]\n" + w.farSecret, "missing": ""}
+		want := map[string]string{"region": w.farRegion, "metadata": w.metadataReply, "credentials": "[default]\n" + w.farSecret, "missing": ""}
 		for k, v := range want {
 			if got[k] != v {
 				t.Errorf("%s = %q, want %q (everything the provider saw: %q)", k, got[k], v, got)
@@ -287,7 +289,7 @@ func TestRemoteFarConfiguration(t *testing.T) {
 	t.Run("a near block narrows it; its ~ is the far home", func(t *testing.T) {
 		r, got := w.apply(t, withRecipe+`sandbox "registry.example.com/acme/aws" {
   read = ["~/.aws"]
-  env  = ["AWS_ACCESS_KEY_ID"]
+  env  = ["AWS_REGION"]
 }
 `)
 		if r.Code != 0 {
@@ -296,8 +298,8 @@ func TestRemoteFarConfiguration(t *testing.T) {
 		if got["credentials"] != "[default]\n"+w.farSecret || strings.Contains(got["credentials"], "NEAR") {
 			t.Errorf("~/.aws/credentials is not the far account's: %q", got)
 		}
-		if got["access_key_id"] != w.farKeyID || got["metadata"] != "" || !strings.Contains(got["missing"], "AWS_EC2_METADATA_SERVICE_ENDPOINT") {
-			t.Errorf("env narrowed to AWS_ACCESS_KEY_ID: want the key and no metadata endpoint, got %q", got)
+		if got["region"] != w.farRegion || got["metadata"] != "" || !strings.Contains(got["missing"], "AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+			t.Errorf("env narrowed to AWS_REGION: want the region and no metadata endpoint, got %q", got)
 		}
 	})
 
@@ -342,10 +344,10 @@ func TestRemoteFarConfiguration(t *testing.T) {
 		if port {
 			return
 		}
-		if got["access_key_id"] != "" || got["credentials"] != "" {
+		if got["region"] != "" || got["credentials"] != "" {
 			t.Errorf("the provider saw credentials without the far configuration: %q", got)
 		}
-		for _, want := range []string{"no AWS_ACCESS_KEY_ID", "credentials:"} {
+		for _, want := range []string{"no AWS_REGION", "credentials:"} {
 			if !strings.Contains(got["missing"], want) {
 				t.Errorf("missing lacks %q: %q", want, got["missing"])
 			}
@@ -365,8 +367,126 @@ func TestRemoteFarConfiguration(t *testing.T) {
 			t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		nothing(t, got, true)
-		if got["access_key_id"] != w.farKeyID || got["credentials"] == "" {
+		if got["region"] != w.farRegion || got["credentials"] == "" {
 			t.Errorf("with connect = [443] the variable and the file should still be seen: %q", got)
 		}
 	})
+}
+
+// remoteWalkthrough is docs/remote.md's blocks marked <!-- doctest remote: STEP -->, by step.
+func remoteWalkthrough(t *testing.T) map[string]doccheck.Block {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "remote.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]doccheck.Block{}
+	for _, b := range doccheck.Parse(string(data)).Blocks {
+		if name, ok := strings.CutPrefix(b.Marker, "doctest remote: "); ok {
+			if _, dup := steps[name]; dup {
+				t.Fatalf("docs/remote.md:%d: a second block for the step %q", b.Line, name)
+			}
+			steps[name] = b
+		}
+	}
+	return steps
+}
+
+// TestRemoteWalkthrough runs docs/remote.md's "first connection to a working apply", every block
+// of it, in order, against a real sshd: the near side's key and the far host's key taken with
+// ssh-keyscan into a pinned known_hosts file, the ssh configuration that uses them, the forced
+// command (an absolute path to oprov and an AWS_* variable) in the far account's authorized_keys,
+// the far configuration (the cloud recipe), the smoke test (the far side's hello), the remote
+// block, and the apply, which the stand-in cloud provider answers with all three credentials of
+// the far side. The page's host, port, account, home and paths are replaced by the test's, and
+// each replaced text must be on the page, so the page and the test cannot drift apart.
+func TestRemoteWalkthrough(t *testing.T) {
+	w := newFarConfigWorld(t)
+	steps := remoteWalkthrough(t)
+	order := []string{"far configuration", "keys", "ssh config", "forced command", "smoke test", "remote block", "apply"}
+	for name, b := range steps {
+		if !slices.Contains(order, name) {
+			t.Errorf("docs/remote.md:%d: the step %q is not one this test runs (%q)", b.Line, name, order)
+		}
+	}
+	for _, name := range order {
+		if _, ok := steps[name]; !ok {
+			t.Fatalf("docs/remote.md has no block marked <!-- doctest remote: %s -->", name)
+		}
+	}
+	hostPath := filepath.Join(w.farDir, "host.hcl")
+	port := strconv.Itoa(w.far.port)
+	replaced := map[string]bool{}
+	subst := func(text string, pairs ...string) string {
+		pairs = append(pairs, "/home/me/", w.nearHome+"/", "bastion.example.com", "127.0.0.1", "-p 22 ", "-p "+port+" ",
+			"Port 22\n", "Port "+port+"\n", "User deploy\n", "User "+remoteUser+"\n",
+			"/usr/local/bin/oprov", w.far.oprov, "/etc/oprov/host.hcl", hostPath)
+		for i := 0; i < len(pairs); i += 2 {
+			if strings.Contains(text, pairs[i]) {
+				replaced[pairs[i]] = true
+				text = strings.ReplaceAll(text, pairs[i], pairs[i+1])
+			}
+		}
+		return text
+	}
+	sshBin := peers.Require(t, "ssh")
+	env := append(w.env, "PATH="+filepath.Dir(oprovBin)+":"+filepath.Dir(sshBin)+":"+filepath.Dir(w.tofu)+":/usr/local/bin:/usr/bin:/bin")
+	run := func(step, script, stdin string, pipefail bool) result {
+		t.Helper()
+		args := []string{"-eu"}
+		if pipefail {
+			args = append(args, "-o", "pipefail")
+		}
+		cmd := exec.Command("bash", append(args, "-c", script)...)
+		cmd.Dir, cmd.Env, cmd.Stdin = w.f.cfg, append(os.Environ(), env...), strings.NewReader(stdin)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		r := result{Stdout: stdout.String(), Stderr: stderr.String()}
+		if err != nil {
+			t.Fatalf("docs/remote.md:%d, step %q: %v\n%s\nstdout:\n%s\nstderr:\n%s", steps[step].Line, step, err, script, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+
+	// 4 (first, since the forced command names it): the far configuration.
+	w.hostConfig(t, "host.hcl", w.docCloudRecipe(t))
+	// 1: the keys.
+	run("keys", subst(steps["keys"].Text), "", true)
+	// 2: the ssh configuration.
+	writeFile(t, filepath.Join(w.nearHome, ".ssh", "oprov", "config"), subst(steps["ssh config"].Text))
+	// 3: the forced command, with the near side's public key, and (for this test's registry and
+	// metadata stand-in) its CA file and the metadata endpoint in the environment.
+	pub, err := os.ReadFile(filepath.Join(w.nearHome, ".ssh", "oprov", "id_deploy.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := subst(steps["forced command"].Text, "ssh-ed25519 AAAA... deploy@ci", strings.TrimSpace(string(pub)),
+		"env AWS_REGION=", "env SSL_CERT_FILE="+filepath.Join(w.farDir, "ca.pem")+" AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:"+strconv.Itoa(w.metadataPort)+"/ AWS_REGION=")
+	authorized := filepath.Join(w.far.home, ".ssh", "authorized_keys")
+	editAuthorized(t, authorized, func(s string) string { return s + line })
+	t.Cleanup(func() {
+		editAuthorized(t, authorized, func(s string) string { return strings.Replace(s, line, "", 1) })
+	})
+	// 5: the smoke test, as a reader types it (no pipefail: the far side ends on the missing request).
+	r := run("smoke test", subst(steps["smoke test"].Text), "", false)
+	t.Logf("the smoke test printed %q; its stderr: %q", r.Stdout, r.Stderr)
+	expectIn(t, "the smoke test's stderr (the page quotes it)", r.Stderr, "reading the request: EOF")
+	if want := `{"oprov_remote":`; !strings.HasPrefix(r.Stdout, want) || !strings.Contains(r.Stdout, `"platform":"`+runtime.GOOS+"_"+runtime.GOARCH+`"`) {
+		t.Errorf("the smoke test printed %q, want the far side's hello (%s...)\nstderr:\n%s", r.Stdout, want, r.Stderr)
+	}
+	// 6: the remote block.
+	writeFile(t, filepath.Join(w.f.cfg, "oprov.hcl"), strings.NewReplacer("%HOST%", w.f.reg.Host, "%KEYS%", w.f.keys).Replace(farNearHCL)+subst(steps["remote block"].Text))
+	// 7: the apply, answering tofu's question.
+	r = run("apply", subst(steps["apply"].Text), "yes\n", true)
+	expectIn(t, "the walkthrough's apply", r.Stderr, `on remote "registry.example.com/acme/aws" (ssh)`)
+	expectIn(t, "the walkthrough's apply", r.Stdout, `region = "eu-west-1"`, `metadata = "`+w.metadataReply+`"`, "FAR-SECRET")
+	if strings.Contains(r.Stdout, "NEAR-SECRET") || strings.Contains(r.Stdout, "near-region") {
+		t.Errorf("the near side's credentials reached the provider:\n%s", r.Stdout)
+	}
+	for _, from := range []string{"/home/me/", "bastion.example.com", "-p 22 ", "Port 22\n", "User deploy\n", "/usr/local/bin/oprov", "/etc/oprov/host.hcl", "ssh-ed25519 AAAA... deploy@ci", "env AWS_REGION="} {
+		if !replaced[from] {
+			t.Errorf("docs/remote.md's walkthrough no longer says %q, which this test replaces", from)
+		}
+	}
 }

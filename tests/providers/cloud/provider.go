@@ -41,10 +41,10 @@ func (*cloudProvider) DataSources(context.Context) []func() datasource.DataSourc
 type caller struct{}
 
 type callerModel struct {
-	AccessKeyID types.String `tfsdk:"access_key_id"` // $AWS_ACCESS_KEY_ID
-	Metadata    types.String `tfsdk:"metadata"`      // the body $AWS_EC2_METADATA_SERVICE_ENDPOINT answers
-	Credentials types.String `tfsdk:"credentials"`   // ~/.aws/credentials
-	Missing     types.String `tfsdk:"missing"`       // why each empty one is empty, one per line
+	Region      types.String `tfsdk:"region"`      // $AWS_REGION
+	Metadata    types.String `tfsdk:"metadata"`    // the body $AWS_EC2_METADATA_SERVICE_ENDPOINT answers
+	Credentials types.String `tfsdk:"credentials"` // ~/.aws/credentials
+	Missing     types.String `tfsdk:"missing"`     // why each empty one is empty, one per line
 }
 
 func (*caller) Metadata(_ context.Context, _ datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -53,19 +53,19 @@ func (*caller) Metadata(_ context.Context, _ datasource.MetadataRequest, resp *d
 
 func (*caller) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = dsschema.Schema{Attributes: map[string]dsschema.Attribute{
-		"access_key_id": dsschema.StringAttribute{Computed: true},
-		"metadata":      dsschema.StringAttribute{Computed: true},
-		"credentials":   dsschema.StringAttribute{Computed: true},
-		"missing":       dsschema.StringAttribute{Computed: true},
+		"region":      dsschema.StringAttribute{Computed: true},
+		"metadata":    dsschema.StringAttribute{Computed: true},
+		"credentials": dsschema.StringAttribute{Computed: true},
+		"missing":     dsschema.StringAttribute{Computed: true},
 	}}
 }
 
 func (*caller) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var m callerModel
 	var missing []string
-	m.AccessKeyID = types.StringValue(os.Getenv("AWS_ACCESS_KEY_ID"))
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		missing = append(missing, "environment: no AWS_ACCESS_KEY_ID")
+	m.Region = types.StringValue(os.Getenv("AWS_REGION"))
+	if os.Getenv("AWS_REGION") == "" {
+		missing = append(missing, "environment: no AWS_REGION")
 	}
 	md, err := metadata(ctx)
 	if err != nil {
