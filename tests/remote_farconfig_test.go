@@ -324,6 +324,28 @@ func TestRemoteFarConfiguration(t *testing.T) {
 		})
 	}
 
+	// A link below the far block's path that leads out of it (as an earlier provider allowed to
+	// write there could make): the sandbox would grant where it leads, the far account's ~/.ssh.
+	t.Run("refused: a link out of the far path", func(t *testing.T) {
+		link := filepath.Join(w.far.home, ".aws", "esc")
+		if err := os.Symlink(filepath.Join(w.far.home, ".ssh"), link); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(link)
+		if err := runCmd("chown", "-h", remoteUser+":", link); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := w.apply(t, withRecipe+"sandbox \"registry.example.com/acme/aws\" {\n  read = [\"~/.aws/esc\"]\n}\n")
+		if r.Code == 0 {
+			t.Fatalf("a near block asking read = [\"~/.aws/esc\"], a link to ~/.ssh, ran:\n%s", r.Stdout)
+		}
+		for _, want := range []string{"beyond the far side's sandbox", farAt, "it leads to " + filepath.Join(w.far.home, ".ssh")} {
+			if !strings.Contains(r.Stderr, want) {
+				t.Errorf("the refusal lacks %q:\n%s", want, r.Stderr)
+			}
+		}
+	})
+
 	t.Run("refused: a provider the configuration does not allow", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "main.tf"), strings.Replace(remoteHelloConfig, `greeting_file = "greeting"`, "", 1))
