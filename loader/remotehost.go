@@ -203,13 +203,15 @@ func narrowSandbox(far, near *config.Sandbox) (*config.Sandbox, error) {
 		}
 		// The sandbox grants a path where it leads, so a path is judged, and granted, there: a
 		// link below a far path (say one an earlier provider made) must not lead out of it.
-		var real []string
+		var farReal, real []string
+		for _, q := range l.far {
+			if rq, err := leadsTo(q); err == nil {
+				farReal = append(farReal, rq)
+			}
+		}
 		for _, p := range l.near {
 			rp, err := leadsTo(p)
-			if err == nil && !slices.ContainsFunc(l.far, func(q string) bool {
-				rq, err := leadsTo(q)
-				return err == nil && within(rq, rp)
-			}) {
+			if err == nil && !slices.ContainsFunc(farReal, func(rq string) bool { return within(rq, rp) }) {
 				err = fmt.Errorf("it leads to %s", rp)
 			}
 			if err != nil {
