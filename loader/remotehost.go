@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -198,12 +201,25 @@ func narrowSandbox(far, near *config.Sandbox) (*config.Sandbox, error) {
 		if len(l.near) == 0 {
 			continue
 		}
-		for _, p := range l.near {
-			if !slices.ContainsFunc(l.far, func(q string) bool { return within(q, p) }) {
-				return nil, beyond(l.what, fmt.Sprintf("[%q]", p), quoteList(l.far))
+		// The sandbox grants a path where it leads, so a path is judged, and granted, there: a
+		// link below a far path (say one an earlier provider made) must not lead out of it.
+		var farReal, real []string
+		for _, q := range l.far {
+			if rq, err := leadsTo(q); err == nil {
+				farReal = append(farReal, rq)
 			}
 		}
-		*l.out = l.near
+		for _, p := range l.near {
+			rp, err := leadsTo(p)
+			if err == nil && !slices.ContainsFunc(farReal, func(rq string) bool { return within(rq, rp) }) {
+				err = fmt.Errorf("it leads to %s", rp)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w (%v)", beyond(l.what, fmt.Sprintf("[%q]", p), quoteList(l.far)), err)
+			}
+			real = append(real, rp)
+		}
+		*l.out = real
 	}
 	if len(near.Connect) > 0 {
 		for _, p := range near.Connect {
@@ -240,6 +256,30 @@ func narrowSandbox(far, near *config.Sandbox) (*config.Sandbox, error) {
 	}
 	out.BestEffort = far.BestEffort && near.BestEffort
 	return &out, nil
+}
+
+// leadsTo is the path p leads to on this machine: the links of its longest existing part
+// resolved, the rest as written. A link whose target is missing is an error: what it would lead
+// to cannot be judged.
+func leadsTo(p string) (string, error) {
+	rest := ""
+	for cur := p; ; {
+		if _, err := os.Lstat(cur); err == nil {
+			r, err := filepath.EvalSymlinks(cur)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(r, rest), nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // envWithin says whether the variables n names (NAME, or PREFIX*) are all ones f names.

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/tests/testkit/testfix"
 )
 
@@ -62,4 +64,41 @@ func TestHostRefusedZipLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A near side may not reach past the far block's path through a link below it: the sandbox
+// follows a link when it grants a path, so write = ["WORK/esc"], where esc (made by an earlier
+// provider that could write WORK) leads to the far account's ~/.ssh, would grant ~/.ssh. The
+// path is judged where it leads, and granted there. (Before, it was judged as written: within
+// WORK, and granted.)
+func TestHostNearSideCannotEscapeThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	work, secret := filepath.Join(dir, "work"), filepath.Join(dir, "ssh")
+	for _, d := range []string{filepath.Join(work, "sub"), secret} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(work, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(work, "sub"), filepath.Join(work, "inside")); err != nil {
+		t.Fatal(err)
+	}
+	far := &config.Sandbox{Label: "*", Read: []string{work}, Write: []string{work}, Range: hcl.Range{Filename: "host.hcl", Start: hcl.Pos{Line: 4}}}
+	if err := os.Symlink(filepath.Join(secret, "absent"), filepath.Join(work, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(work, "esc"), filepath.Join(work, "esc", "authorized_keys"), filepath.Join(work, "dangling")} {
+		near := &config.Sandbox{Label: "*", Write: []string{p}, Range: hcl.Range{Filename: "oprov.hcl", Start: hcl.Pos{Line: 2}}}
+		if got, err := narrowSandbox(far, near); err == nil || !strings.Contains(err.Error(), "host.hcl:4") {
+			t.Errorf("write = [%q] (a link out of %s): got %v, %v; want it refused naming host.hcl:4", p, work, got, err)
+		}
+	}
+	// A link that stays inside is granted where it leads.
+	near := &config.Sandbox{Label: "*", Write: []string{filepath.Join(work, "inside")}, Range: hcl.Range{Filename: "oprov.hcl", Start: hcl.Pos{Line: 2}}}
+	got, err := narrowSandbox(far, near)
+	if err != nil || len(got.Write) != 1 || got.Write[0] != filepath.Join(work, "sub") {
+		t.Errorf("write = [work/inside] (a link to work/sub): got %v, %v; want work/sub", got, err)
+	}
 }

@@ -124,11 +124,13 @@ func TestNothingSaidTwice(t *testing.T) {
 }
 
 // TestShellBlocksMarked makes every sh block of the hand-written pages say whether it runs as a
-// test: <!-- doctest --> (tests/docs_examples_test.go runs it) or <!-- not tested: REASON -->.
+// test: <!-- doctest --> (tests/docs_examples_test.go runs it), <!-- doctest remote: STEP --> (the
+// remote walkthrough, which tests/remote_farconfig_test.go runs against a real sshd) or
+// <!-- not tested: REASON -->.
 func TestShellBlocksMarked(t *testing.T) {
 	for p, d := range readDocs(t) {
 		for _, b := range d.Blocks {
-			if b.Lang != "sh" || b.Marker == "doctest" || strings.HasPrefix(b.Marker, "not tested: ") {
+			if b.Lang != "sh" || b.Marker == "doctest" || strings.HasPrefix(b.Marker, "not tested: ") || strings.HasPrefix(b.Marker, "doctest remote: ") {
 				continue
 			}
 			t.Errorf("%s:%d: a sh block without <!-- doctest --> or <!-- not tested: REASON --> before it", p, b.Line)
