@@ -20,6 +20,7 @@ import (
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // HostOptions say how the far side runs what it is asked to. The rights a provider gets here
@@ -51,7 +52,7 @@ type HostOptions struct {
 // under the sandbox this side's operator set (narrowed by the request's, never widened) with
 // this machine's environment, and serves it on the connection until the connection ends.
 func HostRemote(ctx context.Context, ho HostOptions) error {
-	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String()}
+	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String(), Source: true}
 	if ho.Config != nil {
 		h.Streams = ho.Config.Streams
 	}
@@ -66,7 +67,11 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 			return plugin.Options{}, err
 		}
 		var verified *cache.Package
-		if ho.Config != nil {
+		if req.Source {
+			if err := ho.allowSource(addr, req); err != nil {
+				return plugin.Options{}, err
+			}
+		} else if ho.Config != nil {
 			if verified, err = ho.verify(ctx, addr, req); err != nil {
 				return plugin.Options{}, err
 			}
@@ -111,6 +116,27 @@ func (ho HostOptions) sandboxFor(addr manifest.ProviderAddress, req *plugin.Remo
 		}
 	}
 	return narrowSandbox(far, near)
+}
+
+// allowSource refuses a provider the near side built from its own source unless this side's
+// operator allows its address (allow_source in a host block of --config): such a package has no
+// release and no signature, so nothing but that setting vouches for it. The request's word that
+// it is source is no right: it only routes the request here, never past verify.
+func (ho HostOptions) allowSource(addr manifest.ProviderAddress, req *plugin.RemoteRequest) error {
+	if ho.Config == nil {
+		return fmt.Errorf("%s was built from source on the near side: no release, no signature, and this far side has no configuration (--config) to allow it; its operator allows such providers by naming them in allow_source in a host block of the far side's --config", addr)
+	}
+	if !ho.Config.SourceAllowed(addr) {
+		where := "no host block of " + ho.Config.Path + " sets allow_source"
+		if ho.Config.AllowSourceAt != "" {
+			where = "allow_source in the host block at " + ho.Config.AllowSourceAt + " does not name it"
+		}
+		return fmt.Errorf("%s was built from source on the near side (no release, no signature), and the far side's configuration does not allow that: %s (its operator adds the address there)", addr, where)
+	}
+	if req.Version != source.DevVersion {
+		return fmt.Errorf("%s: a provider built from source is version %s, not %q", addr, source.DevVersion, req.Version)
+	}
+	return nil
 }
 
 // verify resolves the requested version through the far configuration's oci_mirror block for
