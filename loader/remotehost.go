@@ -61,17 +61,19 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 		if err != nil {
 			return plugin.Options{}, err
 		}
-		// The sandbox first: a request beyond it is refused before anything is fetched.
+		// A provider built from source is refused first unless this side's operator allows it.
+		if req.Source {
+			if err := ho.allowSource(addr, req); err != nil {
+				return plugin.Options{}, err
+			}
+		}
+		// The sandbox next: a request beyond it is refused before anything is fetched.
 		box, err := ho.sandboxFor(addr, req)
 		if err != nil {
 			return plugin.Options{}, err
 		}
 		var verified *cache.Package
-		if req.Source {
-			if err := ho.allowSource(addr, req); err != nil {
-				return plugin.Options{}, err
-			}
-		} else if ho.Config != nil {
+		if !req.Source && ho.Config != nil {
 			if verified, err = ho.verify(ctx, addr, req); err != nil {
 				return plugin.Options{}, err
 			}
@@ -98,15 +100,21 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 }
 
 // sandboxFor is the sandbox addr runs under here: the far operator's (Config's block, or the
-// default under RequireSandbox) narrowed by the request's block; with neither from the operator,
+// default under RequireSandbox or for a provider built from source) narrowed by the request's
+// block; with neither from the operator,
 // the request's block as it asks (it can only confine the provider more than none).
 func (ho HostOptions) sandboxFor(addr manifest.ProviderAddress, req *plugin.RemoteRequest) (*config.Sandbox, error) {
 	var far *config.Sandbox
 	if ho.Config != nil {
 		far = ho.Config.SandboxFor(addr)
 	}
-	if far == nil && ho.RequireSandbox {
+	switch {
+	case far != nil:
+	case ho.RequireSandbox:
 		far = &config.Sandbox{Label: "*", Range: hcl.Range{Filename: "--require-sandbox (the default sandbox; no far configuration block selects " + addr.String() + ")"}}
+	case req.Source:
+		// Code no one signed runs sandboxed unless the operator's own block says how.
+		far = &config.Sandbox{Label: "*", Range: hcl.Range{Filename: "the default sandbox for a provider built from source (no sandbox block of the far side's configuration selects " + addr.String() + ")"}}
 	}
 	var near *config.Sandbox
 	if len(req.Sandbox) > 0 {

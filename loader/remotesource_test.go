@@ -251,3 +251,26 @@ func mustAddr(t *testing.T, s string) manifest.ProviderAddress {
 	}
 	return a
 }
+
+// A provider built from source runs sandboxed on the far side even where its operator set no
+// sandbox block and no --require-sandbox: the default sandbox, which the near side may narrow and
+// never widen (read = ["/"] is refused naming it). A far block for it is the operator's word.
+func TestHostSourceProviderSandboxedByDefault(t *testing.T) {
+	addr := mustAddr(t, "example.com/acme/hello")
+	ho := HostOptions{Config: hostConfig(t, "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\n")}
+	box, err := ho.sandboxFor(addr, &plugin.RemoteRequest{Source: true})
+	if err != nil || box == nil || !strings.Contains(box.At(), "the default sandbox for a provider built from source") {
+		t.Fatalf("a source provider with no far sandbox block: sandbox %+v, err %v", box, err)
+	}
+	if box, err := ho.sandboxFor(addr, &plugin.RemoteRequest{}); err != nil || box != nil {
+		t.Errorf("a release with no far sandbox block (and no --require-sandbox): sandbox %+v, err %v", box, err)
+	}
+	wide := &plugin.RemoteRequest{Source: true, Sandbox: []byte(`{"label":"*","file":"oprov.hcl","line":3,"read":["/"]}`)}
+	if _, err := ho.sandboxFor(addr, wide); err == nil || !strings.Contains(err.Error(), "the default sandbox for a provider built from source") {
+		t.Errorf("a source provider asking read = [\"/\"]: err %v", err)
+	}
+	ho.Config = hostConfig(t, "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\nsandbox \"example.com/acme/hello\" {\n  env = [\"HELLO_*\"]\n}\n")
+	if box, err := ho.sandboxFor(addr, &plugin.RemoteRequest{Source: true}); err != nil || box == nil || len(box.Env) != 1 {
+		t.Errorf("a source provider with the operator's block: sandbox %+v, err %v", box, err)
+	}
+}

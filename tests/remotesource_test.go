@@ -11,8 +11,10 @@ import (
 
 // TestRemoteSourceOverSSH: examples/hello kept as Go source beside the configuration, with a
 // remote block, through a real sshd. The near side builds it for the platform the far side
-// reports and ships it; the far side runs it (apply reads the far user's greeting file) only
-// under a far configuration whose host block names it in allow_source. Under a far configuration
+// reports and ships it; the far side runs it (apply reads the far user's greeting file, which the
+// far sandbox block for it allows) only under a far configuration whose host block names it in
+// allow_source; with no sandbox block for it there, it runs in the default sandbox and cannot
+// read that file. Under a far configuration
 // that names another address, or with none, it is refused before anything runs, naming the far
 // setting.
 func TestRemoteSourceOverSSH(t *testing.T) {
@@ -35,7 +37,8 @@ func TestRemoteSourceOverSSH(t *testing.T) {
 		t.Cleanup(func() { os.Remove(p) })
 		return p
 	}
-	allows := farConfig("source-allowed.hcl", "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\n")
+	allows := farConfig("source-allowed.hcl", "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\nsandbox \"example.com/acme/hello\" {\n  read = [\"~/greeting\"]\n}\n")
+	boxed := farConfig("source-boxed.hcl", "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\n")
 	other := farConfig("source-other.hcl", "host {\n  allow_source = [\"example.com/acme/other\"]\n}\n")
 
 	apply := func(hostArgs ...string) result {
@@ -49,6 +52,13 @@ func TestRemoteSourceOverSSH(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr, `on remote "example.com/acme/hello" (ssh)`) {
 		t.Errorf("-v does not say the provider runs remotely:\n%s", r.Stderr)
+	}
+
+	// With no sandbox block for it, the far side runs code no one signed in the default sandbox:
+	// the far user's files are out of its reach.
+	r = apply("--config", boxed)
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "Cannot read the greeting file") {
+		t.Errorf("a source provider the far configuration allows, without a sandbox block for it, read the far user's file: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	r = apply("--config", other)
