@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/oprov/oprov/internal/testing/testfix"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 )
 
@@ -273,4 +275,51 @@ func TestHostSourceProviderSandboxedByDefault(t *testing.T) {
 	if box, err := ho.sandboxFor(addr, &plugin.RemoteRequest{Source: true}); err != nil || box == nil || len(box.Env) != 1 {
 		t.Errorf("a source provider with the operator's block: sandbox %+v, err %v", box, err)
 	}
+}
+
+// A near side's build is whatever the near side says it is: under allow_source, a zip with an
+// entry that climbs out of the package is refused by the far side's unpacking, and nothing is
+// written outside its cache.
+func TestHostSourceZipCannotEscape(t *testing.T) {
+	dir := t.TempDir()
+	zp := filepath.Join(dir, "terraform-provider-hello_0.0.0-dev_"+testfix.Host().String()+".zip")
+	f, err := os.Create(zp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	for _, name := range []string{"terraform-provider-hello_v0.0.0-dev", "../../../../escaped-by-source-build"} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, "#!/bin/sh\nexit 0\n")
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	data, err := os.ReadFile(zp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, err := pkghash.ZipH1(context.Background(), zp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := plugin.RemoteRequest{Address: "example.com/acme/hello", Version: "0.0.0-dev", Platform: testfix.Host().String(), Filename: filepath.Base(zp),
+		Zip: digest.FromBytes(data).String(), Size: int64(len(data)), H1: []string{h1}, Source: true}
+	c := testfix.Cache(t)
+	ho := HostOptions{Cache: c, Config: hostConfig(t, "host {\n  allow_source = [\"example.com/acme/hello\"]\n}\n")}
+	answer, _, err := nearSide(t, ho, req, zp)
+	msg, _ := answer["error"].(string)
+	if err == nil || !strings.Contains(msg, "path traversal") {
+		t.Fatalf("a source zip with a climbing entry: answer %v, err %v", answer, err)
+	}
+	filepath.WalkDir(filepath.Dir(c.Dir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "escaped-by-source-build" {
+			t.Errorf("the climbing entry was written at %s", p)
+		}
+		return nil
+	})
 }
