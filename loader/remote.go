@@ -108,6 +108,9 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 			if err != nil {
 				return nil, err
 			}
+			if ro.Log != nil {
+				fmt.Fprintf(ro.Log, "oprov: %s: building %s from %s for %s, the far side's platform\n", ro.Name, addr, kept.Kept.Dir, plat)
+			}
 			req, z, err := sourceRequest(ctx, opts, kept.Kept.LocalDir(), plat)
 			if err != nil {
 				return nil, err

@@ -50,6 +50,9 @@ func TestRemoteSourceOverSSH(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "Howdy, remote!") {
 		t.Fatalf("a source provider the far configuration allows: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+	if !strings.Contains(r.Stderr, "building example.com/acme/hello from ") || !strings.Contains(r.Stderr, "the far side's platform") {
+		t.Errorf("-v does not say the provider is built for the far side:\n%s", r.Stderr)
+	}
 	if !strings.Contains(r.Stderr, `on remote "example.com/acme/hello" (ssh)`) {
 		t.Errorf("-v does not say the provider runs remotely:\n%s", r.Stderr)
 	}
