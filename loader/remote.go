@@ -11,13 +11,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/loader/config"
 	"github.com/oprov/oprov/manifest"
+	"github.com/oprov/oprov/pkg/cache"
 	"github.com/oprov/oprov/pkg/module"
+	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/providerrelease"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // remoteSandbox is a sandbox block as it travels to the far side: what it asks for, its paths as
@@ -75,8 +80,14 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 			pv = m
 		}
 	}
-	if pv == nil {
-		return nil, fmt.Errorf("%s: %s selects it, but only providers from an oci_mirror block run remotely: a provider kept as source runs here (leave it out of the remote block's pattern)", addr, r.At())
+	var kept *Provider
+	for _, l := range p.Local {
+		if l.Req.Addr == addr {
+			kept = l
+		}
+	}
+	if pv == nil && kept == nil {
+		return nil, fmt.Errorf("%s: %s selects it, but it comes from neither an oci_mirror block nor a provider block kept as source, so it cannot run remotely (leave it out of the remote block's pattern)", addr, r.At())
 	}
 	var sb json.RawMessage
 	if b := p.Config.SandboxFor(addr); b != nil {
@@ -91,10 +102,29 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 	var zipPath string
 	ro := &plugin.RemoteOptions{Name: name, Command: r.Command, HelloTimeout: r.HelloTimeout,
 		HelloSetting: "hello_timeout in the remote block at " + r.At()}
+	ro.Zip = func() (io.ReadCloser, error) { return os.Open(zipPath) }
+	if kept != nil {
+		ro.Request = func(platform string) (*plugin.RemoteRequest, error) {
+			plat, err := farPlatform(platform)
+			if err != nil {
+				return nil, err
+			}
+			if ro.Log != nil {
+				fmt.Fprintf(ro.Log, "oprov: %s: building %s from %s for %s, the far side's platform\n", ro.Name, addr, kept.Kept.Dir, plat)
+			}
+			req, z, err := sourceRequest(ctx, opts, kept.Kept.LocalDir(), plat)
+			if err != nil {
+				return nil, err
+			}
+			req.Sandbox, zipPath = sb, z
+			return req, nil
+		}
+		return ro, nil
+	}
 	ro.Request = func(platform string) (*plugin.RemoteRequest, error) {
-		plat, err := manifest.ParsePlatform(platform)
+		plat, err := farPlatform(platform)
 		if err != nil {
-			return nil, fmt.Errorf("the far side's platform %q: %w", platform, err)
+			return nil, err
 		}
 		o := opts
 		o.Host = plat
@@ -121,8 +151,67 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 		return &plugin.RemoteRequest{Address: addr.String(), Version: pkg.Version, Platform: pkg.Platform.String(),
 			Filename: pkg.Filename, Zip: pkg.Zip.String(), Size: st.Size(), H1: h1, Sandbox: sb}, nil
 	}
-	ro.Zip = func() (io.ReadCloser, error) { return os.Open(zipPath) }
 	return ro, nil
+}
+
+// farPlatform reads the platform the far side's hello reports: a platform (OS_ARCH, lower-case
+// letters and digits) this side can build for, or an error quoting it.
+func farPlatform(platform string) (manifest.Platform, error) {
+	plat, err := manifest.ParsePlatform(platform)
+	if err != nil {
+		return manifest.Platform{}, fmt.Errorf("the far side's platform %q: %w", platform, err)
+	}
+	return plat, nil
+}
+
+// sourceRequest builds the provider kept as source in d for the far side's platform, puts its
+// zip in this machine's cache (content-addressed, so the next start finds it by digest), and
+// gives the request for it, marked as built from source (the far side's configuration decides
+// whether it may run there), with the zip's path.
+func sourceRequest(ctx context.Context, opts Options, d source.LocalDir, plat manifest.Platform) (*plugin.RemoteRequest, string, error) {
+	if opts.Cache == nil {
+		return nil, "", fmt.Errorf("%s: building it for the far side needs oprov's cache", d.Addr)
+	}
+	work, err := scratch.Beside(os.TempDir())
+	if err != nil {
+		return nil, "", err
+	}
+	defer work.Release()
+	built, err := source.BuildZipFor(ctx, d, plat, work.Path)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := os.Open(built)
+	if err != nil {
+		return nil, "", err
+	}
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	h1, err := pkghash.ZipH1(ctx, built)
+	if err != nil {
+		return nil, "", err
+	}
+	pkg := &cache.Package{Addr: d.Addr, Version: source.DevVersion, Platform: plat, Filename: filepath.Base(built),
+		Zip: digest.NewDigest(digest.SHA256, h), Size: size, H1: h1, Auth: cache.Authentication{Method: "local"},
+		Fetch: func(_ context.Context, w io.Writer, _ oci.Progress) error {
+			f, err := os.Open(built)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		}}
+	z, err := opts.Cache.PutZip(ctx, pkg, false, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return &plugin.RemoteRequest{Address: d.Addr.String(), Version: source.DevVersion, Platform: plat.String(), Filename: pkg.Filename,
+		Zip: pkg.Zip.String(), Size: size, H1: []string{h1}, Source: true}, z.Path, nil
 }
 
 // remoteMirror is where init puts remote providers' launchers, relative to the configuration: a

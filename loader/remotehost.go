@@ -23,6 +23,7 @@ import (
 	"github.com/oprov/oprov/pkg/pkghash"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
+	"github.com/oprov/oprov/pkg/source"
 )
 
 // HostOptions say how the far side runs what it is asked to. The rights a provider gets here
@@ -54,7 +55,7 @@ type HostOptions struct {
 // under the sandbox this side's operator set (narrowed by the request's, never widened) with
 // this machine's environment, and serves it on the connection until the connection ends.
 func HostRemote(ctx context.Context, ho HostOptions) error {
-	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String()}
+	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String(), Source: true}
 	if ho.Config != nil {
 		h.Streams = ho.Config.Streams
 	}
@@ -63,13 +64,19 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 		if err != nil {
 			return plugin.Options{}, err
 		}
-		// The sandbox first: a request beyond it is refused before anything is fetched.
+		// A provider built from source is refused first unless this side's operator allows it.
+		if req.Source {
+			if err := ho.allowSource(addr, req); err != nil {
+				return plugin.Options{}, err
+			}
+		}
+		// The sandbox next: a request beyond it is refused before anything is fetched.
 		box, err := ho.sandboxFor(addr, req)
 		if err != nil {
 			return plugin.Options{}, err
 		}
 		var verified *cache.Package
-		if ho.Config != nil {
+		if !req.Source && ho.Config != nil {
 			if verified, err = ho.verify(ctx, addr, req); err != nil {
 				return plugin.Options{}, err
 			}
@@ -96,15 +103,21 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 }
 
 // sandboxFor is the sandbox addr runs under here: the far operator's (Config's block, or the
-// default under RequireSandbox) narrowed by the request's block; with neither from the operator,
+// default under RequireSandbox or for a provider built from source) narrowed by the request's
+// block; with neither from the operator,
 // the request's block as it asks (it can only confine the provider more than none).
 func (ho HostOptions) sandboxFor(addr manifest.ProviderAddress, req *plugin.RemoteRequest) (*config.Sandbox, error) {
 	var far *config.Sandbox
 	if ho.Config != nil {
 		far = ho.Config.SandboxFor(addr)
 	}
-	if far == nil && ho.RequireSandbox {
+	switch {
+	case far != nil:
+	case ho.RequireSandbox:
 		far = &config.Sandbox{Label: "*", Range: hcl.Range{Filename: "--require-sandbox (the default sandbox; no far configuration block selects " + addr.String() + ")"}}
+	case req.Source:
+		// Code no one signed runs sandboxed unless the operator's own block says how.
+		far = &config.Sandbox{Label: "*", Range: hcl.Range{Filename: "the default sandbox for a provider built from source (no sandbox block of the far side's configuration selects " + addr.String() + ")"}}
 	}
 	var near *config.Sandbox
 	if len(req.Sandbox) > 0 {
@@ -114,6 +127,27 @@ func (ho HostOptions) sandboxFor(addr manifest.ProviderAddress, req *plugin.Remo
 		}
 	}
 	return narrowSandbox(far, near)
+}
+
+// allowSource refuses a provider the near side built from its own source unless this side's
+// operator allows its address (allow_source in a host block of --config): such a package has no
+// release and no signature, so nothing but that setting vouches for it. The request's word that
+// it is source is no right: it only routes the request here, never past verify.
+func (ho HostOptions) allowSource(addr manifest.ProviderAddress, req *plugin.RemoteRequest) error {
+	if ho.Config == nil {
+		return fmt.Errorf("%s was built from source on the near side: no release, no signature, and this far side has no configuration (--config) to allow it; its operator allows such providers by naming them in allow_source in a host block of the far side's --config", addr)
+	}
+	if !ho.Config.SourceAllowed(addr) {
+		where := "no host block of " + ho.Config.Path + " sets allow_source"
+		if ho.Config.AllowSourceAt != "" {
+			where = "allow_source in the host block at " + ho.Config.AllowSourceAt + " does not name it"
+		}
+		return fmt.Errorf("%s was built from source on the near side (no release, no signature), and the far side's configuration does not allow that: %s (its operator adds the address there)", addr, where)
+	}
+	if req.Version != source.DevVersion {
+		return fmt.Errorf("%s: a provider built from source is version %s, not %q", addr, source.DevVersion, req.Version)
+	}
+	return nil
 }
 
 // verify resolves the requested version through the far configuration's oci_mirror block for

@@ -161,7 +161,8 @@ credentials it needs; tofu runs here, unchanged:
 says its platform; oprov checks the locked version against the lock and the trust policy here,
 sends the request (and the zip when the far side lacks it), and the far side refuses a package
 whose hash the lock does not record. Every call then crosses the connection, so audit and rule
-blocks work unchanged. Only providers from an oci_mirror block run remotely.
+blocks work unchanged. A Go provider kept as source is built here for the far side's platform;
+the far side runs it only where its configuration names it in allow_source.
 
 The far side has hello_timeout (default 30s) to say hello; -v says where oprov connects. When ssh
 itself fails (exit 255: refused, unknown host key, no login), oprov says so and shows ssh's words.

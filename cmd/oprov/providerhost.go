@@ -39,7 +39,9 @@ credentials. The provider stops when the connection ends.
 What the provider may do here is this side's to say, never the request's. --config FILE (in
 oprov.hcl's syntax) names the providers that may run here (oci_mirror blocks: this side checks
 their releases and signatures itself), the sandbox each runs under (sandbox blocks) and the
-bounds (a host block). The request's sandbox block may narrow that sandbox, never widen it.
+bounds (a host block). A provider the near side built from source has no signature: it runs
+here only if the host block's allow_source names it, and under the default sandbox when no
+sandbox block selects it. The request's sandbox block may narrow that sandbox, never widen it.
 --require-sandbox runs every provider the configuration gives no sandbox block under the default
 sandbox. Without either, the request's sandbox block applies, if any.
 

@@ -19,7 +19,9 @@ import (
 //     public_keys, identity): the far side checks the release itself before it runs anything.
 //   - sandbox blocks are the sandbox each provider runs under there. A near side's block may
 //     narrow it, never widen it.
-//   - a host block bounds what remote requests may cost the far side.
+//   - a host block bounds what remote requests may cost the far side, and its allow_source names
+//     the providers a near side may run here built from its own source: unsigned, so refused
+//     unless named there.
 type HostConfig struct {
 	Path      string
 	Mirrors   []*Mirror
@@ -29,6 +31,11 @@ type HostConfig struct {
 	CacheLimit uint64
 	// Streams bounds the streams one connection may have open at once (0: the default).
 	Streams int
+	// AllowSource are the addresses a near side may run here as a provider it built from source
+	// kept beside its configuration: code no one signed, run under this side's sandbox for it.
+	AllowSource []Pattern
+	// AllowSourceAt is the allow_source attribute's FILE:LINE, for messages ("" when none).
+	AllowSourceAt string
 }
 
 // DefaultHostCacheLimit is the far cache's bound on zips received from near sides when the host
@@ -42,9 +49,10 @@ type hostConfigFile struct {
 }
 
 type hostFile struct {
-	CacheLimit *string   `hcl:"cache_limit,optional"`
-	Streams    *int      `hcl:"streams,optional"`
-	DeclRange  hcl.Range `hcl:",def_range"`
+	CacheLimit  *string   `hcl:"cache_limit,optional"`
+	Streams     *int      `hcl:"streams,optional"`
+	AllowSource []string  `hcl:"allow_source,optional"`
+	DeclRange   hcl.Range `hcl:",def_range"`
 }
 
 // LoadHostConfig reads a far side's configuration. Blocks that mean nothing there (remote,
@@ -66,9 +74,6 @@ func LoadHostConfig(path string) (*HostConfig, error) {
 		}
 		hc.Mirrors = append(hc.Mirrors, m)
 	}
-	if len(hc.Mirrors) == 0 {
-		return nil, fmt.Errorf("%s: no oci_mirror block, so no provider may run here: add one whose include names the providers this host runs, with the keys that must have signed them", path)
-	}
 	c := &Config{Path: path}
 	if err := c.parseSandboxes(hf.Sandboxes); err != nil {
 		return nil, err
@@ -87,6 +92,18 @@ func LoadHostConfig(path string) (*HostConfig, error) {
 			}
 			hc.Streams = *h.Streams
 		}
+		if h.AllowSource != nil {
+			if len(h.AllowSource) == 0 {
+				return nil, fmt.Errorf("%s: host: allow_source = []: name the provider addresses (or patterns such as example.com/acme/*) a near side may run here built from its source, or leave the attribute out", at)
+			}
+			if hc.AllowSource, err = parsePatterns(h.AllowSource); err != nil {
+				return nil, fmt.Errorf("%s: host: allow_source: %w", at, err)
+			}
+			hc.AllowSourceAt = at
+		}
+	}
+	if len(hc.Mirrors) == 0 && len(hc.AllowSource) == 0 {
+		return nil, fmt.Errorf("%s: no oci_mirror block, so no provider may run here: add one whose include names the providers this host runs, with the keys that must have signed them", path)
 	}
 	return hc, nil
 }
@@ -100,6 +117,17 @@ func (hc *HostConfig) MirrorFor(addr manifest.ProviderAddress) *Mirror {
 		}
 	}
 	return nil
+}
+
+// SourceAllowed says whether a near side may run addr here built from its own source: whether
+// a host block's allow_source names it.
+func (hc *HostConfig) SourceAllowed(addr manifest.ProviderAddress) bool {
+	for _, p := range hc.AllowSource {
+		if p.Match(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // SandboxFor gives the far operator's sandbox block for addr, or nil.

@@ -29,7 +29,7 @@ import (
 // `oprov provider host --stdio` there. The connection opens with a few JSON lines, then carries
 // gRPC multiplexed by yamux (docs/remote.md):
 //
-//	far:  {"oprov_remote":1,"platform":"linux_amd64"}      the hello
+//	far:  {"oprov_remote":2,"platform":"linux_amd64","source":true}   the hello
 //	near: {"protocol":1,"address":...,"h1":[...],...}      the request (RemoteRequest)
 //	far:  {"send_zip":true}                                 only when its cache lacks the zip;
 //	near: SIZE bytes of the zip                             the near side then sends it
@@ -47,7 +47,16 @@ const RemoteProtocol = 2
 type RemoteHello struct {
 	Protocol int    `json:"oprov_remote"`
 	Platform string `json:"platform"`
+	// Source says the far side understands a request for a provider built from source on the
+	// near side (RemoteRequest.Source), which its configuration allows or refuses. A far side
+	// of remote protocol 2 without it is an older release, which would take such a package for a
+	// release: the near side does not ask it.
+	Source bool `json:"source,omitempty"`
 }
+
+// maxRemotePlatform bounds the far side's platform string (OS_ARCH), which the near side builds
+// for.
+const maxRemotePlatform = 64
 
 // RemoteRequest is what the near side asks the far side to run: a provider's package, the h1:
 // hashes the near side's lock records for it, and the sandbox to run it under (the block as the
@@ -62,6 +71,10 @@ type RemoteRequest struct {
 	Size     int64           `json:"size"`
 	H1       []string        `json:"h1"`
 	Sandbox  json.RawMessage `json:"sandbox,omitempty"`
+	// Source says the package was built on the near side from source kept beside its
+	// configuration: no release, no signature. The far side runs it only where its own
+	// configuration allows source-built providers of that address.
+	Source bool `json:"source,omitempty"`
 }
 
 // remoteReply is a far side's answer to a request.
@@ -92,7 +105,7 @@ type RemoteOptions struct {
 	// Report, when set, is told once that the connection was lost, with the cause.
 	Report       io.Writer
 	StartTimeout time.Duration
-	// HelloTimeout bounds the wait for the far side's hello (DefaultRemoteHelloTimeout);
+	// HelloTimeout bounds the wait for the far side's hello (defaultRemoteHelloTimeout);
 	// HelloSetting names where it is set, for the error that meets it.
 	HelloTimeout time.Duration
 	HelloSetting string
@@ -134,7 +147,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		opts.StartTimeout = defaultRemoteStartTimeout
 	}
 	if opts.HelloTimeout == 0 {
-		opts.HelloTimeout = DefaultRemoteHelloTimeout
+		opts.HelloTimeout = defaultRemoteHelloTimeout
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log, command: opts.Command}
@@ -236,9 +249,15 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	if hello.Protocol != RemoteProtocol {
 		return 0, fmt.Errorf("the far side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", hello.Protocol, RemoteProtocol)
 	}
+	if len(hello.Platform) > maxRemotePlatform {
+		return 0, fmt.Errorf("the far side's platform is %d bytes long, beyond the %d a platform (OS_ARCH) may be", len(hello.Platform), maxRemotePlatform)
+	}
 	req, err := opts.Request(hello.Platform)
 	if err != nil {
 		return 0, err
+	}
+	if req.Source && !hello.Source {
+		return 0, fmt.Errorf("%s is built from source here, and the far side's oprov (remote protocol %d, an older release) does not take providers built from source: install this oprov release there (its operator then allows the address with allow_source in a host block of its --config), or leave the provider out of the remote block", req.Address, hello.Protocol)
 	}
 	req.Protocol = RemoteProtocol
 	if err := writeLine(l.stdin, req); err != nil {
@@ -453,6 +472,9 @@ type RemoteHost struct {
 	In       io.Reader
 	Out      io.WriteCloser
 	Platform string
+	// Source says this far side takes requests for providers built from source (its Launch
+	// decides which it allows); the hello tells the near side so.
+	Source bool
 	// Launch makes the request's provider ready and says how to start it. zip, which it calls at
 	// most once and only when it lacks the package, asks the near side for the zip and copies
 	// its bytes to w.
@@ -477,7 +499,7 @@ const defaultRemoteCalls = 256
 // until the connection ends (or ctx does), then stops it. An error is also sent to the near side.
 func (h *RemoteHost) Serve(ctx context.Context) error {
 	in := bufio.NewReaderSize(h.In, 64<<10)
-	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform}); err != nil {
+	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform, Source: h.Source}); err != nil {
 		return err
 	}
 	// The opening runs apart, so that a near side that stops sending (a read nothing can

@@ -76,3 +76,38 @@ func TestRemoteFarTextIsQuoted(t *testing.T) {
 		t.Errorf("the error should show the far side's text, quoted: %q", err)
 	}
 }
+
+// A provider built from source goes only to a far side whose hello says it takes such requests:
+// an older far side of the same protocol (no "source" in its hello) would take the package for a
+// release, so the near side says so, naming the protocol and the fix, without sending anything.
+// A far side's platform beyond a platform's length is refused before the near side builds for
+// it. A far side that takes source builds gets the request.
+func TestRemoteSourceNeedsFarSupport(t *testing.T) {
+	asked := ""
+	req := func(platform string) (*RemoteRequest, error) {
+		asked = platform
+		return &RemoteRequest{Address: "example.com/acme/x", Source: true}, nil
+	}
+	for _, c := range []struct {
+		name, script, want, platform string
+	}{
+		{"older far side", `echo '{"oprov_remote":2,"platform":"linux_arm64"}'; read line; echo "far: got $line" >&2; sleep 5`,
+			"remote protocol 2, an older release", "linux_arm64"},
+		{"long platform", `echo '{"oprov_remote":2,"platform":"linux_` + strings.Repeat("a", 100) + `","source":true}'; sleep 5`,
+			"beyond the 64 a platform", ""},
+		{"far side takes source", `echo '{"oprov_remote":2,"platform":"linux_arm64","source":true}'; read line; case "$line" in *'"source":true'*) echo '{"error":"got a source request"}';; esac`,
+			"got a source request", "linux_arm64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			asked = ""
+			_, err := startRemote(context.Background(), RemoteOptions{Name: `remote "x" (sh)`, Command: []string{"sh", "-c", c.script},
+				Request: req, StartTimeout: 20 * time.Second})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "far: got {") {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+			if asked != c.platform {
+				t.Errorf("the request was made for %q, want %q", asked, c.platform)
+			}
+		})
+	}
+}

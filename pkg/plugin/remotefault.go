@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// DefaultRemoteHelloTimeout bounds how long a far side has to say hello: connecting, logging in,
+// defaultRemoteHelloTimeout bounds how long a far side has to say hello: connecting, logging in,
 // and starting `oprov provider host --stdio`. A remote block's hello_timeout sets another.
-const DefaultRemoteHelloTimeout = 30 * time.Second
+const defaultRemoteHelloTimeout = 30 * time.Second
 
 // helloTimeout is the error of a far side that said no hello within its bound.
 type helloTimeout struct {
