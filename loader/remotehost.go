@@ -254,6 +254,7 @@ func narrowSandbox(far, near *config.Sandbox) (*config.Sandbox, error) {
 			real = append(real, rp)
 		}
 		*l.out = real
+		out.NoLinks = append(out.NoLinks, real...)
 	}
 	if len(near.Connect) > 0 {
 		for _, p := range near.Connect {

@@ -3,6 +3,7 @@ package loader
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,5 +101,14 @@ func TestHostNearSideCannotEscapeThroughALink(t *testing.T) {
 	got, err := narrowSandbox(far, near)
 	if err != nil || len(got.Write) != 1 || got.Write[0] != filepath.Join(work, "sub") {
 		t.Errorf("write = [work/inside] (a link to work/sub): got %v, %v; want work/sub", got, err)
+	}
+	// What was judged where it led is opened by the sandbox without following links, so a link
+	// swapped in after this check is refused (pkg/sandbox's TestApplyNoLinksRefusesASwappedLink).
+	if got != nil {
+		os.WriteFile(filepath.Join(work, "sub", "p"), []byte("#!/bin/sh\n"), 0o755)
+		spec, err := sandboxSpec(Launchable{Addr: "example.com/acme/x", Executable: filepath.Join(work, "sub", "p")}, got)
+		if err != nil || !slices.Contains(spec.NoLinks, filepath.Join(work, "sub")) || !slices.Contains(spec.Write, filepath.Join(work, "sub")) {
+			t.Errorf("the narrowed path is not marked to be opened without links: %v, %+v", err, spec)
+		}
 	}
 }

@@ -68,6 +68,7 @@ func sandboxSpec(l Launchable, b *config.Sandbox) (sandbox.Spec, error) {
 			CPUSeconds: b.CPUSeconds},
 		Connect:    b.Connect,
 		BestEffort: b.BestEffort,
+		NoLinks:    b.NoLinks,
 	}
 	for _, v := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR"} {
 		s.Read = append(s.Read, existing(filepath.SplitList(os.Getenv(v)))...)

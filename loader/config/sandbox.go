@@ -30,7 +30,10 @@ type Sandbox struct {
 	Processes, OpenFiles uint64
 	CPUSeconds           uint64
 	BestEffort           bool
-	Range                hcl.Range
+	// NoLinks are paths judged where they lead (a far side's narrowing of a near request): the
+	// sandbox opens each without following a link, so one swapped in afterwards is refused.
+	NoLinks []string
+	Range   hcl.Range
 }
 
 // SandboxPaths are a sandbox block's paths, by right.

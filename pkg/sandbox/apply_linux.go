@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -131,7 +132,7 @@ func restrict(s Spec) error {
 		rights uint64
 	}{{s.Read, rightsRead}, {s.Exec, rightsExec}, {s.Write, rightsWrite}} {
 		for _, p := range g.paths {
-			if err := addPath(fd, p, g.rights&attr.HandledAccessFS); err != nil {
+			if err := addPath(fd, p, g.rights&attr.HandledAccessFS, slices.Contains(s.NoLinks, p)); err != nil {
 				return fmt.Errorf("landlock rule for %s: %w", p, err)
 			}
 		}
@@ -149,9 +150,10 @@ func restrict(s Spec) error {
 	return nil
 }
 
-// addPath allows rights below path (only the rights a file has, when it is not a directory).
-func addPath(fd int, path string, rights uint64) error {
-	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+// addPath allows rights below path (only the rights a file has, when it is not a directory);
+// noLinks opens path without following any link in it.
+func addPath(fd int, path string, rights uint64, noLinks bool) error {
+	pfd, err := openRulePath(path, noLinks)
 	if err != nil {
 		return err
 	}
@@ -164,6 +166,19 @@ func addPath(fd int, path string, rights uint64) error {
 		rights &= rightsFile
 	}
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0)
+}
+
+// openRulePath opens path for a rule: as it leads, or, with noLinks, only when no part of it is a
+// link (openat2's RESOLVE_NO_SYMLINKS; a kernel without openat2 refuses, never follows).
+func openRulePath(path string, noLinks bool) (int, error) {
+	if !noLinks {
+		return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err == unix.ELOOP {
+		return -1, fmt.Errorf("a part of it became a link after it was checked: refused (%w)", err)
+	}
+	return fd, err
 }
 
 // execProvider replaces this process by the provider, with the environment env: the file open

@@ -197,3 +197,40 @@ func TestApplyNoTerminalInjection(t *testing.T) {
 		}
 	}
 }
+
+// A path granted where it led when it was judged (a far side's narrowing) is opened without
+// following links: a link swapped into its place afterwards, leading to another provider's or the
+// user's files, makes the step refuse to start, where without NoLinks the rule would follow it.
+func TestApplyNoLinksRefusesASwappedLink(t *testing.T) {
+	base, secret := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("the far user's key"), 0o600)
+	judged := filepath.Join(base, "cloud")
+	if err := os.Mkdir(judged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// After the check: the directory is replaced by a link to the secret one.
+	os.Remove(judged)
+	if err := os.Symlink(secret, judged); err != nil {
+		t.Fatal(err)
+	}
+	sh, _ := filepath.EvalSymlinks("/bin/sh")
+	spec := Spec{Name: "test", Exec: existingPaths([]string{"/lib", "/lib64", "/usr/lib", sh, "/usr/bin/cat"}), Read: []string{judged}, Write: []string{"/dev/null"}}
+	argv := []string{"/usr/bin/cat", filepath.Join(judged, "id_ed25519")}
+	out, err := confined(t, spec, []string{"PATH=/usr/bin:/bin"}, argv...)
+	if err != nil || !strings.Contains(out, "the far user's key") {
+		t.Fatalf("without NoLinks the rule follows the link (what this test guards against): %v, %q", err, out)
+	}
+	spec.NoLinks = []string{judged}
+	out, err = confined(t, spec, []string{"PATH=/usr/bin:/bin"}, argv...)
+	if err == nil || strings.Contains(out, "the far user's key") || !strings.Contains(out, "became a link") {
+		t.Errorf("with NoLinks: %v, %q; want a refusal naming the link", err, out)
+	}
+	// A path with no link in it opens as before.
+	real := filepath.Join(base, "real")
+	os.Mkdir(real, 0o755)
+	os.WriteFile(filepath.Join(real, "ok"), []byte("fine"), 0o644)
+	spec.Read, spec.NoLinks = []string{real}, []string{real}
+	if out, err := confined(t, spec, []string{"PATH=/usr/bin:/bin"}, "/usr/bin/cat", filepath.Join(real, "ok")); err != nil || !strings.Contains(out, "fine") {
+		t.Errorf("a path without links: %v, %q", err, out)
+	}
+}

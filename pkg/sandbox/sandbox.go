@@ -70,6 +70,10 @@ type Spec struct {
 	// checked it (an ELF file): the step execs that file, through /proc/self/fd, not the path
 	// (which stays argv[0]), so a file put in the path's place after the check never runs.
 	ExecFD int `json:"exec_fd,omitempty"`
+	// NoLinks are rule paths (of Read, Write and Exec) that were judged where they lead, links
+	// resolved, by whoever granted them: the step opens each without following any link, so a
+	// link put in a part's place after that judgement is refused, not followed.
+	NoLinks []string `json:"no_links,omitempty"`
 }
 
 // Support is what this kernel offers.
