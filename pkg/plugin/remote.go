@@ -410,6 +410,8 @@ type pipeConn struct {
 	r             io.Reader
 	w             io.WriteCloser
 	read, written *atomic.Int64
+	// closeRead, when set, is closed with the connection, ending a read in progress.
+	closeRead io.Closer
 }
 
 func (c *pipeConn) Read(b []byte) (int, error) {
@@ -428,7 +430,12 @@ func (c *pipeConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (c *pipeConn) Close() error { return c.w.Close() }
+func (c *pipeConn) Close() error {
+	if c.closeRead != nil {
+		c.closeRead.Close()
+	}
+	return c.w.Close()
+}
 
 func readLine(in *bufio.Reader, v any) error {
 	var line []byte
@@ -485,7 +492,14 @@ type RemoteHost struct {
 	// Streams bounds the streams the near side may have open at once on the connection (0:
 	// defaultRemoteStreams). Each serves at most defaultRemoteCalls calls at once.
 	Streams int
+	// KeepAlive is how often the far side pings a near side that says nothing (0:
+	// defaultRemoteKeepAlive); a ping unanswered within three of these ends the connection, so a
+	// near side gone silently (its network dropped) is given up within four.
+	KeepAlive time.Duration
 }
+
+// defaultRemoteKeepAlive: a far side whose near side went silently ends within 40 seconds.
+const defaultRemoteKeepAlive = 10 * time.Second
 
 // defaultRemoteStreams is how many streams a near side may have open at once on one connection:
 // the near side opens one, and another when gRPC reconnects.
@@ -556,14 +570,27 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provider) error {
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
-	cfg.KeepAliveInterval = 10 * time.Second
-	cfg.ConnectionWriteTimeout = 30 * time.Second
+	cfg.KeepAliveInterval = h.KeepAlive
+	if cfg.KeepAliveInterval == 0 {
+		cfg.KeepAliveInterval = defaultRemoteKeepAlive
+	}
+	cfg.ConnectionWriteTimeout = 3 * cfg.KeepAliveInterval
 	cfg.MaxStreamWindowSize = 4 << 20
 	// Streams waiting to be accepted beyond these are reset by yamux; boundStreams refuses the
 	// ones past the bound on open streams.
 	cfg.AcceptBacklog = 16
-	sess, err := yamux.Server(&pipeConn{r: in, w: h.Out}, cfg)
+	// The session reads through a pipe of its own, which closing it closes: a read of standard
+	// input that nothing ends (a near side gone silently, its network dropped) must not hold the
+	// session's close, and with it the provider, past the keepalive's verdict. The read left
+	// blocked ends with the process.
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, in)
+		pw.CloseWithError(err)
+	}()
+	sess, err := yamux.Server(&pipeConn{r: pr, w: h.Out, closeRead: pr}, cfg)
 	if err != nil {
+		pr.Close()
 		return err
 	}
 	x := &Proxy{p: p}
