@@ -212,7 +212,7 @@ func runProviderJSON(ctx context.Context, o *providerCheckOptions) error {
 // recording, and a recording given there is refused, naming --recording.
 func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Driver, func(), error) {
 	if o.Recording != "" {
-		rec, err := recording.Open(o.Recording, o.io.Deps.RecordingLimits)
+		rec, err := recording.Open(o.Recording, o.io.Factory.RecordingLimits)
 		if err != nil {
 			return nil, nil, &usageError{err: err}
 		}
