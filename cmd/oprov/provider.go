@@ -251,6 +251,8 @@ func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Dr
 // recording's place. Nothing is read as a recording here: that takes --recording.
 func notARecording(target string) error {
 	switch recording.Sniff(target) {
+	case recording.NotRecording:
+		return nil
 	case recording.RecordingFile:
 		return usageErrorf("%s is a recording, and TARGET is a provider to run: give a recording as --recording %s (nothing was run)", target, target)
 	case recording.RecordingName:
