@@ -1,3 +1,8 @@
+// Package loader gets the providers a configuration declares from OCI registries and hands them
+// to OpenTofu or Terraform: it reads oprov.hcl beside the .tf files, resolves each managed
+// provider's constraints against its repository's tags and pins them in .terraform.lock.hcl,
+// verifies signatures under a trust policy, caches zips by content address, unpacks them safely
+// into a filesystem mirror, and writes the CLI configuration that installs from there.
 package loader
 
 import (

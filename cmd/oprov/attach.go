@@ -54,7 +54,7 @@ func runAttach(ctx context.Context, o *attachOptions) error {
 	if _, err := os.Stat(o.File); err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
-	t, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	t, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("attach", ref, err)
 	}

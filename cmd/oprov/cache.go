@@ -33,7 +33,7 @@ func (o *cacheOptions) open() (*cache.Cache, error) {
 	if err := o.output.check(); err != nil {
 		return nil, err
 	}
-	return o.io.Deps.openCache(o.CacheDir)
+	return o.io.Factory.openCache(o.CacheDir)
 }
 
 const cacheHelp = `The cache (OPROV_CACHE_DIR, default $XDG_CACHE_HOME/oprov) is shared by every project on the

@@ -71,20 +71,20 @@ func runCopy(ctx context.Context, o *copyOptions) error {
 	if dst.Reference != "" {
 		return usageErrorf("copy: the destination is a repository; the versions keep their tags")
 	}
-	st, err := o.io.Deps.registry(o.registry).Open(ctx, src.WithReference(""), false)
+	st, err := o.io.Factory.registry(o.registry).Open(ctx, src.WithReference(""), false)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
-	dt, err := o.io.Deps.registry(o.registry).Open(ctx, dst, true)
+	dt, err := o.io.Factory.registry(o.registry).Open(ctx, dst, true)
 	if err != nil {
 		return oci.Explain("copy", dst, err)
 	}
-	tags, err := artifactcopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions, o.io.Deps.Limits)
+	tags, err := artifactcopy.SelectTags(ctx, st, src.Reference, o.Constraint, o.AllVersions, o.io.Factory.Limits)
 	if err != nil {
 		return oci.Explain("copy", src, err)
 	}
 	bar := newProgress(o.io, "copying")
-	res, err := artifactcopy.Copy(ctx, st, dt, tags, artifactcopy.Options{Concurrency: o.Concurrency, Progress: bar, Limits: o.io.Deps.Limits})
+	res, err := artifactcopy.Copy(ctx, st, dt, tags, artifactcopy.Options{Concurrency: o.Concurrency, Progress: bar, Limits: o.io.Factory.Limits})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("copy", src, err)

@@ -49,7 +49,7 @@ func runDiscover(ctx context.Context, o *discoverOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	t, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("discover", ref, err)
 	}

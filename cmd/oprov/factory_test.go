@@ -18,7 +18,7 @@ func TestFactorySwapsTheRegistry(t *testing.T) {
 	layout := filepath.Join(t.TempDir(), "layout")
 	var opened []oci.Ref
 	ios, out, _ := testIO()
-	ios.Deps.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
+	ios.Factory.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
 		if !create {
 			t.Errorf("push opened %s without create", ref)
 		}

@@ -58,7 +58,7 @@ func TestFactoryGivesEveryCommandItsRegistry(t *testing.T) {
 	withFake := func() (*IOStreams, *strings.Builder) {
 		var out strings.Builder
 		ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: io.Discard}
-		ios.Deps.OpenTarget = fake.open
+		ios.Factory.OpenTarget = fake.open
 		return ios, &out
 	}
 

@@ -49,18 +49,18 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
 	if ref.Reference == "" {
-		versions, err := artifact.ListVersions(ctx, target, o.io.Deps.Limits)
+		versions, err := artifact.ListVersions(ctx, target, o.io.Factory.Limits)
 		if err != nil {
 			return oci.Explain("inspect", ref, err)
 		}
 		return printVersions(o, ref, versions)
 	}
-	m, v, err := resolveSubject(ctx, target, ref, o.io.Deps.Limits)
+	m, v, err := resolveSubject(ctx, target, ref, o.io.Factory.Limits)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}

@@ -70,12 +70,12 @@ func runLoad(ctx context.Context, o *loadOptions) error {
 	if err != nil {
 		return err
 	}
-	b, err := bundle.Open(ctx, o.File, o.io.Deps.Limits)
+	b, err := bundle.Open(ctx, o.File, o.io.Factory.Limits)
 	if err != nil {
 		return fmt.Errorf("load: %w (nothing was pushed)", err)
 	}
 	bar := newProgress(o.io, "loading")
-	rep, err := bundle.Load(ctx, b, bundle.LoadOptions{To: o.To, Registry: o.io.Deps.registry(o.registry), Policy: policy, Copy: artifactcopy.Options{Progress: bar, Limits: o.io.Deps.Limits}, Log: o.io.ErrOut})
+	rep, err := bundle.Load(ctx, b, bundle.LoadOptions{To: o.To, Registry: o.io.Factory.registry(o.registry), Policy: policy, Copy: artifactcopy.Options{Progress: bar, Limits: o.io.Factory.Limits}, Log: o.io.ErrOut})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("load %s: %w", o.File, err)

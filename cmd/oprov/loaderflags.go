@@ -28,11 +28,11 @@ func (f *loaderFlags) open(ios *IOStreams) (*loader.Project, loader.Options, err
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
-	cache, err := ios.Deps.openCache(f.CacheDir)
+	cache, err := ios.Factory.openCache(f.CacheDir)
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
-	return p, loader.Options{Cache: cache, Registry: ios.Deps.registry(f.registry), Log: ios.ErrOut, ModuleLimits: ios.Deps.ModuleLimits}, nil
+	return p, loader.Options{Cache: cache, Registry: ios.Factory.registry(f.registry), Log: ios.ErrOut, ModuleLimits: ios.Factory.ModuleLimits}, nil
 }
 
 func (s *IOStreams) streams() loader.Streams {

@@ -68,7 +68,7 @@ func runLogin(ctx context.Context, o *loginOptions) error {
 	if o.Username == "" || password == "" {
 		return usageErrorf("login %s: a user name (-u) and a password are both needed", o.Host)
 	}
-	if err := o.io.Deps.login(ctx, o.Host, o.Username, password, o.registry); err != nil {
+	if err := o.io.Factory.login(ctx, o.Host, o.Username, password, o.registry); err != nil {
 		return err
 	}
 	if o.output.JSON() {

@@ -64,8 +64,9 @@ type IOStreams struct {
 	ErrTTY bool
 	// InTTY is true when In is a terminal: prompts are shown only then.
 	InTTY bool
-	// Deps build what commands reach beyond the streams (registries, the cache).
-	Deps Factory
+	// Factory builds what a command reaches beyond its streams (the registry client, the cache,
+	// login), as gh's cmdutil.Factory.
+	Factory Factory
 }
 
 func systemStreams() *IOStreams {
@@ -238,7 +239,7 @@ Environment variables and files: 'oprov help environment'.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err: fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()), flags: true}
 	})
-	registerLimits(root, &io.Deps)
+	registerLimits(root, &io.Factory)
 	root.AddCommand(
 		newPackageCmd(io),
 		newPushCmd(io),

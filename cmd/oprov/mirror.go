@@ -77,13 +77,13 @@ func runMirror(ctx context.Context, o *mirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := o.io.Deps.registry(o.registry).Open(ctx, to, true)
+	t, err := o.io.Factory.registry(o.registry).Open(ctx, to, true)
 	if err != nil {
 		return oci.Explain("mirror", to, err)
 	}
 	bar := newProgress(o.io, "mirroring")
 	res, err := mirror.Mirror(ctx, t, mirror.Options{
-		Address: addr, Constraint: o.Constraint, Platforms: platforms, To: to, Registry: o.io.Deps.registry(o.registry),
+		Address: addr, Constraint: o.Constraint, Platforms: platforms, To: to, Registry: o.io.Factory.registry(o.registry),
 		TrustedKeys: pinned, Progress: bar, Warn: func(msg string) { fmt.Fprintf(o.io.ErrOut, "oprov: warning: %s\n", msg) },
 	})
 	bar.Finish()

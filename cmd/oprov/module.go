@@ -206,7 +206,7 @@ func runPushModule(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, true)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, true)
 	if err != nil {
 		return oci.Explain("push", ref, err)
 	}
@@ -341,7 +341,7 @@ func fetchModule(ctx context.Context, t oci.ReadOnly, ref oci.Ref, m *modulepkg.
 
 // runInspectModule shows a module package: digests, size, hashes and annotations.
 func runInspectModule(ctx context.Context, o *inspectOptions, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved) error {
-	out, err := fetchModule(ctx, t, ref, m, o.io.Deps.Limits)
+	out, err := fetchModule(ctx, t, ref, m, o.io.Factory.Limits)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
@@ -374,7 +374,7 @@ func runVerifyModule(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref 
 	}
 	out := moduleJSON{Reference: ref.String(), Manifest: m.Manifest.Digest.String(), Zip: m.Layer().Digest.String(), Size: m.Layer().Size}
 	if !o.NoZips {
-		if out, err = fetchModule(ctx, t, ref, m, o.io.Deps.Limits); err != nil {
+		if out, err = fetchModule(ctx, t, ref, m, o.io.Factory.Limits); err != nil {
 			return o.refused(oci.Explain("verify", ref, err))
 		}
 	}

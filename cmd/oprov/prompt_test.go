@@ -18,7 +18,7 @@ func TestPasswordsFromTheStreams(t *testing.T) {
 	ios.InTTY = true
 	ios.In = strings.NewReader("alice\nsecret\n")
 	var got []string
-	ios.Deps.Login = func(ctx context.Context, host, username, password string, opts oci.Options) error {
+	ios.Factory.Login = func(ctx context.Context, host, username, password string, opts oci.Options) error {
 		got = append(got, host, username, password)
 		return nil
 	}

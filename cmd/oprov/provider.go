@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -212,22 +213,11 @@ func runProviderJSON(ctx context.Context, o *providerCheckOptions) error {
 // recording, and a recording given there is refused, naming --recording.
 func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Driver, func(), error) {
 	if o.Recording != "" {
-		rec, err := recording.Open(o.Recording, o.io.Deps.RecordingLimits)
-		if err != nil {
+		d, err := recording.OpenDriver(o.Recording, o.target.Address, o.io.Factory.RecordingLimits)
+		var bad *recording.InputError
+		if errors.As(err, &bad) {
 			return nil, nil, &usageError{err: err}
 		}
-		key, err := recording.ReplayKey()
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := rec.Unlock(key); err != nil {
-			return nil, nil, fmt.Errorf("recording %s: %w", o.Recording, err)
-		}
-		rp, err := rec.Replayer(o.target.Address, nil)
-		if err != nil {
-			return nil, nil, usageErrorf("recording %s: %v", o.Recording, err)
-		}
-		d, err := rp.Driver()
 		return d, func() {}, err
 	}
 	if err := notARecording(o.target.Target); err != nil {
@@ -260,14 +250,12 @@ func providerDriver(ctx context.Context, o *providerCheckOptions) (*recording.Dr
 // written for the old form (a recording as TARGET) never runs what a pull request put in the
 // recording's place. Nothing is read as a recording here: that takes --recording.
 func notARecording(target string) error {
-	st, err := os.Stat(target)
-	if err != nil || st.IsDir() {
+	switch recording.Sniff(target) {
+	case recording.NotRecording:
 		return nil
-	}
-	if recording.IsRecordingFile(target) {
+	case recording.RecordingFile:
 		return usageErrorf("%s is a recording, and TARGET is a provider to run: give a recording as --recording %s (nothing was run)", target, target)
-	}
-	if strings.HasSuffix(strings.ToLower(target), ".jsonl") {
+	case recording.RecordingName:
 		return usageErrorf("%s is named as a recording (.jsonl), and TARGET is a provider to run: give a recording as --recording %s (nothing was run; a provider executable is not named .jsonl)", target, target)
 	}
 	return nil

@@ -65,7 +65,7 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 	// A write to a connection that has gone is an error the host handles (it stops the
 	// provider), not a signal that ends oprov and leaves the provider running.
 	signal.Ignore(syscall.SIGPIPE)
-	c, err := o.io.Deps.openCache(o.CacheDir)
+	c, err := o.io.Factory.openCache(o.CacheDir)
 	if err != nil {
 		return err
 	}

@@ -55,12 +55,12 @@ func runPull(ctx context.Context, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("pull", ref, err)
 	}
 	bar := newProgress(o.io, "pulling")
-	res, err := artifact.Pull(ctx, target, ref, artifact.PullOptions{Limits: o.io.Deps.Limits, Platforms: platforms, OutDir: o.OutDir, Progress: bar, WriteSums: true})
+	res, err := artifact.Pull(ctx, target, ref, artifact.PullOptions{Limits: o.io.Factory.Limits, Platforms: platforms, OutDir: o.OutDir, Progress: bar, WriteSums: true})
 	bar.Finish()
 	if err != nil {
 		return oci.Explain("pull", ref, err)

@@ -118,7 +118,7 @@ func runPush(ctx context.Context, o *pushOptions) error {
 		addr.Type = rel.Type
 	}
 
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, true)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, true)
 	if err != nil {
 		return oci.Explain("push", ref, err)
 	}

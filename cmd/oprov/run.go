@@ -111,7 +111,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	ro := loader.RunOptions{Program: program, Args: o.Command[1:], Streams: o.io.streams(), Verbose: o.Verbose > 0, Debug: o.Verbose > 1,
 		Record: o.Record, KeepConfig: o.KeepConfig, KeepFunctionResults: o.KeepFuncs, Replay: o.Replay, Ignore: ignore,
-		RecordingLimits: o.io.Deps.RecordingLimits}
+		RecordingLimits: o.io.Factory.RecordingLimits}
 	code, err := o.run(ctx, ro)
 	if err != nil {
 		return err

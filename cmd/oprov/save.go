@@ -97,14 +97,14 @@ func runSave(ctx context.Context, o *saveOptions) error {
 		if err != nil {
 			return err
 		}
-		it, err := bundle.SaveItemFor(ctx, ref, o.io.Deps.registry(o.registry))
+		it, err := bundle.SaveItemFor(ctx, ref, o.io.Factory.registry(o.registry))
 		if err != nil {
 			return err
 		}
 		items = append(items, it)
 	}
 	bar := newProgress(o.io, "saving")
-	res, err := bundle.Save(ctx, items, o.Out, artifactcopy.Options{Progress: bar, Limits: o.io.Deps.Limits})
+	res, err := bundle.Save(ctx, items, o.Out, artifactcopy.Options{Progress: bar, Limits: o.io.Factory.Limits})
 	bar.Finish()
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
@@ -134,13 +134,13 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	}
 	var base *bundle.Listing
 	if o.Since != "" {
-		if base, err = bundle.ReadListing(ctx, o.Since, o.io.Deps.Limits); err != nil {
+		if base, err = bundle.ReadListing(ctx, o.Since, o.io.Factory.Limits); err != nil {
 			return fmt.Errorf("save: --since: %w", err)
 		}
 	}
 	// Remote modules are resolved (checked against the module lock): the bundle carries them, and
 	// the providers they require.
-	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Deps.ModuleLimits})
+	wants, mods, err := loader.BundleWantsModules(ctx, o.Config, loader.Options{Registry: o.io.Factory.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Factory.ModuleLimits})
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w (nothing was written)", o.Config, err)
 	}
@@ -148,13 +148,13 @@ func runSaveConfig(ctx context.Context, o *saveOptions) error {
 	if err != nil {
 		return fmt.Errorf("save --config %s: %w", o.Config, err)
 	}
-	c, err := o.io.Deps.openCache("")
+	c, err := o.io.Factory.openCache("")
 	if err != nil {
 		return err
 	}
 	bar := newProgress(o.io, "saving")
 	l, err := bundle.SaveConfig(ctx, bundle.ConfigOptions{Cache: c,
-		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.io.Deps.registry(o.registry), TrustedKeys: pinned,
+		Dir: o.Config, Wants: wants, Platforms: platforms, Registry: o.io.Factory.registry(o.registry), TrustedKeys: pinned,
 		Base: base, Progress: bar, Log: o.io.ErrOut, Modules: mods.Modules, ModuleLock: modLock,
 	}, o.Out)
 	bar.Finish()

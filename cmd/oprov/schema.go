@@ -163,11 +163,11 @@ func schemaTarget(ctx context.Context, o *schemaOptions) (string, manifest.Provi
 
 // loaderOptions open the cache for a build or a fetch.
 func (o *schemaOptions) loaderOptions() (loader.Options, error) {
-	cache, err := o.io.Deps.openCache(o.CacheDir)
+	cache, err := o.io.Factory.openCache(o.CacheDir)
 	if err != nil {
 		return loader.Options{}, err
 	}
-	return loader.Options{Cache: cache, Registry: o.io.Deps.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Deps.ModuleLimits}, nil
+	return loader.Options{Cache: cache, Registry: o.io.Factory.registry(o.registry), Log: o.io.ErrOut, ModuleLimits: o.io.Factory.ModuleLimits}, nil
 }
 
 // looksLikePath tells a path from a reference: it starts like one, or is no reference at all.

@@ -172,7 +172,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Cache, err = o.io.Deps.openCache(o.CacheDir); err != nil {
+	if cfg.Cache, err = o.io.Factory.openCache(o.CacheDir); err != nil {
 		return err
 	}
 	defer cfg.Cache.Close() // releases this server's temporary directory in the cache
@@ -252,7 +252,7 @@ func (o *serveOptions) config() (serve.Config, []string, error) {
 		return serve.Config{}, nil, err
 	}
 	cfg := serve.Config{
-		Template: tmpl, Policy: policy, Registry: o.io.Deps.registry(o.registry), Refresh: o.Refresh,
+		Template: tmpl, Policy: policy, Registry: o.io.Factory.registry(o.registry), Refresh: o.Refresh,
 		RegistryConcurrency: o.Concurrency, Log: slog.New(slog.NewJSONHandler(o.io.ErrOut, nil)),
 		Clients: o.Clients, CatalogRefresh: o.Catalog,
 	}

@@ -85,11 +85,11 @@ func runSign(ctx context.Context, o *signOptions) error {
 	} else if signer, err = sign.LoadSigner(o.Key, passwordFunc(o.io)); err != nil {
 		return fmt.Errorf("sign %s: %w", ref, err)
 	}
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}
-	subject, err := signSubject(ctx, target, ref, o.io.Deps.Limits) // a provider's index, or a module's manifest
+	subject, err := signSubject(ctx, target, ref, o.io.Factory.Limits) // a provider's index, or a module's manifest
 	if err != nil {
 		return oci.Explain("sign", ref, err)
 	}

@@ -109,7 +109,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.NoZips && (o.AllZips || len(platforms) > 0) {
 		return usageErrorf("verify: --no-zips fetches no zip: drop --platform and --all-platforms, or --no-zips")
 	}
-	opts := sign.VerifyOptions{Limits: o.io.Deps.Limits, Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips && !o.NoZips}
+	opts := sign.VerifyOptions{Limits: o.io.Factory.Limits, Zips: platforms, AllZips: o.AllZips, HostZip: len(platforms) == 0 && !o.AllZips && !o.NoZips}
 	policy, err := policyFromFlags(o.Keys, o.Policy, &o.keyless)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 		addr = a.String()
 	}
-	target, err := o.io.Deps.registry(o.registry).Open(ctx, ref, false)
+	target, err := o.io.Factory.registry(o.registry).Open(ctx, ref, false)
 	if err != nil {
 		return o.refused(oci.Explain("verify", ref, err))
 	}

@@ -43,7 +43,7 @@ func TestVerifyImageManifestBytesBounded(t *testing.T) {
 		counts := countingTarget{fetches: map[digest.Digest]*atomic.Int64{entries[0].Digest: {}}}
 		var out, errb bytes.Buffer
 		ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
-		ios.Deps.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
+		ios.Factory.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
 			target, err := oci.NewClient(oci.Options{}).Open(ctx, ref, create)
 			counts.Target = target
 			return counts, err

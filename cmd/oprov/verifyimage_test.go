@@ -175,7 +175,7 @@ func TestVerifyImage(t *testing.T) {
 		tampered := entries[1].Digest
 		var out, errb bytes.Buffer
 		ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
-		ios.Deps.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
+		ios.Factory.OpenTarget = func(ctx context.Context, ref oci.Ref, opts oci.Options, create bool) (oci.Target, error) {
 			target, err := oci.NewClient(oci.Options{}).Open(ctx, ref, create)
 			return lyingTarget{target, tampered}, err
 		}

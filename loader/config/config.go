@@ -1,8 +1,7 @@
-// Package loader gets the providers a configuration declares from OCI registries and hands them
-// to OpenTofu or Terraform: it reads oprov.hcl beside the .tf files, resolves each managed
-// provider's constraints against its repository's tags and pins them in .terraform.lock.hcl,
-// verifies signatures under a trust policy, caches zips by content address, unpacks them safely
-// into a filesystem mirror, and writes the CLI configuration that installs from there.
+// Package config reads what a project and a far side declare for the loader: oprov.hcl beside the
+// .tf files (oci_mirror, module_mirror, source, audit, sandbox and remote blocks, each checked and
+// placed at FILE:LINE), a far side's host configuration, and the .terraform.lock.hcl pins. It
+// answers which block applies to a provider address; it fetches, verifies and runs nothing.
 package config
 
 import (

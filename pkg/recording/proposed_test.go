@@ -136,7 +136,7 @@ func TestDriverReplaysARecordedCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := rec.Replayer("", nil)
+	rp, err := rec.replayer("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
