@@ -99,6 +99,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecCommand {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
+	if os.Getenv(fakeProgramEnv) != "" {
+		os.Exit(fakeProgram(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

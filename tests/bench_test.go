@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/pkg/pkghash/unzip"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/tests/testkit/peers"
 	"github.com/oprov/oprov/tests/testkit/testreg"
@@ -346,7 +345,7 @@ func BenchmarkLaunch(b *testing.B) {
 	dist := helloRelease(b)
 	exeDir := filepath.Join(b.TempDir(), "hello")
 	zipPath := filepath.Join(dist, "terraform-provider-hello_1.0.0_"+helloPlatforms[0]+".zip")
-	if err := unzip.Extract(context.Background(), zipPath, exeDir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzipTo(zipPath, exeDir); err != nil {
 		b.Fatal(err)
 	}
 	exe := filepath.Join(exeDir, "terraform-provider-hello_v1.0.0")

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/pkg/pkghash/unzip"
 	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/tests/testkit/peers"
 )
@@ -21,7 +20,7 @@ import (
 func extractProvider(b testing.TB, zipPath, exe string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "pkg")
-	if err := unzip.Extract(context.Background(), zipPath, dir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzipTo(zipPath, dir); err != nil {
 		b.Fatal(err)
 	}
 	return filepath.Join(dir, exe)

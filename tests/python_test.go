@@ -566,7 +566,7 @@ func startDevProvider(t *testing.T, env []string) string {
 	dist, _ := pyhelloRelease(t)
 	host := runtime.GOOS + "_" + runtime.GOARCH
 	dir := filepath.Join(t.TempDir(), "pkg")
-	if err := unzip.Extract(context.Background(), filepath.Join(dist, "terraform-provider-pyhello_1.0.0_"+host+".zip"), dir, unzip.DefaultLimits, nil); err != nil {
+	if err := unzipTo(filepath.Join(dist, "terraform-provider-pyhello_1.0.0_"+host+".zip"), dir); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "terraform-provider-pyhello_v1.0.0"), "--dev")
@@ -690,4 +690,18 @@ func TestPythonPins(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("with pylock.toml: exit %d, stderr:\n%s\nwant a failure saying %q", r.Code, r.Stderr, want)
 	}
+}
+
+// unzipTo unpacks the zip at zipPath to dest (which must not exist) with unzip.ExtractIn on a
+// root at dest's parent.
+func unzipTo(zipPath, dest string) error {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(filepath.Dir(dest))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return unzip.ExtractIn(context.Background(), zipPath, root, filepath.Base(dest), unzip.DefaultLimits, nil)
 }

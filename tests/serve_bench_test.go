@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oprov/oprov/pkg/pkghash/unzip"
 	"github.com/oprov/oprov/tests/testkit/peers"
 	"github.com/oprov/oprov/tests/testkit/testreg"
 )
@@ -24,7 +22,7 @@ func BenchmarkServeInit(b *testing.B) {
 	host := helloPlatforms[0]
 	zip := filepath.Join(helloRelease(b), "terraform-provider-hello_1.0.0_"+host+".zip")
 	unpacked, packed := b.TempDir(), b.TempDir()
-	if err := unzip.Extract(context.Background(), zip, filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host), unzip.DefaultLimits, nil); err != nil {
+	if err := unzipTo(zip, filepath.Join(unpacked, "example.com", "acme", "hello", "1.0.0", host)); err != nil {
 		b.Fatal(err)
 	}
 	data, err := os.ReadFile(zip)

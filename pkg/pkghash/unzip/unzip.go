@@ -38,7 +38,7 @@ func unsafef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsafeArchive, fmt.Sprintf(format, args...))
 }
 
-// Extract unpacks the zip at zipPath into dest, which must not exist yet: it is created whole
+// ExtractIn unpacks the zip at zipPath into dest, which must not exist yet: it is created whole
 // (from a temporary directory made beside it, renamed at the end) or not at all, and the work
 // ends when ctx is done. It refuses absolute paths, path traversal, symlinks and other
 // non-regular entries, duplicate entries, and archives that unpack beyond limits (zip bombs),
@@ -46,20 +46,9 @@ func unsafef(format string, args ...any) error {
 // executable bit; nothing else keeps its mode. It computes the package's h1: hash from what it
 // unpacks (the same hash pkghash.ZipH1 gives, without reading the zip a second time) and, when
 // check is set, hands it to check before the package is renamed into place: an error from check
-// leaves nothing. It is ExtractIn on a root at dest's parent, the caller's own path.
-func Extract(ctx context.Context, zipPath, dest string, limits Limits, check func(h1 string) error) error {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(filepath.Dir(dest))
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	return ExtractIn(ctx, zipPath, root, filepath.Base(dest), limits, check)
-}
-
-// ExtractIn is Extract with dest a name relative to root, which may come from outside (a
+// leaves nothing.
+//
+// dest is a name relative to root, which may come from outside (a
 // provider's address, version and platform): dest's parents are made, the temporary directory
 // is made beside dest, and it is renamed to dest, all through root, so neither dest nor any entry
 // of the zip can lead a write out of root, whatever its parts hold.

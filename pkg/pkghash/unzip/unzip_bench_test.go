@@ -48,7 +48,7 @@ func BenchmarkExtract(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				dest := filepath.Join(parent, fmt.Sprint(i))
-				if err := Extract(context.Background(), zipPath, dest, DefaultLimits, nil); err != nil {
+				if err := extract(context.Background(), zipPath, dest, DefaultLimits, nil); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()

@@ -59,7 +59,7 @@ func TestExtractGood(t *testing.T) {
 		{name: "docs/README.md", body: []byte("hi"), mode: 0o600},
 	}))
 	dest := filepath.Join(t.TempDir(), "out")
-	if err := Extract(context.Background(), z, dest, DefaultLimits, nil); err != nil {
+	if err := extract(context.Background(), z, dest, DefaultLimits, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(dest, "terraform-provider-x_v1.0.0"))
@@ -71,7 +71,7 @@ func TestExtractGood(t *testing.T) {
 		t.Errorf("readme: %v %v", st.Mode(), err)
 	}
 	// The destination must not exist yet: a second extraction fails without touching it.
-	if err := Extract(context.Background(), z, dest, DefaultLimits, nil); err == nil {
+	if err := extract(context.Background(), z, dest, DefaultLimits, nil); err == nil {
 		t.Error("extracting over an existing directory succeeded")
 	}
 }
@@ -106,7 +106,7 @@ func TestExtractRefuses(t *testing.T) {
 			z := writeZipFile(t, buildZip(t, tc.entries))
 			parent := t.TempDir()
 			dest := filepath.Join(parent, "out")
-			err := Extract(context.Background(), z, dest, limits, nil)
+			err := extract(context.Background(), z, dest, limits, nil)
 			if err == nil || !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want an unsafe-archive error containing %q", err, tc.want)
 			}
@@ -132,7 +132,7 @@ func FuzzExtract(f *testing.F) {
 		parent := filepath.Join(root, "parent")
 		os.Mkdir(parent, 0o755)
 		dest := filepath.Join(parent, "out")
-		err := Extract(context.Background(), z, dest, Limits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100}, nil)
+		err := extract(context.Background(), z, dest, Limits{MaxTotal: 1 << 20, MaxFiles: 100, MaxRatio: 100}, nil)
 		entries, _ := os.ReadDir(parent)
 		if err != nil && len(entries) != 0 {
 			t.Fatalf("failed extraction left %v", entries)
@@ -171,14 +171,14 @@ func TestExtractH1(t *testing.T) {
 	}
 	parent := t.TempDir()
 	var got string
-	if err := Extract(context.Background(), z, filepath.Join(parent, "ok"), DefaultLimits, func(h1 string) error { got = h1; return nil }); err != nil {
+	if err := extract(context.Background(), z, filepath.Join(parent, "ok"), DefaultLimits, func(h1 string) error { got = h1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
 		t.Errorf("h1 while unpacking %s, pkghash.ZipH1 %s", got, want)
 	}
 	refused := errors.New("refused")
-	err = Extract(context.Background(), z, filepath.Join(parent, "no"), DefaultLimits, func(string) error { return refused })
+	err = extract(context.Background(), z, filepath.Join(parent, "no"), DefaultLimits, func(string) error { return refused })
 	if !errors.Is(err, refused) {
 		t.Errorf("the check's error was not returned: %v", err)
 	}
@@ -198,4 +198,17 @@ func TestCheckEntryPath(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// extract is ExtractIn on a root at dest's parent (the way the tests unpack a zip to a path).
+func extract(ctx context.Context, zipPath, dest string, limits Limits, check func(h1 string) error) error {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(filepath.Dir(dest))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return ExtractIn(ctx, zipPath, root, filepath.Base(dest), limits, check)
 }
