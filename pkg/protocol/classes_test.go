@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestEveryFieldHasAClass(t *testing.T) {
 		if v == nil || len(v.Methods) == 0 {
 			t.Fatalf("no model of protocol %d", major)
 		}
-		if u := v.Unclassed(); len(u) > 0 {
+		if u := unclassedOf(v); len(u) > 0 {
 			t.Errorf("protocol %d.%d: fields with no class:\n%s", v.Major, v.Minor, strings.Join(u, "\n"))
 		}
 	}
@@ -26,7 +27,7 @@ func TestCoverageFailsWithoutAClass(t *testing.T) {
 	c := byField[key]
 	delete(byField, key)
 	defer func() { byField[key] = c }()
-	u := Published(6).Unclassed()
+	u := unclassedOf(Published(6))
 	if len(u) != 1 || u[0] != "PlanResourceChange: "+key {
 		t.Fatalf("with %s taken out, the check reported %q", key, u)
 	}
@@ -91,10 +92,47 @@ func TestCoverageFailsWithAMethodTakenOut(t *testing.T) {
 	if len(saved) == 0 {
 		t.Fatal("CallFunction has no classes to take out")
 	}
-	u := strings.Join(Published(6).Unclassed(), "\n")
+	u := strings.Join(unclassedOf(Published(6)), "\n")
 	for _, want := range []string{"CallFunction: CallFunction.Request.name", "CallFunction: CallFunction.Request.arguments", "CallFunction: CallFunction.Response.result"} {
 		if !strings.Contains(u, want) {
 			t.Errorf("with CallFunction taken out, the check did not report %s:\n%s", want, u)
 		}
 	}
+}
+
+// unclassedOf lists every field a method of v reaches that has no class, as Method: Message.field;
+// a field whose type is a message is followed into that message. The published protocol must
+// give an empty list (TestEveryFieldHasAClass).
+func unclassedOf(v *Version) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(method, msg string)
+	walk = func(method, msg string) {
+		if seen[msg] {
+			return
+		}
+		seen[msg] = true
+		m := v.Message(msg)
+		if m == nil {
+			out = append(out, fmt.Sprintf("%s: message %s is not in the model", method, msg))
+			return
+		}
+		for i := range m.Fields {
+			f := &m.Fields[i]
+			switch classOf(msg, f) {
+			case Container:
+				walk(method, f.Type)
+				continue
+			case unclassed:
+			default:
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s.%s", method, msg, f.Name))
+		}
+	}
+	for _, m := range v.Methods {
+		walk(m.Name, m.Request)
+		walk(m.Name, m.Response)
+	}
+	return out
 }
