@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/plugin"
 )
 
 type providerHostOptions struct {
@@ -70,6 +72,11 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 		return err
 	}
 	ho := loader.HostOptions{Cache: c, RequireSandbox: o.RequireSandbox, In: o.io.In, Out: nopCloser{o.io.Out}, Log: o.io.ErrOut}
+	// Standard output whose reader went away (the near side stopped reading, its input left
+	// open) ends the connection at once, not at the keepalive's next ping.
+	if f, ok := o.io.Out.(*os.File); ok {
+		ho.Hangup = plugin.WatchHangup(f)
+	}
 	if o.Config != "" {
 		if ho.Config, err = config.LoadHostConfig(o.Config); err != nil {
 			return fmt.Errorf("provider host: %w", err)
