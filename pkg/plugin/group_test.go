@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv("OPROV_TEST_SNOOP"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		go snoop(f) // peercred_test.go: a provider that watches the run's directory
 	}
+	if f := os.Getenv("OPROV_TEST_LINGER"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		linger(f) // remote_linger_test.go: a provider whose child holds its output
+	}
 	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		if os.Getenv("OPROV_TEST_OLD_GOPLUGIN") != "" {
 			// As a provider built with a go-plugin that predates PLUGIN_UNIX_SOCKET_DIR: its

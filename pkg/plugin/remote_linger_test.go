@@ -1,0 +1,99 @@
+//go:build linux
+
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// linger, in a provider (the test binary serving as one), starts a child in the provider's
+// process group that holds the provider's stdout and stderr and outlives it, as a helper a
+// provider starts (a credential process, a daemon) may; it writes the child's pid to file.
+func linger(file string) {
+	cmd := exec.Command("sleep", "600")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	os.WriteFile(file, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+}
+
+// A provider whose child holds its output pipes past its own exit (go-plugin waits for those
+// pipes to close before its Kill returns) must not hold the far side, or the child, past the
+// bound once the connection ends: the provider's process group is killed at the bound, whatever
+// go-plugin still waits for.
+func TestRemoteHostEndsDespiteALingeringChild(t *testing.T) {
+	pidFile := t.TempDir() + "/child.pid"
+	toFar, fromNear := io.Pipe()
+	fromFar, toNear := io.Pipe()
+	h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64",
+		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
+			o := selfAsProvider(t)
+			o.Env = append(o.Env, "OPROV_TEST_LINGER="+pidFile)
+			return o, nil
+		}}
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(context.Background()) }()
+	in := bufio.NewReader(fromFar)
+	if _, err := in.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
+	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	sess, err := yamux.Client(&pipeConn{r: in, w: fromNear}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(string(b))
+	defer syscall.Kill(child, syscall.SIGKILL)
+
+	fromNear.Close() // the connection ends: the near side's input closes
+	go io.Copy(io.Discard, fromFar)
+	ended := time.Now()
+	select {
+	case <-done:
+	case <-time.After(3 * remoteEndBound):
+		t.Fatalf("the far side still serves %s after its connection ended, held by its provider's child", 3*remoteEndBound)
+	}
+	if took := time.Since(ended); took > remoteEndBound {
+		t.Errorf("the far side ended %s after its connection; the bound is %s", took.Round(time.Millisecond), remoteEndBound)
+	}
+	deadline := time.Now().Add(time.Second)
+	for syscall.Kill(child, 0) == nil && !zombie(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider's child (pid %d) outlived the far side", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// zombie says pid has ended and awaits its parent.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
+}
