@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +68,13 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 	// A write to a connection that has gone is an error the host handles (it stops the
 	// provider), not a signal that ends oprov and leaves the provider running.
 	signal.Ignore(syscall.SIGPIPE)
+	// What a provider starts that leaves its process group comes back to this process when its
+	// parent ends, and is killed with the connection's end (Linux; a kernel without the
+	// subreaper leaves such processes to init, as before). Only a process whose connection is
+	// its own standard input does so: in a test's process it would kill the test's children.
+	if o.io.In == io.Reader(os.Stdin) && plugin.AdoptOrphans() == nil {
+		defer plugin.KillOrphans(500 * time.Millisecond)
+	}
 	c, err := o.io.Factory.openCache(o.CacheDir)
 	if err != nil {
 		return err

@@ -97,3 +97,96 @@ func zombie(pid int) bool {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] == "Z"
 }
+
+// escape, in a provider, starts a child that leaves the provider's process group and session
+// (setsid), so that killing the group misses it, and writes its pid to file.
+func escape(file string) {
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	os.WriteFile(file, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+}
+
+// farHost is the far side as `oprov provider host --stdio` runs it (AdoptOrphans first,
+// KillOrphans last), serving the test binary as its provider, with OPROV_TEST_FAR_ENV added to
+// the provider's environment.
+func farHost() int {
+	if err := AdoptOrphans(); err != nil {
+		return 3
+	}
+	defer KillOrphans(500 * time.Millisecond)
+	exe, err := os.Executable()
+	if err != nil {
+		return 3
+	}
+	h := &RemoteHost{In: os.Stdin, Out: os.Stdout, Platform: "linux_amd64",
+		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
+			return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1", os.Getenv("OPROV_TEST_FAR_ENV")}, ForReattach: true}, nil
+		}}
+	if err := h.Serve(context.Background()); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// A provider's child that left the provider's process group (setsid) is not reached by killing
+// the group; the far process adopts such orphans and kills them when its connection ends, so
+// nothing a provider started outlives the connection.
+func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := t.TempDir() + "/escaped.pid"
+	far := exec.Command(exe)
+	far.Env = append(os.Environ(), "OPROV_TEST_FAR_HOST=1", "OPROV_TEST_FAR_ENV=OPROV_TEST_ESCAPE="+pidFile)
+	toFar, err := far.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFar, err := far.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := far.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer far.Process.Kill()
+	in := bufio.NewReader(fromFar)
+	if _, err := in.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(toFar, `{"protocol":`+strconv.Itoa(RemoteProtocol)+`}`+"\n")
+	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped, _ := strconv.Atoi(string(b))
+	defer syscall.Kill(escaped, syscall.SIGKILL)
+
+	toFar.Close() // the connection ends
+	go io.Copy(io.Discard, in)
+	ended := time.Now()
+	exited := make(chan error, 1)
+	go func() { exited <- far.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(3 * remoteEndBound):
+		t.Fatal("the far process did not end after its connection ended")
+	}
+	if took := time.Since(ended); took > remoteEndBound {
+		t.Errorf("the far process ended %s after its connection; the bound is %s", took.Round(time.Millisecond), remoteEndBound)
+	}
+	deadline := time.Now().Add(time.Second)
+	for syscall.Kill(escaped, 0) == nil && !zombie(escaped) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider's child that left its group (pid %d) outlived the far process", escaped)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
