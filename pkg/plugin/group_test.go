@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv("OPROV_TEST_ESCAPE"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		escape(f) // remote_linger_test.go: a provider whose child leaves its process group
 	}
+	if f := os.Getenv("OPROV_TEST_ORPHAN"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		orphan(f) // remote_linger_test.go: a provider that leaves a short-lived orphan
+	}
 	if os.Getenv("OPROV_TEST_FAR_HOST") != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") == "" {
 		os.Exit(farHost()) // remote_linger_test.go: a far side on this process's stdin and stdout
 	}

@@ -190,3 +190,64 @@ func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// orphan, in a provider, leaves a process whose parent ends at once and which itself ends soon
+// after: an orphan the far side adopts, and which dies there. Its pid goes to file.
+func orphan(file string) {
+	if err := exec.Command("sh", "-c", `sleep 0.3 & echo $! > "$0"`, file).Run(); err != nil {
+		panic(err)
+	}
+}
+
+// An orphan the far side adopted that ends while the connection lasts is reaped then, not left a
+// zombie (holding a process ID) until the far side ends.
+func TestRemoteHostReapsOrphans(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := t.TempDir() + "/orphan.pid"
+	far := exec.Command(exe)
+	far.Env = append(os.Environ(), "OPROV_TEST_FAR_HOST=1", "OPROV_TEST_FAR_ENV=OPROV_TEST_ORPHAN="+pidFile)
+	toFar, err := far.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFar, err := far.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := far.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { far.Process.Kill(); far.Wait() }()
+	in := bufio.NewReader(fromFar)
+	if _, err := in.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(toFar, `{"protocol":`+strconv.Itoa(RemoteProtocol)+`}`+"\n")
+	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	go io.Copy(io.Discard, in)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+		if err != nil {
+			break // reaped
+		}
+		if time.Now().After(deadline) {
+			st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			t.Fatalf("the orphan (pid %d) is still there 5s on, while the connection lasts: %s", pid, st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
