@@ -41,6 +41,9 @@ type HostOptions struct {
 	Registry *oci.Client
 	In       io.Reader
 	Out      io.WriteCloser
+	// Hangup, when set, is closed once nothing reads Out any more (plugin.WatchHangup on
+	// standard output): the far side then ends at once, with its provider.
+	Hangup <-chan struct{}
 	// Log, when set, hears what the far side refused and why (its stderr).
 	Log io.Writer
 	// CacheLimit bounds the cache's size, in bytes, past which no zip is taken from a near side
@@ -55,7 +58,7 @@ type HostOptions struct {
 // under the sandbox this side's operator set (narrowed by the request's, never widened) with
 // this machine's environment, and serves it on the connection until the connection ends.
 func HostRemote(ctx context.Context, ho HostOptions) error {
-	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Platform: hostPlatform().String(), Source: true}
+	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Hangup: ho.Hangup, Platform: hostPlatform().String(), Source: true}
 	if ho.Config != nil {
 		h.Streams = ho.Config.Streams
 	}

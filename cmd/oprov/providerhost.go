@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/loader"
 	"github.com/oprov/oprov/loader/config"
+	"github.com/oprov/oprov/pkg/plugin"
 )
 
 type providerHostOptions struct {
@@ -65,11 +68,23 @@ func runProviderHost(ctx context.Context, o *providerHostOptions) error {
 	// A write to a connection that has gone is an error the host handles (it stops the
 	// provider), not a signal that ends oprov and leaves the provider running.
 	signal.Ignore(syscall.SIGPIPE)
+	// What a provider starts that leaves its process group comes back to this process when its
+	// parent ends, and is killed with the connection's end (Linux; a kernel without the
+	// subreaper leaves such processes to init, as before). Only a process whose connection is
+	// its own standard input does so: in a test's process it would kill the test's children.
+	if o.io.In == io.Reader(os.Stdin) && plugin.AdoptOrphans() == nil {
+		defer plugin.KillOrphans(500 * time.Millisecond)
+	}
 	c, err := o.io.Factory.openCache(o.CacheDir)
 	if err != nil {
 		return err
 	}
 	ho := loader.HostOptions{Cache: c, RequireSandbox: o.RequireSandbox, In: o.io.In, Out: nopCloser{o.io.Out}, Log: o.io.ErrOut}
+	// Standard output whose reader went away (the near side stopped reading, its input left
+	// open) ends the connection at once, not at the keepalive's next ping.
+	if f, ok := o.io.Out.(*os.File); ok {
+		ho.Hangup = plugin.WatchHangup(f)
+	}
 	if o.Config != "" {
 		if ho.Config, err = config.LoadHostConfig(o.Config); err != nil {
 			return fmt.Errorf("provider host: %w", err)

@@ -36,6 +36,18 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv("OPROV_TEST_SNOOP"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		go snoop(f) // peercred_test.go: a provider that watches the run's directory
 	}
+	if f := os.Getenv("OPROV_TEST_LINGER"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		linger(f) // remote_linger_test.go: a provider whose child holds its output
+	}
+	if f := os.Getenv("OPROV_TEST_ESCAPE"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		escape(f) // remote_linger_test.go: a provider whose child leaves its process group
+	}
+	if f := os.Getenv("OPROV_TEST_ORPHAN"); f != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
+		orphan(f) // remote_linger_test.go: a provider that leaves a short-lived orphan
+	}
+	if os.Getenv("OPROV_TEST_FAR_HOST") != "" && os.Getenv("OPROV_TEST_SERVE_PROVIDER") == "" {
+		os.Exit(farHost()) // remote_linger_test.go: a far side on this process's stdin and stdout
+	}
 	if os.Getenv("OPROV_TEST_SERVE_PROVIDER") != "" {
 		if os.Getenv("OPROV_TEST_OLD_GOPLUGIN") != "" {
 			// As a provider built with a go-plugin that predates PLUGIN_UNIX_SOCKET_DIR: its

@@ -371,7 +371,15 @@ func (p *Provider) Stop(ctx context.Context) {
 		if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
 			addr = rc.Addr.String()
 		}
-		p.client.Kill()
+		// go-plugin's Kill asks the provider to exit, kills it after two seconds, and then waits
+		// until nothing holds its output pipes: a child the provider started may hold them for
+		// ever. The wait is bounded; the provider's process group is killed after it either way.
+		killed := make(chan struct{})
+		go func() { p.client.Kill(); close(killed) }()
+		select {
+		case <-killed:
+		case <-time.After(stopKillWait):
+		}
 		killGroup(p.cmd) // anything the provider started goes with it
 		untrackProvider(p)
 		if addr != "" {
@@ -382,6 +390,11 @@ func (p *Provider) Stop(ctx context.Context) {
 		}
 	})
 }
+
+// stopKillWait bounds Stop's wait for go-plugin's Kill (its two seconds of grace, then the
+// provider's pipes); with askToStop's two seconds, a far side ends within remoteEndBound of its
+// connection's end.
+const stopKillWait = 2500 * time.Millisecond
 
 // askToStop calls StopProvider (Stop in protocol 5) once, bounded in time, and tells onAsk.
 func (p *Provider) askToStop(ctx context.Context) {

@@ -496,7 +496,15 @@ type RemoteHost struct {
 	// defaultRemoteKeepAlive); a ping unanswered within three of these ends the connection, so a
 	// near side gone silently (its network dropped) is given up within four.
 	KeepAlive time.Duration
+	// Hangup, when set, is closed once the near side's end of Out is gone (WatchHangup): the
+	// connection ends then, not at the next write, which the keepalive makes at the latest.
+	Hangup <-chan struct{}
 }
+
+// remoteEndBound is docs/remote.md's bound: once its connection has ended (its input closed, its
+// output no longer read, or both), the far side stops its provider, kills the provider's process
+// group, and ends within it (askToStop's two seconds, then stopKillWait).
+const remoteEndBound = 5 * time.Second
 
 // defaultRemoteKeepAlive: a far side whose near side went silently ends within 40 seconds.
 const defaultRemoteKeepAlive = 10 * time.Second
@@ -556,7 +564,7 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 		writeLine(h.Out, remoteReply{Error: err.Error()})
 		return err
 	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteEndBound)
 	defer cancel()
 	defer p.Stop(stopCtx)
 	if err := writeLine(h.Out, remoteReply{Ready: true, Protocol: p.Protocol}); err != nil {
@@ -600,6 +608,7 @@ func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provid
 		select {
 		case <-ctx.Done():
 		case <-sess.CloseChan():
+		case <-h.Hangup:
 		}
 		srv.Stop()
 		sess.Close()
