@@ -252,24 +252,6 @@ func moduleBlock(source string) []byte {
 	return f.Bytes()
 }
 
-// lookupModule fetches the manifest ref names and gives it as a module package when it is one. It
-// gives nil (and no error) for anything else, and when the manifest cannot be read, so that the
-// provider path runs and reports the problem as it always has.
-func lookupModule(ctx context.Context, t oras.ReadOnlyTarget, ref oci.Ref) (*modulepkg.Resolved, error) {
-	if ref.Reference == "" {
-		return nil, nil
-	}
-	desc, data, err := oras.FetchBytes(ctx, t, ref.Reference, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
-	if err != nil || !modulepkg.IsModule(data) {
-		return nil, nil
-	}
-	m, err := modulepkg.FromManifest(desc, data)
-	if err != nil {
-		return nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
-	}
-	return m, nil
-}
-
 // resolveSubject resolves ref once and gives what it names: a module package, or a provider
 // version. A provider's index is then read by the digest the tag gave, so a tag that moves
 // between requests cannot show one version here and another there.
@@ -355,60 +337,6 @@ func runInspectModule(ctx context.Context, o *inspectOptions, t oci.ReadOnly, re
 	fmt.Fprintf(w, "%s (module package)\nDigest: %s\nZip:    %s (%s)\n  %s\n  %s\n", ref, out.Manifest, out.Zip, humanBytes(out.Size), out.H1, out.ZH)
 	for _, k := range sortedKeys(out.Annotations) {
 		fmt.Fprintf(w, "  %s = %s\n", k, out.Annotations[k])
-	}
-	return nil
-}
-
-// runVerifyModule checks a module package's signatures (under the policy, or the keys and
-// identities given) and then fetches its zip, checked against its digest, unless --no-zips.
-func runVerifyModule(ctx context.Context, o *verifyOptions, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved, policy *sign.Policy, opts sign.VerifyOptions) error {
-	if len(o.Platforms) > 0 || o.AllZips || o.Address != "" {
-		return usageErrorf("verify %s: this is a module package, which has no platforms and no provider address: drop --platform, --all-platforms and --address", ref)
-	}
-	d, err := sign.DecideModule(ctx, t, ref, m, policy, opts)
-	if err != nil {
-		return o.refused(oci.Explain("verify", ref, err))
-	}
-	if d.Warning != nil {
-		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
-	}
-	out := moduleJSON{Reference: ref.String(), Manifest: m.Manifest.Digest.String(), Zip: m.Layer().Digest.String(), Size: m.Layer().Size}
-	if !o.NoZips {
-		if out, err = fetchModule(ctx, t, ref, m, o.io.Factory.Limits); err != nil {
-			return o.refused(oci.Explain("verify", ref, err))
-		}
-	}
-	if o.output.JSON() {
-		res := struct {
-			Verified   bool             `json:"verified"`
-			Kind       string           `json:"kind"`
-			Rule       string           `json:"rule,omitempty"`
-			Mode       string           `json:"mode"`
-			Warning    string           `json:"warning,omitempty"`
-			Module     moduleJSON       `json:"module"`
-			ZipChecked bool             `json:"zip_checked"`
-			Signatures []sign.Signature `json:"signatures,omitempty"`
-		}{Verified: d.Warning == nil, Kind: "module", Rule: d.Rule, Mode: d.Mode, Module: out, ZipChecked: !o.NoZips}
-		if d.Warning != nil {
-			res.Warning = d.Warning.Error()
-		}
-		if d.Result != nil {
-			res.Signatures = d.Result.Signatures
-		}
-		return writeJSON(o.io.Out, res)
-	}
-	if d.Result == nil {
-		return nil
-	}
-	fmt.Fprintf(o.io.Out, "Verified module %s (%s)\n", ref, out.Manifest)
-	if d.Rule != "" {
-		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
-	}
-	for _, s := range d.Result.Signatures {
-		fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.By())
-	}
-	if !o.NoZips {
-		fmt.Fprintf(o.io.Out, "  zip %s checked (%s)\n  %s\n", out.Zip, humanBytes(out.Size), out.H1)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/oprov/oprov/manifest"
@@ -131,55 +132,26 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return o.refused(oci.Explain("verify", ref, err))
 	}
-	if m, err := lookupModule(ctx, target, ref); err != nil || m != nil {
-		if err != nil {
-			return o.refused(oci.Explain("verify", ref, err))
-		}
-		if err := o.wantKind(ref, "module"); err != nil {
-			return o.refused(err)
-		}
-		return runVerifyModule(ctx, o, target, ref, m, policy, opts)
-	}
-	if img, err := lookupImage(ctx, target, ref); err != nil || img != nil {
-		if err != nil {
-			return o.refused(oci.Explain("verify", ref, err))
-		}
-		if err := o.wantKind(ref, "image"); err != nil {
-			return o.refused(err)
-		}
-		return runVerifyImage(ctx, o, target, ref, img, policy, opts)
-	}
-	if err := o.wantKind(ref, "provider"); err != nil {
-		return o.refused(err)
-	}
+	opts.NoZips, opts.Kind = o.NoZips, sign.Kind(o.Kind)
 	bar := newProgress(o.io, "verifying")
 	opts.Progress = bar
-	d, err := sign.Decide(ctx, target, ref, policy, addr, opts)
+	v, err := sign.VerifyReference(ctx, target, ref, policy, addr, opts)
 	bar.Finish()
+	var misfit *sign.OptionsError
+	var other *sign.KindError
+	switch {
+	case errors.As(err, &misfit):
+		return usageErrorf("%s", misfit)
+	case errors.As(err, &other):
+		return o.refused(&exitCodeError{code: exitRefused, msg: other.Error()})
+	}
 	if err != nil {
 		return o.refused(oci.Explain("verify", ref, err))
 	}
-	if d.Warning != nil {
-		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", d.Warning)
+	if v.Warning != nil {
+		fmt.Fprintf(o.io.ErrOut, "oprov: warning (policy mode warn): %v\n", v.Warning)
 	}
-	return printVerified(o, ref, d)
-}
-
-// wantKind refuses what ref holds (kind) when --kind names another, before any signature is
-// checked: a tag moved onto something else its signer also signed is not what the script asked for.
-func (o *verifyOptions) wantKind(ref oci.Ref, kind string) error {
-	if o.Kind == "" || o.Kind == kind {
-		return nil
-	}
-	return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("verify %s: this is %s %s, not %s %s (--kind %s): nothing was verified", ref, article(kind), kind, article(o.Kind), o.Kind, o.Kind)}
-}
-
-// article is "an" before image, else "a".
-func article(word string) string {
-	if word == "image" {
-		return "an"
-	}
-	return "a"
+	return printVerified(o, v)
 }
 
 // refused answers a failed verification: with -o json, {"verified": false, ...} on stdout with
@@ -203,44 +175,117 @@ func (o *verifyOptions) refused(err error) error {
 	return &answeredError{err}
 }
 
-func printVerified(o *verifyOptions, ref oci.Ref, d *sign.Decision) error {
-	if o.output.JSON() {
-		out := struct {
-			Verified bool         `json:"verified"`
-			Rule     string       `json:"rule,omitempty"`
-			Mode     string       `json:"mode"`
-			Warning  string       `json:"warning,omitempty"`
-			Result   *sign.Result `json:"result,omitempty"`
-		}{Verified: d.Warning == nil, Rule: d.Rule, Mode: d.Mode, Result: d.Result}
-		if d.Warning != nil {
-			out.Warning = d.Warning.Error()
-		}
-		return writeJSON(o.io.Out, out)
+// imageJSON is the image verify checked, in its JSON output.
+type imageJSON struct {
+	Reference string          `json:"reference"`
+	Digest    string          `json:"digest"`
+	MediaType string          `json:"media_type"`
+	Manifests []imageManifest `json:"manifests,omitempty"`
+}
+
+type imageManifest = sign.ImageManifest
+
+// imageNote says what verify checked of an image, and what it did not.
+const imageNote = "not an OpenTofu provider or module: only its signatures and manifests were checked"
+
+// verifyJSON is verify's one document of a verification, a provider's, a module's or an image's:
+// what one kind has no part in is left out. (A refusal is refused's document.)
+type verifyJSON struct {
+	Verified   bool             `json:"verified"`
+	Kind       string           `json:"kind,omitempty"` // a module's or an image's
+	Checked    string           `json:"checked,omitempty"`
+	Rule       string           `json:"rule,omitempty"`
+	Mode       string           `json:"mode"`
+	Warning    string           `json:"warning,omitempty"`
+	Result     *sign.Result     `json:"result,omitempty"` // a provider's
+	Module     *moduleJSON      `json:"module,omitempty"`
+	ZipChecked *bool            `json:"zip_checked,omitempty"` // a module's
+	Image      *imageJSON       `json:"image,omitempty"`
+	Signatures []sign.Signature `json:"signatures,omitempty"` // a module's or an image's (a provider's are in its result)
+}
+
+// verifiedJSON gives the JSON document of a verification.
+func verifiedJSON(v *sign.Verification) verifyJSON {
+	out := verifyJSON{Verified: v.Warning == nil, Rule: v.Rule, Mode: v.Mode}
+	if v.Warning != nil {
+		out.Warning = v.Warning.Error()
 	}
-	if d.Result == nil {
+	if v.Kind == sign.KindProvider {
+		out.Result = v.Result
+		return out
+	}
+	out.Kind = string(v.Kind)
+	if v.Result != nil {
+		out.Signatures = v.Result.Signatures
+	}
+	switch v.Kind {
+	case sign.KindModule:
+		m := moduleOf(v)
+		out.Module, out.ZipChecked = &m, &v.Zip.Fetched
+	case sign.KindImage:
+		out.Checked = imageNote
+		out.Image = &imageJSON{Reference: v.Reference, Digest: v.Digest.String(), MediaType: v.MediaType, Manifests: v.Manifests}
+	}
+	return out
+}
+
+// moduleOf describes a verified module package: its digests and size, and, when its zip was
+// fetched and checked, its hashes, version and annotations.
+func moduleOf(v *sign.Verification) moduleJSON {
+	out := moduleJSON{Reference: v.Reference, Manifest: v.Digest.String(), Zip: v.Zip.Desc.Digest.String(), Size: v.Zip.Desc.Size}
+	if v.Zip.Fetched {
+		out.H1, out.ZH, out.Annotations, out.Tag = v.Zip.H1, v.Zip.ZH, v.Annotations, v.Tag
+		out.Version = v.Annotations[ocispec.AnnotationVersion]
+	}
+	return out
+}
+
+// printVerified prints a verification: its JSON document, or what was verified, by whom and
+// under which rule, and what was checked below the signed digest.
+func printVerified(o *verifyOptions, v *sign.Verification) error {
+	if o.output.JSON() {
+		return writeJSON(o.io.Out, verifiedJSON(v))
+	}
+	if v.Result == nil {
 		return nil
 	}
-	r := d.Result
-	fmt.Fprintf(o.io.Out, "Verified %s (%s)\n", ref, r.Digest)
-	if d.Rule != "" {
-		fmt.Fprintf(o.io.Out, "  trusted by rule %q of %s (mode %s)\n", d.Rule, o.Policy, d.Mode)
+	w := o.io.Out
+	switch v.Kind {
+	case sign.KindModule:
+		fmt.Fprintf(w, "Verified module %s (%s)\n", v.Reference, v.Digest)
+	case sign.KindImage:
+		fmt.Fprintf(w, "Verified image %s (%s)\n  %s\n", v.Reference, v.Digest, imageNote)
+	default:
+		fmt.Fprintf(w, "Verified %s (%s)\n", v.Reference, v.Digest)
 	}
-	for _, s := range r.Signatures {
-		if s.Signer != nil {
-			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s, keyless\n", s.Manifest, s.Form, s.Signer)
-			for _, t := range s.Time {
-				fmt.Fprintf(o.io.Out, "    signing time proven by %s\n", t)
+	if v.Rule != "" {
+		fmt.Fprintf(w, "  trusted by rule %q of %s (mode %s)\n", v.Rule, o.Policy, v.Mode)
+	}
+	for _, sig := range v.Result.Signatures {
+		switch {
+		case v.Kind != sign.KindProvider:
+			fmt.Fprintf(w, "  signature %s (%s) by %s\n", sig.Manifest, sig.Form, sig.By())
+		case sig.Signer != nil:
+			fmt.Fprintf(w, "  signature %s (%s) by %s, keyless\n", sig.Manifest, sig.Form, sig.Signer)
+			for _, t := range sig.Time {
+				fmt.Fprintf(w, "    signing time proven by %s\n", t)
 			}
-		} else {
-			fmt.Fprintf(o.io.Out, "  signature %s (%s) by %s\n", s.Manifest, s.Form, s.Key)
+		default:
+			fmt.Fprintf(w, "  signature %s (%s) by %s\n", sig.Manifest, sig.Form, sig.Key)
 		}
 	}
-	for _, p := range r.Platforms {
+	for _, p := range v.Result.Platforms {
 		what := "manifest checked"
 		if p.Fetched {
 			what = "manifest and zip checked"
 		}
-		fmt.Fprintf(o.io.Out, "  %-14s %s\n", p.Platform, what)
+		fmt.Fprintf(w, "  %-14s %s\n", p.Platform, what)
+	}
+	if v.Zip != nil && v.Zip.Fetched {
+		fmt.Fprintf(w, "  zip %s checked (%s)\n  %s\n", v.Zip.Desc.Digest, humanBytes(v.Zip.Desc.Size), v.Zip.H1)
+	}
+	for _, m := range v.Manifests {
+		fmt.Fprintf(w, "  %-14s manifest %s checked\n", m.Platform, m.Digest)
 	}
 	return nil
 }

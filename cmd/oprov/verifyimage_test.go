@@ -130,8 +130,8 @@ func TestVerifyImage(t *testing.T) {
 		!strings.Contains(got.Checked, "only its signatures and manifests") {
 		t.Fatalf("verify: %+v", got)
 	}
-	if len(got.Image.Manifests) != 2 || got.Image.Manifests[0] != (imageManifest{"linux/amd64", entries[0].Digest.String()}) ||
-		got.Image.Manifests[1] != (imageManifest{"linux/arm64", entries[1].Digest.String()}) {
+	if len(got.Image.Manifests) != 2 || got.Image.Manifests[0] != (imageManifest{Platform: "linux/amd64", Digest: entries[0].Digest.String()}) ||
+		got.Image.Manifests[1] != (imageManifest{Platform: "linux/arm64", Digest: entries[1].Digest.String()}) {
 		t.Fatalf("verify checked manifests %+v", got.Image.Manifests)
 	}
 	out, stderr, code := runCLI(t, "verify", repo+"@"+index.Digest.String(), "--key", pub)
@@ -185,7 +185,7 @@ func TestVerifyImage(t *testing.T) {
 		}
 	})
 	t.Run("an index listing too many manifests", func(t *testing.T) {
-		dir, index, _ := imageLayout(t, "1.2.3", maxImageManifests, nil)
+		dir, index, _ := imageLayout(t, "1.2.3", sign.MaxImageManifests, nil)
 		signImage(t, dir, "1.2.3", key, index)
 		if _, stderr, code := runCLI(t, "verify", "oci-layout:"+dir+":1.2.3", "--key", pub); code == 0 || !strings.Contains(stderr, "over the limit of 256") {
 			t.Errorf("exit %d, %s", code, stderr)

@@ -49,6 +49,22 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limi
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
+	if !ref.IsDigest() {
+		if _, err := manifest.TagToVersion(ref.Reference); err != nil {
+			return nil, err
+		}
+	}
+	desc, data, err := fetchManifestByReference(ctx, t, ref.Reference)
+	if err != nil {
+		return nil, err
+	}
+	return VersionOf(ref, desc, data, l)
+}
+
+// VersionOf gives the version ref names from the index its reference resolved to, already
+// fetched (desc, and data with its digest checked), and parsed strictly: for a caller that
+// fetched the reference once to tell what it names, and reads everything else by digest.
+func VersionOf(ref oci.Ref, desc ocispec.Descriptor, data []byte, l oci.Limits) (*Version, error) {
 	v := &Version{Tag: ref.Reference, Type: typeFromRepository(ref)}
 	if !ref.IsDigest() {
 		ver, err := manifest.TagToVersion(ref.Reference)
@@ -56,10 +72,6 @@ func ResolveVersion(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limi
 			return nil, err
 		}
 		v.Version = ver
-	}
-	desc, data, err := fetchManifestByReference(ctx, t, ref.Reference)
-	if err != nil {
-		return nil, err
 	}
 	if desc.MediaType == ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("%s points at an image manifest, not an index: OpenTofu would reject it (publish it with 'oprov push')", ref)

@@ -159,6 +159,20 @@ func (r *Resolved) FetchZip(ctx context.Context, src oras.ReadOnlyTarget, maxByt
 	return zipData, nil
 }
 
+// ZipHashes fetches the package's zip as FetchZip does (bounded, its digest and size checked)
+// and gives its hashes (Hashes): what a verifier that checked the manifest's signature reports of
+// the zip below it.
+func (r *Resolved) ZipHashes(ctx context.Context, src oras.ReadOnlyTarget, maxBytes int64) (h1, zh string, err error) {
+	zipData, err := r.FetchZip(ctx, src, maxBytes)
+	if err != nil {
+		return "", "", err
+	}
+	if h1, zh, err = Hashes(zipData); err != nil {
+		return "", "", fmt.Errorf("module package %s: %w", r.Manifest.Digest, err)
+	}
+	return h1, zh, nil
+}
+
 func fetchBlob(ctx context.Context, src oras.ReadOnlyTarget, desc ocispec.Descriptor) ([]byte, error) {
 	rc, err := src.Fetch(ctx, desc)
 	if err != nil {

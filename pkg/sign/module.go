@@ -17,7 +17,7 @@ import (
 // the module is checked as a version whose "index" is its manifest, signatures only; the zip
 // below it is checked by its digest when it is fetched (modulepkg.Resolved.FetchZip). Any other
 // manifest or index (a container image, such as oprov's own) is checked the same way
-// (DecideManifest): what lies below it is the caller's to check, by digest.
+// (VerifySubject): what lies below it is checked by digest there.
 
 // manifestVersion presents a manifest or index resolved from ref to desc as a version for the
 // signature checks.
@@ -36,22 +36,14 @@ func manifestVersion(ref oci.Ref, desc ocispec.Descriptor, annotations map[strin
 // repository; modules have no provider address), else with opts.Keys and opts.Identities in
 // enforce mode. The result's Digest is the manifest's; it lists no platforms.
 func DecideModule(ctx context.Context, t oci.ReadOnly, ref oci.Ref, m *modulepkg.Resolved, p *Policy, opts VerifyOptions) (*Decision, error) {
-	return DecideManifest(ctx, t, ref, m.Manifest, m.Parsed.Annotations, p, opts)
+	return decideManifest(ctx, t, ref, m.Manifest, m.Parsed.Annotations, p, opts)
 }
 
-// DecideManifest checks the signatures over a manifest or index already resolved from ref to desc
-// (nothing is resolved by tag again), as DecideModule does a module's: a trusted signer's
+// decideManifest checks the signatures over a manifest or index already resolved from ref to
+// desc (nothing is resolved by tag again), as DecideModule does a module's: a trusted signer's
 // signature over exactly desc's digest and, when ref's tag is a version, annotations (the
 // manifest's) naming no other version. Nothing below desc is checked.
-func DecideManifest(ctx context.Context, t oci.ReadOnly, ref oci.Ref, desc ocispec.Descriptor, annotations map[string]string, p *Policy, opts VerifyOptions) (*Decision, error) {
+func decideManifest(ctx context.Context, t oci.ReadOnly, ref oci.Ref, desc ocispec.Descriptor, annotations map[string]string, p *Policy, opts VerifyOptions) (*Decision, error) {
 	opts.SignaturesOnly = true
-	v := manifestVersion(ref, desc, annotations)
-	if p != nil {
-		return p.Check(ctx, t, ref, v, "", opts)
-	}
-	res, err := verifyVersion(ctx, t, ref, v, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Decision{Mode: ModeEnforce, Result: res}, nil
+	return decide(ctx, t, ref, manifestVersion(ref, desc, annotations), p, "", opts)
 }

@@ -314,14 +314,45 @@ type Decision struct {
 // and otherwise with opts.Keys in enforce mode, so that callers which take either trusted keys or
 // a policy get a Decision both ways.
 func Decide(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy, provider string, opts VerifyOptions) (*Decision, error) {
-	if p != nil {
-		return p.VerifyWithPolicy(ctx, t, ref, provider, opts)
+	if p == nil && len(opts.Keys) == 0 && len(opts.Identities) == 0 {
+		return nil, &Error{Ref: ref, Reason: noTrust}
 	}
-	res, err := Verify(ctx, t, ref, opts)
+	v, err := artifact.ResolveVersion(ctx, t, ref, opts.Limits)
 	if err != nil {
 		return nil, err
 	}
-	return &Decision{Mode: ModeEnforce, Result: res}, nil
+	return decide(ctx, t, ref, v, p, provider, opts)
+}
+
+// decide verifies a version already resolved (nothing is resolved by tag again; see
+// verifyVersion) with the keys and identities the policy's rule for it trusts when there is a
+// policy, and otherwise with opts.Keys and opts.Identities in enforce mode. provider is the
+// provider's address when known. In warn mode a failed verification is the decision's Warning;
+// in enforce mode it is the error.
+func decide(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, p *Policy, provider string, opts VerifyOptions) (*Decision, error) {
+	d := &Decision{Mode: ModeEnforce}
+	if p != nil {
+		r, err := p.ruleFor(ref, v, provider)
+		if err != nil {
+			if p.Mode == ModeWarn {
+				return &Decision{Mode: ModeWarn, Warning: err}, nil
+			}
+			return nil, err
+		}
+		opts.Keys, opts.Identities, opts.TrustedRoot = r.Keys, r.Identities, r.TrustedRoot
+		d.Rule, d.Mode = r.Name, r.Mode
+	}
+	res, err := verifyVersion(ctx, t, ref, v, opts)
+	var ve *Error
+	if err != nil && d.Mode == ModeWarn && errors.As(err, &ve) {
+		d.Warning = err
+		return d, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Result = res
+	return d, nil
 }
 
 // VerifyWithPolicy resolves ref once and checks what it resolved to (Check).
@@ -338,29 +369,19 @@ func (p *Policy) VerifyWithPolicy(ctx context.Context, t oci.ReadOnly, ref oci.R
 // known. In warn mode a failure is returned as the decision's Warning; in enforce mode it is the
 // error.
 func (p *Policy) Check(ctx context.Context, t oci.ReadOnly, ref oci.Ref, v *artifact.Version, provider string, opts VerifyOptions) (*Decision, error) {
+	return decide(ctx, t, ref, v, p, provider, opts)
+}
+
+// ruleFor gives the policy's rule for ref's repository or provider, or the refusal that names
+// the policy when none covers them.
+func (p *Policy) ruleFor(ref oci.Ref, v *artifact.Version, provider string) (*Rule, error) {
 	repo := ref.Repo()
-	r := p.Match(repo, provider)
-	if r == nil {
-		subject := repo
-		if provider != "" {
-			subject = provider + " (" + repo + ")"
-		}
-		err := &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf("no trust rule in %s covers %s (add a trust block whose providers or repositories match it)", p.Path, subject)}
-		if p.Mode == ModeWarn {
-			return &Decision{Mode: ModeWarn, Warning: err}, nil
-		}
-		return nil, err
+	if r := p.Match(repo, provider); r != nil {
+		return r, nil
 	}
-	opts.Keys, opts.Identities, opts.TrustedRoot = r.Keys, r.Identities, r.TrustedRoot
-	res, err := verifyVersion(ctx, t, ref, v, opts)
-	d := &Decision{Rule: r.Name, Mode: r.Mode, Result: res}
-	if err != nil {
-		var ve *Error
-		if r.Mode == ModeWarn && errors.As(err, &ve) {
-			d.Warning = err
-			return d, nil
-		}
-		return nil, err
+	subject := repo
+	if provider != "" {
+		subject = provider + " (" + repo + ")"
 	}
-	return d, nil
+	return nil, &Error{Ref: ref, Digest: v.Index.Digest, Reason: fmt.Sprintf("no trust rule in %s covers %s (add a trust block whose providers or repositories match it)", p.Path, subject)}
 }

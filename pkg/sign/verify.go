@@ -37,6 +37,10 @@ type VerifyOptions struct {
 	Zips    []manifest.Platform
 	AllZips bool
 	HostZip bool
+	// NoZips fetches no zip: a module's one zip is fetched and checked unless it is set.
+	NoZips bool
+	// Kind, when set, refuses a reference that names another kind of subject (VerifyReference).
+	Kind Kind
 	// Progress hears about zip downloads.
 	Progress oci.Progress
 	// SignaturesOnly checks the signatures (and the version the index claims) and nothing
