@@ -69,6 +69,17 @@ func (p *Project) withRemotes(ctx context.Context, members []plugin.Member, ls [
 	return where, nil
 }
 
+// requestSandbox is the sandbox block b (nil: none) as the request carries it, its paths as
+// written: ~ and relative paths are the far side's to resolve.
+func requestSandbox(b *config.Sandbox) (json.RawMessage, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return json.Marshal(remoteSandbox{Label: b.Label, File: b.Range.Filename, Line: b.Range.Start.Line, Read: b.Written.Read, Write: b.Written.Write, Execute: b.Written.Execute,
+		Connect: b.Connect, Env: b.Env, Memory: b.Memory, Processes: b.Processes, OpenFiles: b.OpenFiles,
+		CPUSeconds: b.CPUSeconds, BestEffort: b.BestEffort})
+}
+
 // remoteOptions says how to run addr on r's far side: the locked version's package for the far
 // side's platform, checked against the lock here, its zip from this machine's cache, the lock's
 // h1: hashes, and the sandbox block that applies, if any.
@@ -89,15 +100,9 @@ func (p *Project) remoteOptions(ctx context.Context, addr manifest.ProviderAddre
 	if pv == nil && kept == nil {
 		return nil, fmt.Errorf("%s: %s selects it, but it comes from neither an oci_mirror block nor a provider block kept as source, so it cannot run remotely (leave it out of the remote block's pattern)", addr, r.At())
 	}
-	var sb json.RawMessage
-	if b := p.Config.SandboxFor(addr); b != nil {
-		var err error
-		// The paths as written: ~ and relative paths are the far side's to resolve.
-		if sb, err = json.Marshal(remoteSandbox{Label: b.Label, File: b.Range.Filename, Line: b.Range.Start.Line, Read: b.Written.Read, Write: b.Written.Write, Execute: b.Written.Execute,
-			Connect: b.Connect, Env: b.Env, Memory: b.Memory, Processes: b.Processes, OpenFiles: b.OpenFiles,
-			CPUSeconds: b.CPUSeconds, BestEffort: b.BestEffort}); err != nil {
-			return nil, err
-		}
+	sb, err := requestSandbox(p.Config.SandboxFor(addr))
+	if err != nil {
+		return nil, err
 	}
 	var zipPath string
 	ro := &plugin.RemoteOptions{Name: name, Command: r.Command, HelloTimeout: r.HelloTimeout,

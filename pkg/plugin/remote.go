@@ -149,53 +149,13 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if opts.HelloTimeout == 0 {
 		opts.HelloTimeout = defaultRemoteHelloTimeout
 	}
-	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log, command: opts.Command}
-	cmd.Stderr = l.stderr
-	if opts.Log != nil {
-		cmd.Stderr = io.MultiWriter(l.stderr, quotingWriter{opts.Log})
-	}
-	ownGroup(cmd) // a terminal's Ctrl-C reaches oprov, which ends the connection in order
-	var err error
-	if l.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	// A pipe of our own, not StdoutPipe: Wait closes StdoutPipe's read end when the command
-	// exits, and a read racing it then fails with "file already closed" instead of reading what
-	// the command wrote and then EOF. Ours is closed when the link is done.
-	stdout, w, err := os.Pipe()
+	l, stdout, err := launchLink(opts)
 	if err != nil {
 		return nil, err
 	}
-	l.stdout = stdout
-	cmd.Stdout = w
-	if opts.Log != nil {
-		io.WriteString(opts.Log, connectingLine(opts.Name, opts.Command))
-	}
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		stdout.Close()
-		return nil, fmt.Errorf("%s: starting %s: %w", opts.Name, opts.Command[0], err)
-	}
-	go func() { cmd.Wait(); close(l.exited) }()
-	timer := time.AfterFunc(opts.StartTimeout, func() { l.fail() })
-	defer timer.Stop()
-	hello := time.AfterFunc(opts.HelloTimeout, func() { l.helloLate.Store(true); l.fail() })
-	defer hello.Stop()
-	l.heard = hello.Stop
-	stop := context.AfterFunc(ctx, func() { l.fail() })
-	defer stop()
 	in := bufio.NewReaderSize(stdout, 64<<10)
-	proto, err := l.open(in, opts)
+	proto, err := l.openBounded(ctx, in, opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		} else if l.helloLate.Load() {
-			err = &helloTimeout{within: opts.HelloTimeout, setting: opts.HelloSetting}
-		} else if !timer.Stop() {
-			err = fmt.Errorf("the far side did not become ready within %s", opts.StartTimeout)
-		}
 		l.abort()
 		return nil, l.explain(err)
 	}
@@ -227,6 +187,66 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		return nil, l.explain(fmt.Errorf("the far side's provider negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", proto))
 	}
 	return p, nil
+}
+
+// launchLink starts the command whose standard input and output carry the connection, with its
+// stderr kept (and, with -v, shown quoted), in a process group of its own.
+func launchLink(opts RemoteOptions) (*remoteLink, *os.File, error) {
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	l := &remoteLink{name: opts.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{}), report: opts.Report, log: opts.Log, command: opts.Command}
+	cmd.Stderr = l.stderr
+	if opts.Log != nil {
+		cmd.Stderr = io.MultiWriter(l.stderr, quotingWriter{opts.Log})
+	}
+	ownGroup(cmd) // a terminal's Ctrl-C reaches oprov, which ends the connection in order
+	var err error
+	if l.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, err
+	}
+	// A pipe of our own, not StdoutPipe: Wait closes StdoutPipe's read end when the command
+	// exits, and a read racing it then fails with "file already closed" instead of reading what
+	// the command wrote and then EOF. Ours is closed when the link is done.
+	stdout, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	l.stdout = stdout
+	cmd.Stdout = w
+	if opts.Log != nil {
+		io.WriteString(opts.Log, connectingLine(opts.Name, opts.Command))
+	}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
+		return nil, nil, fmt.Errorf("%s: starting %s: %w", opts.Name, opts.Command[0], err)
+	}
+	go func() { cmd.Wait(); close(l.exited) }()
+	return l, stdout, nil
+}
+
+// openBounded runs the opening (open) under its bounds: the hello's, the whole start's and ctx;
+// a bound that ends it is the error.
+func (l *remoteLink) openBounded(ctx context.Context, in *bufio.Reader, opts RemoteOptions) (int, error) {
+	timer := time.AfterFunc(opts.StartTimeout, func() { l.fail() })
+	defer timer.Stop()
+	hello := time.AfterFunc(opts.HelloTimeout, func() { l.helloLate.Store(true); l.fail() })
+	defer hello.Stop()
+	l.heard = hello.Stop
+	stop := context.AfterFunc(ctx, func() { l.fail() })
+	defer stop()
+	proto, err := l.open(in, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else if l.helloLate.Load() {
+			err = &helloTimeout{within: opts.HelloTimeout, setting: opts.HelloSetting}
+		} else if !timer.Stop() {
+			err = fmt.Errorf("the far side did not become ready within %s", opts.StartTimeout)
+		}
+		return 0, err
+	}
+	return proto, nil
 }
 
 // open reads the hello, sends the request (and the zip when asked), and reads the answer: the
