@@ -314,6 +314,7 @@ func (p *Project) ServeRemote(ctx context.Context, opts Options, addr string, st
 		return err
 	}
 	ro.Report = stderr
+	ro.Share = true // tofu's starts of the provider in one command share a connection
 	version := ""
 	if e := p.Lock.Entries[a.String()]; e != nil {
 		version = e.Version

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oprov/oprov/internal/signals"
 	"github.com/oprov/oprov/loader"
+	"github.com/oprov/oprov/pkg/plugin"
 	"github.com/oprov/oprov/pkg/sandbox"
 )
 
@@ -92,6 +93,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == loader.RemoteProviderCommand {
 		os.Exit(runRemoteProvider(os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == plugin.RemoteBrokerCommand {
+		os.Exit(runRemoteBroker(os.Stderr))
 	}
 	ctx, stop := signals.Context(context.Background())
 	code := run(ctx, systemStreams(), os.Args[1:])

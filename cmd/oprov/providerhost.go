@@ -132,3 +132,14 @@ func runRemoteProvider(args []string, errOut io.Writer) int {
 	}
 	return exitOK
 }
+
+// runRemoteBroker is the broker that keeps the connection a command's remote provider starts
+// share (pkg/plugin's remotebroker): the first start runs it, with what it needs on standard
+// input. It runs before cobra, as the starts do.
+func runRemoteBroker(errOut io.Writer) int {
+	if err := plugin.ServeBroker(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(errOut, "oprov: broker: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}

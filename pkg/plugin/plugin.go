@@ -347,7 +347,10 @@ func indent(s string) string {
 
 // Pid is the provider's process ID.
 func (p *Provider) Pid() int {
-	if p.remote != nil { // the command that carries the connection
+	if p.remote != nil { // the command that carries the connection; none for a shared one
+		if p.remote.cmd == nil {
+			return 0
+		}
 		return p.remote.cmd.Process.Pid
 	}
 	if rc := p.client.ReattachConfig(); rc != nil {

@@ -52,6 +52,11 @@ type RemoteHello struct {
 	// of remote protocol 2 without it is an older release, which would take such a package for a
 	// release: the near side does not ask it.
 	Source bool `json:"source,omitempty"`
+	// Launches says the far side shares one connection among several providers: it takes a
+	// session request (RemoteRequest.Session), then launches a provider on each launch stream
+	// (remotesession.go). A far side without it is an older release: each provider has a
+	// connection of its own.
+	Launches bool `json:"launches,omitempty"`
 }
 
 // maxRemotePlatform bounds the far side's platform string (OS_ARCH), which the near side builds
@@ -75,13 +80,20 @@ type RemoteRequest struct {
 	// configuration: no release, no signature. The far side runs it only where its own
 	// configuration allows source-built providers of that address.
 	Source bool `json:"source,omitempty"`
+	// Session asks for no provider now: the far side answers ready and serves launch and
+	// provider streams on the connection (remotesession.go). Only to a far side whose hello
+	// says Launches.
+	Session bool `json:"session,omitempty"`
 }
 
 // remoteReply is a far side's answer to a request.
 type remoteReply struct {
-	SendZip  bool   `json:"send_zip,omitempty"`
-	Ready    bool   `json:"ready,omitempty"`
-	Protocol int    `json:"plugin_protocol,omitempty"`
+	SendZip  bool `json:"send_zip,omitempty"`
+	Ready    bool `json:"ready,omitempty"`
+	Protocol int  `json:"plugin_protocol,omitempty"`
+	// Provider numbers the provider a launch stream started, for the streams that carry its
+	// calls.
+	Provider int    `json:"provider,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -109,6 +121,10 @@ type RemoteOptions struct {
 	// HelloSetting names where it is set, for the error that meets it.
 	HelloTimeout time.Duration
 	HelloSetting string
+	// Share says the starts of one command (the process that started this one: tofu) share one
+	// connection, kept by a broker process of oprov's (remotebroker.go), where this system
+	// allows it; each start that cannot share makes a connection of its own.
+	Share bool
 }
 
 // remoteLink is the near side's end of a connection: the command, its yamux session, and the tail
@@ -134,6 +150,12 @@ type remoteLink struct {
 	command   []string
 	helloLate atomic.Bool
 	heard     func() bool
+	// On a shared connection (startShared) there is no command: launch is the provider's launch
+	// stream, whose end stops it on the far side, gone is closed when that stream has ended,
+	// and provider is the far side's number for it.
+	launch   net.Conn
+	gone     chan struct{}
+	provider int
 }
 
 // startRemote starts the command, asks the far side to launch the provider, and connects to it
@@ -159,12 +181,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		l.abort()
 		return nil, l.explain(err)
 	}
-	cfg := yamux.DefaultConfig()
-	cfg.LogOutput = io.Discard
-	cfg.KeepAliveInterval = 10 * time.Second
-	cfg.ConnectionWriteTimeout = 30 * time.Second
-	cfg.MaxStreamWindowSize = 4 << 20
-	if l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg); err != nil {
+	if err := l.startSession(in); err != nil {
 		l.abort()
 		return nil, l.explain(err)
 	}
@@ -176,17 +193,19 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 		l.abort()
 		return nil, l.explain(err)
 	}
-	p := &Provider{Path: opts.Name, Protocol: proto, conn: conn, remote: l}
-	switch proto {
-	case 5:
-		p.v5 = &client5{conn}
-	case 6:
-		p.v6 = &client6{conn}
-	default:
-		l.abort()
-		return nil, l.explain(fmt.Errorf("the far side's provider negotiated protocol %d, which oprov does not speak (it speaks 5 and 6)", proto))
-	}
-	return p, nil
+	return newRemoteProvider(opts.Name, proto, conn, l)
+}
+
+// startSession makes the near side's yamux session over the connection, once it is open.
+func (l *remoteLink) startSession(in *bufio.Reader) error {
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	cfg.KeepAliveInterval = 10 * time.Second
+	cfg.ConnectionWriteTimeout = 30 * time.Second
+	cfg.MaxStreamWindowSize = 4 << 20
+	var err error
+	l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg)
+	return err
 }
 
 // launchLink starts the command whose standard input and output carry the connection, with its
@@ -256,7 +275,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	if err := readLine(in, &hello); err != nil {
 		if errors.Is(err, io.EOF) {
 			note := l.exitNote()
-			if exitedSSHFailure(l.command, l.cmd) {
+			if l.cmd != nil && exitedSSHFailure(l.command, l.cmd) {
 				return 0, &sshFailed{dest: sshDestination(l.command[1:])}
 			}
 			return 0, fmt.Errorf("the far side ended before it said hello%s: is oprov installed there, and does the command run `oprov provider host --stdio`?", note)
@@ -275,6 +294,9 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	req, err := opts.Request(hello.Platform)
 	if err != nil {
 		return 0, err
+	}
+	if req.Session && !hello.Launches {
+		return 0, errNoLaunches
 	}
 	if req.Source && !hello.Source {
 		return 0, fmt.Errorf("%s is built from source here, and the far side's oprov (remote protocol %d, an older release) does not take providers built from source: install this oprov release there (its operator then allows the address with allow_source in a host block of its --config), or leave the provider out of the remote block", req.Address, hello.Protocol)
@@ -304,6 +326,7 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 				return 0, err
 			}
 		case r.Ready:
+			l.provider = r.Provider
 			return r.Protocol, nil
 		default:
 			return 0, fmt.Errorf("the far side's answer says nothing oprov understands")
@@ -326,6 +349,9 @@ func (l *remoteLink) sendZip(opts RemoteOptions, size int64) error {
 
 // exitNote says how the command ended, once it has, after a moment to let it.
 func (l *remoteLink) exitNote() string {
+	if l.cmd == nil {
+		return ""
+	}
 	select {
 	case <-l.exited:
 	case <-time.After(2 * time.Second):
@@ -369,10 +395,22 @@ func (l *remoteLink) tailWithout(refusal string) string {
 // lost turns a call's error into one that names the remote and the cause when the connection is
 // gone, and leaves it alone otherwise.
 func (l *remoteLink) lost(err error) error {
-	if err == nil || l.closed.Load() || l.sess == nil || !l.sess.IsClosed() {
+	if err == nil || l.closed.Load() {
 		return err
 	}
 	cause := "the connection ended"
+	if l.launch != nil {
+		select {
+		case <-l.gone:
+			cause = "this command's shared connection ended"
+		case <-time.After(500 * time.Millisecond):
+			return err
+		}
+		return l.report1(fmt.Sprintf("%s: %s, so the call did not complete", l.name, cause))
+	}
+	if l.sess == nil || !l.sess.IsClosed() {
+		return err
+	}
 	select {
 	case <-l.exited:
 		cause = "the connection ended: " + l.cmd.ProcessState.String()
@@ -381,7 +419,11 @@ func (l *remoteLink) lost(err error) error {
 		}
 	case <-time.After(500 * time.Millisecond):
 	}
-	msg := fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail())
+	return l.report1(fmt.Sprintf("%s: %s, so the call did not complete%s", l.name, cause, l.tail()))
+}
+
+// report1 tells the report, once, that the connection was lost, and gives the call's error.
+func (l *remoteLink) report1(msg string) error {
 	l.reportOnce.Do(func() {
 		if l.report != nil {
 			fmt.Fprintf(l.report, "oprov: %s\n", msg)
@@ -394,6 +436,10 @@ func (l *remoteLink) lost(err error) error {
 // fail ends a start that is taking too long or was cancelled: the command is killed, which ends
 // every read of its output.
 func (l *remoteLink) fail() {
+	if l.launch != nil {
+		l.launch.Close()
+		return
+	}
 	killGroup(l.cmd)
 }
 
@@ -406,10 +452,14 @@ func (l *remoteLink) abort() { l.closeWithin(time.Second) }
 
 func (l *remoteLink) closeWithin(grace time.Duration) {
 	l.once.Do(func() {
-		if l.log != nil && l.sess != nil {
+		if l.log != nil && (l.sess != nil || l.provider != 0) {
 			fmt.Fprintf(l.log, "oprov: %s: %d calls, %d bytes sent, %d received\n", l.name, l.calls.Load(), l.sent.Load(), l.recv.Load())
 		}
 		l.closed.Store(true)
+		if l.launch != nil {
+			l.launch.Close()
+			return
+		}
 		if l.sess != nil {
 			l.sess.Close()
 		}
@@ -538,51 +588,23 @@ const defaultRemoteStreams = 8
 const defaultRemoteCalls = 256
 
 // Serve says hello, reads the request, launches the provider, and serves it on the connection
-// until the connection ends (or ctx does), then stops it. An error is also sent to the near side.
+// until the connection ends (or ctx does), then stops it. A session request instead makes the
+// connection one that launches a provider per launch stream (serveSession). An error is also sent
+// to the near side.
 func (h *RemoteHost) Serve(ctx context.Context) error {
 	in := bufio.NewReaderSize(h.In, 64<<10)
-	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform, Source: h.Source}); err != nil {
+	if err := writeLine(h.Out, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform, Source: h.Source, Launches: true}); err != nil {
 		return err
 	}
-	// The opening runs apart, so that a near side that stops sending (a read nothing can
-	// interrupt) is given up at the bound; a provider it launches after that is stopped.
-	bound := h.OpenTimeout
-	if bound == 0 {
-		bound = defaultRemoteStartTimeout
+	p, session, err := h.openBounded(ctx, in, h.Out, true)
+	if err != nil {
+		return err
 	}
-	type opened struct {
-		p       *Provider
-		err     error
-		refused bool
-	}
-	result := make(chan opened, 1)
-	go func() {
-		p, refused, err := h.open(ctx, in)
-		result <- opened{p, err, refused}
-	}()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	var p *Provider
-	select {
-	case o := <-result:
-		if o.err != nil {
-			if o.refused {
-				writeLine(h.Out, remoteReply{Error: o.err.Error()})
-			}
-			return o.err
+	if session {
+		if err := writeLine(h.Out, remoteReply{Ready: true}); err != nil {
+			return err
 		}
-		p = o.p
-	case <-timer.C:
-		go func() {
-			if o := <-result; o.p != nil {
-				stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-				defer cancel()
-				o.p.Stop(stopCtx)
-			}
-		}()
-		err := fmt.Errorf("the near side did not finish the opening (request, package, launch) within %s", bound)
-		writeLine(h.Out, remoteReply{Error: err.Error()})
-		return err
+		return h.serveSession(ctx, in)
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteEndBound)
 	defer cancel()
@@ -593,9 +615,79 @@ func (h *RemoteHost) Serve(ctx context.Context) error {
 	return h.serveCalls(ctx, in, p)
 }
 
+// openBounded runs an opening (open) under the opening's bound, writing its refusal to out. The
+// opening runs apart, so that a near side that stops sending (a read nothing can interrupt) is
+// given up at the bound; a provider it launches after that is stopped.
+func (h *RemoteHost) openBounded(ctx context.Context, in *bufio.Reader, out io.Writer, sessionOK bool) (*Provider, bool, error) {
+	bound := h.OpenTimeout
+	if bound == 0 {
+		bound = defaultRemoteStartTimeout
+	}
+	type opened struct {
+		p                *Provider
+		err              error
+		session, refused bool
+	}
+	result := make(chan opened, 1)
+	go func() {
+		p, session, refused, err := h.open(ctx, in, out, sessionOK)
+		result <- opened{p, err, session, refused}
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case o := <-result:
+		if o.err != nil {
+			if o.refused {
+				writeLine(out, remoteReply{Error: o.err.Error()})
+			}
+			return nil, false, o.err
+		}
+		return o.p, o.session, nil
+	case <-timer.C:
+		go func() {
+			if o := <-result; o.p != nil {
+				stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+				defer cancel()
+				o.p.Stop(stopCtx)
+			}
+		}()
+		err := fmt.Errorf("the near side did not finish the opening (request, package, launch) within %s", bound)
+		writeLine(out, remoteReply{Error: err.Error()})
+		return nil, false, err
+	}
+}
+
 // serveCalls serves the near side's calls to p over yamux-multiplexed gRPC until the session
 // ends: the near side closed it, or went away.
 func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provider) error {
+	sess, err := h.session(ctx, in)
+	if err != nil {
+		return err
+	}
+	srv := providerServer(p)
+	go func() {
+		<-sess.CloseChan()
+		srv.Stop()
+	}()
+	streams := h.Streams
+	if streams == 0 {
+		streams = defaultRemoteStreams
+	}
+	srv.Serve(boundStreams(sess, streams)) // returns once the session ends: the near side closed it, or went away
+	return nil
+}
+
+// providerServer is the gRPC server that hands each call on a connection's streams to p.
+func providerServer(p *Provider) *grpc.Server {
+	x := &Proxy{p: p}
+	return grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage), grpc.MaxConcurrentStreams(defaultRemoteCalls))
+}
+
+// session is the far side's yamux session over the connection, closed when ctx ends or the near
+// side hangs up, and by its keepalive when the near side goes silent.
+func (h *RemoteHost) session(ctx context.Context, in *bufio.Reader) (*yamux.Session, error) {
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
 	cfg.KeepAliveInterval = h.KeepAlive
@@ -619,37 +711,34 @@ func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provid
 	sess, err := yamux.Server(&pipeConn{r: pr, w: h.Out, closeRead: pr}, cfg)
 	if err != nil {
 		pr.Close()
-		return err
+		return nil, err
 	}
-	x := &Proxy{p: p}
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(x.handle),
-		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage), grpc.MaxConcurrentStreams(defaultRemoteCalls))
 	go func() {
 		select {
 		case <-ctx.Done():
 		case <-sess.CloseChan():
 		case <-h.Hangup:
 		}
-		srv.Stop()
 		sess.Close()
 	}()
-	streams := h.Streams
-	if streams == 0 {
-		streams = defaultRemoteStreams
-	}
-	srv.Serve(boundStreams(sess, streams)) // returns once the session ends: the near side closed it, or went away
-	return nil
+	return sess, nil
 }
 
-// open reads the request and launches its provider. refused says the error is for the near
-// side to hear.
-func (h *RemoteHost) open(ctx context.Context, in *bufio.Reader) (p *Provider, refused bool, err error) {
+// open reads the request and launches its provider, or, for a session request where sessionOK,
+// launches nothing and says session. refused says the error is for the near side to hear.
+func (h *RemoteHost) open(ctx context.Context, in *bufio.Reader, out io.Writer, sessionOK bool) (p *Provider, session, refused bool, err error) {
 	var req RemoteRequest
 	if err := readLine(in, &req); err != nil {
-		return nil, false, fmt.Errorf("reading the request: %w", err)
+		return nil, false, false, fmt.Errorf("reading the request: %w", err)
 	}
 	if req.Protocol != RemoteProtocol {
-		return nil, true, fmt.Errorf("the near side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", req.Protocol, RemoteProtocol)
+		return nil, false, true, fmt.Errorf("the near side speaks the remote protocol %d, this oprov speaks %d: install the same oprov release on both sides", req.Protocol, RemoteProtocol)
+	}
+	if req.Session {
+		if !sessionOK {
+			return nil, false, true, errors.New("a session request on a launch stream: a session is asked for once, at the connection's opening")
+		}
+		return nil, true, false, nil
 	}
 	asked := false
 	zip := func(w io.Writer) error {
@@ -657,7 +746,7 @@ func (h *RemoteHost) open(ctx context.Context, in *bufio.Reader) (p *Provider, r
 			return errors.New("the package was asked for twice")
 		}
 		asked = true
-		if err := writeLine(h.Out, remoteReply{SendZip: true}); err != nil {
+		if err := writeLine(out, remoteReply{SendZip: true}); err != nil {
 			return err
 		}
 		n, err := io.CopyN(w, in, req.Size)
@@ -668,13 +757,13 @@ func (h *RemoteHost) open(ctx context.Context, in *bufio.Reader) (p *Provider, r
 	}
 	opts, err := h.Launch(ctx, &req, zip)
 	if err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
 	opts.ForReattach = true
 	if p, err = Start(ctx, opts); err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
-	return p, false, nil
+	return p, false, false, nil
 }
 
 // rawProvider is the plugin a remote provider's launcher serves: nothing of its own, every
@@ -693,7 +782,7 @@ func (rawProvider) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.Clien
 // side, until tofu shuts it down; then it ends the connection, and the far side stops the
 // provider. A start that fails is said on stdout too, where tofu quotes it.
 func ServeRemote(ctx context.Context, m Member) error {
-	p, err := startRemote(ctx, *m.Remote)
+	p, err := startAny(ctx, *m.Remote)
 	if err != nil {
 		fmt.Println(strings.SplitN(err.Error(), "\n", 2)[0])
 		return err
