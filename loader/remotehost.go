@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/opencontainers/go-digest"
@@ -59,6 +60,7 @@ type HostOptions struct {
 // this machine's environment, and serves it on the connection until the connection ends.
 func HostRemote(ctx context.Context, ho HostOptions) error {
 	h := &plugin.RemoteHost{In: ho.In, Out: ho.Out, Hangup: ho.Hangup, Platform: hostPlatform().String(), Source: true}
+	h1s := &zipH1s{of: map[digest.Digest]string{}}
 	if ho.Config != nil {
 		h.Streams = ho.Config.Streams
 	}
@@ -84,7 +86,7 @@ func HostRemote(ctx context.Context, ho HostOptions) error {
 				return plugin.Options{}, err
 			}
 		}
-		in, err := hostPackage(ctx, ho, req, verified, zip)
+		in, err := hostPackage(ctx, ho, req, verified, zip, h1s)
 		if err != nil {
 			return plugin.Options{}, err
 		}
@@ -349,7 +351,7 @@ type hostedPackage struct {
 // from the near side into a private file, checked there by digest (the one verified holds, when
 // the far configuration verified the release) and its h1: against the near side's lock, so a
 // refused zip never enters the cache; and only while the cache stays within its bound.
-func hostPackage(ctx context.Context, ho HostOptions, req *plugin.RemoteRequest, verified *cache.Package, zip func(io.Writer) error) (*hostedPackage, error) {
+func hostPackage(ctx context.Context, ho HostOptions, req *plugin.RemoteRequest, verified *cache.Package, zip func(io.Writer) error, h1s *zipH1s) (*hostedPackage, error) {
 	c := ho.Cache
 	addr, err := manifest.ParseProviderAddress(req.Address)
 	if err != nil {
@@ -410,7 +412,7 @@ func hostPackage(ctx context.Context, ho HostOptions, req *plugin.RemoteRequest,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkH1(ctx, z.Path, req); err != nil {
+	if err := h1s.check(ctx, z.Path, d, req); err != nil {
 		return nil, err
 	}
 	judge := func(got string) (bool, error) {
@@ -426,12 +428,44 @@ func hostPackage(ctx context.Context, ho HostOptions, req *plugin.RemoteRequest,
 	return &hostedPackage{Installed: in, typ: addr.Type}, nil
 }
 
+// zipH1s are the h1: hashes of the cache's zips this far process has computed, by the zip's
+// sha256 digest: the starts of one command that share a connection ask for the same package
+// each time, and inflating it to hash it again costs more than the rest of a launch. It lives in
+// memory, for one connection; the cache's bytes are named by that digest, and the unpacked
+// package is judged at each launch as before.
+type zipH1s struct {
+	mu sync.Mutex
+	of map[digest.Digest]string
+}
+
+// check refuses the zip at path, of digest d, when the near side's lock does not record its h1:.
+func (m *zipH1s) check(ctx context.Context, path string, d digest.Digest, req *plugin.RemoteRequest) error {
+	m.mu.Lock()
+	h1, ok := m.of[d]
+	m.mu.Unlock()
+	if !ok {
+		var err error
+		if h1, err = pkghash.ZipH1(ctx, path); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.of[d] = h1
+		m.mu.Unlock()
+	}
+	return judgeH1(h1, req)
+}
+
 // checkH1 refuses a zip whose h1: the near side's lock does not record.
 func checkH1(ctx context.Context, path string, req *plugin.RemoteRequest) error {
 	h1, err := pkghash.ZipH1(ctx, path)
 	if err != nil {
 		return err
 	}
+	return judgeH1(h1, req)
+}
+
+// judgeH1 refuses a zip of h1 when the near side's lock does not record it.
+func judgeH1(h1 string, req *plugin.RemoteRequest) error {
 	if !slices.Contains(req.H1, h1) {
 		return fmt.Errorf("%s %s: the %s package's %s is not one the near side's lock records (%s), so nothing was unpacked or kept", req.Address, req.Version, req.Platform, h1, strings.Join(req.H1, ", "))
 	}
