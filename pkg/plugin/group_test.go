@@ -19,6 +19,15 @@ import (
 // TestMain lets the test binary stand in for a provider: with OPROV_TEST_SERVE_PROVIDER set it
 // serves the go-plugin handshake and gRPC health service (protocol 6) and nothing else.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == RemoteBrokerCommand {
+		if err := ServeBroker(os.Stdin, os.Stdout); err != nil {
+			os.Exit(1) // as oprov __remote-broker (remoteshare_linux_test.go)
+		}
+		os.Exit(0)
+	}
+	if path := os.Getenv("OPROV_TEST_BROKER_KNOCK"); path != "" {
+		os.Exit(knock(path)) // remoteshare_linux_test.go: another user at a broker's socket
+	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecCommand {
 		os.Exit(sandbox.Main(os.Args[2:])) // as oprov __sandbox-exec
 	}

@@ -42,6 +42,10 @@ import (
 // name it guessed cannot prove the secret. A process of this user outside any sandbox can read
 // the secret, as it can read the user's ssh keys: it gains nothing it did not have.
 
+// shareParent is the command whose starts share a connection: the process that started this
+// one (tofu).
+var shareParent = os.Getppid
+
 // brokerAuthTimeout bounds the proof of the secret, each way.
 const brokerAuthTimeout = 5 * time.Second
 
@@ -67,7 +71,7 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 	if err != nil {
 		return nil, &notShared{err}
 	}
-	parent := os.Getppid()
+	parent := shareParent()
 	started := procStarted(parent)
 	if started == "" {
 		return nil, &notShared{fmt.Errorf("the start time of process %d (the command) cannot be read", parent)}

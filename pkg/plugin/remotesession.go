@@ -39,7 +39,7 @@ const defaultSessionProviders = 8
 const defaultSessionStreams = 4 * defaultSessionProviders
 
 // sessionHeaderTimeout bounds the wait for a stream's header line.
-const sessionHeaderTimeout = 10 * time.Second
+var sessionHeaderTimeout = 10 * time.Second
 
 // maxSessionHeader bounds a stream's header line.
 const maxSessionHeader = 256

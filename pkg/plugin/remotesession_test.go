@@ -1,0 +1,171 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// sessionNear is a near side that opened a shared connection to an in-process far side whose
+// providers are this test binary; launched counts the providers it launched.
+type sessionNear struct {
+	sess     *yamux.Session
+	launched atomic.Int32
+	done     chan error
+}
+
+func openSession(t *testing.T) *sessionNear {
+	t.Helper()
+	toFar, fromNear := io.Pipe()
+	fromFar, toNear := io.Pipe()
+	n := &sessionNear{done: make(chan error, 1)}
+	h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64",
+		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
+			n.launched.Add(1)
+			return selfAsProvider(t), nil
+		}}
+	go func() { n.done <- h.Serve(context.Background()); toNear.Close() }()
+	in := bufio.NewReader(fromFar)
+	var hello RemoteHello
+	if err := readLine(in, &hello); err != nil || !hello.Launches {
+		t.Fatalf("hello %+v %v: want launches", hello, err)
+	}
+	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `,"session":true}` + "\n"))
+	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	var err error
+	if n.sess, err = yamux.Client(&pipeConn{r: in, w: fromNear}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.sess.Close()
+		fromNear.Close()
+		select {
+		case <-n.done:
+		case <-time.After(15 * time.Second):
+			t.Error("the far side did not end after its connection did")
+		}
+	})
+	return n
+}
+
+// stream opens a stream that starts with header and gives its first line back.
+func (n *sessionNear) stream(t *testing.T, header string) (net.Conn, *bufio.Reader, string) {
+	t.Helper()
+	s, err := n.sess.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetDeadline(time.Now().Add(10 * time.Second))
+	if header != "" {
+		io.WriteString(s, header)
+	}
+	in := bufio.NewReader(s)
+	line, _ := in.ReadString('\n')
+	return s, in, line
+}
+
+// launch runs a launch stream's opening and gives the reply to the request.
+func (n *sessionNear) launch(t *testing.T) (net.Conn, string) {
+	t.Helper()
+	s, in, hello := n.stream(t, `{"launch":true}`+"\n")
+	if !strings.Contains(hello, `"oprov_remote"`) {
+		t.Fatalf("a launch stream began %q, want the hello", hello)
+	}
+	io.WriteString(s, `{"protocol":`+strconv.Itoa(RemoteProtocol)+`,"address":"example.com/acme/x"}`+"\n")
+	reply, _ := in.ReadString('\n')
+	return s, reply
+}
+
+// A shared connection serves only the streams it knows: a launch, or calls to a provider it
+// launched and still runs. A bad or silent header, a provider it never launched or already
+// stopped, a second session request, and launches past the bound are refused.
+func TestRemoteSessionRefusesWhatItDoesNotKnow(t *testing.T) {
+	old := sessionHeaderTimeout
+	sessionHeaderTimeout = 300 * time.Millisecond
+	defer func() { sessionHeaderTimeout = old }()
+	n := openSession(t)
+
+	for name, header := range map[string]string{
+		"not json":      "GET / HTTP/1.1\n",
+		"both kinds":    `{"launch":true,"provider":1}` + "\n",
+		"neither":       `{}` + "\n",
+		"too long":      `{"launch":true,"x":"` + strings.Repeat("a", 1000) + `"}` + "\n",
+		"never sent":    "",
+		"no such one":   `{"provider":99}` + "\n",
+		"negative":      `{"provider":-1}` + "\n",
+		"not a number":  `{"provider":"1"}` + "\n",
+		"a launch's id": `{"provider":0}` + "\n",
+	} {
+		s, in, line := n.stream(t, header)
+		rest, _ := io.ReadAll(in)
+		if strings.Contains(line+string(rest), "oprov_remote") || len(rest) > 0 {
+			t.Errorf("%s: the stream was served: %q %q", name, line, rest)
+		}
+		s.Close()
+	}
+
+	s, reply := n.launch(t)
+	if !strings.Contains(reply, `"ready":true`) || !strings.Contains(reply, `"provider":1`) {
+		t.Fatalf("the first launch: %q", reply)
+	}
+	// Its calls stream is served (the gRPC server's first frame comes).
+	c, err := n.sess.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, `{"provider":1}`+"\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if k, _ := c.Read(make([]byte, 9)); k == 0 {
+		t.Error("the launched provider's calls stream was not served")
+	}
+	c.Close()
+	s.Close() // stops provider 1
+	time.Sleep(500 * time.Millisecond)
+	c, in, line := n.stream(t, `{"provider":1}`+"\n")
+	if rest, _ := io.ReadAll(in); line != "" || len(rest) > 0 {
+		t.Errorf("a stopped provider's calls were served: %q %q", line, rest)
+	}
+	c.Close()
+
+	// A session request on a launch stream.
+	s, in, _ = n.stream(t, `{"launch":true}`+"\n")
+	io.WriteString(s, `{"protocol":`+strconv.Itoa(RemoteProtocol)+`,"session":true}`+"\n")
+	if reply, _ := in.ReadString('\n'); !strings.Contains(reply, "session request on a launch stream") {
+		t.Errorf("a session request on a launch stream: %q", reply)
+	}
+	s.Close()
+
+	// The bound on providers at once.
+	var held []net.Conn
+	for i := 0; i < defaultSessionProviders; i++ {
+		s, reply := n.launch(t)
+		if !strings.Contains(reply, `"ready":true`) {
+			t.Fatalf("launch %d of %d: %q", i+1, defaultSessionProviders, reply)
+		}
+		held = append(held, s)
+	}
+	before := n.launched.Load()
+	s, _, line = n.stream(t, `{"launch":true}`+"\n")
+	if !strings.Contains(line, "already runs") {
+		t.Errorf("a launch past the bound: %q", line)
+	}
+	if n.launched.Load() != before {
+		t.Error("a launch past the bound reached Launch")
+	}
+	s.Close()
+	for _, s := range held {
+		s.Close()
+	}
+}

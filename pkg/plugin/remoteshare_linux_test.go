@@ -1,0 +1,311 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// shareFixture is a command (a sleeping process standing for tofu) whose starts share a
+// connection to the far side this test binary plays (farHost), counting in its file each time
+// the connection's command runs.
+type shareFixture struct {
+	opts    RemoteOptions
+	count   string
+	runtime string
+	parent  *exec.Cmd
+}
+
+func newShareFixture(t *testing.T) *shareFixture {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &shareFixture{count: filepath.Join(t.TempDir(), "connections"), runtime: t.TempDir()}
+	t.Setenv("XDG_RUNTIME_DIR", f.runtime)
+	t.Setenv("OPROV_TEST_FAR_HOST", "1")
+	f.parent = exec.Command("sleep", "600")
+	if err := f.parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.parent.Process.Kill(); f.parent.Wait() })
+	old := shareParent
+	shareParent = func() int { return f.parent.Process.Pid }
+	t.Cleanup(func() { shareParent = old })
+	f.opts = RemoteOptions{Name: "shared test", Share: true, HelloTimeout: 10 * time.Second,
+		Command: []string{"sh", "-c", `echo start >> "$1"; "$0"; echo end >> "$1"`, exe, f.count},
+		Request: func(string) (*RemoteRequest, error) {
+			return &RemoteRequest{Address: "example.com/acme/test", Version: "1.0.0"}, nil
+		}}
+	return f
+}
+
+// lines is what the count file says: a "start" per connection, an "end" per one that ended.
+func (f *shareFixture) lines() string {
+	b, _ := os.ReadFile(f.count)
+	return strings.Join(strings.Fields(string(b)), " ")
+}
+
+// call makes one call to p through its proxy's path: the far provider echoes it.
+func call(t *testing.T, p *Provider) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resp rawMsg
+	if err := p.conn.Invoke(ctx, "/tfplugin6.Provider/GetProviderSchema", &rawMsg{b: []byte("hi")}, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
+		t.Fatalf("a call through the shared connection: %v", err)
+	}
+	if !bytes.HasSuffix(resp.b, echoMarker) {
+		t.Fatalf("the call was answered without the provider's echo: %q", resp.b)
+	}
+}
+
+// Starts of one command share one connection, each with a provider of its own; a provider
+// stopped leaves the others working; once the command has ended and its last start stopped, the
+// broker ends the connection and removes its secret.
+func TestRemoteStartsShareAConnection(t *testing.T) {
+	f := newShareFixture(t)
+	ctx := context.Background()
+	p1, err := startAny(ctx, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, p1)
+	p2, err := startAny(ctx, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, p2)
+	if got := f.lines(); got != "start" {
+		t.Fatalf("two starts ran the connection's command as %q, want one start", got)
+	}
+	if p1.remote.provider == p2.remote.provider {
+		t.Fatalf("two starts got the same far provider %d", p1.remote.provider)
+	}
+	p1.Stop(ctx)
+	call(t, p2)
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	if len(secrets) != 1 {
+		t.Fatalf("secrets while the command runs: %v, want one", secrets)
+	}
+	if st, err := os.Stat(secrets[0]); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the secret's mode: %v %v", st, err)
+	}
+	f.parent.Process.Kill() // the command ends; p2 still runs, so the connection stays
+	f.parent.Wait()
+	time.Sleep(300 * time.Millisecond)
+	call(t, p2)
+	p2.Stop(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.lines() != "start end" || fileExists(secrets[0]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the command and its last start ended: connection %q, secret left: %v", f.lines(), fileExists(secrets[0]))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// A secret left by a broker that is gone is not trusted to be one: the start removes it and
+// makes a broker of its own.
+func TestRemoteShareReplacesAStaleSecret(t *testing.T) {
+	f := newShareFixture(t)
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	p.Stop(context.Background())
+	if len(secrets) != 1 {
+		t.Fatalf("secrets: %v", secrets)
+	}
+	stale := make([]byte, 32)
+	rand.Read(stale)
+	// The broker still runs (its command too); a secret no broker listens for takes its place.
+	os.Remove(secrets[0])
+	if err := os.WriteFile(secrets[0], []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err = startShared(context.Background(), f.opts)
+	if err != nil {
+		t.Fatalf("a start after a stale secret: %v", err)
+	}
+	defer p.Stop(context.Background())
+	call(t, p)
+	if s, _ := readSecret(secrets[0]); bytes.Equal(s, bytes.Repeat([]byte{0xab}, 32)) {
+		t.Error("the stale secret is still there")
+	}
+}
+
+// The runtime directory and a secret are refused unless they are this user's own and private:
+// another user's directory, a link planted in its place, or a secret others may read.
+func TestRemoteShareRefusesWhatIsNotPrivate(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(base, "oprov")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtimeDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
+		t.Errorf("a link for the runtime directory: %v", err)
+	}
+	os.Remove(filepath.Join(base, "oprov"))
+	os.Mkdir(filepath.Join(base, "oprov"), 0o755)
+	os.Chmod(filepath.Join(base, "oprov"), 0o755)
+	if _, err := runtimeDir(); err == nil {
+		t.Error("a runtime directory others may enter was taken")
+	}
+	os.Chmod(filepath.Join(base, "oprov"), 0o700)
+	dir, err := runtimeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "remote-1-x")
+	os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o644)
+	os.Chmod(secret, 0o644)
+	if _, err := readSecret(secret); err == nil {
+		t.Error("a secret others may read was taken")
+	}
+	os.Remove(secret)
+	os.WriteFile(filepath.Join(elsewhere, "s"), []byte(strings.Repeat("ab", 32)), 0o600)
+	os.Symlink(filepath.Join(elsewhere, "s"), secret)
+	if _, err := readSecret(secret); err == nil {
+		t.Error("a secret through a link was taken")
+	}
+}
+
+// Only a process that proves the secret is served, and a process at the socket that cannot
+// prove it is not taken for the broker.
+func TestRemoteBrokerProvesTheSecret(t *testing.T) {
+	f := newShareFixture(t)
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secret, err := readSecret(secrets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A client without the secret: its proof is wrong, and the broker says nothing more.
+	c, err := net.Dial("unix", socketName(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	nonce := make([]byte, 32)
+	if _, err := io.ReadFull(c, nonce); err != nil {
+		t.Fatal(err)
+	}
+	wrong := make([]byte, 32)
+	rand.Read(wrong)
+	c.Write(append(make([]byte, 32), proof(wrong, "client", nonce, make([]byte, 32))...))
+	if n, err := c.Read(make([]byte, 64)); err == nil {
+		t.Errorf("the broker answered %d bytes to a client without the secret", n)
+	}
+	c.Close()
+
+	// A process at a socket of the broker's name that cannot prove the secret (one that guessed
+	// the name, or bound it after the broker ended).
+	other := make([]byte, 32)
+	rand.Read(other)
+	l, err := net.Listen("unix", socketName(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write(make([]byte, 32))
+		io.ReadFull(c, make([]byte, 64))
+		c.Write(make([]byte, 32)) // no proof of the secret
+		c.Write([]byte(`{"ok":true}` + "\n"))
+		io.Copy(io.Discard, c)
+	}()
+	if _, err := dialBroker(other, streamHeader{Launch: true}, 5*time.Second); err == nil || !strings.Contains(err.Error(), "could not prove") {
+		t.Errorf("an impostor broker was taken: %v", err)
+	}
+}
+
+// knock, as another user, connects to a broker's socket and says whether the broker sent its
+// nonce: 0 refused (nothing came), 1 served.
+func knock(name string) int {
+	c, err := net.Dial("unix", name)
+	if err != nil {
+		return 0
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 32)); err != nil {
+		return 0
+	}
+	return 1
+}
+
+// A process of another user is refused before anything is said (SO_PEERCRED): an abstract socket
+// has no file mode to keep it out.
+func TestRemoteBrokerRefusesAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	f := newShareFixture(t)
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secret, err := readSecret(secrets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the test binary that the other user may run.
+	self, _ := os.Executable()
+	dir, err := os.MkdirTemp("", "knock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	exe := filepath.Join(dir, "knock")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []uint32{0, 65534} {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "OPROV_TEST_BROKER_KNOCK="+socketName(secret))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		err := cmd.Run()
+		var ee *exec.ExitError
+		served := errors.As(err, &ee) && ee.ExitCode() == 1
+		if err != nil && !served {
+			t.Fatalf("uid %d: %v", uid, err)
+		}
+		if want := uid == 0; served != want {
+			t.Errorf("a process of uid %d was served: %v, want %v", uid, served, want)
+		}
+	}
+}
