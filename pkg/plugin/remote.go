@@ -95,6 +95,9 @@ type remoteReply struct {
 	// calls.
 	Provider int    `json:"provider,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Full says a shared connection runs as many providers as it may: the start makes a
+	// connection of its own.
+	Full bool `json:"full,omitempty"`
 }
 
 // maxRemoteLine bounds one line of the opening exchange.
@@ -315,6 +318,8 @@ func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 			return 0, fmt.Errorf("the far side's answer: %w", err)
 		}
 		switch {
+		case r.Full:
+			return 0, &notShared{errors.New(r.Error)}
 		case r.Error != "":
 			return 0, &farRefusal{r.Error}
 		case r.SendZip:

@@ -121,6 +121,9 @@ func farHost() int {
 	if err != nil {
 		return 3
 	}
+	if n, err := strconv.Atoi(os.Getenv("OPROV_TEST_SESSION_PROVIDERS")); err == nil {
+		defaultSessionProviders = n
+	}
 	h := &RemoteHost{In: os.Stdin, Out: os.Stdout, Platform: "linux_amd64",
 		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
 			return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1", os.Getenv("OPROV_TEST_FAR_ENV")}, ForReattach: true}, nil

@@ -30,13 +30,14 @@ import (
 // its own (Launch, under the far operator's configuration); the near side gains nothing by
 // sharing but time.
 
-// defaultSessionProviders bounds the providers one shared connection runs at once: tofu runs
-// one instance of each provider at a time, and a remote block selects a few.
-const defaultSessionProviders = 8
+// defaultSessionProviders bounds the providers one shared connection runs at once: tofu runs an
+// instance of a provider for each of its configurations (aliases) at once. A start past it makes
+// a connection of its own.
+var defaultSessionProviders = 32
 
 // defaultSessionStreams bounds the streams open at once on a shared connection: a launch stream
 // and a calls stream or two for each provider.
-const defaultSessionStreams = 4 * defaultSessionProviders
+const defaultSessionStreams = 128
 
 // sessionHeaderTimeout bounds the wait for a stream's header line.
 var sessionHeaderTimeout = 10 * time.Second
@@ -143,8 +144,13 @@ func (h *RemoteHost) serveLaunch(ctx context.Context, st *sessionState, c net.Co
 	}
 	id := st.next
 	st.mu.Unlock()
-	if full {
-		writeLine(c, remoteReply{Error: fmt.Sprintf("this connection already runs %d providers, the most it runs at once", defaultSessionProviders)})
+	if err := writeLine(c, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform, Source: h.Source, Launches: true}); err != nil {
+		return
+	}
+	if full { // the start makes a connection of its own; its request is read, not heeded
+		c.SetReadDeadline(time.Now().Add(sessionHeaderTimeout))
+		readLine(in, &RemoteRequest{})
+		writeLine(c, remoteReply{Full: true, Error: fmt.Sprintf("this connection already runs %d providers, the most it runs at once", defaultSessionProviders)})
 		return
 	}
 	defer func() {
@@ -152,9 +158,6 @@ func (h *RemoteHost) serveLaunch(ctx context.Context, st *sessionState, c net.Co
 		delete(st.providers, id)
 		st.mu.Unlock()
 	}()
-	if err := writeLine(c, RemoteHello{Protocol: RemoteProtocol, Platform: h.Platform, Source: h.Source, Launches: true}); err != nil {
-		return
-	}
 	p, _, err := h.openBounded(ctx, in, c, false)
 	if err != nil {
 		return

@@ -157,9 +157,9 @@ func TestRemoteSessionRefusesWhatItDoesNotKnow(t *testing.T) {
 		held = append(held, s)
 	}
 	before := n.launched.Load()
-	s, _, line = n.stream(t, `{"launch":true}`+"\n")
-	if !strings.Contains(line, "already runs") {
-		t.Errorf("a launch past the bound: %q", line)
+	s, reply = n.launch(t)
+	if !strings.Contains(reply, "already runs") || !strings.Contains(reply, `"full":true`) {
+		t.Errorf("a launch past the bound: %q", reply)
 	}
 	if n.launched.Load() != before {
 		t.Error("a launch past the bound reached Launch")

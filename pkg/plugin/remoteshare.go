@@ -68,6 +68,10 @@ func startShared(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	proto, err := l.openBounded(ctx, in, opts)
 	if err != nil {
 		l.abort()
+		var ns *notShared
+		if errors.As(err, &ns) {
+			return nil, ns
+		}
 		return nil, l.explain(err)
 	}
 	go func() { // the far side says nothing more on the launch stream: its end is the provider's

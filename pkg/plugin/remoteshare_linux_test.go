@@ -309,3 +309,30 @@ func TestRemoteBrokerRefusesAnotherUser(t *testing.T) {
 		}
 	}
 }
+
+// A start past the far side's bound on providers at once on one connection (tofu runs an
+// instance per provider configuration) makes a connection of its own, and works.
+func TestRemoteStartPastTheBoundConnectsOnItsOwn(t *testing.T) {
+	f := newShareFixture(t)
+	t.Setenv("OPROV_TEST_SESSION_PROVIDERS", "1")
+	var log strings.Builder
+	f.opts.Log = &log
+	p1, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p1.Stop(context.Background())
+	p2, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatalf("the start past the bound: %v", err)
+	}
+	defer p2.Stop(context.Background())
+	call(t, p1)
+	call(t, p2)
+	if got := f.lines(); got != "start start" {
+		t.Errorf("connections: %q, want the shared one and one of the second start's own", got)
+	}
+	if !strings.Contains(log.String(), "already runs 1 providers") || !strings.Contains(log.String(), "connecting on its own") {
+		t.Errorf("-v does not say why the start connected on its own:\n%s", log.String())
+	}
+}
