@@ -34,8 +34,9 @@ var crossed = regexp.MustCompile(`(\d+) calls, (\d+) bytes sent, (\d+) received`
 
 // BenchmarkRemote sets a provider run over SSH on 127.0.0.1 beside the same provider run here:
 // launch to handshake (oprov run -- true: install from a warm cache, launch, handshake, stop),
-// and a 200-resource apply from empty state, with the bytes that cross the connection per call.
-// docs/performance.md reports it.
+// a 200-resource apply from empty state through oprov run, with the bytes that cross the
+// connection per call, and the same apply by plain tofu after oprov init (plain/), which starts
+// the provider several times, its starts sharing one connection. docs/performance.md reports it.
 func BenchmarkRemote(b *testing.B) {
 	far := farSide(b)
 	tofu := peers.Require(b, "tofu")
@@ -80,6 +81,22 @@ func BenchmarkRemote(b *testing.B) {
 				b.ReportMetric(float64(calls)/float64(b.N), "calls/op")
 				b.ReportMetric(float64(bytes)/float64(calls), "bytes/call")
 			}
+		})
+		mustOprov(b, append(env, "OPROV_TOFU="+tofu), "init", "-C", f.cfg)
+		plain := append(env, "OPROV="+oprovBin)
+		b.Run("apply200/plain/"+where, func(b *testing.B) {
+			logins := 0
+			for b.Loop() {
+				os.Remove(filepath.Join(f.cfg, "terraform.tfstate"))
+				os.Remove(filepath.Join(f.cfg, "terraform.tfstate.backup"))
+				before := far.logins(b)
+				out := mustTofu(b, tofu, f.cfg, plain, "apply", "-auto-approve", "-input=false")
+				logins += far.logins(b) - before
+				if !strings.Contains(out, "200 added") {
+					b.Fatalf("apply did not add 200:\n%s", out)
+				}
+			}
+			b.ReportMetric(float64(logins)/float64(b.N), "ssh-logins/op")
 		})
 	}
 }
