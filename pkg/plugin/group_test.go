@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if v := os.Getenv("OPROV_TEST_BROKER_PROVE"); v != "" {
+		os.Exit(prove(v)) // remoteshare_linux_test.go: a process holding a broker's secret
+	}
+	if v := os.Getenv("OPROV_TEST_SHARE_COMMAND"); v != "" {
+		os.Exit(shareCommand(v)) // remoteshare_linux_test.go: a command whose starts share
+	}
 	if path := os.Getenv("OPROV_TEST_BROKER_KNOCK"); path != "" {
 		os.Exit(knock(path)) // remoteshare_linux_test.go: another user at a broker's socket
 	}

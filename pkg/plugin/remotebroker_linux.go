@@ -320,8 +320,12 @@ func dialBroker(secret []byte, hdr streamHeader, wait time.Duration) (net.Conn, 
 		return nil, err
 	}
 	fail := func(err error) (net.Conn, error) { c.Close(); return nil, err }
-	if err := peerIsUs(c); err != nil {
+	pid, err := peerIsUs(c)
+	if err != nil {
 		return fail(err)
+	}
+	if !sameProgram(pid) {
+		return fail(fmt.Errorf("process %d at the broker's socket does not run this oprov", pid))
 	}
 	c.SetDeadline(time.Now().Add(brokerAuthTimeout))
 	ns := make([]byte, 32)
@@ -359,30 +363,61 @@ func dialBroker(secret []byte, hdr streamHeader, wait time.Duration) (net.Conn, 
 	return &bufferedConn{Conn: c, r: in}, nil
 }
 
-// peerIsUs checks that the process at the other end of c runs as this user.
-func peerIsUs(c net.Conn) error {
+// peerIsUs checks that the process at the other end of c runs as this user, and gives its pid.
+func peerIsUs(c net.Conn) (int, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return errors.New("not a unix socket")
+		return 0, errors.New("not a unix socket")
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var cred *unix.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	if credErr != nil {
-		return credErr
+		return 0, credErr
 	}
 	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("process %d at the other end runs as user %d, not this one", cred.Pid, cred.Uid)
+		return 0, fmt.Errorf("process %d at the other end runs as user %d, not this one", cred.Pid, cred.Uid)
 	}
-	return nil
+	return int(cred.Pid), nil
+}
+
+// sameProgram says whether process pid runs this process's own executable (the same file).
+func sameProgram(pid int) bool {
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return false
+	}
+	other, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && os.SameFile(self, other)
+}
+
+// startOf says why process pid may not use the broker of the command parent (started at
+// started), or "" when it may: the command itself, or a process of this oprov's whose parent is
+// the command (a start: tofu runs the launcher, which becomes oprov). A provider the command
+// started runs another program, and what such a provider starts has another parent: holding
+// the secret is not enough for either.
+func startOf(pid, parent int, started string) string {
+	if procStarted(parent) != started {
+		return "the command has ended"
+	}
+	if pid == parent {
+		return ""
+	}
+	if parentPid(pid) != parent {
+		return fmt.Sprintf("process %d was not started by the command (process %d)", pid, parent)
+	}
+	if !sameProgram(pid) {
+		return fmt.Sprintf("process %d does not run this oprov", pid)
+	}
+	return ""
 }
 
 // broker is the process that keeps a command's shared connection.
@@ -552,7 +587,8 @@ func (b *broker) serve(c net.Conn) {
 		}
 		b.mu.Unlock()
 	}()
-	if peerIsUs(c) != nil {
+	pid, err := peerIsUs(c)
+	if err != nil || startOf(pid, b.spec.Parent, b.spec.Started) != "" {
 		return
 	}
 	c.SetDeadline(time.Now().Add(brokerAuthTimeout))

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,39 +21,58 @@ import (
 	"google.golang.org/grpc"
 )
 
-// shareFixture is a command (a sleeping process standing for tofu) whose starts share a
+// shareFixture is a command (this test process, standing for tofu) whose starts share a
 // connection to the far side this test binary plays (farHost), counting in its file each time
-// the connection's command runs.
+// the connection's command runs. Its broker ends with the test binary.
 type shareFixture struct {
 	opts    RemoteOptions
 	count   string
 	runtime string
-	parent  *exec.Cmd
 }
 
 func newShareFixture(t *testing.T) *shareFixture {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &shareFixture{count: filepath.Join(t.TempDir(), "connections"), runtime: t.TempDir()}
 	t.Setenv("XDG_RUNTIME_DIR", f.runtime)
 	t.Setenv("OPROV_TEST_FAR_HOST", "1")
-	f.parent = exec.Command("sleep", "600")
-	if err := f.parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.parent.Process.Kill(); f.parent.Wait() })
 	old := shareParent
-	shareParent = func() int { return f.parent.Process.Pid }
+	shareParent = os.Getpid
 	t.Cleanup(func() { shareParent = old })
-	f.opts = RemoteOptions{Name: "shared test", Share: true, HelloTimeout: 10 * time.Second,
-		Command: []string{"sh", "-c", `echo start >> "$1"; "$0"; echo end >> "$1"`, exe, f.count},
+	f.opts = shareOptions(f.count)
+	return f
+}
+
+// shareOptions are a remote's options whose far side is this test binary, counting its
+// connections in the file count.
+func shareOptions(count string) RemoteOptions {
+	exe, _ := os.Executable()
+	return RemoteOptions{Name: "shared test", Share: true, HelloTimeout: 10 * time.Second,
+		Command: []string{"sh", "-c", `echo start >> "$1"; "$0"; echo end >> "$1"`, exe, count},
 		Request: func(string) (*RemoteRequest, error) {
 			return &RemoteRequest{Address: "example.com/acme/test", Version: "1.0.0"}, nil
 		}}
-	return f
+}
+
+// shareCommand, as a command of its own (OPROV_TEST_SHARE_COMMAND), starts the provider twice
+// on a shared connection, calls both, stops both and ends: 0 when all went well.
+func shareCommand(count string) int {
+	os.Unsetenv("OPROV_TEST_SHARE_COMMAND") // the far side this binary plays is not one
+	shareParent = os.Getpid
+	ctx := context.Background()
+	for range 2 {
+		p, err := startAny(ctx, shareOptions(count))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		var resp rawMsg
+		if err := p.conn.Invoke(ctx, "/tfplugin6.Provider/GetProviderSchema", &rawMsg{b: []byte("hi")}, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 4
+		}
+		p.Stop(ctx)
+	}
+	return 0
 }
 
 // lines is what the count file says: a "start" per connection, an "end" per one that ended.
@@ -104,15 +126,27 @@ func TestRemoteStartsShareAConnection(t *testing.T) {
 	if st, err := os.Stat(secrets[0]); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the secret's mode: %v %v", st, err)
 	}
-	f.parent.Process.Kill() // the command ends; p2 still runs, so the connection stays
-	f.parent.Wait()
-	time.Sleep(300 * time.Millisecond)
-	call(t, p2)
 	p2.Stop(ctx)
+}
+
+// Once the command has ended and its last start stopped, the broker ends the connection and
+// removes its secret.
+func TestRemoteBrokerEndsWithTheCommand(t *testing.T) {
+	f := newShareFixture(t)
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "OPROV_TEST_SHARE_COMMAND="+f.count)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the command: %v\n%s", err, out)
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for f.lines() != "start end" || fileExists(secrets[0]) {
+	for {
+		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+		if f.lines() == "start end" && len(secrets) == 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("10s after the command and its last start ended: connection %q, secret left: %v", f.lines(), fileExists(secrets[0]))
+			t.Fatalf("10s after the command ended: connections %q, secrets left %v", f.lines(), secrets)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -287,13 +321,10 @@ func TestRemoteBrokerRefusesAnotherUser(t *testing.T) {
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	exe := filepath.Join(dir, "knock")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
+	if err := os.Link(self, exe); err != nil { // the same program, which the broker takes
+		t.Skipf("no link to the test binary: %v", err)
 	}
-	if err := os.WriteFile(exe, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	os.Chmod(exe, 0o755)
 	for _, uid := range []uint32{0, 65534} {
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), "OPROV_TEST_BROKER_KNOCK="+socketName(secret))
@@ -334,5 +365,72 @@ func TestRemoteStartPastTheBoundConnectsOnItsOwn(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "already runs 1 providers") || !strings.Contains(log.String(), "connecting on its own") {
 		t.Errorf("-v does not say why the start connected on its own:\n%s", log.String())
+	}
+}
+
+// prove, as a process holding the secret (OPROV_TEST_BROKER_PROVE), says whether the broker
+// served it: 1 when it sent its own proof, 0 when it said nothing.
+func prove(secretHex string) int {
+	secret, _ := hex.DecodeString(secretHex)
+	c, err := net.Dial("unix", socketName(secret))
+	if err != nil {
+		return 0
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	ns := make([]byte, 32)
+	if _, err := io.ReadFull(c, ns); err != nil {
+		return 0
+	}
+	nc := make([]byte, 32)
+	c.Write(append(nc, proof(secret, "client", ns, nc)...))
+	if _, err := io.ReadFull(c, make([]byte, sha256.Size)); err != nil {
+		return 0
+	}
+	return 1
+}
+
+// Holding the secret is not enough: the broker serves the command and the starts it ran (this
+// oprov, whose parent is the command). A process one of its providers started, or a provider
+// (another program) the command ran, is refused.
+func TestRemoteBrokerServesOnlyTheCommandsStarts(t *testing.T) {
+	f := newShareFixture(t)
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secret, err := readSecret(secrets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	other := filepath.Join(t.TempDir(), "another-program")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		cmd    *exec.Cmd
+		served bool
+	}{
+		{"a start (this oprov, started by the command)", exec.Command(self), true},
+		{"a process a provider started", exec.Command("sh", "-c", `"$0"; exit $?`, self), false},
+		{"another program the command started", exec.Command(other), false},
+	} {
+		c.cmd.Env = append(os.Environ(), "OPROV_TEST_BROKER_PROVE="+hex.EncodeToString(secret))
+		err := c.cmd.Run()
+		var ee *exec.ExitError
+		served := errors.As(err, &ee) && ee.ExitCode() == 1
+		if err != nil && !served {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if served != c.served {
+			t.Errorf("%s: served %v, want %v", c.name, served, c.served)
+		}
 	}
 }
