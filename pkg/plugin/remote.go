@@ -161,6 +161,17 @@ type remoteLink struct {
 	provider int
 }
 
+// withDefaults is o with the default bounds where it sets none.
+func (o RemoteOptions) withDefaults() RemoteOptions {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = defaultRemoteStartTimeout
+	}
+	if o.HelloTimeout == 0 {
+		o.HelloTimeout = defaultRemoteHelloTimeout
+	}
+	return o
+}
+
 // startRemote starts the command, asks the far side to launch the provider, and connects to it
 // through the connection. Errors name the remote and the cause, with the far side's last stderr
 // lines.
@@ -168,12 +179,7 @@ func startRemote(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 	if len(opts.Command) == 0 {
 		return nil, fmt.Errorf("%s: no command", opts.Name)
 	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = defaultRemoteStartTimeout
-	}
-	if opts.HelloTimeout == 0 {
-		opts.HelloTimeout = defaultRemoteHelloTimeout
-	}
+	opts = opts.withDefaults()
 	l, stdout, err := launchLink(opts)
 	if err != nil {
 		return nil, err

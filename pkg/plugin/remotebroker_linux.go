@@ -533,12 +533,7 @@ func (b *broker) open() {
 	opts := RemoteOptions{Name: b.spec.Name, Command: b.spec.Command, StartTimeout: b.spec.StartTimeout,
 		HelloTimeout: b.spec.HelloTimeout, HelloSetting: b.spec.HelloSetting,
 		Request: func(string) (*RemoteRequest, error) { return &RemoteRequest{Session: true}, nil }}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = defaultRemoteStartTimeout
-	}
-	if opts.HelloTimeout == 0 {
-		opts.HelloTimeout = defaultRemoteHelloTimeout
-	}
+	opts = opts.withDefaults()
 	l, stdout, err := launchLink(opts)
 	if err != nil {
 		b.status = brokerStatus{Error: err.Error()}

@@ -45,12 +45,7 @@ func startAny(ctx context.Context, opts RemoteOptions) (*Provider, error) {
 
 // startShared launches the provider on this command's shared connection (remotebroker.go).
 func startShared(ctx context.Context, opts RemoteOptions) (*Provider, error) {
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = defaultRemoteStartTimeout
-	}
-	if opts.HelloTimeout == 0 {
-		opts.HelloTimeout = defaultRemoteHelloTimeout
-	}
+	opts = opts.withDefaults()
 	dial, err := sharedDialer(ctx, opts)
 	if err != nil {
 		return nil, err
