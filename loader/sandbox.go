@@ -382,6 +382,10 @@ func (p *Project) withSandbox(members []plugin.Member, ls []Launchable, warn fun
 			return nil, err
 		}
 		b := p.Config.SandboxFor(addr)
+		if b == nil && members[i].Remote != nil { // the far side's operator decides
+			desc[i] = "whatever sandbox the far side's operator sets (this side asks for none)"
+			continue
+		}
 		if b == nil {
 			continue
 		}

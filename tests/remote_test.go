@@ -246,6 +246,9 @@ func TestRemoteOverSSH(t *testing.T) {
 			if !strings.Contains(r.Stderr, `on remote "example.com/acme/hello" (ssh)`) {
 				t.Errorf("-v does not say where the provider runs:\n%s", r.Stderr)
 			}
+			if !strings.Contains(r.Stderr, "under whatever sandbox the far side's operator sets") {
+				t.Errorf("-v does not say that the far side decides the sandbox:\n%s", r.Stderr)
+			}
 
 			// After oprov init, plain tofu (or terraform) runs the launcher tofu installed, which
 			// hands over to oprov and the far side.
