@@ -20,6 +20,9 @@ import (
 // serves the go-plugin handshake and gRPC health service (protocol 6) and nothing else.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == RemoteBrokerCommand {
+		if d, err := time.ParseDuration(os.Getenv("OPROV_TEST_BROKER_GRACE")); err == nil {
+			brokerGrace = d
+		}
 		if err := ServeBroker(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1) // as oprov __remote-broker (remoteshare_linux_test.go)
 		}
@@ -27,6 +30,12 @@ func TestMain(m *testing.M) {
 	}
 	if v := os.Getenv("OPROV_TEST_BROKER_PROVE"); v != "" {
 		os.Exit(prove(v)) // remoteshare_linux_test.go: a process holding a broker's secret
+	}
+	if v := os.Getenv("OPROV_TEST_SHARE_HOLD"); v != "" {
+		os.Exit(shareHold(v)) // remoteshare_linux_test.go: a start its command leaves behind
+	}
+	if v := os.Getenv("OPROV_TEST_SHARE_LEAVE"); v != "" {
+		os.Exit(shareLeave(v)) // remoteshare_linux_test.go: a command that leaves a start behind
 	}
 	if v := os.Getenv("OPROV_TEST_SHARE_COMMAND"); v != "" {
 		os.Exit(shareCommand(v)) // remoteshare_linux_test.go: a command whose starts share

@@ -52,6 +52,10 @@ const brokerAuthTimeout = 5 * time.Second
 // brokerClients bounds the clients a broker serves at once.
 const brokerClients = 64
 
+// brokerGrace: once the command has ended, the broker ends within this even if a start is still
+// connected.
+var brokerGrace = 10 * time.Second
+
 // brokerIdle: a broker no start has used for this long ends even if its command still runs.
 const brokerIdle = 30 * time.Minute
 
@@ -493,6 +497,9 @@ func (b *broker) watchParent() {
 			b.end()
 		}
 		b.mu.Unlock()
+		// A start the command left behind (tofu killed outright) serves no one: the broker does
+		// not wait for it past the grace.
+		time.AfterFunc(brokerGrace, b.end)
 	}()
 	fd, err := unix.PidfdOpen(b.spec.Parent, 0)
 	if err == unix.ESRCH {

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,6 +149,72 @@ func TestRemoteBrokerEndsWithTheCommand(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("10s after the command ended: connections %q, secrets left %v", f.lines(), secrets)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shareLeave, as a command of its own (OPROV_TEST_SHARE_LEAVE), runs a start (shareHold) that
+// takes a provider on the shared connection and keeps it, and ends as soon as it has: a command
+// killed outright, its start left behind.
+func shareLeave(count string) int {
+	os.Unsetenv("OPROV_TEST_SHARE_LEAVE")
+	exe, _ := os.Executable()
+	hold := exec.Command(exe)
+	hold.Env = append(os.Environ(), "OPROV_TEST_SHARE_HOLD="+count)
+	out, err := hold.StdoutPipe()
+	if err != nil {
+		return 3
+	}
+	hold.Stderr = os.Stderr
+	if err := hold.Start(); err != nil {
+		return 3
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "held\n" {
+		return 4
+	}
+	fmt.Println(hold.Process.Pid)
+	return 0
+}
+
+// shareHold, as a start (OPROV_TEST_SHARE_HOLD), takes a provider on its command's shared
+// connection, says "held", and keeps it for ten minutes.
+func shareHold(count string) int {
+	os.Unsetenv("OPROV_TEST_SHARE_HOLD")
+	if _, err := startAny(context.Background(), shareOptions(count)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	fmt.Println("held")
+	time.Sleep(10 * time.Minute)
+	return 0
+}
+
+// A start its command left behind (tofu killed outright, the start still connected) does not
+// keep the connection: the broker ends it within its grace after the command ended.
+func TestRemoteBrokerDoesNotWaitForAStartLeftBehind(t *testing.T) {
+	f := newShareFixture(t)
+	t.Setenv("OPROV_TEST_BROKER_GRACE", "500ms")
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "OPROV_TEST_SHARE_LEAVE="+f.count)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the command: %v", err)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+		defer syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+		if f.lines() == "start end" && len(secrets) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the command ended (grace 500ms), a start still connected: connections %q, secrets %v", f.lines(), secrets)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
