@@ -110,8 +110,8 @@ func escape(file string) {
 }
 
 // farHost is the far side as `oprov provider host --stdio` runs it (AdoptOrphans first,
-// KillOrphans last), serving the test binary as its provider, with OPROV_TEST_FAR_ENV added to
-// the provider's environment.
+// KillOrphans last, its providers dying with it), serving the test binary as its provider, with
+// OPROV_TEST_FAR_ENV added to the provider's environment.
 func farHost() int {
 	if err := AdoptOrphans(); err != nil {
 		return 3
@@ -126,7 +126,7 @@ func farHost() int {
 	}
 	h := &RemoteHost{In: os.Stdin, Out: os.Stdout, Platform: "linux_amd64",
 		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
-			return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1", os.Getenv("OPROV_TEST_FAR_ENV")}, ForReattach: true}, nil
+			return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1", os.Getenv("OPROV_TEST_FAR_ENV")}, ForReattach: true, DieWithParent: true}, nil
 		}}
 	if err := h.Serve(context.Background()); err != nil {
 		return 1
