@@ -9,6 +9,7 @@ import (
 	"github.com/oprov/oprov/manifest"
 	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/oci"
+	"github.com/oprov/oprov/pkg/sign"
 )
 
 type inspectOptions struct {
@@ -60,18 +61,21 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		}
 		return printVersions(o, ref, versions)
 	}
-	m, v, err := resolveSubject(ctx, target, ref, o.io.Factory.Limits)
+	s, err := sign.Resolve(ctx, target, ref, o.io.Factory.Limits)
 	if err != nil {
 		return oci.Explain("inspect", ref, err)
 	}
-	if m != nil {
-		return runInspectModule(ctx, o, target, ref, m)
+	switch s.Kind {
+	case sign.KindModule:
+		return runInspectModule(ctx, o, target, ref, s.Module)
+	case sign.KindProvider:
+		platforms, err := artifact.FetchPlatforms(ctx, target, s.Version)
+		if err != nil {
+			return oci.Explain("inspect", ref, err)
+		}
+		return printVersion(o, ref, s.Version, platforms)
 	}
-	platforms, err := artifact.FetchPlatforms(ctx, target, v)
-	if err != nil {
-		return oci.Explain("inspect", ref, err)
-	}
-	return printVersion(o, ref, v, platforms)
+	return fmt.Errorf("inspect: %w (verify shows an image's signatures)", notProviderOrModule(ref, s))
 }
 
 // printVersions lists a repository's versions, highest first.

@@ -11,11 +11,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/zclconf/go-cty/cty"
-	"oras.land/oras-go/v2"
 
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/manifest"
-	"github.com/oprov/oprov/pkg/artifact"
 	"github.com/oprov/oprov/pkg/modulepkg"
 	"github.com/oprov/oprov/pkg/oci"
 	"github.com/oprov/oprov/pkg/sign"
@@ -252,51 +250,26 @@ func moduleBlock(source string) []byte {
 	return f.Bytes()
 }
 
-// resolveSubject resolves ref once and gives what it names: a module package, or a provider
-// version. A provider's index is then read by the digest the tag gave, so a tag that moves
-// between requests cannot show one version here and another there.
-func resolveSubject(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*modulepkg.Resolved, *artifact.Version, error) {
-	if ref.Reference == "" {
-		return nil, nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
-	}
-	desc, data, err := oras.FetchBytes(ctx, t, ref.Reference, oras.FetchBytesOptions{MaxBytes: manifest.MaxManifestSize})
-	if err != nil {
-		return nil, nil, err
-	}
-	if modulepkg.IsModule(data) {
-		m, err := modulepkg.FromManifest(desc, data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s (%s): %w", ref, desc.Digest, err)
-		}
-		return m, nil, nil
-	}
-	if ref.IsDigest() {
-		v, err := artifact.ResolveVersion(ctx, t, ref, l)
-		return nil, v, err
-	}
-	if _, err := manifest.TagToVersion(ref.Reference); err != nil {
-		return nil, nil, err
-	}
-	v, err := artifact.ResolveVersion(ctx, t, ref.WithReference(desc.Digest.String()), l)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", ref, err)
-	}
-	v.Tag = ref.Reference
-	v.Version, _ = manifest.TagToVersion(ref.Reference)
-	return nil, v, nil
-}
-
 // signSubject is what 'oprov sign' signs: a module package's manifest, or a provider version's
 // index.
 func signSubject(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (ocispec.Descriptor, error) {
-	m, v, err := resolveSubject(ctx, t, ref, l)
+	s, err := sign.Resolve(ctx, t, ref, l)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	if m != nil {
-		return m.Manifest, nil
+	switch s.Kind {
+	case sign.KindModule:
+		return s.Module.Manifest, nil
+	case sign.KindProvider:
+		return s.Version.Index, nil
 	}
-	return v.Index, nil
+	return ocispec.Descriptor{}, notProviderOrModule(ref, s)
+}
+
+// notProviderOrModule refuses a reference that names an image or another artifact, for a
+// command that acts on provider versions and module packages.
+func notProviderOrModule(ref oci.Ref, s *sign.Subject) error {
+	return fmt.Errorf("%s (%s) is an image or another artifact (%s), neither a provider version nor a module package", ref, s.Desc.Digest, s.Desc.MediaType)
 }
 
 // fetchModule fetches a resolved module's zip (within the package size limit) and describes it.

@@ -56,11 +56,12 @@ func (r *countingRegistry) reset() {
 	r.mu.Unlock()
 }
 
-// TestVerifyAsksForTheTagOnce: 'oprov verify' of a provider, a module and an image, each signed,
+// TestCommandsAskForTheTagOnce: 'oprov verify' of a provider, a module and an image, each signed,
 // in a registry that counts requests: each asks for the tag one time, and reads everything else
 // by the digest that answer gave, as the JSON says it verified (a tag read three times could
-// name three different things).
-func TestVerifyAsksForTheTagOnce(t *testing.T) {
+// name three different things). 'oprov inspect' and 'oprov sign' resolve through the same
+// sign.Resolve: the tag once, and an image refused as neither a provider nor a module.
+func TestCommandsAskForTheTagOnce(t *testing.T) {
 	ctx := context.Background()
 	reg := startCountingRegistry(t)
 	key, pub := keyPair(t, "k")
@@ -121,6 +122,22 @@ func TestVerifyAsksForTheTagOnce(t *testing.T) {
 			repo := strings.TrimPrefix(c.repo, reg.host+"/")
 			if n := reg.tagRequests(repo, "1.0.0"); n != 1 {
 				t.Errorf("verify of the %s asked for its tag %d times, want once (then by digest)", c.kind, n)
+			}
+			// inspect and sign resolve a reference as verify does: the tag once. An image is
+			// neither a provider nor a module: both say so.
+			for _, cmd := range [][]string{{"inspect", c.repo + ":1.0.0", "--plain-http"}, {"sign", c.repo + ":1.0.0", "--key", key, "--plain-http"}} {
+				reg.reset()
+				_, stderr, code := runCLI(t, cmd...)
+				if c.kind == "image" {
+					if code == 0 || !strings.Contains(stderr, "is an image or another artifact") {
+						t.Errorf("%s of an image: exit %d, %s", cmd[0], code, stderr)
+					}
+				} else if code != 0 {
+					t.Fatalf("%s of the %s: exit %d, %s", cmd[0], c.kind, code, stderr)
+				}
+				if n := reg.tagRequests(repo, "1.0.0"); n != 1 {
+					t.Errorf("%s of the %s asked for its tag %d times, want once", cmd[0], c.kind, n)
+				}
 			}
 		})
 	}

@@ -36,11 +36,11 @@ const MaxImageManifests = 256
 // ocispec.MediaTypeImageIndex).
 const dockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
 
-// subject is what a reference names, resolved once: its tag was asked for one time, and what
+// Subject is what a reference names, resolved once (Resolve): its tag was asked for one time, and what
 // the answer named is read from here on by its digest (Desc), so that a tag moved between two
 // requests cannot show one thing to one check and another to the next. One of Version, Module
 // and Image is set, as Kind says.
-type subject struct {
+type Subject struct {
 	Ref     oci.Ref            // as given
 	Kind    Kind               // what it names
 	Desc    ocispec.Descriptor // the manifest or index the reference resolved to
@@ -56,11 +56,12 @@ type Image struct {
 	Manifests   []ocispec.Descriptor // an index's entries (checked: digests valid, platforms plain names)
 }
 
-// resolve fetches the manifest or index ref names (by tag or digest) once, its digest checked,
-// and says what it is: a provider version (artifactType provider: the index parsed strictly, its
+// Resolve fetches the manifest or index ref names (by tag or digest) once, its digest checked,
+// and says what it is (commands that act on a reference, sign, inspect and verify, tell them
+// apart by it alone): a provider version (artifactType provider: the index parsed strictly, its
 // tag a version), a module package (artifactType module: the manifest checked), or any other
 // image or artifact (an index's entries bounded and checked).
-func resolve(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*subject, error) {
+func Resolve(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*Subject, error) {
 	if ref.Reference == "" {
 		return nil, fmt.Errorf("%s: no version given (write %s:VERSION)", ref, ref)
 	}
@@ -79,7 +80,7 @@ func resolve(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*s
 	if err := json.Unmarshal(data, &peek); err != nil {
 		return nil, fmt.Errorf("%s (%s): the manifest is not valid JSON: %w", ref, desc.Digest, err)
 	}
-	s := &subject{Ref: ref, Desc: desc}
+	s := &Subject{Ref: ref, Desc: desc}
 	switch peek.ArtifactType {
 	case manifest.ArtifactTypeModule:
 		s.Kind = KindModule
@@ -102,7 +103,7 @@ func resolve(ctx context.Context, t oci.ReadOnly, ref oci.Ref, l oci.Limits) (*s
 }
 
 // annotations are a module's manifest's or an image's.
-func (s *subject) annotations() map[string]string {
+func (s *Subject) annotations() map[string]string {
 	if s.Module != nil {
 		return s.Module.Parsed.Annotations
 	}

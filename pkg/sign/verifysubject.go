@@ -76,7 +76,7 @@ func (e *KindError) Error() string {
 // A subject of another kind than opts.Kind (when set) is refused before any signature is checked:
 // a *KindError, and provider options for a module or an image are an *OptionsError.
 func VerifyReference(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy, provider string, opts VerifyOptions) (*Verification, error) {
-	s, err := resolve(ctx, t, ref, opts.Limits)
+	s, err := Resolve(ctx, t, ref, opts.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func VerifyReference(ctx context.Context, t oci.ReadOnly, ref oci.Ref, p *Policy
 // fits refuses a subject of another kind than opts.Kind asks for (a tag moved onto something
 // else its signer also signed is not what the caller asked for), and provider options for what
 // is not a provider.
-func (s *subject) fits(provider string, opts VerifyOptions) error {
+func (s *Subject) fits(provider string, opts VerifyOptions) error {
 	if opts.Kind != "" && opts.Kind != s.Kind {
 		return &KindError{Ref: s.Ref, Kind: s.Kind, Want: opts.Kind}
 	}
@@ -135,7 +135,7 @@ func article(k Kind) string {
 // checkListed checks what a module's or an image's signed manifest lists below it, by digest: a
 // module's zip (fetched within the package size limit, unless opts.NoZips, and hashed), an image
 // index's manifests.
-func checkListed(ctx context.Context, t oci.ReadOnly, s *subject, opts VerifyOptions) (*ModuleZip, []ImageManifest, error) {
+func checkListed(ctx context.Context, t oci.ReadOnly, s *Subject, opts VerifyOptions) (*ModuleZip, []ImageManifest, error) {
 	if s.Kind == KindModule {
 		zip := &ModuleZip{Desc: s.Module.Layer(), Fetched: !opts.NoZips}
 		if !zip.Fetched {
