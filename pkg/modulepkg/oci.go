@@ -133,15 +133,6 @@ type NotModuleError struct{ Err error }
 func (e *NotModuleError) Error() string { return e.Err.Error() }
 func (e *NotModuleError) Unwrap() error { return e.Err }
 
-// IsModule reports whether a manifest says it is a module package (its artifactType), whether or
-// not the rest of it is valid: for commands that take a provider or a module and must tell which.
-func IsModule(data []byte) bool {
-	var peek struct {
-		ArtifactType string `json:"artifactType"`
-	}
-	return json.Unmarshal(data, &peek) == nil && peek.ArtifactType == manifest.ArtifactTypeModule
-}
-
 // Layer is the package's one zip layer.
 func (r *Resolved) Layer() ocispec.Descriptor { return r.Parsed.Layers[0] }
 
