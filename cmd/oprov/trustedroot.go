@@ -1,24 +1,41 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/spf13/cobra"
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/theupdateframework/go-tuf/v2/metadata/fetcher"
 
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/pkg/cache"
-	"github.com/oprov/oprov/pkg/sign/trustroot"
 )
+
+// trustedRootTarget is the TUF target that holds Sigstore's trusted root.
+const trustedRootTarget = "trusted_root.json"
+
+// maxTrustedRootSize bounds the trusted root oprov downloads: the public-good one is about 10 KiB.
+const maxTrustedRootSize = 4 << 20
+
+// maxTUFRootSize bounds the --tuf-root file.
+const maxTUFRootSize = 512 << 10
 
 type trustedRootOptions struct {
 	io      *IOStreams
@@ -38,7 +55,7 @@ func newTrustedRootCmd(ios *IOStreams) *cobra.Command {
 verify-blob), through TUF, as cosign and gh do. TUF checks that the file is the one the
 repository's keys signed, that the metadata is fresh, and that no mirror changed it.
 
-By default this is the public-good Sigstore instance (` + trustroot.DefaultMirror + `), checked
+By default this is the public-good Sigstore instance (` + tuf.DefaultMirror + `), checked
 against the TUF root built into oprov. For a private Sigstore instance, or a mirror of one
 inside an air gap, give --tuf-url (https://, http:// or file://) and --tuf-root, the
 repository's root.json obtained out of band. A mirror of the public-good repository needs only
@@ -62,7 +79,7 @@ that does not match it); 3 the repository could not be reached or timed out; 2 a
 		},
 	}
 	c.Flags().StringVar(&o.Out, "to", "trusted_root.json", "the file to write")
-	c.Flags().StringVar(&o.TUFURL, "tuf-url", "", "the TUF repository or a mirror of it (default "+trustroot.DefaultMirror+")")
+	c.Flags().StringVar(&o.TUFURL, "tuf-url", "", "the TUF repository or a mirror of it (default "+tuf.DefaultMirror+")")
 	c.Flags().StringVar(&o.TUFRoot, "tuf-root", "", "the TUF repository's root.json, obtained out of band (default: the public-good root built in)")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long")
 	o.output.pathHint = "--to"
@@ -88,15 +105,21 @@ func (o *trustedRootOptions) source() (repo string, tufRoot []byte, err error) {
 	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
 		return "", nil, usageErrorf("trusted-root: --to %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
 	}
-	repo = trustroot.DefaultMirror
+	repo = tuf.DefaultMirror
+	tufRoot = tuf.DefaultRoot()
 	if o.TUFURL != "" {
-		if repo, err = trustroot.CheckRepository(o.TUFURL); err != nil {
-			return "", nil, usageErrorf("trusted-root: --tuf-url %q: %v", o.TUFURL, err)
+		u, err := url.Parse(o.TUFURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
+			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give an https://, http:// or file:// URL of a TUF repository", o.TUFURL)
+		}
+		repo = strings.TrimSuffix(o.TUFURL, "/")
+		if d := tuf.URLToPath(repo); d == "" || d == "." || d == ".." || strings.ContainsAny(d, `\`) {
+			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give the URL of a TUF repository (it also names the repository's cache directory)", o.TUFURL)
 		}
 	}
 	if o.TUFRoot != "" {
-		if tufRoot, err = trustroot.ReadTUFRoot(o.TUFRoot); err != nil {
-			return "", nil, usageErrorf("trusted-root: --tuf-root %v", err)
+		if tufRoot, err = readTUFRoot(o.TUFRoot); err != nil {
+			return "", nil, err
 		}
 	}
 	return repo, tufRoot, nil
@@ -116,10 +139,16 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	data, tr, err := trustroot.Fetch(ctx, trustroot.Options{Repository: repo, TUFRoot: tufRoot,
-		CacheDir: filepath.Join(dir, "tuf"), UserAgent: "oprov/" + currentVersion().Version})
+	data, err := fetchTrustedRoot(ctx, repo, tufRoot, filepath.Join(dir, "tuf"))
 	if err != nil {
-		return o.failed(o.fetchError(repo, err))
+		return o.failed(tufError(ctx, repo, o.Timeout, err))
+	}
+	tr, err := root.NewTrustedRootFromJSON(data)
+	if err != nil {
+		return o.failed(&exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: %s holds a %s that TUF vouches for, but it is not a trusted root: %v; nothing was written", repo, trustedRootTarget, err)})
+	}
+	if len(tr.FulcioCertificateAuthorities()) == 0 {
+		return o.failed(&exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: the trusted root from %s lists no certificate authority: it cannot vouch for a keyless signature; nothing was written", repo)})
 	}
 	if err := scratch.WriteFileAtomic(o.Out, func(w io.Writer) error {
 		_, err := w.Write(data)
@@ -177,23 +206,141 @@ func exitCodeOf(err error) int {
 	return exitCode(err)
 }
 
-// fetchError is a failed fetch as the command says it, with its exit code: 3 the repository
-// could not be reached or did not answer within --timeout, 10 what it served was refused.
-func (o *trustedRootOptions) fetchError(repo string, err error) error {
-	switch trustroot.KindOf(err) {
-	case trustroot.TimedOut:
-		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: %s did not answer within %s (--timeout); nothing was written", repo, o.Timeout)}
-	case trustroot.Refused:
-		return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: %v; nothing was written (the mirror may be stale or tampered with; with --tuf-root, check it is this repository's root.json)", err)}
-	case trustroot.Unusable:
-		return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: %v; nothing was written", err)}
-	case trustroot.Unreachable:
-		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: %v; nothing was written (check --tuf-url and the network)", err)}
+// readTUFRoot reads --tuf-root and checks it is a TUF root signed by its own keys.
+func readTUFRoot(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErrorf("trusted-root: --tuf-root: %v", err)
 	}
-	if errors.Is(err, context.Canceled) {
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTUFRootSize+1))
+	if err != nil {
+		return nil, usageErrorf("trusted-root: --tuf-root %s: %v", path, err)
+	}
+	if len(data) > maxTUFRootSize {
+		return nil, usageErrorf("trusted-root: --tuf-root %s is over %d KiB: it is not a TUF root.json", path, maxTUFRootSize>>10)
+	}
+	r, err := metadata.Root().FromBytes(data)
+	if err != nil {
+		return nil, usageErrorf("trusted-root: --tuf-root %s is not a TUF root.json (%v): give the root.json of the repository --tuf-url names", path, err)
+	}
+	if err := r.VerifyDelegate(metadata.ROOT, r); err != nil {
+		return nil, usageErrorf("trusted-root: --tuf-root %s is not signed by its own root keys (%v): get the repository's root.json again", path, err)
+	}
+	return data, nil
+}
+
+// fetchTrustedRoot runs a TUF update against repo, trusting tufRoot (or the newer roots it
+// signs), keeping metadata in cacheDir, and returns the trusted root target's bytes.
+func fetchTrustedRoot(ctx context.Context, repo string, tufRoot []byte, cacheDir string) ([]byte, error) {
+	opts := tuf.DefaultOptions()
+	opts.Root = tufRoot
+	opts.RepositoryBaseURL = repo
+	opts.CachePath = cacheDir
+	opts.CacheValidity = tuf.NoCache
+	opts.Context = ctx
+	f := fetcher.NewDefaultFetcher()
+	f.SetHTTPUserAgent("oprov/" + currentVersion().Version)
+	f.SetHTTPClient(&http.Client{Transport: tufTransport(ctx)})
+	opts.Fetcher = boundedFetcher{f}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := tuf.New(opts)
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		data, err := c.GetTarget(trustedRootTarget)
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// tufTransport is HTTP(S) as usual, bound to ctx, plus file:// for a mirror on disk.
+func tufTransport(ctx context.Context) http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.RegisterProtocol("file", fileTransport{})
+	return ctxTransport{ctx, t}
+}
+
+type ctxTransport struct {
+	ctx context.Context
+	rt  http.RoundTripper
+}
+
+func (c ctxTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.rt.RoundTrip(req.WithContext(c.ctx))
+}
+
+// fileTransport answers file:// requests from the local file system: 404 for a file that does
+// not exist, as a web server would (TUF reads a 404 as "no newer root").
+type fileTransport struct{}
+
+func (fileTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := req.URL.Path
+	if runtime.GOOS == "windows" && len(p) > 2 && p[0] == '/' && p[2] == ':' {
+		p = p[1:] // file:///C:/dir
+	}
+	f, err := os.Open(filepath.FromSlash(p))
+	status, body := http.StatusOK, io.ReadCloser(nil)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		status, body = http.StatusNotFound, io.NopCloser(bytes.NewReader(nil))
+	case err != nil:
+		return nil, err
+	default:
+		body = f
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Body: body, Header: http.Header{},
+		ContentLength: -1, Proto: "HTTP/1.0", ProtoMajor: 1, Request: req}, nil
+}
+
+// boundedFetcher refuses a trusted root the targets metadata says is larger than oprov accepts,
+// before downloading it.
+type boundedFetcher struct{ f fetcher.Fetcher }
+
+func (b boundedFetcher) DownloadFile(u string, maxLength int64, timeout time.Duration) ([]byte, error) {
+	if strings.HasSuffix(u, trustedRootTarget) && maxLength > maxTrustedRootSize {
+		return nil, &oversizedTarget{u, maxLength}
+	}
+	return b.f.DownloadFile(u, maxLength, timeout)
+}
+
+type oversizedTarget struct {
+	url    string
+	length int64
+}
+
+func (e *oversizedTarget) Error() string {
+	return fmt.Sprintf("the repository's targets metadata gives %s as %d bytes, over the %d MiB oprov accepts for a trusted root", e.url, e.length, maxTrustedRootSize>>20)
+}
+
+// tufError says why a TUF update failed, classed for the exit code: the repository could not be
+// reached (3), or what it served was refused (10).
+func tufError(ctx context.Context, repo string, timeout time.Duration, err error) error {
+	var ot *oversizedTarget
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: %s did not answer within %s (--timeout); nothing was written", repo, timeout)}
+	case errors.Is(err, context.Canceled):
 		return err
+	case errors.As(err, &ot), errors.Is(err, &metadata.ErrRepository{}), errors.Is(err, &metadata.ErrDownloadLengthMismatch{}):
+		return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: refused what %s served: %v; nothing was written (the mirror may be stale or tampered with; with --tuf-root, check it is this repository's root.json)", repo, err)}
+	case errors.Is(err, &metadata.ErrDownloadHTTP{}), errors.As(err, &ue), errors.As(err, &ne):
+		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: could not fetch from %s: %v; nothing was written (check --tuf-url and the network)", repo, err)}
 	}
-	return fmt.Errorf("trusted-root: %w; nothing was written", err)
+	return fmt.Errorf("trusted-root: %s: %w; nothing was written", repo, err)
 }
 
 // printableText is s as it may reach a terminal: itself when every character is printable, else

@@ -3,18 +3,35 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
-	"github.com/oprov/oprov/pkg/sign/trustroot"
 	"github.com/oprov/oprov/tests/testkit/sigstoretest"
 	"github.com/oprov/oprov/tests/testkit/tufrepo"
 )
+
+// virtualTrustedRoot is the trusted_root.json of sigstore-go's virtual Sigstore vs (its CA, TSA
+// and Rekor log), as a Sigstore instance publishes it in TUF.
+func virtualTrustedRoot(t *testing.T, vs *ca.VirtualSigstore) []byte {
+	t.Helper()
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), vs.RekorLogs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // TestTrustedRootThroughTUF: trusted-root fetches trusted_root.json through TUF from a
 // repository on 127.0.0.1 (and from a file:// mirror of it), checked against the --tuf-root
@@ -29,8 +46,8 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trJSON := tufrepo.VirtualTrustedRoot(t, vs)
-	files, rootJSON := tufrepo.New(t, trustroot.Target, trJSON, tufrepo.Spec{})
+	trJSON := virtualTrustedRoot(t, vs)
+	files, rootJSON := tufrepo.New(t, trustedRootTarget, trJSON, tufrepo.Spec{})
 	srv := tufrepo.Serve(t, files)
 	dir := t.TempDir()
 	rootFile := filepath.Join(dir, "root.json")
@@ -87,18 +104,18 @@ func TestTrustedRootThroughTUF(t *testing.T) {
 	})
 }
 
-// TestTrustedRootRefusesHostileMirrors: what pkg/sign/trustroot refuses (its tests hold every
-// hostile repository) is said with the exit code of its kind, and nothing is written (a file
-// already there is kept): TUF's refusal and a target that is no usable trusted root exit 10, a
-// mirror that never answers exits 3 at --timeout.
+// TestTrustedRootRefusesHostileMirrors: a target that does not match the targets metadata,
+// metadata signed by a key the root does not list, expired timestamp metadata, a target larger
+// than the metadata says or than oprov accepts, and a mirror that never answers are refused with
+// a clear error and the right exit code, and nothing is written (a file already there is kept).
 func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 	t.Setenv("OPROV_CACHE_DIR", t.TempDir())
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
 		t.Fatal(err)
 	}
-	trJSON := tufrepo.VirtualTrustedRoot(t, vs)
-	big := bytes.Repeat([]byte(" "), trustroot.MaxSize+1)
+	trJSON := virtualTrustedRoot(t, vs)
+	big := bytes.Repeat([]byte(" "), maxTrustedRootSize+1)
 	copy(big, trJSON)
 
 	for _, tc := range []struct {
@@ -109,11 +126,26 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		code   int
 		want   string
 	}{
+		{name: "a target that does not match the metadata", code: exitRefused, want: "hash verification failed",
+			tamper: func(files map[string][]byte) {
+				p := tufrepo.TargetPath(t, files)
+				b := bytes.Clone(files[p])
+				b[len(b)-2] ^= 1
+				files[p] = b
+			}},
+		{name: "a target longer than the metadata says", code: exitRefused, want: "larger than expected",
+			tamper: func(files map[string][]byte) {
+				p := tufrepo.TargetPath(t, files)
+				files[p] = append(bytes.Clone(files[p]), bytes.Repeat([]byte(" "), 1000)...)
+			}},
 		{name: "a target over oprov's bound", target: big, code: exitRefused, want: "over the 4 MiB oprov accepts",
 			// Not served: were it asked for, the answer would be 404 (exit 3), not a refusal.
 			tamper: func(files map[string][]byte) { delete(files, tufrepo.TargetPath(t, files)) }},
 		{name: "a signed target that is not a trusted root", target: []byte(`{"mediaType":"text/plain"}`), code: exitRefused, want: "it is not a trusted root"},
+		{name: "a signed trusted root with no certificate authority", target: []byte(`{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}`), code: exitRefused, want: "lists no certificate authority"},
 		{name: "timestamp signed by a key the root does not list", spec: tufrepo.Spec{RogueTimestamp: true}, code: exitRefused, want: "timestamp"},
+		{name: "a root rotation signed by a key the root does not list", spec: tufrepo.Spec{RogueRotation: true}, code: exitRefused, want: "Verifying root failed"},
+		{name: "expired timestamp", spec: tufrepo.Spec{ExpiredTimestamp: true}, code: exitRefused, want: "expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OPROV_CACHE_DIR", t.TempDir())
@@ -121,7 +153,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 			if tc.target != nil {
 				target = tc.target
 			}
-			files, rootJSON := tufrepo.New(t, trustroot.Target, target, tc.spec)
+			files, rootJSON := tufrepo.New(t, trustedRootTarget, target, tc.spec)
 			if tc.tamper != nil {
 				tc.tamper(files)
 			}
@@ -152,7 +184,7 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 		}
 		doc["certificateAuthorities"].([]any)[0].(map[string]any)["uri"] = "https://fulcio.example\x1b]0;pwned\x07"
 		target, _ := json.Marshal(doc)
-		files, rootJSON := tufrepo.New(t, trustroot.Target, target, tufrepo.Spec{})
+		files, rootJSON := tufrepo.New(t, trustedRootTarget, target, tufrepo.Spec{})
 		srv := tufrepo.Serve(t, files)
 		dir := t.TempDir()
 		rootFile := filepath.Join(dir, "root.json")
@@ -164,8 +196,11 @@ func TestTrustedRootRefusesHostileMirrors(t *testing.T) {
 	})
 
 	t.Run("a mirror that never answers", func(t *testing.T) {
-		srv := tufrepo.Hang(t)
-		_, rootJSON := tufrepo.New(t, trustroot.Target, trJSON, tufrepo.Spec{})
+		hang := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(hang) })
+		_, rootJSON := tufrepo.New(t, trustedRootTarget, trJSON, tufrepo.Spec{})
 		dir := t.TempDir()
 		rootFile := filepath.Join(dir, "root.json")
 		writeFile(t, rootFile, string(rootJSON))

@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 )
@@ -151,29 +148,4 @@ func WriteDir(t testing.TB, dir string, files map[string][]byte) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// VirtualTrustedRoot is the trusted_root.json of sigstore-go's virtual Sigstore vs (its CA, TSA
-// and Rekor log), as a Sigstore instance publishes it in TUF.
-func VirtualTrustedRoot(t testing.TB, vs *ca.VirtualSigstore) []byte {
-	t.Helper()
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), vs.RekorLogs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// Hang is a server on 127.0.0.1 that never answers, until the test ends.
-func Hang(t testing.TB) *httptest.Server {
-	t.Helper()
-	hang := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(hang) })
-	return srv
 }
