@@ -108,7 +108,7 @@ const (
 type Reason int
 
 const (
-	Unclassified           Reason = iota // Failed: Err says
+	_                      Reason = iota // 0, for Kind Failed: Err says
 	BadURL                               // BadInput: not an https://, http:// or file:// URL
 	BadURLPath                           // BadInput: a URL that names no cache directory
 	TUFRootTooLarge                      // BadInput: Options.TUFRoot is over MaxTUFRootSize
