@@ -1,41 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 	"unicode"
 
-	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/spf13/cobra"
-	"github.com/theupdateframework/go-tuf/v2/metadata"
-	"github.com/theupdateframework/go-tuf/v2/metadata/fetcher"
 
 	"github.com/oprov/oprov/internal/scratch"
 	"github.com/oprov/oprov/pkg/cache"
+	"github.com/oprov/oprov/pkg/sign/trustedroot"
 )
-
-// trustedRootTarget is the TUF target that holds Sigstore's trusted root.
-const trustedRootTarget = "trusted_root.json"
-
-// maxTrustedRootSize bounds the trusted root oprov downloads: the public-good one is about 10 KiB.
-const maxTrustedRootSize = 4 << 20
-
-// maxTUFRootSize bounds the --tuf-root file.
-const maxTUFRootSize = 512 << 10
 
 type trustedRootOptions struct {
 	io      *IOStreams
@@ -55,7 +36,7 @@ func newTrustedRootCmd(ios *IOStreams) *cobra.Command {
 verify-blob), through TUF, as cosign and gh do. TUF checks that the file is the one the
 repository's keys signed, that the metadata is fresh, and that no mirror changed it.
 
-By default this is the public-good Sigstore instance (` + tuf.DefaultMirror + `), checked
+By default this is the public-good Sigstore instance (` + trustedroot.DefaultRepository + `), checked
 against the TUF root built into oprov. For a private Sigstore instance, or a mirror of one
 inside an air gap, give --tuf-url (https://, http:// or file://) and --tuf-root, the
 repository's root.json obtained out of band. A mirror of the public-good repository needs only
@@ -79,7 +60,7 @@ that does not match it); 3 the repository could not be reached or timed out; 2 a
 		},
 	}
 	c.Flags().StringVar(&o.Out, "to", "trusted_root.json", "the file to write")
-	c.Flags().StringVar(&o.TUFURL, "tuf-url", "", "the TUF repository or a mirror of it (default "+tuf.DefaultMirror+")")
+	c.Flags().StringVar(&o.TUFURL, "tuf-url", "", "the TUF repository or a mirror of it (default "+trustedroot.DefaultRepository+")")
 	c.Flags().StringVar(&o.TUFRoot, "tuf-root", "", "the TUF repository's root.json, obtained out of band (default: the public-good root built in)")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long")
 	o.output.pathHint = "--to"
@@ -88,7 +69,7 @@ that does not match it); 3 the repository could not be reached or timed out; 2 a
 }
 
 // source checks the flags and gives the repository to fetch from and the TUF root that vouches
-// for it.
+// for it (nil: the public-good root built in).
 func (o *trustedRootOptions) source() (repo string, tufRoot []byte, err error) {
 	if o.TUFRoot != "" && o.TUFURL == "" {
 		return "", nil, usageErrorf("trusted-root: --tuf-root needs --tuf-url, the repository that root.json is for")
@@ -105,20 +86,11 @@ func (o *trustedRootOptions) source() (repo string, tufRoot []byte, err error) {
 	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
 		return "", nil, usageErrorf("trusted-root: --to %s: its directory %s does not exist", o.Out, filepath.Dir(o.Out))
 	}
-	repo = tuf.DefaultMirror
-	tufRoot = tuf.DefaultRoot()
-	if o.TUFURL != "" {
-		u, err := url.Parse(o.TUFURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
-			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give an https://, http:// or file:// URL of a TUF repository", o.TUFURL)
-		}
-		repo = strings.TrimSuffix(o.TUFURL, "/")
-		if d := tuf.URLToPath(repo); d == "" || d == "." || d == ".." || strings.ContainsAny(d, `\`) {
-			return "", nil, usageErrorf("trusted-root: --tuf-url %q: give the URL of a TUF repository (it also names the repository's cache directory)", o.TUFURL)
-		}
+	if repo, err = trustedroot.Repository(o.TUFURL); err != nil {
+		return "", nil, o.fetchError(repo, err)
 	}
 	if o.TUFRoot != "" {
-		if tufRoot, err = readTUFRoot(o.TUFRoot); err != nil {
+		if tufRoot, err = o.readTUFRoot(o.TUFRoot); err != nil {
 			return "", nil, err
 		}
 	}
@@ -137,27 +109,23 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	data, err := fetchTrustedRoot(ctx, repo, tufRoot, filepath.Join(dir, "tuf"))
+	res, err := trustedroot.Fetch(ctx, trustedroot.Options{
+		Repository: repo,
+		TUFRoot:    tufRoot,
+		CacheDir:   filepath.Join(dir, "tuf"),
+		Timeout:    o.Timeout,
+		UserAgent:  "oprov/" + currentVersion().Version,
+	})
 	if err != nil {
-		return o.failed(tufError(ctx, repo, o.Timeout, err))
-	}
-	tr, err := root.NewTrustedRootFromJSON(data)
-	if err != nil {
-		return o.failed(&exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: %s holds a %s that TUF vouches for, but it is not a trusted root: %v; nothing was written", repo, trustedRootTarget, err)})
-	}
-	if len(tr.FulcioCertificateAuthorities()) == 0 {
-		return o.failed(&exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: the trusted root from %s lists no certificate authority: it cannot vouch for a keyless signature; nothing was written", repo)})
+		return o.failed(o.fetchError(repo, err))
 	}
 	if err := scratch.WriteFileAtomic(o.Out, func(w io.Writer) error {
-		_, err := w.Write(data)
+		_, err := w.Write(res.JSON)
 		return err
 	}); err != nil {
 		return o.failed(fmt.Errorf("trusted-root: writing %s: %w", o.Out, err))
 	}
-	sum := summarizeTrustedRoot(tr)
-	sum.File, sum.Repository = o.Out, repo
+	sum := &trustSummary{File: o.Out, Repository: res.Repository, Summary: res.Summary}
 	if o.output.JSON() {
 		return writeJSON(o.io.Out, sum)
 	}
@@ -165,12 +133,51 @@ func runTrustedRoot(ctx context.Context, o *trustedRootOptions) error {
 	return nil
 }
 
+// fetchError words a failed fetch for the command line, naming the flag to change, and gives it
+// the exit code of its kind: 2 a bad --tuf-url or --tuf-root, 3 unreachable or timed out, 10
+// refused, 1 anything else.
+func (o *trustedRootOptions) fetchError(repo string, err error) error {
+	var te *trustedroot.Error
+	if !errors.As(err, &te) {
+		return err // cancelled
+	}
+	const none = "; nothing was written"
+	msg := "trusted-root: " + te.Error()
+	switch te.Reason {
+	case trustedroot.BadURL, trustedroot.BadURLPath:
+		msg = "trusted-root: --tuf-url " + te.Error()
+	case trustedroot.TUFRootTooLarge:
+		msg = fmt.Sprintf("trusted-root: --tuf-root %s is over %d KiB: it is not a TUF root.json", o.TUFRoot, trustedroot.MaxTUFRootSize>>10)
+	case trustedroot.NotTUFRoot:
+		msg = fmt.Sprintf("trusted-root: --tuf-root %s is not a TUF root.json (%v): give the root.json of the repository --tuf-url names", o.TUFRoot, te.Err)
+	case trustedroot.TUFRootNotSelfSigned:
+		msg = fmt.Sprintf("trusted-root: --tuf-root %s is not signed by its own root keys (%v): get the repository's root.json again", o.TUFRoot, te.Err)
+	case trustedroot.TimedOut:
+		msg = fmt.Sprintf("trusted-root: %s did not answer within %s (--timeout)"+none, repo, o.Timeout)
+	case trustedroot.NotReached:
+		msg += none + " (check --tuf-url and the network)"
+	case trustedroot.RefusedByTUF:
+		msg += none + " (the mirror may be stale or tampered with; with --tuf-root, check it is this repository's root.json)"
+	default:
+		msg += none
+	}
+	switch te.Kind {
+	case trustedroot.BadInput:
+		return usageErrorf("%s", msg)
+	case trustedroot.Unreachable:
+		return &exitCodeError{code: exitUnreachable, msg: msg}
+	case trustedroot.Refused:
+		return &exitCodeError{code: exitRefused, msg: msg}
+	}
+	return fmt.Errorf("trusted-root: %s: %w"+none, repo, te.Err)
+}
+
 // writeTrustedRootText says where the trusted root went and what it holds.
 func writeTrustedRootText(w io.Writer, sum *trustSummary) {
 	fmt.Fprintf(w, "Wrote %s, the trusted root from %s (checked through TUF)\n", sum.File, sum.Repository)
 	for _, g := range []struct {
 		title string
-		list  []trustEntry
+		list  []trustedroot.Entry
 	}{
 		{"certificate authorities", sum.CAs},
 		{"timestamp authorities", sum.TSAs},
@@ -179,7 +186,7 @@ func writeTrustedRootText(w io.Writer, sum *trustSummary) {
 	} {
 		fmt.Fprintf(w, "  %s: %d\n", g.title, len(g.list))
 		for _, e := range g.list {
-			fmt.Fprintf(w, "    %s  %s\n", printableText(e.URI), e.validity())
+			fmt.Fprintf(w, "    %s  %s\n", printableText(e.URI), validity(e))
 		}
 	}
 }
@@ -193,154 +200,26 @@ func (o *trustedRootOptions) failed(err error) error {
 		Written  bool   `json:"written"`
 		Reason   string `json:"reason"`
 		ExitCode int    `json:"exit_code"`
-	}{false, err.Error(), exitCodeOf(err)})
+	}{false, err.Error(), exitCode(err)})
 	return &answeredError{err}
 }
 
-// exitCodeOf is exitCode, reading an exitCodeError's own code first.
-func exitCodeOf(err error) int {
-	var ce *exitCodeError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return exitCode(err)
-}
-
-// readTUFRoot reads --tuf-root and checks it is a TUF root signed by its own keys.
-func readTUFRoot(path string) ([]byte, error) {
+// readTUFRoot reads --tuf-root and checks it is a TUF root signed by its own keys, before
+// anything is fetched.
+func (o *trustedRootOptions) readTUFRoot(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageErrorf("trusted-root: --tuf-root: %v", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTUFRootSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, trustedroot.MaxTUFRootSize+1))
 	if err != nil {
 		return nil, usageErrorf("trusted-root: --tuf-root %s: %v", path, err)
 	}
-	if len(data) > maxTUFRootSize {
-		return nil, usageErrorf("trusted-root: --tuf-root %s is over %d KiB: it is not a TUF root.json", path, maxTUFRootSize>>10)
-	}
-	r, err := metadata.Root().FromBytes(data)
-	if err != nil {
-		return nil, usageErrorf("trusted-root: --tuf-root %s is not a TUF root.json (%v): give the root.json of the repository --tuf-url names", path, err)
-	}
-	if err := r.VerifyDelegate(metadata.ROOT, r); err != nil {
-		return nil, usageErrorf("trusted-root: --tuf-root %s is not signed by its own root keys (%v): get the repository's root.json again", path, err)
+	if err := trustedroot.CheckTUFRoot(data); err != nil {
+		return nil, o.fetchError("", err)
 	}
 	return data, nil
-}
-
-// fetchTrustedRoot runs a TUF update against repo, trusting tufRoot (or the newer roots it
-// signs), keeping metadata in cacheDir, and returns the trusted root target's bytes.
-func fetchTrustedRoot(ctx context.Context, repo string, tufRoot []byte, cacheDir string) ([]byte, error) {
-	opts := tuf.DefaultOptions()
-	opts.Root = tufRoot
-	opts.RepositoryBaseURL = repo
-	opts.CachePath = cacheDir
-	opts.CacheValidity = tuf.NoCache
-	opts.Context = ctx
-	f := fetcher.NewDefaultFetcher()
-	f.SetHTTPUserAgent("oprov/" + currentVersion().Version)
-	f.SetHTTPClient(&http.Client{Transport: tufTransport(ctx)})
-	opts.Fetcher = boundedFetcher{f}
-	type result struct {
-		data []byte
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := tuf.New(opts)
-		if err != nil {
-			done <- result{nil, err}
-			return
-		}
-		data, err := c.GetTarget(trustedRootTarget)
-		done <- result{data, err}
-	}()
-	select {
-	case r := <-done:
-		return r.data, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// tufTransport is HTTP(S) as usual, bound to ctx, plus file:// for a mirror on disk.
-func tufTransport(ctx context.Context) http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.RegisterProtocol("file", fileTransport{})
-	return ctxTransport{ctx, t}
-}
-
-type ctxTransport struct {
-	ctx context.Context
-	rt  http.RoundTripper
-}
-
-func (c ctxTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return c.rt.RoundTrip(req.WithContext(c.ctx))
-}
-
-// fileTransport answers file:// requests from the local file system: 404 for a file that does
-// not exist, as a web server would (TUF reads a 404 as "no newer root").
-type fileTransport struct{}
-
-func (fileTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p := req.URL.Path
-	if runtime.GOOS == "windows" && len(p) > 2 && p[0] == '/' && p[2] == ':' {
-		p = p[1:] // file:///C:/dir
-	}
-	f, err := os.Open(filepath.FromSlash(p))
-	status, body := http.StatusOK, io.ReadCloser(nil)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		status, body = http.StatusNotFound, io.NopCloser(bytes.NewReader(nil))
-	case err != nil:
-		return nil, err
-	default:
-		body = f
-	}
-	return &http.Response{StatusCode: status, Status: http.StatusText(status), Body: body, Header: http.Header{},
-		ContentLength: -1, Proto: "HTTP/1.0", ProtoMajor: 1, Request: req}, nil
-}
-
-// boundedFetcher refuses a trusted root the targets metadata says is larger than oprov accepts,
-// before downloading it.
-type boundedFetcher struct{ f fetcher.Fetcher }
-
-func (b boundedFetcher) DownloadFile(u string, maxLength int64, timeout time.Duration) ([]byte, error) {
-	if strings.HasSuffix(u, trustedRootTarget) && maxLength > maxTrustedRootSize {
-		return nil, &oversizedTarget{u, maxLength}
-	}
-	return b.f.DownloadFile(u, maxLength, timeout)
-}
-
-type oversizedTarget struct {
-	url    string
-	length int64
-}
-
-func (e *oversizedTarget) Error() string {
-	return fmt.Sprintf("the repository's targets metadata gives %s as %d bytes, over the %d MiB oprov accepts for a trusted root", e.url, e.length, maxTrustedRootSize>>20)
-}
-
-// tufError says why a TUF update failed, classed for the exit code: the repository could not be
-// reached (3), or what it served was refused (10).
-func tufError(ctx context.Context, repo string, timeout time.Duration, err error) error {
-	var ot *oversizedTarget
-	var ue *url.Error
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: %s did not answer within %s (--timeout); nothing was written", repo, timeout)}
-	case errors.Is(err, context.Canceled):
-		return err
-	case errors.As(err, &ot), errors.Is(err, &metadata.ErrRepository{}), errors.Is(err, &metadata.ErrDownloadLengthMismatch{}):
-		return &exitCodeError{code: exitRefused, msg: fmt.Sprintf("trusted-root: refused what %s served: %v; nothing was written (the mirror may be stale or tampered with; with --tuf-root, check it is this repository's root.json)", repo, err)}
-	case errors.Is(err, &metadata.ErrDownloadHTTP{}), errors.As(err, &ue), errors.As(err, &ne):
-		return &exitCodeError{code: exitUnreachable, msg: fmt.Sprintf("trusted-root: could not fetch from %s: %v; nothing was written (check --tuf-url and the network)", repo, err)}
-	}
-	return fmt.Errorf("trusted-root: %s: %w; nothing was written", repo, err)
 }
 
 // printableText is s as it may reach a terminal: itself when every character is printable, else
@@ -354,23 +233,16 @@ func printableText(s string) string {
 	return s
 }
 
-// trustSummary is what a trusted root holds, as trusted-root prints it.
+// trustSummary is what trusted-root prints: the file written, where it came from and what it
+// holds.
 type trustSummary struct {
-	File       string       `json:"file"`
-	Repository string       `json:"repository"`
-	CAs        []trustEntry `json:"certificate_authorities"`
-	TSAs       []trustEntry `json:"timestamp_authorities"`
-	Logs       []trustEntry `json:"transparency_logs"`
-	CTLogs     []trustEntry `json:"ct_logs"`
+	File       string `json:"file"`
+	Repository string `json:"repository"`
+	trustedroot.Summary
 }
 
-type trustEntry struct {
-	URI   string     `json:"uri"`
-	Start *time.Time `json:"valid_from,omitempty"`
-	End   *time.Time `json:"valid_until,omitempty"`
-}
-
-func (e trustEntry) validity() string {
+// validity is when e is valid, as trusted-root prints it.
+func validity(e trustedroot.Entry) string {
 	from, until := "always", "now"
 	if e.Start != nil {
 		from = e.Start.Format(time.DateOnly)
@@ -379,47 +251,4 @@ func (e trustEntry) validity() string {
 		until = e.End.Format(time.DateOnly)
 	}
 	return "valid " + from + " to " + until
-}
-
-func newTrustEntry(uri string, start, end time.Time) trustEntry {
-	e := trustEntry{URI: uri}
-	if !start.IsZero() {
-		s := start.UTC()
-		e.Start = &s
-	}
-	if !end.IsZero() {
-		t := end.UTC()
-		e.End = &t
-	}
-	return e
-}
-
-func summarizeTrustedRoot(tr *root.TrustedRoot) *trustSummary {
-	s := &trustSummary{CAs: []trustEntry{}, TSAs: []trustEntry{}}
-	for _, ca := range tr.FulcioCertificateAuthorities() {
-		if f, ok := ca.(*root.FulcioCertificateAuthority); ok {
-			s.CAs = append(s.CAs, newTrustEntry(f.URI, f.ValidityPeriodStart, f.ValidityPeriodEnd))
-		}
-	}
-	for _, ta := range tr.TimestampingAuthorities() {
-		if t, ok := ta.(*root.SigstoreTimestampingAuthority); ok {
-			s.TSAs = append(s.TSAs, newTrustEntry(t.URI, t.ValidityPeriodStart, t.ValidityPeriodEnd))
-		}
-	}
-	s.Logs, s.CTLogs = logEntries(tr.RekorLogs()), logEntries(tr.CTLogs())
-	return s
-}
-
-func logEntries(logs map[string]*root.TransparencyLog) []trustEntry {
-	out := []trustEntry{}
-	for _, l := range logs {
-		out = append(out, newTrustEntry(l.BaseURL, l.ValidityPeriodStart, l.ValidityPeriodEnd))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].URI != out[j].URI {
-			return out[i].URI < out[j].URI
-		}
-		return out[i].Start != nil && (out[j].Start == nil || out[i].Start.Before(*out[j].Start))
-	})
-	return out
 }

@@ -3,11 +3,28 @@ package sigstoretest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 )
+
+// TrustedRoot is the trusted_root.json of the virtual Sigstore vs (its CA, TSA and Rekor log),
+// as a Sigstore instance publishes it in TUF.
+func TrustedRoot(t testing.TB, vs *ca.VirtualSigstore) []byte {
+	t.Helper()
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), vs.RekorLogs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // TimestampedBlobBundle signs data as who (of issuer) with the virtual Sigstore and gives the
 // bundle 'cosign sign-blob --new-bundle-format' would write: the certificate, an RFC 3161

@@ -1,0 +1,4 @@
+package trustedroot
+
+// MaxTrustedRootSize is the bound on the target, for the tests of it.
+const MaxTrustedRootSize = maxTrustedRootSize
