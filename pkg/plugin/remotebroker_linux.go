@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oprov/oprov/pkg/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,7 +40,9 @@ import (
 // governs reading it, where it does not govern connecting to a socket by its path. A sandboxed
 // provider cannot reach an abstract socket made outside its sandbox at all (Landlock's scoping,
 // pkg/sandbox), cannot learn the name, and cannot pass for the broker: a socket it binds under a
-// name it guessed cannot prove the secret. A process of this user outside any sandbox can read
+// name it guessed cannot prove the secret. The scoping is what holds even when a sandbox may read
+// the runtime directory, so on a kernel without it (a best_effort sandbox drops it) no start
+// shares a connection. A process of this user outside any sandbox can read
 // the secret, as it can read the user's ssh keys: it gains nothing it did not have.
 
 // shareParent is the command whose starts share a connection: the process that started this
@@ -67,6 +70,13 @@ type brokerStatus struct {
 // sharedDialer gives the dialer of this command's shared connection: the broker's, started
 // here when this is the command's first start.
 func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error) {
+	// Without Landlock's scoping (a best_effort sandbox on an older kernel) a sandboxed provider
+	// reaches the broker's socket, and only the secret's file stands in its way: a sandbox that
+	// may read the runtime directory (or /tmp, or $XDG_RUNTIME_DIR) would hand it the user's
+	// remote providers. There, each start connects on its own.
+	if !sandbox.Probe().ScopesAbstractSockets() {
+		return nil, &notShared{errors.New("this kernel lacks Landlock's scoping of abstract unix sockets (ABI 6, Linux 6.12), which keeps sandboxed providers from the broker's socket")}
+	}
 	dir, err := runtimeDir()
 	if err != nil {
 		return nil, &notShared{err}
