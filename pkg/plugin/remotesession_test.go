@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,7 +23,10 @@ type sessionNear struct {
 	done     chan error
 }
 
-func openSession(t *testing.T) *sessionNear {
+func openSession(t *testing.T) *sessionNear { t.Helper(); return openSessionWith(t, nil) }
+
+// openSessionWith is openSession with the far side set up by set first.
+func openSessionWith(t *testing.T, set func(*RemoteHost)) *sessionNear {
 	t.Helper()
 	toFar, fromNear := io.Pipe()
 	fromFar, toNear := io.Pipe()
@@ -32,6 +36,9 @@ func openSession(t *testing.T) *sessionNear {
 			n.launched.Add(1)
 			return selfAsProvider(t), nil
 		}}
+	if set != nil {
+		set(h)
+	}
 	go func() { n.done <- h.Serve(context.Background()); toNear.Close() }()
 	in := bufio.NewReader(fromFar)
 	var hello RemoteHello
@@ -167,5 +174,47 @@ func TestRemoteSessionRefusesWhatItDoesNotKnow(t *testing.T) {
 	s.Close()
 	for _, s := range held {
 		s.Close()
+	}
+}
+
+// A near side that keeps opening streams past the bound, and sends on each, does not make the
+// far side keep what it sends: a stream refused is closed on the far side's end only, and yamux
+// keeps what arrives on it (up to its window, 256 KiB) until the near side closes its end too, or
+// for five minutes. Past twice the bound on open streams the far side ends the connection.
+func TestRemoteSessionStreamFloodIsBounded(t *testing.T) {
+	old := sessionHeaderTimeout
+	sessionHeaderTimeout = time.Minute // the held streams keep their slots
+	defer func() { sessionHeaderTimeout = old }()
+	const bound = 4
+	n := openSessionWith(t, func(h *RemoteHost) { h.Streams = bound })
+	for i := 0; i < bound; i++ { // the bound's streams, held without a header
+		if _, err := n.sess.Open(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	chunk := make([]byte, 256<<10)
+	sent := 0
+	for i := 0; i < 400; i++ {
+		s, err := n.sess.Open()
+		if err != nil {
+			break
+		}
+		s.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		k, err := s.Write(chunk)
+		sent += k
+		if err != nil {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("sent %d MiB on refused streams; the heap grew by %d MiB", sent>>20, kept>>20)
+	if kept > 32<<20 {
+		t.Errorf("the far side kept %d MiB of what a near side sent on %d streams past the bound of %d", kept>>20, 400, bound)
 	}
 }
