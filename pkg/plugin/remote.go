@@ -206,6 +206,10 @@ func (l *remoteLink) startSession(in *bufio.Reader) error {
 	cfg.KeepAliveInterval = 10 * time.Second
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.MaxStreamWindowSize = 4 << 20
+	// The near side opens every stream; one the far side opens is never accepted, and yamux
+	// keeps what arrives on each it holds for accepting: one at most (the least it takes), the
+	// others reset.
+	cfg.AcceptBacklog = 1
 	var err error
 	l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg)
 	return err
