@@ -146,13 +146,21 @@ func (e *brokerRefusal) Error() string { return e.msg }
 
 // runtimeDir is this user's private directory for brokers' secrets: $XDG_RUNTIME_DIR/oprov, or
 // oprov-UID in the temporary directory; made with mode 0700 and refused unless it is a
-// directory (not a link) of this user's that no one else may enter.
+// directory (not a link) of this user's that no one else may enter, reached through directories
+// no one else can change (privateAbove).
 func runtimeDir() (string, error) {
 	base := os.Getenv("XDG_RUNTIME_DIR")
 	name := "oprov"
 	if base == "" || !filepath.IsAbs(base) {
 		base = os.TempDir()
 		name = "oprov-" + strconv.Itoa(os.Getuid())
+	}
+	base, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return "", err
+	}
+	if err := privateAbove(base); err != nil {
+		return "", err
 	}
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -166,6 +174,24 @@ func runtimeDir() (string, error) {
 		return "", fmt.Errorf("%s is not a private directory of this user's (a directory of mode 0700 that it owns, not a link): remove it, and oprov makes it again", dir)
 	}
 	return dir, nil
+}
+
+// privateAbove refuses dir (with no link on its way) unless it and every directory above it are
+// this user's or root's and writable by no one else, or sticky: another user who could write one
+// of them could rename what is below it away and put a link in its place.
+func privateAbove(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return err
+		}
+		if int(st.Uid) != os.Getuid() && st.Uid != 0 || st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			return fmt.Errorf("%s, on the way to oprov's runtime directory, can be changed by another user (owner %d, mode %04o): set XDG_RUNTIME_DIR or TMPDIR to a directory of this user's", d, st.Uid, st.Mode&0o7777)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // secretFor reads the secret in file, or makes it (made) when there is none: written whole under
