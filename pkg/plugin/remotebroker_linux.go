@@ -395,7 +395,12 @@ func dialBroker(secret []byte, hdr streamHeader, wait time.Duration) (net.Conn, 
 	return &bufferedConn{Conn: c, r: in}, nil
 }
 
-// peerIsUs checks that the process at the other end of c runs as this user.
+// peerIsUs checks that the process at the other end of c runs as this user, and is confined no
+// more than this one: a sandboxed provider (pkg/sandbox always sets no_new_privs, and adds a
+// seccomp filter) is refused whether it connects or listens. One whose sandbox may write the
+// runtime directory can put a secret of its own in a command's secret file and listen at that
+// secret's socket (Landlock scopes connecting, not binding): the secret then proves nothing, who
+// listens does. The pidfd (SO_PEERPIDFD) makes sure the status read is that process's.
 func peerIsUs(c net.Conn) error {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -406,19 +411,62 @@ func peerIsUs(c net.Conn) error {
 		return err
 	}
 	var cred *unix.Ucred
-	var credErr error
+	var credErr, pidfdErr error
+	pidfd := -1
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		pidfd, pidfdErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD)
 	}); err != nil {
 		return err
 	}
 	if credErr != nil {
 		return credErr
 	}
+	if pidfdErr != nil {
+		return fmt.Errorf("which process is at the other end (SO_PEERPIDFD): %w", pidfdErr)
+	}
+	defer unix.Close(pidfd)
 	if int(cred.Uid) != os.Getuid() {
 		return fmt.Errorf("process %d at the other end runs as user %d, not this one", cred.Pid, cred.Uid)
 	}
+	theirs, err := confinement(strconv.Itoa(int(cred.Pid)))
+	if err != nil {
+		return err
+	}
+	ours, err := confinement("self")
+	if err != nil {
+		return err
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("process %d at the other end has ended", cred.Pid)
+	}
+	if theirs != ours {
+		return fmt.Errorf("process %d at the other end is confined more than this one (%s; here %s): a sandboxed provider, not oprov", cred.Pid, theirs, ours)
+	}
 	return nil
+}
+
+// confinement is what /proc says of a process's confinement: its no_new_privs and the number of
+// its seccomp filters, which a sandbox sets and adds to, and none of its children can undo.
+func confinement(pid string) (string, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return "", err
+	}
+	var nnp, filters string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "NoNewPrivs":
+			nnp = strings.TrimSpace(v)
+		case "Seccomp_filters":
+			filters = strings.TrimSpace(v)
+		}
+	}
+	if nnp == "" || filters == "" {
+		return "", fmt.Errorf("/proc/%s/status does not say the process's no_new_privs and seccomp filters", pid)
+	}
+	return "no_new_privs " + nnp + ", seccomp filters " + filters, nil
 }
 
 // broker is the process that keeps a command's shared connection.

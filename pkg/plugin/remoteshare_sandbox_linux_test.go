@@ -195,3 +195,114 @@ func TestRemoteShareNeedsAbstractSocketScoping(t *testing.T) {
 		t.Errorf("-v does not say why the start connected on its own:\n%s", log.String())
 	}
 }
+
+// sandboxedImpostor is a hostile sandboxed provider whose sandbox may write the runtime directory
+// (OPROV_TEST_BROKER_IMPOSTOR=FILE): it puts a secret of its own in the command's secret FILE,
+// listens at that secret's socket (Landlock scopes connecting, not binding), says "listening",
+// and plays the broker to the first start that comes: it proves its secret, says the connection
+// is open, and reports the stream's first line ("got: ...").
+func sandboxedImpostor(file string) int {
+	s := make([]byte, 32)
+	rand.Read(s)
+	tmp := file + ".impostor"
+	if err := os.WriteFile(tmp, []byte(hex.EncodeToString(s)), 0o600); err != nil {
+		fmt.Printf("write: %v\n", err)
+		return 0
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		fmt.Printf("rename: %v\n", err)
+		return 0
+	}
+	l, err := net.Listen("unix", socketName(s))
+	if err != nil {
+		fmt.Printf("listen: %v\n", err)
+		return 0
+	}
+	fmt.Println("listening")
+	l.(*net.UnixListener).SetDeadline(time.Now().Add(20 * time.Second))
+	c, err := l.Accept()
+	if err != nil {
+		fmt.Printf("accept: %v\n", err)
+		return 0
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	ns := make([]byte, 32)
+	rand.Read(ns)
+	c.Write(ns)
+	got := make([]byte, 32+sha256.Size)
+	if _, err := io.ReadFull(c, got); err != nil {
+		fmt.Printf("the start's proof: %v\n", err)
+		return 0
+	}
+	c.Write(proof(s, "server", ns, got[:32]))
+	c.Write([]byte(`{"ok":true}` + "\n"))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	fmt.Printf("got: %q %v\n", line, err)
+	return 0
+}
+
+// A sandboxed provider that may write the runtime directory (a sandbox granted /tmp, or
+// $XDG_RUNTIME_DIR) cannot reach the broker, but it can put a secret of its own in the command's
+// secret file and listen at that secret's socket: a start must not take it for the broker (it
+// would send it the provider's opening, and tofu's calls with the provider's configuration). The
+// start checks that what listens is not confined more than itself (no_new_privs, seccomp
+// filters), as a sandboxed provider always is.
+func TestRemoteShareStartRefusesASandboxedImpostor(t *testing.T) {
+	sup := sandbox.Probe()
+	if !sup.ScopesAbstractSockets() || !sup.Seccomp {
+		t.Skipf("this kernel lacks Landlock's scoping of abstract sockets or seccomp: %+v", sup)
+	}
+	f := newShareFixture(t)
+	f.opts.StartTimeout = 5 * time.Second // part of the command's key: the same for both starts
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	if len(secrets) != 1 {
+		t.Fatalf("secrets: %v", secrets)
+	}
+	self, err := filepath.EvalSymlinks(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sandbox.Plan(sandbox.Spec{Name: "may write the runtime directory", Write: []string{"/dev/null", f.runtime},
+		Exec: append(existingPaths([]string{"/lib", "/lib64", "/usr/lib", "/usr/lib64"}), self),
+		Env:  []string{"OPROV_TEST_BROKER_IMPOSTOR"}}, sup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := spec.Args(self, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{"OPROV_TEST_BROKER_IMPOSTOR=" + secrets[0]}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	said := bufio.NewReader(out)
+	if line, _ := said.ReadString('\n'); line != "listening\n" {
+		t.Fatalf("the impostor: %q", line)
+	}
+	opts := f.opts
+	var log strings.Builder
+	opts.Log = &log
+	if p2, err := startAny(context.Background(), opts); err == nil {
+		p2.Stop(context.Background())
+	}
+	cmd.Process.Kill()
+	rest, _ := io.ReadAll(said)
+	t.Logf("the impostor says: %s\nthe start says:\n%s", rest, log.String())
+	if strings.Contains(string(rest), "got:") {
+		t.Errorf("a start took a sandboxed provider for the broker: it says %s", rest)
+	}
+}
