@@ -35,7 +35,9 @@ import (
 // Who may use it. The broker listens on an abstract unix socket, whose name is derived from a
 // secret of 32 random bytes, and proves, and asks each client to prove, knowledge of that secret
 // (HMAC-SHA256 over both sides' nonces) before anything else; both ends also check that the other
-// runs as this user (SO_PEERCRED). The secret is kept in a file of mode 0600 in a directory of
+// runs as this user (SO_PEERCRED) and is confined no more than itself (peerIsUs: a sandboxed
+// provider whose sandbox may write the runtime directory can plant a secret of its own and listen
+// at its socket, and is refused there). The secret is kept in a file of mode 0600 in a directory of
 // mode 0700 of this user's (runtimeDir), which a sandboxed provider is not granted: Landlock
 // governs reading it, where it does not govern connecting to a socket by its path. A sandboxed
 // provider cannot reach an abstract socket made outside its sandbox at all (Landlock's scoping,
