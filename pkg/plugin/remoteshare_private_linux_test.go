@@ -1,10 +1,12 @@
 package plugin
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The runtime directory is reached only through directories no one else can change: below a
@@ -46,5 +48,61 @@ func TestRemoteShareRuntimeDirAboveIsPrivate(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", theirs)
 	if dir, err := runtimeDir(); err == nil || !strings.Contains(err.Error(), theirs) {
 		t.Errorf("a runtime directory below another user's %s was taken: %s %v", theirs, dir, err)
+	}
+}
+
+// brokers lists the pids of this test binary's brokers that are running.
+func brokers(t *testing.T) []string {
+	t.Helper()
+	exe, _ := os.Executable()
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+			continue
+		}
+		if args := strings.Split(string(cmdline), "\x00"); len(args) > 1 && args[0] == exe && args[1] == RemoteBrokerCommand {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// A far side that never says hello: the start fails at the hello's bound, and the broker ends
+// at once with its connection's command, leaving no secret behind (the next start tries anew).
+func TestRemoteShareSilentFarSideLeavesNothing(t *testing.T) {
+	f := newShareFixture(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	f.opts.Command = []string{"sh", "-c", `echo $$ > "$0"; exec sleep 600`, pidFile}
+	f.opts.HelloTimeout = time.Second
+	begun := time.Now()
+	if p, err := startAny(context.Background(), f.opts); err == nil {
+		p.Stop(context.Background())
+		t.Fatal("a start on a far side that never says hello succeeded")
+	} else {
+		t.Logf("%v", err)
+	}
+	if took := time.Since(begun); took > 8*time.Second {
+		t.Errorf("the start failed after %s, past the hello's bound of 1s", took)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+		pid, _ := os.ReadFile(pidFile)
+		stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+		cmdAlive := err == nil && !strings.Contains(string(stat), ") Z")
+		b := brokers(t)
+		if len(secrets) == 0 && !cmdAlive && len(b) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the start failed: secrets %v, the connection's command running: %v, brokers %v", secrets, cmdAlive, b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
