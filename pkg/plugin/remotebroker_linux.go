@@ -54,6 +54,9 @@ var shareParent = os.Getppid
 // brokerAuthTimeout bounds the proof of the secret, each way.
 const brokerAuthTimeout = 5 * time.Second
 
+// brokerSpawnBound bounds the start of a broker, until it listens.
+const brokerSpawnBound = 10 * time.Second
+
 // brokerClients bounds the clients a broker serves at once.
 const brokerClients = 64
 
@@ -92,8 +95,9 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 	key, _ := json.Marshal([]any{started, wd, opts.Name, opts.Command, opts.HelloTimeout, opts.StartTimeout})
 	sum := sha256.Sum256(key)
 	file := filepath.Join(dir, fmt.Sprintf("remote-%d-%s", parent, hex.EncodeToString(sum[:12])))
+	waited := false
 	for try := 0; try < 2; try++ {
-		secret, made, err := secretFor(file)
+		secret, made, hold, err := secretFor(file)
 		if err != nil {
 			return nil, &notShared{err}
 		}
@@ -103,7 +107,9 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 			}
 			spec := brokerSpec{Secret: secret, Name: opts.Name, Command: opts.Command, StartTimeout: opts.StartTimeout,
 				HelloTimeout: opts.HelloTimeout, HelloSetting: opts.HelloSetting, Parent: parent, Started: started, File: file}
-			if err := spawnBroker(spec); err != nil {
+			err := spawnBroker(spec)
+			hold.Close() // the lock that said this start was starting the broker
+			if err != nil {
 				removeIfSame(file, secret)
 				return nil, &notShared{err}
 			}
@@ -132,6 +138,14 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 			return nil, err
 		}
 		if !made && errors.Is(err, syscall.ECONNREFUSED) {
+			// The start that made the file may still be starting its broker: it holds the
+			// file's lock until its broker listens (or failed to), and then it is dialed again.
+			// A file no start holds is left by a broker that is gone.
+			if !waited && waitForMaker(file) {
+				waited = true
+				try--
+				continue
+			}
 			removeIfSame(file, secret)
 			continue
 		}
@@ -197,38 +211,62 @@ func privateAbove(dir string) error {
 }
 
 // secretFor reads the secret in file, or makes it (made) when there is none: written whole under
-// another name, then linked to file, which fails when another start made it first.
-func secretFor(file string) (secret []byte, made bool, err error) {
+// another name, locked (hold, until its broker listens: waitForMaker), then linked to file, which
+// fails when another start made it first.
+func secretFor(file string) (secret []byte, made bool, hold *os.File, err error) {
 	if s, err := readSecret(file); err == nil {
-		return s, false, nil
+		return s, false, nil, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	sweep(filepath.Dir(file))
 	secret = make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".new-")
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.WriteString(hex.EncodeToString(secret))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = unix.Flock(int(tmp.Fd()), unix.LOCK_EX)
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), file)
 	}
 	if err != nil {
-		return nil, false, err
-	}
-	if err := os.Link(tmp.Name(), file); err != nil {
+		tmp.Close()
 		if errors.Is(err, os.ErrExist) {
 			s, err := readSecret(file)
-			return s, false, err
+			return s, false, nil, err
 		}
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	return secret, true, nil
+	return secret, true, tmp, nil
+}
+
+// waitForMaker says whether file was locked by the start that made it (starting its broker), once
+// that start let go, within the bound on a broker's start.
+func waitForMaker(file string) bool {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	held := false
+	for deadline := time.Now().Add(brokerSpawnBound + time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return held
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return false
+		}
+		held = true
+	}
+	return false
 }
 
 // readSecret reads a secret file: a regular file of this user's, mode 0600, not a link.
@@ -344,9 +382,9 @@ func spawnBroker(spec brokerSpec) error {
 			return fmt.Errorf("oprov's broker did not start: %s", quoteText(line))
 		}
 		return nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(brokerSpawnBound):
 		cmd.Process.Kill()
-		return errors.New("oprov's broker did not start within 10s")
+		return fmt.Errorf("oprov's broker did not start within %s", brokerSpawnBound)
 	}
 }
 

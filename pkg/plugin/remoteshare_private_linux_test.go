@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -104,5 +105,36 @@ func TestRemoteShareSilentFarSideLeavesNothing(t *testing.T) {
 			t.Fatalf("10s after the start failed: secrets %v, the connection's command running: %v, brokers %v", secrets, cmdAlive, b)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Starts of one command that begin at once (tofu starts a provider's instances, one per
+// configuration, in parallel) share one connection: a start that finds the secret of a broker
+// still starting waits for it, instead of taking it for one that is gone, removing it, and making
+// a connection of its own.
+func TestRemoteShareConcurrentStartsShareOne(t *testing.T) {
+	f := newShareFixture(t)
+	var wg sync.WaitGroup
+	ps := make([]*Provider, 4)
+	for i := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := startAny(context.Background(), f.opts)
+			if err != nil {
+				t.Error(err)
+			}
+			ps[i] = p
+		}()
+	}
+	wg.Wait()
+	for _, p := range ps {
+		if p != nil {
+			call(t, p)
+			p.Stop(context.Background())
+		}
+	}
+	if got := f.lines(); got != "start" {
+		t.Errorf("4 starts at once ran the connection's command as %q, want one start", got)
 	}
 }
