@@ -280,6 +280,12 @@ func (l *remoteLink) openBounded(ctx context.Context, in *bufio.Reader, opts Rem
 func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	var hello RemoteHello
 	if err := readLine(in, &hello); err != nil {
+		if errors.Is(err, io.EOF) && l.launch != nil {
+			// A launch stream the shared connection's far side closed at once: past its
+			// operator's bound on streams at once (a host block's streams), or the connection
+			// ended. A connection of the start's own says which.
+			return 0, &notShared{errors.New("the shared connection's far side closed the launch stream before its hello (its bound on streams at once, a host block's streams, may be met)")}
+		}
 		if errors.Is(err, io.EOF) {
 			note := l.exitNote()
 			if l.cmd != nil && exitedSSHFailure(l.command, l.cmd) {

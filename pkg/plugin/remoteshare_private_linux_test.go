@@ -138,3 +138,30 @@ func TestRemoteShareConcurrentStartsShareOne(t *testing.T) {
 		t.Errorf("4 starts at once ran the connection's command as %q, want one start", got)
 	}
 }
+
+// A far operator's bound on streams at once (a host block's streams, default 8 for a connection
+// of one provider's) also bounds a shared connection: a launch stream past it is closed before
+// its hello. The start then connects on its own, as past the bound on providers, instead of
+// failing.
+func TestRemoteShareLaunchPastTheStreamBoundConnectsOnItsOwn(t *testing.T) {
+	f := newShareFixture(t)
+	t.Setenv("OPROV_TEST_HOST_STREAMS", "2")
+	var log strings.Builder
+	f.opts.Log = &log
+	p1, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p1.Stop(context.Background())
+	call(t, p1) // its launch stream and its calls stream: the far side's bound
+	p2, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatalf("a start past the far side's bound on streams: %v\n%s", err, log.String())
+	}
+	defer p2.Stop(context.Background())
+	call(t, p2)
+	if got := f.lines(); got != "start start" {
+		t.Errorf("connections: %q, want the shared one and one of the second start's own", got)
+	}
+	t.Logf("%s", log.String())
+}
