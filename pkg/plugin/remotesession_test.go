@@ -241,3 +241,28 @@ func TestRemoteSessionRefusedStreamsAreBounded(t *testing.T) {
 		t.Errorf("the far side kept %d MiB of the %d MiB a near side sent on streams it refused", kept>>20, sent>>20)
 	}
 }
+
+// A launch stream whose near side never sends its request holds its provider's place only for
+// the opening's bound: then it hears why and is closed, and the place is free for the next.
+func TestRemoteSessionSilentLaunchHoldsItsPlaceOnlyForTheBound(t *testing.T) {
+	old := defaultSessionProviders
+	defaultSessionProviders = 1
+	defer func() { defaultSessionProviders = old }()
+	n := openSessionWith(t, func(h *RemoteHost) { h.OpenTimeout = 500 * time.Millisecond })
+	silent, in, hello := n.stream(t, `{"launch":true}`+"\n")
+	if !strings.Contains(hello, `"oprov_remote"`) {
+		t.Fatalf("a launch stream began %q", hello)
+	}
+	if _, reply := n.launch(t); !strings.Contains(reply, `"full":true`) {
+		t.Errorf("a launch while the silent one holds the only place: %q", reply)
+	}
+	if reply, _ := in.ReadString('\n'); !strings.Contains(reply, "did not finish the opening") {
+		t.Errorf("the silent launch stream heard %q", reply)
+	}
+	silent.Close()
+	s, reply := n.launch(t)
+	if !strings.Contains(reply, `"ready":true`) {
+		t.Errorf("a launch after the silent one's bound: %q", reply)
+	}
+	s.Close()
+}
