@@ -46,6 +46,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecCommand {
 		os.Exit(sandbox.Main(os.Args[2:])) // as oprov __sandbox-exec
 	}
+	if file := os.Getenv("OPROV_TEST_BROKER_IMPOSTOR"); file != "" {
+		os.Exit(sandboxedImpostor(file)) // remoteshare_sandbox_linux_test.go: a sandboxed provider plays the broker
+	}
+	if file := os.Getenv("OPROV_TEST_BROKER_SANDBOXED"); file != "" {
+		os.Exit(sandboxedKnock(file)) // remoteshare_sandbox_linux_test.go: a sandboxed provider at the broker
+	}
 	if path := os.Getenv("OPROV_TEST_DIAL"); path != "" {
 		dialAndExit(path)
 	}

@@ -212,6 +212,10 @@ func (l *remoteLink) startSession(in *bufio.Reader) error {
 	cfg.KeepAliveInterval = 10 * time.Second
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.MaxStreamWindowSize = 4 << 20
+	// The near side opens every stream; one the far side opens is never accepted, and yamux
+	// keeps what arrives on each it holds for accepting: one at most (the least it takes), the
+	// others reset.
+	cfg.AcceptBacklog = 1
 	var err error
 	l.sess, err = yamux.Client(&pipeConn{r: in, w: l.stdin, read: &l.recv, written: &l.sent}, cfg)
 	return err
@@ -282,6 +286,12 @@ func (l *remoteLink) openBounded(ctx context.Context, in *bufio.Reader, opts Rem
 func (l *remoteLink) open(in *bufio.Reader, opts RemoteOptions) (int, error) {
 	var hello RemoteHello
 	if err := readLine(in, &hello); err != nil {
+		if errors.Is(err, io.EOF) && l.launch != nil {
+			// A launch stream the shared connection's far side closed at once: past its
+			// operator's bound on streams at once (a host block's streams), or the connection
+			// ended. A connection of the start's own says which.
+			return 0, &notShared{errors.New("the shared connection's far side closed the launch stream before its hello (its bound on streams at once, a host block's streams, may be met)")}
+		}
 		if errors.Is(err, io.EOF) {
 			note := l.exitNote()
 			if l.cmd != nil && exitedSSHFailure(l.command, l.cmd) {

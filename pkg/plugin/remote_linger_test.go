@@ -128,6 +128,9 @@ func farHost() int {
 		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
 			return Options{Path: exe, Env: []string{"OPROV_TEST_SERVE_PROVIDER=1", os.Getenv("OPROV_TEST_FAR_ENV")}, ForReattach: true, DieWithParent: true}, nil
 		}}
+	if n, err := strconv.Atoi(os.Getenv("OPROV_TEST_HOST_STREAMS")); err == nil {
+		h.Streams = n // a host block's streams
+	}
 	if err := h.Serve(context.Background()); err != nil {
 		return 1
 	}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"net"
 	"sync"
 )
@@ -10,6 +11,12 @@ import (
 // stream (another when gRPC reconnects), so the bound is only met by a near side that floods the
 // far side with streams, each of which would otherwise hold a gRPC server connection and its
 // buffers.
+//
+// A stream closed on this end (refused here, or by whoever served it) is closed on this end only:
+// yamux keeps what the near side sends on it (up to its window) until the near side closes its
+// end too. So once the connection holds more than twice max streams, open or closed on this end
+// alone, the near side is not closing the streams ended for it, and the connection is ended (the
+// listener closed) instead of keeping what it sends.
 func boundStreams(l net.Listener, max int) net.Listener {
 	return &streamBound{Listener: l, slots: make(chan struct{}, max)}
 }
@@ -24,6 +31,11 @@ func (b *streamBound) Accept() (net.Conn, error) {
 		c, err := b.Listener.Accept()
 		if err != nil {
 			return nil, err
+		}
+		if n, ok := b.Listener.(interface{ NumStreams() int }); ok && n.NumStreams() > 2*cap(b.slots) {
+			c.Close()
+			b.Listener.Close()
+			return nil, fmt.Errorf("the near side kept more than %d streams of the connection open at once, twice the most it may open", 2*cap(b.slots))
 		}
 		select {
 		case b.slots <- struct{}{}:

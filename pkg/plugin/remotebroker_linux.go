@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oprov/oprov/pkg/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,12 +35,16 @@ import (
 // Who may use it. The broker listens on an abstract unix socket, whose name is derived from a
 // secret of 32 random bytes, and proves, and asks each client to prove, knowledge of that secret
 // (HMAC-SHA256 over both sides' nonces) before anything else; both ends also check that the other
-// runs as this user (SO_PEERCRED). The secret is kept in a file of mode 0600 in a directory of
+// runs as this user (SO_PEERCRED) and is confined no more than itself (peerIsUs: a sandboxed
+// provider whose sandbox may write the runtime directory can plant a secret of its own and listen
+// at its socket, and is refused there). The secret is kept in a file of mode 0600 in a directory of
 // mode 0700 of this user's (runtimeDir), which a sandboxed provider is not granted: Landlock
 // governs reading it, where it does not govern connecting to a socket by its path. A sandboxed
 // provider cannot reach an abstract socket made outside its sandbox at all (Landlock's scoping,
 // pkg/sandbox), cannot learn the name, and cannot pass for the broker: a socket it binds under a
-// name it guessed cannot prove the secret. A process of this user outside any sandbox can read
+// name it guessed cannot prove the secret. The scoping is what holds even when a sandbox may read
+// the runtime directory, so on a kernel without it (a best_effort sandbox drops it) no start
+// shares a connection. A process of this user outside any sandbox can read
 // the secret, as it can read the user's ssh keys: it gains nothing it did not have.
 
 // shareParent is the command whose starts share a connection: the process that started this
@@ -48,6 +53,9 @@ var shareParent = os.Getppid
 
 // brokerAuthTimeout bounds the proof of the secret, each way.
 const brokerAuthTimeout = 5 * time.Second
+
+// brokerSpawnBound bounds the start of a broker, until it listens.
+const brokerSpawnBound = 10 * time.Second
 
 // brokerClients bounds the clients a broker serves at once.
 const brokerClients = 64
@@ -71,6 +79,13 @@ type brokerStatus struct {
 // sharedDialer gives the dialer of this command's shared connection: the broker's, started
 // here when this is the command's first start.
 func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error) {
+	// Without Landlock's scoping (a best_effort sandbox on an older kernel) a sandboxed provider
+	// reaches the broker's socket, and only the secret's file stands in its way: a sandbox that
+	// may read the runtime directory (or /tmp, or $XDG_RUNTIME_DIR) would hand it the user's
+	// remote providers. There, each start connects on its own.
+	if !sandbox.Probe().ScopesAbstractSockets() {
+		return nil, &notShared{errors.New("this kernel lacks Landlock's scoping of abstract unix sockets (ABI 6, Linux 6.12), which keeps sandboxed providers from the broker's socket")}
+	}
 	dir, err := runtimeDir()
 	if err != nil {
 		return nil, &notShared{err}
@@ -84,8 +99,9 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 	key, _ := json.Marshal([]any{started, wd, opts.Name, opts.Command, opts.HelloTimeout, opts.StartTimeout})
 	sum := sha256.Sum256(key)
 	file := filepath.Join(dir, fmt.Sprintf("remote-%d-%s", parent, hex.EncodeToString(sum[:12])))
+	waited := false
 	for try := 0; try < 2; try++ {
-		secret, made, err := secretFor(file)
+		secret, made, hold, err := secretFor(file)
 		if err != nil {
 			return nil, &notShared{err}
 		}
@@ -95,7 +111,9 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 			}
 			spec := brokerSpec{Secret: secret, Name: opts.Name, Command: opts.Command, StartTimeout: opts.StartTimeout,
 				HelloTimeout: opts.HelloTimeout, HelloSetting: opts.HelloSetting, Parent: parent, Started: started, File: file}
-			if err := spawnBroker(spec); err != nil {
+			err := spawnBroker(spec)
+			hold.Close() // the lock that said this start was starting the broker
+			if err != nil {
 				removeIfSame(file, secret)
 				return nil, &notShared{err}
 			}
@@ -124,6 +142,14 @@ func sharedDialer(ctx context.Context, opts RemoteOptions) (streamDialer, error)
 			return nil, err
 		}
 		if !made && errors.Is(err, syscall.ECONNREFUSED) {
+			// The start that made the file may still be starting its broker: it holds the
+			// file's lock until its broker listens (or failed to), and then it is dialed again.
+			// A file no start holds is left by a broker that is gone.
+			if !waited && waitForMaker(file) {
+				waited = true
+				try--
+				continue
+			}
 			removeIfSame(file, secret)
 			continue
 		}
@@ -140,13 +166,21 @@ func (e *brokerRefusal) Error() string { return e.msg }
 
 // runtimeDir is this user's private directory for brokers' secrets: $XDG_RUNTIME_DIR/oprov, or
 // oprov-UID in the temporary directory; made with mode 0700 and refused unless it is a
-// directory (not a link) of this user's that no one else may enter.
+// directory (not a link) of this user's that no one else may enter, reached through directories
+// no one else can change (privateAbove).
 func runtimeDir() (string, error) {
 	base := os.Getenv("XDG_RUNTIME_DIR")
 	name := "oprov"
 	if base == "" || !filepath.IsAbs(base) {
 		base = os.TempDir()
 		name = "oprov-" + strconv.Itoa(os.Getuid())
+	}
+	base, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return "", err
+	}
+	if err := privateAbove(base); err != nil {
+		return "", err
 	}
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -162,39 +196,81 @@ func runtimeDir() (string, error) {
 	return dir, nil
 }
 
+// privateAbove refuses dir (with no link on its way) unless it and every directory above it are
+// this user's or root's and writable by no one else, or sticky: another user who could write one
+// of them could rename what is below it away and put a link in its place.
+func privateAbove(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return err
+		}
+		if int(st.Uid) != os.Getuid() && st.Uid != 0 || st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			return fmt.Errorf("%s, on the way to oprov's runtime directory, can be changed by another user (owner %d, mode %04o): set XDG_RUNTIME_DIR or TMPDIR to a directory of this user's", d, st.Uid, st.Mode&0o7777)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
 // secretFor reads the secret in file, or makes it (made) when there is none: written whole under
-// another name, then linked to file, which fails when another start made it first.
-func secretFor(file string) (secret []byte, made bool, err error) {
+// another name, locked (hold, until its broker listens: waitForMaker), then linked to file, which
+// fails when another start made it first.
+func secretFor(file string) (secret []byte, made bool, hold *os.File, err error) {
 	if s, err := readSecret(file); err == nil {
-		return s, false, nil
+		return s, false, nil, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	sweep(filepath.Dir(file))
 	secret = make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".new-")
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.WriteString(hex.EncodeToString(secret))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = unix.Flock(int(tmp.Fd()), unix.LOCK_EX)
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), file)
 	}
 	if err != nil {
-		return nil, false, err
-	}
-	if err := os.Link(tmp.Name(), file); err != nil {
+		tmp.Close()
 		if errors.Is(err, os.ErrExist) {
 			s, err := readSecret(file)
-			return s, false, err
+			return s, false, nil, err
 		}
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	return secret, true, nil
+	return secret, true, tmp, nil
+}
+
+// waitForMaker says whether file was locked by the start that made it (starting its broker), once
+// that start let go, within the bound on a broker's start.
+func waitForMaker(file string) bool {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	held := false
+	for deadline := time.Now().Add(brokerSpawnBound + time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return held
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return false
+		}
+		held = true
+	}
+	return false
 }
 
 // readSecret reads a secret file: a regular file of this user's, mode 0600, not a link.
@@ -310,9 +386,9 @@ func spawnBroker(spec brokerSpec) error {
 			return fmt.Errorf("oprov's broker did not start: %s", quoteText(line))
 		}
 		return nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(brokerSpawnBound):
 		cmd.Process.Kill()
-		return errors.New("oprov's broker did not start within 10s")
+		return fmt.Errorf("oprov's broker did not start within %s", brokerSpawnBound)
 	}
 }
 
@@ -367,7 +443,13 @@ func dialBroker(secret []byte, hdr streamHeader, wait time.Duration) (net.Conn, 
 	return &bufferedConn{Conn: c, r: in}, nil
 }
 
-// peerIsUs checks that the process at the other end of c runs as this user, and gives its pid.
+// peerIsUs checks that the process at the other end of c runs as this user, and is confined no
+// more than this one, and gives its pid: a sandboxed provider (pkg/sandbox always sets
+// no_new_privs, and adds a seccomp filter) is refused whether it connects or listens. One whose
+// sandbox may write the runtime directory can put a secret of its own in a command's secret file
+// and listen at that secret's socket (Landlock scopes connecting, not binding): the secret then
+// proves nothing, who listens does. The pidfd (SO_PEERPIDFD) makes sure the status read is that
+// process's.
 func peerIsUs(c net.Conn) (int, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -378,17 +460,37 @@ func peerIsUs(c net.Conn) (int, error) {
 		return 0, err
 	}
 	var cred *unix.Ucred
-	var credErr error
+	var credErr, pidfdErr error
+	pidfd := -1
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		pidfd, pidfdErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD)
 	}); err != nil {
 		return 0, err
 	}
 	if credErr != nil {
 		return 0, credErr
 	}
+	if pidfdErr != nil {
+		return 0, fmt.Errorf("which process is at the other end (SO_PEERPIDFD): %w", pidfdErr)
+	}
+	defer unix.Close(pidfd)
 	if int(cred.Uid) != os.Getuid() {
 		return 0, fmt.Errorf("process %d at the other end runs as user %d, not this one", cred.Pid, cred.Uid)
+	}
+	theirs, err := confinement(strconv.Itoa(int(cred.Pid)))
+	if err != nil {
+		return 0, err
+	}
+	ours, err := confinement("self")
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return 0, fmt.Errorf("process %d at the other end has ended", cred.Pid)
+	}
+	if theirs != ours {
+		return 0, fmt.Errorf("process %d at the other end is confined more than this one (%s; here %s): a sandboxed provider, not oprov", cred.Pid, theirs, ours)
 	}
 	return int(cred.Pid), nil
 }
@@ -422,6 +524,29 @@ func startOf(pid, parent int, started string) string {
 		return fmt.Sprintf("process %d does not run this oprov", pid)
 	}
 	return ""
+}
+
+// confinement is what /proc says of a process's confinement: its no_new_privs and the number of
+// its seccomp filters, which a sandbox sets and adds to, and none of its children can undo.
+func confinement(pid string) (string, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return "", err
+	}
+	var nnp, filters string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "NoNewPrivs":
+			nnp = strings.TrimSpace(v)
+		case "Seccomp_filters":
+			filters = strings.TrimSpace(v)
+		}
+	}
+	if nnp == "" || filters == "" {
+		return "", fmt.Errorf("/proc/%s/status does not say the process's no_new_privs and seccomp filters", pid)
+	}
+	return "no_new_privs " + nnp + ", seccomp filters " + filters, nil
 }
 
 // broker is the process that keeps a command's shared connection.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,7 +23,10 @@ type sessionNear struct {
 	done     chan error
 }
 
-func openSession(t *testing.T) *sessionNear {
+func openSession(t *testing.T) *sessionNear { t.Helper(); return openSessionWith(t, nil) }
+
+// openSessionWith is openSession with the far side set up by set first.
+func openSessionWith(t *testing.T, set func(*RemoteHost)) *sessionNear {
 	t.Helper()
 	toFar, fromNear := io.Pipe()
 	fromFar, toNear := io.Pipe()
@@ -32,6 +36,9 @@ func openSession(t *testing.T) *sessionNear {
 			n.launched.Add(1)
 			return selfAsProvider(t), nil
 		}}
+	if set != nil {
+		set(h)
+	}
 	go func() { n.done <- h.Serve(context.Background()); toNear.Close() }()
 	in := bufio.NewReader(fromFar)
 	var hello RemoteHello
@@ -168,4 +175,94 @@ func TestRemoteSessionRefusesWhatItDoesNotKnow(t *testing.T) {
 	for _, s := range held {
 		s.Close()
 	}
+}
+
+// A near side that keeps opening streams past the bound, and sends on each, does not make the
+// far side keep what it sends: a stream refused is closed on the far side's end only, and yamux
+// keeps what arrives on it (up to its window, 256 KiB) until the near side closes its end too, or
+// for five minutes. Past twice the bound on open streams the far side ends the connection.
+func TestRemoteSessionStreamFloodIsBounded(t *testing.T) {
+	old := sessionHeaderTimeout
+	sessionHeaderTimeout = time.Minute // the held streams keep their slots
+	defer func() { sessionHeaderTimeout = old }()
+	const bound = 4
+	n := openSessionWith(t, func(h *RemoteHost) { h.Streams = bound })
+	for i := 0; i < bound; i++ { // the bound's streams, held without a header
+		if _, err := n.sess.Open(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, sent := floodStreams(t, n, "")
+	if kept > 32<<20 {
+		t.Errorf("the far side kept %d MiB of the %d MiB a near side sent on streams past the bound of %d", kept>>20, sent>>20, bound)
+	}
+}
+
+// floodStreams opens 400 streams that start with header and sends 256 KiB on each, leaving them
+// open, and gives by how much the heap grew (this process holds both sides) and what was sent.
+func floodStreams(t *testing.T, n *sessionNear, header string) (kept int64, sent int) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	chunk := make([]byte, 256<<10)
+	for i := 0; i < 400; i++ {
+		s, err := n.sess.Open()
+		if err != nil {
+			break
+		}
+		s.SetDeadline(time.Now().Add(5 * time.Second))
+		if header != "" {
+			io.WriteString(s, header)
+			// the far side's answer, after which it closes its end
+			if _, err := bufio.NewReader(s).ReadString('\n'); err != nil {
+				break
+			}
+		}
+		k, err := s.Write(chunk)
+		sent += k
+		if err != nil {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("sent %d MiB on streams left open; the heap grew by %d MiB", sent>>20, kept>>20)
+	return kept, sent
+}
+
+// The same flood within the bound: each stream is refused for its header, which frees its slot
+// at once, and the near side never closes its end.
+func TestRemoteSessionRefusedStreamsAreBounded(t *testing.T) {
+	n := openSessionWith(t, func(h *RemoteHost) { h.Streams = 4 })
+	if kept, sent := floodStreams(t, n, "not a header\n"); kept > 32<<20 {
+		t.Errorf("the far side kept %d MiB of the %d MiB a near side sent on streams it refused", kept>>20, sent>>20)
+	}
+}
+
+// A launch stream whose near side never sends its request holds its provider's place only for
+// the opening's bound: then it hears why and is closed, and the place is free for the next.
+func TestRemoteSessionSilentLaunchHoldsItsPlaceOnlyForTheBound(t *testing.T) {
+	old := defaultSessionProviders
+	defaultSessionProviders = 1
+	defer func() { defaultSessionProviders = old }()
+	n := openSessionWith(t, func(h *RemoteHost) { h.OpenTimeout = 500 * time.Millisecond })
+	silent, in, hello := n.stream(t, `{"launch":true}`+"\n")
+	if !strings.Contains(hello, `"oprov_remote"`) {
+		t.Fatalf("a launch stream began %q", hello)
+	}
+	if _, reply := n.launch(t); !strings.Contains(reply, `"full":true`) {
+		t.Errorf("a launch while the silent one holds the only place: %q", reply)
+	}
+	if reply, _ := in.ReadString('\n'); !strings.Contains(reply, "did not finish the opening") {
+		t.Errorf("the silent launch stream heard %q", reply)
+	}
+	silent.Close()
+	s, reply := n.launch(t)
+	if !strings.Contains(reply, `"ready":true`) {
+		t.Errorf("a launch after the silent one's bound: %q", reply)
+	}
+	s.Close()
 }

@@ -99,6 +99,11 @@ func (s Support) Parts() []Part {
 	}
 }
 
+// ScopesAbstractSockets says whether this kernel keeps every sandboxed provider from the abstract
+// unix sockets made outside its sandbox (Landlock ABI 6): what a socket meant for oprov's own
+// processes alone relies on, since a sandboxed provider runs as the same user.
+func (s Support) ScopesAbstractSockets() bool { return s.LandlockABI >= abiScope }
+
 // Part is one part of a sandbox and whether this kernel enforces it.
 type Part struct {
 	What      string `json:"what"`
