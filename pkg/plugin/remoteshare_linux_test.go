@@ -77,6 +77,48 @@ func shareCommand(count string) int {
 	return 0
 }
 
+// secrets are the secret files in the fixture's runtime directory.
+func (f *shareFixture) secrets() []string {
+	s, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	return s
+}
+
+// started takes a provider on the fixture's shared connection, stopped when the test ends, and
+// gives the secret of its broker.
+func (f *shareFixture) started(t *testing.T) []byte {
+	t.Helper()
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(context.Background()) })
+	secrets := f.secrets()
+	if len(secrets) != 1 {
+		t.Fatalf("secrets: %v, want the shared connection's", secrets)
+	}
+	secret, err := readSecret(secrets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// waitEnded waits, 10s at most, until the shared connection has ended and its secret is gone.
+func (f *shareFixture) waitEnded(t *testing.T, after string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		secrets := f.secrets()
+		if f.lines() == "start end" && len(secrets) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after %s: connections %q, secrets left %v", after, f.lines(), secrets)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // lines is what the count file says: a "start" per connection, an "end" per one that ended.
 func (f *shareFixture) lines() string {
 	b, _ := os.ReadFile(f.count)
@@ -121,7 +163,7 @@ func TestRemoteStartsShareAConnection(t *testing.T) {
 	}
 	p1.Stop(ctx)
 	call(t, p2)
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secrets := f.secrets()
 	if len(secrets) != 1 {
 		t.Fatalf("secrets while the command runs: %v, want one", secrets)
 	}
@@ -141,17 +183,7 @@ func TestRemoteBrokerEndsWithTheCommand(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the command: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-		if f.lines() == "start end" && len(secrets) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after the command ended: connections %q, secrets left %v", f.lines(), secrets)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.waitEnded(t, "the command ended")
 }
 
 // shareLeave, as a command of its own (OPROV_TEST_SHARE_LEAVE), runs a start (shareHold) that
@@ -207,17 +239,7 @@ func TestRemoteBrokerDoesNotWaitForAStartLeftBehind(t *testing.T) {
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
 		defer syscall.Kill(pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-		if f.lines() == "start end" && len(secrets) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after the command ended (grace 500ms), a start still connected: connections %q, secrets %v", f.lines(), secrets)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.waitEnded(t, "the command ended (grace 500ms), a start still connected")
 }
 
 func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
@@ -230,7 +252,7 @@ func TestRemoteShareReplacesAStaleSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secrets := f.secrets()
 	p.Stop(context.Background())
 	if len(secrets) != 1 {
 		t.Fatalf("secrets: %v", secrets)
@@ -294,16 +316,7 @@ func TestRemoteShareRefusesWhatIsNotPrivate(t *testing.T) {
 // prove it is not taken for the broker.
 func TestRemoteBrokerProvesTheSecret(t *testing.T) {
 	f := newShareFixture(t)
-	p, err := startAny(context.Background(), f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background())
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-	secret, err := readSecret(secrets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	secret := f.started(t)
 
 	// A client without the secret: its proof is wrong, and the broker says nothing more.
 	c, err := net.Dial("unix", socketName(secret))
@@ -370,16 +383,7 @@ func TestRemoteBrokerRefusesAnotherUser(t *testing.T) {
 		t.Skip("needs root, to run a process as another user")
 	}
 	f := newShareFixture(t)
-	p, err := startAny(context.Background(), f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background())
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-	secret, err := readSecret(secrets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	secret := f.started(t)
 	// A copy of the test binary that the other user may run.
 	self, _ := os.Executable()
 	dir, err := os.MkdirTemp("", "knock-")
@@ -462,16 +466,7 @@ func prove(secretHex string) int {
 // (another program) the command ran, is refused.
 func TestRemoteBrokerServesOnlyTheCommandsStarts(t *testing.T) {
 	f := newShareFixture(t)
-	p, err := startAny(context.Background(), f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background())
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-	secret, err := readSecret(secrets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	secret := f.started(t)
 	self, _ := os.Executable()
 	other := filepath.Join(t.TempDir(), "another-program")
 	data, err := os.ReadFile(self)

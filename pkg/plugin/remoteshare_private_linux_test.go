@@ -99,7 +99,7 @@ func TestRemoteShareSilentFarSideLeavesNothing(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+		secrets := f.secrets()
 		pid, _ := os.ReadFile(pidFile)
 		stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
 		cmdAlive := err == nil && !strings.Contains(string(stat), ") Z")

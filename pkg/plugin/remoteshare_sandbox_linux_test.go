@@ -128,19 +128,8 @@ func TestRemoteShareSandboxedProviderCannotReachTheBroker(t *testing.T) {
 		t.Skipf("this kernel lacks Landlock's scoping of abstract sockets or seccomp: %+v", sup)
 	}
 	f := newShareFixture(t)
-	p, err := startAny(context.Background(), f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background())
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
-	if len(secrets) != 1 {
-		t.Fatalf("secrets: %v, want the shared connection's", secrets)
-	}
-	secret, err := readSecret(secrets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	secret := f.started(t)
+	secrets := f.secrets()
 	// The same program unconfined is served: what stops it below is the sandbox.
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = []string{"OPROV_TEST_BROKER_SANDBOXED=" + secrets[0]}
@@ -186,7 +175,7 @@ func TestRemoteShareNeedsAbstractSocketScoping(t *testing.T) {
 	}
 	defer p.Stop(context.Background())
 	call(t, p)
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secrets := f.secrets()
 	if len(secrets) > 0 {
 		out := runSandboxed(t, sandbox.Spec{Name: "best effort, reads the runtime directory", BestEffort: true, Read: []string{f.runtime}}, sup, secrets[0], nil)
 		t.Errorf("without scoping, a start shared a connection (secret %s); a sandboxed provider granted reading the runtime directory says:\n%s", secrets[0], out)
@@ -260,7 +249,7 @@ func TestRemoteShareStartRefusesASandboxedImpostor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop(context.Background())
-	secrets, _ := filepath.Glob(filepath.Join(f.runtime, "oprov", "remote-*"))
+	secrets := f.secrets()
 	if len(secrets) != 1 {
 		t.Fatalf("secrets: %v", secrets)
 	}
