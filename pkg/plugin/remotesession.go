@@ -78,7 +78,11 @@ func (h *RemoteHost) serveSession(ctx context.Context, in *bufio.Reader) error {
 		if err != nil {
 			break // the session ended
 		}
-		go h.serveStream(ctx, st, c)
+		st.running.Add(1) // before the stream is read: a launch cannot begin after the Wait below
+		go func() {
+			defer st.running.Done()
+			h.serveStream(ctx, st, c)
+		}()
 	}
 	st.running.Wait()
 	return nil
@@ -133,8 +137,6 @@ func readHeader(in *bufio.Reader) (streamHeader, error) {
 // serveLaunch runs the opening on a launch stream, and the launched provider until the stream
 // ends; then stops it.
 func (h *RemoteHost) serveLaunch(ctx context.Context, st *sessionState, c net.Conn, in *bufio.Reader) {
-	st.running.Add(1)
-	defer st.running.Done()
 	defer c.Close()
 	st.mu.Lock()
 	full := len(st.providers) >= defaultSessionProviders
