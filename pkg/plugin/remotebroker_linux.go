@@ -693,6 +693,11 @@ func (b *broker) open() {
 // connection's.
 func (b *broker) serve(c net.Conn) {
 	defer c.Close()
+	// Who connected first: another user's or a provider's connections take no client's place.
+	pid, err := peerIsUs(c)
+	if err != nil || startOf(pid, b.spec.Parent, b.spec.Started) != "" {
+		return
+	}
 	b.mu.Lock()
 	if b.clients >= brokerClients {
 		b.mu.Unlock()
@@ -714,10 +719,6 @@ func (b *broker) serve(c net.Conn) {
 		}
 		b.mu.Unlock()
 	}()
-	pid, err := peerIsUs(c)
-	if err != nil || startOf(pid, b.spec.Parent, b.spec.Started) != "" {
-		return
-	}
 	c.SetDeadline(time.Now().Add(brokerAuthTimeout))
 	ns := make([]byte, 32)
 	rand.Read(ns)
