@@ -7,6 +7,7 @@
 #   tests/bench.sh all                 every benchmark
 #   tests/bench.sh --list              the rows, their groups and the peers each needs
 #   OPROV_BENCH_MB=20 tests/bench.sh … smaller zips (default 5 platforms x 100 MiB)
+#   OPROV_BENCH_COUNT=3 tests/bench.sh … each row that many rounds (default 1)
 #
 # Only the peers the rows named need are built (tests/tools/install.sh NAME...).
 set -euo pipefail
@@ -94,4 +95,4 @@ echo "machine: $(nproc) cores (${cpu:-unknown CPU}), ${mem:-? GiB}, load $(cut -
 echo "rows:    ${benches[*]}"
 
 pattern=$(IFS='|'; echo "${benches[*]}")
-go test -run '^$' -bench "^($pattern)\$" -benchtime 1x -timeout 60m ./tests/
+go test -run '^$' -bench "^($pattern)\$" -benchtime 1x -count "${OPROV_BENCH_COUNT:-1}" -timeout 60m ./tests/
