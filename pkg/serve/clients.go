@@ -133,6 +133,16 @@ type connListener struct {
 
 	draining  atomic.Pointer[time.Time] // when set, connections linger until then at most
 	lingering sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Close closes the listener once: the drain closes it before it says so, and http.Server's
+// Shutdown closes it again.
+func (l *connListener) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.Listener.Close() })
+	return l.closeErr
 }
 
 func (l *connListener) Accept() (net.Conn, error) {

@@ -59,6 +59,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) erro
 		return err
 	case <-ctx.Done():
 	}
+	cl.Close() // before the log says so: no new connection from here on
 	s.log.Info("shutting down: no new connections; draining requests under way", slog.Int64("in_flight", s.active.Load()), slog.String("drain_timeout", opts.Drain.String()))
 	dctx, cancel := context.WithTimeout(context.Background(), opts.Drain)
 	defer cancel()
@@ -92,7 +93,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, opts RunOptions) erro
 		return err
 	}
 	s.log.Info("stopped: every request finished")
-	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
