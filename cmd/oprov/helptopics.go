@@ -163,6 +163,8 @@ sends the request (and the zip when the far side lacks it), and the far side ref
 whose hash the lock does not record. Every call then crosses the connection, so audit and rule
 blocks work unchanged. A Go provider kept as source is built here for the far side's platform;
 the far side runs it only where its configuration names it in allow_source.
+After 'oprov init', plain tofu starts the provider several times in a command; on Linux 6.12 or
+later those starts share one connection, kept by a small oprov process that ends with tofu.
 
 The far side has hello_timeout (default 30s) to say hello; -v says where oprov connects. When ssh
 itself fails (exit 255: refused, unknown host key, no login), oprov says so and shows ssh's words.
