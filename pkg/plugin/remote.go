@@ -682,7 +682,7 @@ func (h *RemoteHost) openBounded(ctx context.Context, in *bufio.Reader, out io.W
 // serveCalls serves the near side's calls to p over yamux-multiplexed gRPC until the session
 // ends: the near side closed it, or went away.
 func (h *RemoteHost) serveCalls(ctx context.Context, in *bufio.Reader, p *Provider) error {
-	sess, err := h.session(ctx, in)
+	sess, err := h.session(ctx, in, 4<<20)
 	if err != nil {
 		return err
 	}
@@ -707,8 +707,9 @@ func providerServer(p *Provider) *grpc.Server {
 }
 
 // session is the far side's yamux session over the connection, closed when ctx ends or the near
-// side hangs up, and by its keepalive when the near side goes silent.
-func (h *RemoteHost) session(ctx context.Context, in *bufio.Reader) (*yamux.Session, error) {
+// side hangs up, and by its keepalive when the near side goes silent. window bounds what a
+// stream may hold unread.
+func (h *RemoteHost) session(ctx context.Context, in *bufio.Reader, window uint32) (*yamux.Session, error) {
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
 	cfg.KeepAliveInterval = h.KeepAlive
@@ -716,7 +717,7 @@ func (h *RemoteHost) session(ctx context.Context, in *bufio.Reader) (*yamux.Sess
 		cfg.KeepAliveInterval = defaultRemoteKeepAlive
 	}
 	cfg.ConnectionWriteTimeout = 3 * cfg.KeepAliveInterval
-	cfg.MaxStreamWindowSize = 4 << 20
+	cfg.MaxStreamWindowSize = window
 	// Streams waiting to be accepted beyond these are reset by yamux; boundStreams refuses the
 	// ones past the bound on open streams.
 	cfg.AcceptBacklog = 16

@@ -674,7 +674,11 @@ func (b *broker) open() {
 	in := bufio.NewReaderSize(stdout, 64<<10)
 	if _, err := l.openBounded(context.Background(), in, opts); err != nil {
 		l.abort()
-		b.status = brokerStatus{Error: l.explain(err).Error(), Fallback: errors.Is(err, errNoLaunches)}
+		// ssh failing before the far side ran may be for want of a terminal, which the broker
+		// (a session of its own) lacks: a key's passphrase or a host key question ssh asks on
+		// /dev/tty. A start then connects on its own, where ssh can ask, as before sharing.
+		var ssh *sshFailed
+		b.status = brokerStatus{Error: l.explain(err).Error(), Fallback: errors.Is(err, errNoLaunches) || errors.As(err, &ssh)}
 		return
 	}
 	if err := l.startSession(in); err != nil {

@@ -63,7 +63,9 @@ type sessionState struct {
 // serveSession serves a shared connection until it ends (or ctx does), then stops every
 // provider it launched.
 func (h *RemoteHost) serveSession(ctx context.Context, in *bufio.Reader) error {
-	sess, err := h.session(ctx, in)
+	// A stream's window here is 1 MiB, not 4: a shared connection holds 16 times the streams of
+	// one of its own, and a near side could fill every window.
+	sess, err := h.session(ctx, in, 1<<20)
 	if err != nil {
 		return err
 	}

@@ -497,3 +497,34 @@ func TestRemoteBrokerServesOnlyTheCommandsStarts(t *testing.T) {
 		}
 	}
 }
+
+// ssh that fails in the broker (exit 255 before the far side ran) may fail for want of the
+// terminal the broker lacks (a key's passphrase, a host key question): the start connects on its
+// own, where ssh can ask, and works.
+func TestRemoteShareSSHFailureConnectsOnItsOwn(t *testing.T) {
+	f := newShareFixture(t)
+	dir := t.TempDir()
+	ssh := filepath.Join(dir, "ssh")
+	// The first run fails as ssh does with no terminal to ask on; the next ones reach the far side.
+	script := "#!/bin/sh\nif [ ! -e \"$1\" ]; then : > \"$1\"; echo 'Permission denied (publickey).' >&2; exit 255; fi\n" +
+		"echo start >> \"$2\"; \"$3\"; echo end >> \"$2\"\n"
+	if err := os.WriteFile(ssh, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	f.opts.Command = []string{ssh, filepath.Join(dir, "asked"), f.count, exe}
+	var log strings.Builder
+	f.opts.Log = &log
+	p, err := startAny(context.Background(), f.opts)
+	if err != nil {
+		t.Fatalf("the start after ssh failed in the broker: %v", err)
+	}
+	defer p.Stop(context.Background())
+	call(t, p)
+	if p.remote.launch != nil {
+		t.Error("the start is on a shared connection, want one of its own")
+	}
+	if !strings.Contains(log.String(), "ssh failed (exit 255)") || !strings.Contains(log.String(), "connecting on its own") {
+		t.Errorf("-v does not say why the start connected on its own:\n%s", log.String())
+	}
+}
