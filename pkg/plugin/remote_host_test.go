@@ -56,27 +56,45 @@ func TestRemoteHostOpeningIsBounded(t *testing.T) {
 	}
 }
 
+// hostConn is a connection of one provider to a far side served in this process on pipes: the
+// near side's output and input (in, past the ready line), and Serve's end (done).
+type hostConn struct {
+	in       *bufio.Reader
+	fromNear *io.PipeWriter
+	fromFar  *io.PipeReader
+	done     chan error
+}
+
+// openHost serves h (its In and Out set here) in this process and opens a connection of one
+// provider to it.
+func openHost(t *testing.T, h *RemoteHost) *hostConn {
+	t.Helper()
+	toFar, fromNear := io.Pipe()
+	fromFar, toNear := io.Pipe()
+	h.In, h.Out = toFar, toNear
+	c := &hostConn{fromNear: fromNear, fromFar: fromFar, done: make(chan error, 1)}
+	go func() { c.done <- h.Serve(context.Background()); toNear.Close() }()
+	c.in = bufio.NewReader(fromFar)
+	if _, err := c.in.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
+	if line, err := c.in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
+		t.Fatalf("%s %v", line, err)
+	}
+	return c
+}
+
 // A near side that floods the far side with streams gets at most the bound served at once: the
 // streams past it are closed at once, where each would have held a gRPC server connection and
 // its buffers on the far side. One that keeps more than twice the bound open (the refused ones
 // not closed on its end, where yamux keeps what it sends) has its connection ended.
 func TestRemoteHostBoundsStreams(t *testing.T) {
-	toFar, fromNear := io.Pipe()
-	fromFar, toNear := io.Pipe()
-	h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64",
+	c := openHost(t, &RemoteHost{Platform: "linux_amd64",
 		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
 			return selfAsProvider(t), nil
-		}}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(context.Background()); toNear.Close() }()
-	in := bufio.NewReader(fromFar)
-	if _, err := in.ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
-	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
-		t.Fatalf("%s %v", line, err)
-	}
+		}})
+	in, fromNear, done := c.in, c.fromNear, c.done
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
 	sess, err := yamux.Client(&pipeConn{r: in, w: fromNear}, cfg)

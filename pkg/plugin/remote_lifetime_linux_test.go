@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -22,22 +21,11 @@ import (
 func TestRemoteHostEndsWithItsConnection(t *testing.T) {
 	for _, how := range []string{"input closed", "output gone", "both, a stream open", "both, after a flood of streams", "silent, nothing closed"} {
 		t.Run(how, func(t *testing.T) {
-			toFar, fromNear := io.Pipe()
-			fromFar, toNear := io.Pipe()
-			h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64", KeepAlive: 300 * time.Millisecond,
+			c := openHost(t, &RemoteHost{Platform: "linux_amd64", KeepAlive: 300 * time.Millisecond,
 				Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
 					return selfAsProvider(t), nil
-				}}
-			done := make(chan error, 1)
-			go func() { done <- h.Serve(context.Background()) }()
-			in := bufio.NewReader(fromFar)
-			if _, err := in.ReadBytes('\n'); err != nil {
-				t.Fatal(err)
-			}
-			go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
-			if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
-				t.Fatalf("%s %v", line, err)
-			}
+				}})
+			in, fromNear, fromFar, done := c.in, c.fromNear, c.fromFar, c.done
 			cfg := yamux.DefaultConfig()
 			cfg.LogOutput = io.Discard
 			near := &silencing{Conn: &pipeConn{r: in, w: fromNear}, quiet: make(chan struct{})}

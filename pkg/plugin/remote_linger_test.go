@@ -35,24 +35,13 @@ func linger(file string) {
 // go-plugin still waits for.
 func TestRemoteHostEndsDespiteALingeringChild(t *testing.T) {
 	pidFile := t.TempDir() + "/child.pid"
-	toFar, fromNear := io.Pipe()
-	fromFar, toNear := io.Pipe()
-	h := &RemoteHost{In: toFar, Out: toNear, Platform: "linux_amd64",
+	c := openHost(t, &RemoteHost{Platform: "linux_amd64",
 		Launch: func(context.Context, *RemoteRequest, func(io.Writer) error) (Options, error) {
 			o := selfAsProvider(t)
 			o.Env = append(o.Env, "OPROV_TEST_LINGER="+pidFile)
 			return o, nil
-		}}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(context.Background()) }()
-	in := bufio.NewReader(fromFar)
-	if _, err := in.ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	go fromNear.Write([]byte(`{"protocol":` + strconv.Itoa(RemoteProtocol) + `}` + "\n"))
-	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
-		t.Fatalf("%s %v", line, err)
-	}
+		}})
+	in, fromNear, fromFar, done := c.in, c.fromNear, c.fromFar, c.done
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
 	sess, err := yamux.Client(&pipeConn{r: in, w: fromNear}, cfg)
@@ -137,17 +126,17 @@ func farHost() int {
 	return 0
 }
 
-// A provider's child that left the provider's process group (setsid) is not reached by killing
-// the group; the far process adopts such orphans and kills them when its connection ends, so
-// nothing a provider started outlives the connection.
-func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
+// farProcess starts this test binary as a far side (farHost) with farEnv in its provider's
+// environment, and opens a connection of one provider to it: it gives the far process, its input
+// and its output, past the ready line.
+func farProcess(t *testing.T, farEnv string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidFile := t.TempDir() + "/escaped.pid"
 	far := exec.Command(exe)
-	far.Env = append(os.Environ(), "OPROV_TEST_FAR_HOST=1", "OPROV_TEST_FAR_ENV=OPROV_TEST_ESCAPE="+pidFile)
+	far.Env = append(os.Environ(), "OPROV_TEST_FAR_HOST=1", "OPROV_TEST_FAR_ENV="+farEnv)
 	toFar, err := far.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +148,6 @@ func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
 	if err := far.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer far.Process.Kill()
 	in := bufio.NewReader(fromFar)
 	if _, err := in.ReadBytes('\n'); err != nil {
 		t.Fatal(err)
@@ -168,6 +156,16 @@ func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
 	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
 		t.Fatalf("%s %v", line, err)
 	}
+	return far, toFar, in
+}
+
+// A provider's child that left the provider's process group (setsid) is not reached by killing
+// the group; the far process adopts such orphans and kills them when its connection ends, so
+// nothing a provider started outlives the connection.
+func TestRemoteHostKillsWhatLeftTheGroup(t *testing.T) {
+	pidFile := t.TempDir() + "/escaped.pid"
+	far, toFar, in := farProcess(t, "OPROV_TEST_ESCAPE="+pidFile)
+	defer far.Process.Kill()
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -208,33 +206,9 @@ func orphan(file string) {
 // An orphan the far side adopted that ends while the connection lasts is reaped then, not left a
 // zombie (holding a process ID) until the far side ends.
 func TestRemoteHostReapsOrphans(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	pidFile := t.TempDir() + "/orphan.pid"
-	far := exec.Command(exe)
-	far.Env = append(os.Environ(), "OPROV_TEST_FAR_HOST=1", "OPROV_TEST_FAR_ENV=OPROV_TEST_ORPHAN="+pidFile)
-	toFar, err := far.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromFar, err := far.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := far.Start(); err != nil {
-		t.Fatal(err)
-	}
+	far, _, in := farProcess(t, "OPROV_TEST_ORPHAN="+pidFile)
 	defer func() { far.Process.Kill(); far.Wait() }()
-	in := bufio.NewReader(fromFar)
-	if _, err := in.ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(toFar, `{"protocol":`+strconv.Itoa(RemoteProtocol)+`}`+"\n")
-	if line, err := in.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"ready":true`) {
-		t.Fatalf("%s %v", line, err)
-	}
 	go io.Copy(io.Discard, in)
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
