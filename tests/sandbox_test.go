@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -200,8 +201,11 @@ func TestSandboxHintInDiagnostics(t *testing.T) {
 	if r.Code == 0 {
 		t.Fatal("the apply succeeded though the provider failed on its refusals")
 	}
+	// tofu wraps a diagnostic at its width, so how a long path's line breaks depends on the test's
+	// temporary directory: the text is read with the wrapping undone.
+	shown := unwrapDiagnostics(r.Stdout + r.Stderr)
 	for _, want := range []string{"oprov: the provider's sandbox may have refused this", fmt.Sprintf(`add read = [%q]`, filepath.Join(h.home, ".ssh", "id_ed25519"))} {
-		if !strings.Contains(r.Stdout+r.Stderr, want) {
+		if !strings.Contains(shown, want) {
 			t.Errorf("tofu's output does not show %q:\n%s\n%s", want, r.Stdout, r.Stderr)
 		}
 	}
@@ -335,4 +339,15 @@ func TestSandboxPythonSource(t *testing.T) {
 	if outs := stateOutputs(t, cfg); outs["message"] != "Hello, oprov!" {
 		t.Errorf("pyhello's outputs under the sandbox: %v", outs)
 	}
+}
+
+var (
+	ansiCodes   = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	wrappedLine = regexp.MustCompile(`\s*\n\s*(│\s*)?`)
+)
+
+// unwrapDiagnostics is tofu's output with its colours removed and the lines of its diagnostic
+// boxes joined, as one line each.
+func unwrapDiagnostics(s string) string {
+	return wrappedLine.ReplaceAllString(ansiCodes.ReplaceAllString(s, ""), " ")
 }
